@@ -1,0 +1,288 @@
+// Lesson 1: an encoder-decoder that passes one fixed vector between its halves
+// (Sutskever et al. 2014; Cho et al. 2014), and the measured cost of doing so.
+// n = source tokens, m = target tokens, d = embedding and hidden width, V = vocabulary size.
+#include "registry.hpp"
+
+#include "core/rng.hpp"
+#include "nn/linalg.hpp"
+#include "nn/rnn.hpp"
+#include "nn/softmax.hpp"
+
+#include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+namespace {
+
+const std::vector<std::string> source_sentence = {"turn", "off", "the", "lights"};
+const std::vector<std::string> target_sentence = {"लाइट", "बंद", "करो"};
+const std::vector<std::string> target_vocab = {"<sos>", "लाइट", "बंद", "करो", "<eos>"};
+const std::vector<std::size_t> demo_lengths = {4, 8, 16, 32, 64};
+constexpr std::size_t filler_words = 28;  // the measured demo draws sentences from a larger vocabulary
+
+std::vector<std::string> source_vocab() {
+    std::vector<std::string> vocab = source_sentence;
+    for (std::size_t i = 0; i < filler_words; ++i) vocab.push_back("w" + std::to_string(vocab.size()));
+    return vocab;
+}
+
+std::vector<std::string> prefixed(const std::string& prefix, const std::vector<std::string>& words) {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < words.size(); ++i) out.push_back(prefix + std::to_string(i + 1) + " " + words[i]);
+    return out;
+}
+
+std::vector<std::string> length_labels() {
+    std::vector<std::string> out;
+    for (auto n : demo_lengths) out.push_back("n=" + std::to_string(n));
+    return out;
+}
+
+// Weights with variance 1/fan_in keep pre-activations near unit scale; the update-gate bias
+// starts the GRU leaning towards keeping its state, as trained encoders learn to.
+nn::GruParams draw_gru(Rng& rng, std::size_t d_in, std::size_t d, double update_bias) {
+    const double sw = 1.0 / std::sqrt(static_cast<double>(d_in)), su = 1.0 / std::sqrt(static_cast<double>(d));
+    nn::GruParams p;
+    p.W_z = rng.normal_mat(d, d_in, sw);
+    p.U_z = rng.normal_mat(d, d, su);
+    p.b_z = xt::full_like(Vec(xt::empty<double>({d})), update_bias);
+    p.W_r = rng.normal_mat(d, d_in, sw);
+    p.U_r = rng.normal_mat(d, d, su);
+    p.b_r = xt::zeros<double>({d});
+    p.W_h = rng.normal_mat(d, d_in, sw);
+    p.U_h = rng.normal_mat(d, d, su);
+    p.b_h = xt::zeros<double>({d});
+    return p;
+}
+
+void record_gru_params(Trace& trace, const nn::GruParams& p, const std::string& input) {
+    trace.tensor("W_z", "update gate, input weights (" + input + ")", p.W_z);
+    trace.tensor("U_z", "update gate, state weights", p.U_z);
+    trace.tensor("b_z", "update gate bias", p.b_z);
+    trace.tensor("W_r", "reset gate, input weights (" + input + ")", p.W_r);
+    trace.tensor("U_r", "reset gate, state weights", p.U_r);
+    trace.tensor("b_r", "reset gate bias", p.b_r);
+    trace.tensor("W_h", "candidate, input weights (" + input + ")", p.W_h);
+    trace.tensor("U_h", "candidate, state weights", p.U_h);
+    trace.tensor("b_h", "candidate bias", p.b_h);
+}
+
+Mat lookup(const Mat& table, const std::vector<std::size_t>& ids) {
+    Mat out = xt::empty<double>({ids.size(), table.shape(1)});
+    for (std::size_t i = 0; i < ids.size(); ++i)
+        xt::row(out, static_cast<std::ptrdiff_t>(i)) = xt::row(table, static_cast<std::ptrdiff_t>(ids[i]));
+    return out;
+}
+
+Vec final_state(const nn::GruParams& encoder, const Mat& X) {
+    const Mat H = nn::gru_forward(encoder, X, xt::zeros<double>({encoder.hidden_width()})).states;
+    return xt::row(H, -1);
+}
+
+double norm(const Vec& v) { return std::sqrt(xt::sum(v * v)()); }
+
+// h_t = h~_t + z_t * (h_{t-1} - h~_t): the same interpolation written as a correction of the
+// candidate. Computed from the recorded gates, it must reproduce the recorded states.
+double interpolation_form_error(const nn::GruRun& run) {
+    const std::size_t T = run.states.shape(0);
+    Mat previous = xt::zeros_like(run.states);
+    xt::view(previous, xt::range(1, T), xt::all()) = xt::view(run.states, xt::range(0, T - 1), xt::all());
+    const Mat rewritten = run.candidates + run.update_gates * (previous - run.candidates);
+    return max_abs_difference(rewritten, run.states);
+}
+
+// Decoder inputs with teacher forcing: row i is [y_{i-1}; c], the previous *reference* token
+// and the one context vector.
+Mat decoder_inputs(const Mat& previous_tokens, const Vec& context) {
+    const std::size_t m = previous_tokens.shape(0), d = previous_tokens.shape(1);
+    Mat out = xt::empty<double>({m, d + context.size()});
+    for (std::size_t i = 0; i < m; ++i) {
+        const auto r = static_cast<std::ptrdiff_t>(i);
+        xt::view(out, r, xt::range(0, d)) = xt::row(previous_tokens, r);
+        xt::view(out, r, xt::range(d, d + context.size())) = context;
+    }
+    return out;
+}
+
+// Largest difference between the context part of any decoder input row and c itself.
+double context_spread(const Mat& inputs, const Vec& context) {
+    const std::size_t d = inputs.shape(1) - context.size();
+    double worst = 0.0;
+    for (std::size_t i = 0; i < inputs.shape(0); ++i) {
+        const Vec part = xt::view(inputs, static_cast<std::ptrdiff_t>(i), xt::range(d, inputs.shape(1)));
+        worst = std::max(worst, max_abs_difference(part, context));
+    }
+    return worst;
+}
+
+struct BottleneckDemo {
+    Mat sentences;    // trials x 64 token ids
+    Mat substitutes;  // trials x 2: replacement for the first and for the last token
+    Mat table;        // lengths x 4: n, mean |c|, mean |c - c_first|, mean |c - c_last|
+};
+
+std::size_t different_token(Rng& rng, std::size_t vocab, std::size_t avoid) {
+    std::size_t id = rng.below(vocab);
+    while (id == avoid) id = rng.below(vocab);
+    return id;
+}
+
+// For each length n, encode the first n tokens of every sentence, then the same with its
+// first (or last) token replaced, and average how far the context vector moves.
+BottleneckDemo measure_bottleneck(Rng& rng, const nn::GruParams& encoder, const Mat& E_src, std::size_t trials) {
+    const std::size_t longest = demo_lengths.back(), vocab = E_src.shape(0);
+    BottleneckDemo demo{xt::empty<double>({trials, longest}), xt::empty<double>({trials, std::size_t{2}}),
+                        xt::zeros<double>({demo_lengths.size(), std::size_t{4}})};
+    std::vector<std::vector<std::size_t>> ids(trials, std::vector<std::size_t>(longest));
+    for (std::size_t k = 0; k < trials; ++k)
+        for (std::size_t j = 0; j < longest; ++j) demo.sentences(k, j) = static_cast<double>(ids[k][j] = rng.below(vocab));
+    std::vector<std::size_t> first_sub(trials), last_sub(trials);
+    for (std::size_t k = 0; k < trials; ++k) {
+        demo.substitutes(k, 0) = static_cast<double>(first_sub[k] = different_token(rng, vocab, ids[k][0]));
+        // the last token differs per length, so its substitute avoids every token
+        last_sub[k] = rng.below(vocab);
+        demo.substitutes(k, 1) = static_cast<double>(last_sub[k]);
+    }
+    for (std::size_t li = 0; li < demo_lengths.size(); ++li) {
+        const std::size_t n = demo_lengths[li];
+        demo.table(li, 0) = static_cast<double>(n);
+        for (std::size_t k = 0; k < trials; ++k) {
+            std::vector<std::size_t> sentence(ids[k].begin(), ids[k].begin() + static_cast<std::ptrdiff_t>(n));
+            const Vec c = final_state(encoder, lookup(E_src, sentence));
+            auto first_changed = sentence, last_changed = sentence;
+            first_changed.front() = first_sub[k];
+            last_changed.back() = last_sub[k];
+            demo.table(li, 1) += norm(c) / static_cast<double>(trials);
+            demo.table(li, 2) += norm(c - final_state(encoder, lookup(E_src, first_changed))) / static_cast<double>(trials);
+            demo.table(li, 3) += norm(c - final_state(encoder, lookup(E_src, last_changed))) / static_cast<double>(trials);
+        }
+    }
+    return demo;
+}
+
+// How much the first-token change ever grows from one length to the next (0 when it only shrinks).
+double largest_increase(const Vec& values) {
+    double worst = 0.0;
+    for (std::size_t i = 1; i < values.size(); ++i) worst = std::max(worst, values(i) - values(i - 1));
+    return worst;
+}
+
+}  // namespace
+
+void lesson_bottleneck(Trace& trace, const Config& config) {
+    const std::size_t d = config.size("d"), trials = config.size("trials");
+    Rng rng(config.seed);
+    const auto vocab = source_vocab();
+    const Mat E_src = rng.normal_mat(vocab.size(), d);
+    const Mat E_tgt = rng.normal_mat(target_vocab.size(), d);
+    const nn::GruParams encoder = draw_gru(rng, d, d, 2.0);
+    const nn::GruParams decoder = draw_gru(rng, 2 * d, d, 2.0);
+    const Mat W_o = rng.normal_mat(target_vocab.size(), d, 1.0 / std::sqrt(static_cast<double>(d)));
+
+    trace.step("embeddings", "Tokens become vectors", "x_j = E_src[w_j],  y_i = E_tgt[w'_i]",
+               "We translate \"turn off the lights\" into Hindi, \"लाइट बंद करो\". Each token is looked up "
+               "in an embedding table: one row of d numbers per word. The tables here are drawn from the seed, "
+               "not trained, so the translation will be wrong; what matters is the shape of the computation. "
+               "The source table has filler words too, for the measured demo in step [bottleneck].");
+    trace.tensor("E_src", "source embedding table, V_src x d", E_src, vocab);
+    trace.tensor("E_tgt", "target embedding table, V_tgt x d", E_tgt, target_vocab);
+    const Mat X = lookup(E_src, {0, 1, 2, 3});
+    trace.tensor("X", "x_j = E_src[w_j], one row per source token", X, source_sentence);
+
+    trace.step("encoder-params", "The encoder's weights", "GRU(x_t, h_{t-1}) with W: d x d, U: d x d, b: d",
+               "The encoder is a gated recurrent unit (Cho et al. 2014). It owns three weight sets: the update "
+               "gate z decides how much of the old state to keep, the reset gate r how much of it the candidate "
+               "may see, and the candidate h~ is the new content. The update-gate bias starts at +2, so the "
+               "encoder keeps about 88% of each state feature per step: it is built to remember.");
+    record_gru_params(trace, encoder, "x_t");
+
+    trace.step("encoder", "Reading the source, one token at a time",
+               "h_t = z_t * h_{t-1} + (1 - z_t) * h~_t,  h~_t = tanh(W_h x_t + U_h (r_t * h_{t-1}) + b_h)",
+               "Each state h_t mixes the previous state and a candidate, feature by feature, with the update "
+               "gate as the mixing weight (Cho et al. 2014, eq. 7; PyTorch's nn.GRUCell writes "
+               "h' = (1 - z) * n + z * h, the same convention). The states must be computed in order: h_3 "
+               "needs h_2, which needs h_1. The same update can be read as the candidate corrected towards the "
+               "old state, h_t = h~_t + z_t * (h_{t-1} - h~_t); the check recomputes every state that way.");
+    const nn::GruRun enc = nn::gru_forward(encoder, X, xt::zeros<double>({d}));
+    trace.tensor("Z", "z_t = sigmoid(W_z x_t + U_z h_{t-1} + b_z)", enc.update_gates, prefixed("z_", source_sentence));
+    trace.tensor("R", "r_t = sigmoid(W_r x_t + U_r h_{t-1} + b_r)", enc.reset_gates, prefixed("r_", source_sentence));
+    trace.tensor("H_cand", "h~_t = tanh(W_h x_t + U_h (r_t * h_{t-1}) + b_h)", enc.candidates,
+                 prefixed("h~_", source_sentence));
+    trace.tensor("H", "h_t = z_t * h_{t-1} + (1 - z_t) * h~_t,  h_0 = 0", enc.states, prefixed("h_", source_sentence));
+    trace.check("h_t = h~_t + z_t * (h_{t-1} - h~_t) reproduces every encoder state", interpolation_form_error(enc),
+                1e-12);
+
+    trace.step("context", "The whole sentence in one vector", "c = s_0 = h_n",
+               "Sutskever et al. (2014) hand the decoder nothing but the encoder's last state. Whatever the "
+               "decoder will ever know about \"turn off the lights\" must fit in these d numbers. Cho et al. "
+               "(2014) also feed the same c into every decoder step; we do both.");
+    const Vec c = xt::row(enc.states, -1);
+    trace.tensor("c", "c = h_n (the last row of H)", c);
+
+    trace.step("decoder-params", "The decoder's weights", "GRU([y_{i-1}; c], s_{i-1}),  logits_i = W_o s_i",
+               "The decoder is a second GRU. Its input is the previous target token's embedding concatenated "
+               "with the context, so its input weights are d x 2d. W_o turns a state into one score per "
+               "target word.");
+    record_gru_params(trace, decoder, "[y_{i-1}; c]");
+    trace.tensor("W_o", "output projection, V_tgt x d", W_o, target_vocab);
+
+    trace.step("decoder", "Decoding with teacher forcing, the same c at every step",
+               "s_i = GRU([y_{i-1}; c], s_{i-1}),  p(y_i | y_<i, x) = softmax(W_o s_i)",
+               "During training the decoder is fed the reference previous token, not its own guess (teacher "
+               "forcing): <sos>, then लाइट, then बंद. Look at the right half of each input row: it is the "
+               "same vector c at every step. The decoder can change what it asks, but not what it is told; "
+               "there is no way to look back at \"lights\" when producing लाइट.");
+    const Mat previous_tokens = lookup(E_tgt, {0, 1, 2});
+    const Mat inputs = decoder_inputs(previous_tokens, c);
+    trace.tensor("D_in", "row i = [y_{i-1}; c]", inputs, std::vector<std::string>{"<sos> ; c", "लाइट ; c", "बंद ; c"});
+    const nn::GruRun dec = nn::gru_forward(decoder, inputs, c);
+    trace.tensor("S", "s_i = GRU([y_{i-1}; c], s_{i-1}),  s_0 = c", dec.states, prefixed("s_", target_sentence));
+    const Mat logits = nn::matmul(dec.states, xt::eval(xt::transpose(W_o)), "S W_o^T");
+    const Mat probabilities = nn::softmax_rows(logits);
+    trace.tensor("P", "P_i = softmax(W_o s_i): rows are target positions, columns target words", probabilities,
+                 target_sentence, target_vocab, View::heatmap);
+    trace.check("every decoder input carries exactly the same context c", context_spread(inputs, c), 0.0);
+    trace.check("each row of P sums to 1",
+                max_abs_difference(Vec(xt::sum(probabilities, {1})), xt::ones<double>({target_sentence.size()})),
+                1e-12);
+
+    trace.step("bottleneck", "Measured: the first word fades from c",
+               "Δ_first(n) = mean_k |c(w_1..w_n) - c(w'_1, w_2..w_n)|,  Δ_last(n) likewise for w_n",
+               "Take random sentences of n tokens, encode them, then replace only the first token and encode "
+               "again: how far does the context vector move? And if we replace the last token instead? The "
+               "encoder keeps 88% of each feature per step, yet the first word's trace shrinks roughly like "
+               "0.88^n, while the last word always moves c a lot. Long sentences reach the decoder as a summary "
+               "of their ending: the performance drop on long sentences that Cho et al. (2014) measured, and "
+               "the reason Sutskever et al. (2014) reversed the source.");
+    const BottleneckDemo demo = measure_bottleneck(rng, encoder, E_src, trials);
+    trace.tensor("sentences", "token ids of the random sentences; length n uses the first n", demo.sentences);
+    trace.tensor("substitutes", "replacement token ids: column 0 for w_1, column 1 for w_n", demo.substitutes);
+    trace.tensor("context_change", "mean over sentences", demo.table, length_labels(),
+                 {"n", "|c|", "Δ_first", "Δ_last"});
+    const Vec first_change = xt::col(demo.table, 2);
+    trace.tensor("first_token_influence", "Δ_first(n)", first_change, length_labels(), {}, View::bars);
+    trace.check("replacing the first token moves c less and less as n grows", largest_increase(first_change), 0.0);
+
+    trace.step("capacity", "What the one vector must carry", "n x d numbers in, d numbers out",
+               "The encoder reads n vectors of d numbers and must pass on d. Here that is 4 x 6 = 24 numbers "
+               "squeezed into 6, and the squeeze grows with every token. The next lesson removes the squeeze: "
+               "the decoder keeps all the encoder states and, at every step, decides which ones to look at "
+               "(Bahdanau et al. 2015).");
+    Mat counts = xt::empty<double>({demo_lengths.size(), std::size_t{4}});
+    for (std::size_t i = 0; i < demo_lengths.size(); ++i) {
+        const auto n = static_cast<double>(demo_lengths[i]);
+        counts(i, 0) = n;
+        counts(i, 1) = n * static_cast<double>(d);
+        counts(i, 2) = static_cast<double>(d);
+        counts(i, 3) = n;
+    }
+    trace.tensor("numbers_carried", "n, n x d in, d out, compression n x d / d = n", counts, length_labels(),
+                 {"n", "in", "out", "ratio"});
+}
+
+}  // namespace attn

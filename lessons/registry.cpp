@@ -1,0 +1,31 @@
+#include "registry.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace attn {
+
+const std::vector<Lesson>& all_lessons() {
+    static const std::vector<Lesson> lessons = {
+        {1, "bottleneck", "The fixed-context bottleneck of seq2seq", "Sutskever et al. 2014; Cho et al. 2014",
+         Config{7, {{"d", 6}, {"trials", 8}}}, lesson_bottleneck},
+    };
+    return lessons;
+}
+
+const Lesson* find_lesson(const std::string& name) {
+    const bool numeric = !name.empty() && name.size() <= 3 &&
+                         std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isdigit(c); });
+    for (const auto& lesson : all_lessons()) {
+        if (numeric ? std::stoi(name) == lesson.number : name == lesson.slug) return &lesson;
+    }
+    return nullptr;
+}
+
+Trace run_lesson(const Lesson& lesson, const Config& config) {
+    Trace trace(lesson.slug, config);
+    lesson.fn(trace, config);
+    return trace;
+}
+
+}  // namespace attn

@@ -1,0 +1,215 @@
+#include "core/compare.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace attn {
+
+namespace {
+
+std::vector<std::size_t> unravel(std::size_t flat, const Shape& shape) {
+    std::vector<std::size_t> index(shape.size());
+    for (std::size_t axis = shape.size(); axis-- > 0;) {
+        index[axis] = flat % shape[axis];
+        flat /= shape[axis];
+    }
+    return index;
+}
+
+std::string index_text(const std::vector<std::size_t>& index) {
+    return "[" + fmt::format("{}", fmt::join(index, ", ")) + "]";
+}
+
+const TensorRecord* find_tensor(const Step& s, const std::string& name) {
+    for (const auto& t : s.tensors)
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+std::string join_labels(const std::vector<std::string>& labels) {
+    return labels.empty() ? "(none)" : fmt::format("{}", fmt::join(labels, ", "));
+}
+
+// Everything wrong with one step, or "" when it matches.
+std::string compare_step(const Step& actual, const Step& golden, const Tolerance& tol, std::size_t& tensors_compared) {
+    std::string report;
+    for (const auto& g : golden.tensors) {
+        const TensorRecord* a = find_tensor(actual, g.name);
+        if (!a) {
+            report += fmt::format("  tensor '{}' {} is in the golden file but the lesson no longer records it\n", g.name,
+                                  shape_string(g.shape()));
+            continue;
+        }
+        ++tensors_compared;
+        const TensorDiff d = compare_tensor(a->value, g.value, tol);
+        if (!d.ok())
+            report += fmt::format("  tensor '{}' {}\n{}\n", g.name, shape_string(g.shape()), tensor_diff_report(d, tol));
+        if (a->rows != g.rows)
+            report += fmt::format("  tensor '{}': row labels are [{}], golden has [{}]\n", g.name, join_labels(a->rows),
+                                  join_labels(g.rows));
+        if (a->cols != g.cols)
+            report += fmt::format("  tensor '{}': column labels are [{}], golden has [{}]\n", g.name,
+                                  join_labels(a->cols), join_labels(g.cols));
+    }
+    for (const auto& a : actual.tensors)
+        if (!find_tensor(golden, a.name))
+            report += fmt::format("  tensor '{}' {} is new: the golden file does not have it (attn bless updates it)\n",
+                                  a.name, shape_string(a.shape()));
+    return report;
+}
+
+std::string config_text(const Config& c) {
+    std::string out = fmt::format("seed={}", c.seed);
+    for (const auto& [k, v] : c.values) out += fmt::format(" {}={}", k, v);
+    return out;
+}
+
+}  // namespace
+
+void validate_tolerance(const Tolerance& tol) {
+    if (!std::isfinite(tol.rtol) || tol.rtol < 0)
+        throw std::invalid_argument(fmt::format("--rtol must be a finite number >= 0, got {}", tol.rtol));
+    if (!std::isfinite(tol.atol) || tol.atol < 0)
+        throw std::invalid_argument(fmt::format("--atol must be a finite number >= 0, got {}", tol.atol));
+}
+
+bool close(double actual, double expected, const Tolerance& tol) {
+    if (std::isnan(actual) || std::isnan(expected)) return std::isnan(actual) && std::isnan(expected);
+    if (std::isinf(actual) || std::isinf(expected)) return actual == expected;
+    return std::abs(actual - expected) <= tol.atol + tol.rtol * std::abs(expected);
+}
+
+TensorDiff compare_tensor(const Array& actual, const Array& expected, const Tolerance& tol) {
+    TensorDiff d;
+    d.actual_shape = shape_of(actual);
+    d.expected_shape = shape_of(expected);
+    d.total = expected.size();
+    if (d.actual_shape != d.expected_shape) {
+        d.shape_matches = false;
+        return d;
+    }
+    std::size_t flat = 0;
+    auto a = actual.begin();
+    for (auto e = expected.begin(); e != expected.end(); ++a, ++e, ++flat) {
+        if (std::isfinite(*a) && std::isfinite(*e)) {
+            const double diff = std::abs(*a - *e);
+            d.max_abs = std::max(d.max_abs, diff);
+            if (*e != 0.0) d.max_rel = std::max(d.max_rel, diff / std::abs(*e));
+            else if (diff > 0.0) d.max_rel = std::numeric_limits<double>::infinity();
+        }
+        if (close(*a, *e, tol)) continue;
+        ++d.mismatched;
+        if (d.first.size() < 5) d.first.push_back({unravel(flat, d.expected_shape), *a, *e});
+    }
+    return d;
+}
+
+std::string tensor_diff_report(const TensorDiff& d, const Tolerance& tol) {
+    if (!d.shape_matches)
+        return fmt::format("    Shapes differ: actual {}, expected {}", shape_string(d.actual_shape),
+                           shape_string(d.expected_shape));
+    std::string out = fmt::format("    Not equal to tolerance rtol={:g}, atol={:g}\n", tol.rtol, tol.atol);
+    out += fmt::format("    Mismatched elements: {} / {} ({:.3g}%)\n", d.mismatched, d.total,
+                       100.0 * static_cast<double>(d.mismatched) / static_cast<double>(d.total));
+    for (const auto& m : d.first)
+        out += fmt::format("    at {:<10} actual {:<24.17g} expected {:.17g}\n", index_text(m.index), m.actual,
+                           m.expected);
+    if (d.mismatched > d.first.size()) out += fmt::format("    … and {} more\n", d.mismatched - d.first.size());
+    out += fmt::format("    Max absolute difference: {:.3g}\n", d.max_abs);
+    out += fmt::format("    Max relative difference: {:.3g}", d.max_rel);
+    return out;
+}
+
+LessonComparison compare_traces(const Trace& actual, const Trace& golden, const Tolerance& tol) {
+    LessonComparison result;
+    const std::string lesson = golden.lesson();
+    if (actual.lesson() != golden.lesson()) {
+        result.ok = false;
+        result.report = fmt::format("{}: the golden file is for lesson '{}', not '{}'\n", lesson, golden.lesson(),
+                                    actual.lesson());
+        return result;
+    }
+    const std::string actual_config = config_text(actual.config()), golden_config = config_text(golden.config());
+    if (actual_config != golden_config) {
+        result.ok = false;
+        result.report = fmt::format("{}: configuration differs: the lesson ran with {}, the golden file has {}\n",
+                                    lesson, actual_config, golden_config);
+        return result;
+    }
+    const auto& steps = golden.steps();
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        const Step& g = steps[i];
+        const Step* a = actual.find_step(g.id);
+        std::string why = a ? compare_step(*a, g, tol, result.tensors_compared)
+                            : "  the lesson no longer has this step\n";
+        if (why.empty()) {
+            ++result.steps_compared;
+            continue;
+        }
+        result.ok = false;
+        result.report = fmt::format("{}: diverges at step {}/{} '{}' ({})\n{}", lesson, i + 1, steps.size(), g.id,
+                                    g.title, why);
+        if (i + 1 < steps.size()) {
+            std::vector<std::string> later;
+            for (std::size_t k = i + 1; k < steps.size(); ++k) later.push_back(steps[k].id);
+            result.report += fmt::format("  not reached: {}\n", fmt::join(later, ", "));
+        }
+        return result;
+    }
+    std::vector<std::string> extra;
+    for (const auto& a : actual.steps())
+        if (!golden.find_step(a.id)) extra.push_back(a.id);
+    if (!extra.empty()) {
+        result.ok = false;
+        result.report = fmt::format("{}: new steps not in the golden file: {} (attn bless updates it)\n", lesson,
+                                    fmt::join(extra, ", "));
+    }
+    return result;
+}
+
+std::vector<std::string> describe_changes(const Trace& old, const Trace& now) {
+    std::vector<std::string> out;
+    if (config_text(old.config()) != config_text(now.config()))
+        out.push_back(fmt::format("configuration: {} -> {}", config_text(old.config()), config_text(now.config())));
+    const Tolerance exact{0.0, 0.0};
+    for (const auto& o : old.steps()) {
+        const Step* n = now.find_step(o.id);
+        if (!n) {
+            out.push_back(fmt::format("step '{}' removed", o.id));
+            continue;
+        }
+        bool text_changed = o.title != n->title || o.equation != n->equation || o.explanation != n->explanation ||
+                            o.checks.size() != n->checks.size();
+        for (std::size_t i = 0; !text_changed && i < o.checks.size(); ++i)
+            text_changed = o.checks[i].claim != n->checks[i].claim || o.checks[i].tolerance != n->checks[i].tolerance;
+        for (const auto& ot : o.tensors) {
+            const TensorRecord* nt = find_tensor(*n, ot.name);
+            if (!nt) {
+                out.push_back(fmt::format("{}.{}: removed", o.id, ot.name));
+                continue;
+            }
+            const TensorDiff d = compare_tensor(nt->value, ot.value, exact);
+            if (!d.shape_matches)
+                out.push_back(fmt::format("{}.{}: shape {} -> {}", o.id, ot.name, shape_string(d.expected_shape),
+                                          shape_string(d.actual_shape)));
+            else if (d.mismatched > 0)
+                out.push_back(fmt::format("{}.{}: {} / {} elements changed, max |change| {:.3g}, max relative {:.3g}",
+                                          o.id, ot.name, d.mismatched, d.total, d.max_abs, d.max_rel));
+            text_changed = text_changed || ot.equation != nt->equation || ot.rows != nt->rows || ot.cols != nt->cols ||
+                           ot.view != nt->view;
+        }
+        for (const auto& nt : n->tensors)
+            if (!find_tensor(o, nt.name))
+                out.push_back(fmt::format("{}.{}: new, shape {}", o.id, nt.name, shape_string(nt.shape())));
+        if (text_changed) out.push_back(fmt::format("step '{}': text changed (title, equation, explanation, labels or checks)", o.id));
+    }
+    for (const auto& n : now.steps())
+        if (!old.find_step(n.id)) out.push_back(fmt::format("step '{}' new, {} tensors", n.id, n.tensors.size()));
+    if (out.empty()) out.push_back("check results changed (errors of the identity checks)");
+    return out;
+}
+
+}  // namespace attn

@@ -1,0 +1,383 @@
+#include "core/golden.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace attn {
+
+using nlohmann::json;
+
+namespace {
+
+// ---- writing ---------------------------------------------------------------
+
+std::string quoted(const std::string& s) {
+    // replace invalid UTF-8 instead of throwing: a label must never stop a bless
+    return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string number_text(double x) {
+    if (std::isnan(x)) return "\"nan\"";
+    if (std::isinf(x)) return x > 0 ? "\"inf\"" : "\"-inf\"";
+    return json(x).dump();  // shortest representation that round-trips (Grisu2)
+}
+
+std::string string_list(const std::vector<std::string>& items) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + quoted(items[i]);
+    return out + "]";
+}
+
+std::string shape_list(const Shape& shape) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+    return out + "]";
+}
+
+// Nested row-major lists; the innermost axis stays on one line.
+void write_data(std::ostringstream& out, const double*& p, const Shape& shape, std::size_t axis,
+                const std::string& indent) {
+    if (axis == shape.size()) {
+        out << number_text(*p++);
+        return;
+    }
+    out << "[";
+    const bool innermost = axis + 1 == shape.size();
+    for (std::size_t i = 0; i < shape[axis]; ++i) {
+        if (i) out << (innermost ? ", " : ",");
+        if (!innermost) out << "\n" << indent << "  ";
+        write_data(out, p, shape, axis + 1, indent + "  ");
+    }
+    if (!innermost && shape[axis] > 0) out << "\n" << indent;
+    out << "]";
+}
+
+const char* view_name(View v) {
+    switch (v) {
+        case View::heatmap: return "heatmap";
+        case View::bars: return "bars";
+        case View::numbers: break;
+    }
+    return "numbers";
+}
+
+void write_tensor(std::ostringstream& out, const TensorRecord& t) {
+    const std::string in = "        ";
+    out << in << "{\n";
+    out << in << "  \"name\": " << quoted(t.name) << ",\n";
+    out << in << "  \"equation\": " << quoted(t.equation) << ",\n";
+    out << in << "  \"shape\": " << shape_list(t.shape()) << ",\n";
+    if (!t.rows.empty()) out << in << "  \"rows\": " << string_list(t.rows) << ",\n";
+    if (!t.cols.empty()) out << in << "  \"cols\": " << string_list(t.cols) << ",\n";
+    if (t.view != View::numbers) out << in << "  \"view\": \"" << view_name(t.view) << "\",\n";
+    out << in << "  \"data\": ";
+    const Array contiguous = t.value;  // row-major copy, whatever the source layout
+    const double* p = contiguous.data();
+    write_data(out, p, t.shape(), 0, in + "  ");
+    out << "\n" << in << "}";
+}
+
+void write_check(std::ostringstream& out, const CheckRecord& c) {
+    out << "        {\"claim\": " << quoted(c.claim) << ", \"max_abs_error\": " << number_text(c.max_abs_error)
+        << ", \"tolerance\": " << number_text(c.tolerance) << ", \"holds\": " << (c.holds ? "true" : "false")
+        << "}";
+}
+
+// ---- reading ---------------------------------------------------------------
+
+[[noreturn]] void fail(const std::string& source, const std::string& what) {
+    throw GoldenError(source + ": " + what);
+}
+
+const json& member(const json& obj, const char* key, const std::string& where, const std::string& source) {
+    if (!obj.is_object()) fail(source, where + " is not a JSON object");
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(source, where + " has no \"" + key + "\"");
+    return *it;
+}
+
+std::string string_member(const json& obj, const char* key, const std::string& where, const std::string& source,
+                          bool optional = false) {
+    if (optional && obj.find(key) == obj.end()) return {};
+    const json& v = member(obj, key, where, source);
+    if (!v.is_string()) fail(source, where + ": \"" + key + "\" must be a string");
+    return v.get<std::string>();
+}
+
+double number_value(const json& v, const std::string& where, const std::string& source) {
+    if (v.is_number()) return v.get<double>();
+    if (v.is_string()) {
+        const auto& s = v.get_ref<const std::string&>();
+        if (s == "inf") return std::numeric_limits<double>::infinity();
+        if (s == "-inf") return -std::numeric_limits<double>::infinity();
+        if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    }
+    fail(source, where + ": expected a number (or \"inf\", \"-inf\", \"nan\"), found " + v.dump());
+}
+
+std::string index_text(const std::vector<std::size_t>& index) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < index.size(); ++i) out += (i ? ", " : "") + std::to_string(index[i]);
+    return out + "]";
+}
+
+void read_data(const json& v, const Shape& shape, std::vector<std::size_t>& index, std::vector<double>& out,
+               const std::string& where, const std::string& source) {
+    const std::size_t axis = index.size();
+    if (axis == shape.size()) {
+        out.push_back(number_value(v, where + " data" + index_text(index), source));
+        return;
+    }
+    if (!v.is_array() || v.size() != shape[axis])
+        fail(source, where + ": data" + index_text(index) + " should be a list of " + std::to_string(shape[axis]) +
+                         " entries for shape " + shape_string(shape) + ", found " +
+                         (v.is_array() ? std::to_string(v.size()) + " entries" : std::string(v.type_name())));
+    for (std::size_t i = 0; i < shape[axis]; ++i) {
+        index.push_back(i);
+        read_data(v[i], shape, index, out, where, source);
+        index.pop_back();
+    }
+}
+
+std::vector<std::string> labels(const json& t, const char* key, const std::string& where, const std::string& source) {
+    auto it = t.find(key);
+    if (it == t.end()) return {};
+    if (!it->is_array()) fail(source, where + ": \"" + key + "\" must be a list of strings");
+    std::vector<std::string> out;
+    for (const auto& s : *it) {
+        if (!s.is_string()) fail(source, where + ": \"" + key + "\" must be a list of strings");
+        out.push_back(s.get<std::string>());
+    }
+    return out;
+}
+
+View parse_view(const std::string& s, const std::string& where, const std::string& source) {
+    if (s.empty() || s == "numbers") return View::numbers;
+    if (s == "heatmap") return View::heatmap;
+    if (s == "bars") return View::bars;
+    fail(source, where + ": unknown view \"" + s + "\"");
+}
+
+TensorRecord parse_tensor(const json& t, const std::string& where, const std::string& source) {
+    TensorRecord rec;
+    rec.name = string_member(t, "name", where, source);
+    const std::string here = where + ", tensor '" + rec.name + "'";
+    rec.equation = string_member(t, "equation", here, source, true);
+    const json& shape_json = member(t, "shape", here, source);
+    if (!shape_json.is_array()) fail(source, here + ": \"shape\" must be a list of sizes");
+    Shape shape;
+    std::size_t total = 1;
+    for (const auto& s : shape_json) {
+        if (!s.is_number_unsigned()) fail(source, here + ": \"shape\" must hold non-negative integers");
+        const auto n = s.get<std::uint64_t>();
+        if (n > (std::uint64_t{1} << 31) || (n > 0 && total > (std::size_t{1} << 31) / n))
+            fail(source, here + ": shape " + shape_json.dump() + " is too large");
+        shape.push_back(static_cast<std::size_t>(n));
+        total *= static_cast<std::size_t>(n);
+    }
+    if (shape.size() > 8) fail(source, here + ": rank " + std::to_string(shape.size()) + " is above 8");
+    std::vector<double> flat;
+    flat.reserve(total);
+    std::vector<std::size_t> index;
+    read_data(member(t, "data", here, source), shape, index, flat, here, source);
+    rec.value = xt::empty<double>(shape);
+    std::copy(flat.begin(), flat.end(), rec.value.begin());
+    rec.rows = labels(t, "rows", here, source);
+    rec.cols = labels(t, "cols", here, source);
+    if (!rec.rows.empty() && (shape.empty() || rec.rows.size() != shape[0]))
+        fail(source, here + ": " + std::to_string(rec.rows.size()) + " row labels for shape " + shape_string(shape));
+    if (!rec.cols.empty() && (shape.size() < 2 || rec.cols.size() != shape[1]))
+        fail(source, here + ": " + std::to_string(rec.cols.size()) + " column labels for shape " + shape_string(shape));
+    rec.view = parse_view(string_member(t, "view", here, source, true), here, source);
+    return rec;
+}
+
+CheckRecord parse_check(const json& c, const std::string& where, const std::string& source) {
+    CheckRecord rec;
+    rec.claim = string_member(c, "claim", where, source);
+    rec.max_abs_error = number_value(member(c, "max_abs_error", where, source), where + " max_abs_error", source);
+    rec.tolerance = number_value(member(c, "tolerance", where, source), where + " tolerance", source);
+    const json& holds = member(c, "holds", where, source);
+    if (!holds.is_boolean()) fail(source, where + ": \"holds\" must be true or false");
+    rec.holds = holds.get<bool>();
+    return rec;
+}
+
+Config parse_config(const json& c, const std::string& source) {
+    if (!c.is_object()) fail(source, "\"config\" must be an object");
+    Config config;
+    for (const auto& [key, value] : c.items()) {
+        if (!value.is_number_integer()) fail(source, "config \"" + key + "\" must be an integer");
+        if (key == "seed") {
+            if (!value.is_number_unsigned()) fail(source, "config \"seed\" must be a non-negative integer");
+            config.seed = value.get<std::uint64_t>();
+        } else {
+            config.values.emplace_back(key, value.get<long long>());
+        }
+    }
+    return config;
+}
+
+// "line L, column C" for a byte offset (1-based, as editors count).
+std::string position_text(std::string_view text, std::size_t byte) {
+    std::size_t line = 1, column = 1;
+    for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
+        if (text[i] == '\n') {
+            ++line;
+            column = 1;
+        } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+            ++column;
+        }
+    }
+    return "line " + std::to_string(line) + ", column " + std::to_string(column);
+}
+
+}  // namespace
+
+std::string golden_file_name(int number, const std::string& slug) {
+    char prefix[16];
+    std::snprintf(prefix, sizeof prefix, "%02d_", number);
+    return prefix + slug + ".json";
+}
+
+std::string to_golden_json(const Trace& trace) {
+    std::ostringstream out;
+    out << "{\n";
+    out << "  \"format\": \"attn-golden\",\n";
+    out << "  \"version\": " << golden_format_version << ",\n";
+    out << "  \"lesson\": " << quoted(trace.lesson()) << ",\n";
+    out << "  \"config\": {\"seed\": " << trace.config().seed;
+    for (const auto& [key, value] : trace.config().values) out << ", " << quoted(key) << ": " << value;
+    out << "},\n";
+    out << "  \"steps\": [";
+    const auto& steps = trace.steps();
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        const Step& s = steps[i];
+        out << (i ? ",\n" : "\n") << "    {\n";
+        out << "      \"id\": " << quoted(s.id) << ",\n";
+        out << "      \"title\": " << quoted(s.title) << ",\n";
+        out << "      \"equation\": " << quoted(s.equation) << ",\n";
+        out << "      \"explanation\": " << quoted(s.explanation) << ",\n";
+        out << "      \"tensors\": [";
+        for (std::size_t k = 0; k < s.tensors.size(); ++k) {
+            out << (k ? ",\n" : "\n");
+            write_tensor(out, s.tensors[k]);
+        }
+        out << (s.tensors.empty() ? "],\n" : "\n      ],\n");
+        out << "      \"checks\": [";
+        for (std::size_t k = 0; k < s.checks.size(); ++k) {
+            out << (k ? ",\n" : "\n");
+            write_check(out, s.checks[k]);
+        }
+        out << (s.checks.empty() ? "]\n" : "\n      ]\n");
+        out << "    }";
+    }
+    out << (steps.empty() ? "]\n" : "\n  ]\n");
+    out << "}\n";
+    return out.str();
+}
+
+Trace parse_golden_json(std::string_view text, const std::string& source) {
+    json doc;
+    try {
+        doc = json::parse(text.begin(), text.end());
+    } catch (const json::parse_error& e) {
+        // e.what() repeats the byte offset; the line and column are what a person can use
+        std::string why = e.what();
+        const auto colon = why.rfind(": ");
+        if (colon != std::string::npos) why = why.substr(colon + 2);
+        fail(source, "not valid JSON at " + position_text(text, e.byte == 0 ? 0 : e.byte - 1) + ": " + why);
+    }
+    if (!doc.is_object()) fail(source, "the top level must be a JSON object");
+    if (string_member(doc, "format", "the file", source) != "attn-golden")
+        fail(source, "\"format\" must be \"attn-golden\"");
+    const json& version = member(doc, "version", "the file", source);
+    if (!version.is_number_integer() || version.get<long long>() != golden_format_version)
+        fail(source, "golden format version " + version.dump() + " is not supported (this attn reads version " +
+                         std::to_string(golden_format_version) + ")");
+    Trace trace(string_member(doc, "lesson", "the file", source), parse_config(member(doc, "config", "the file", source), source));
+    const json& steps = member(doc, "steps", "the file", source);
+    if (!steps.is_array()) fail(source, "\"steps\" must be a list");
+    for (const auto& s : steps) {
+        const std::string id = string_member(s, "id", "a step", source);
+        const std::string where = "step '" + id + "'";
+        if (trace.find_step(id)) fail(source, where + " appears twice");
+        Step& step = trace.step(id, string_member(s, "title", where, source), string_member(s, "equation", where, source, true),
+                                string_member(s, "explanation", where, source, true));
+        const json& tensors = member(s, "tensors", where, source);
+        if (!tensors.is_array()) fail(source, where + ": \"tensors\" must be a list");
+        for (const auto& t : tensors) {
+            TensorRecord rec = parse_tensor(t, where, source);
+            for (const auto& other : step.tensors)
+                if (other.name == rec.name) fail(source, where + ": tensor '" + rec.name + "' appears twice");
+            step.tensors.push_back(std::move(rec));
+        }
+        const json& checks = member(s, "checks", where, source);
+        if (!checks.is_array()) fail(source, where + ": \"checks\" must be a list");
+        for (const auto& c : checks) step.checks.push_back(parse_check(c, where + ", a check", source));
+    }
+    return trace;
+}
+
+Trace read_golden(const std::filesystem::path& file) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(file, ec)) fail(file.string(), "is a directory, not a golden file");
+    std::ifstream in(file, std::ios::binary);
+    if (!in) fail(file.string(), std::string("cannot open: ") + std::strerror(errno));
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    if (in.bad()) fail(file.string(), "read error");
+    const std::string text = buffer.str();
+    if (text.empty()) fail(file.string(), "the file is empty");
+    return parse_golden_json(text, file.string());
+}
+
+void write_file_atomic(const std::filesystem::path& file, const std::string& content) {
+    const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+    std::string tmpl = (dir / ("." + file.filename().string() + ".tmp.XXXXXX")).string();
+    const int fd = ::mkstemp(tmpl.data());
+    if (fd < 0) throw std::runtime_error("cannot write " + file.string() + ": " + std::strerror(errno));
+    auto give_up = [&](const char* what) {
+        const int err = errno;
+        ::close(fd);
+        ::unlink(tmpl.c_str());
+        throw std::runtime_error("cannot write " + file.string() + " (" + what + "): " + std::strerror(err));
+    };
+    const char* p = content.data();
+    std::size_t left = content.size();
+    while (left > 0) {
+        const ssize_t n = ::write(fd, p, left);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            give_up("write");
+        }
+        p += n;
+        left -= static_cast<std::size_t>(n);
+    }
+    if (::fsync(fd) != 0) give_up("fsync");
+    // mkstemp creates the file 0600; a golden file is an ordinary, readable file.
+    if (::fchmod(fd, 0644) != 0) give_up("chmod");
+    if (::close(fd) != 0) {
+        const int err = errno;
+        ::unlink(tmpl.c_str());
+        throw std::runtime_error("cannot write " + file.string() + " (close): " + std::strerror(err));
+    }
+    if (std::rename(tmpl.c_str(), file.c_str()) != 0) {
+        const int err = errno;
+        ::unlink(tmpl.c_str());
+        throw std::runtime_error("cannot write " + file.string() + " (rename): " + std::strerror(err));
+    }
+}
+
+}  // namespace attn

@@ -1,0 +1,40 @@
+// Golden files: a Trace as JSON (format "attn-golden", version 1), read back
+// bit-identically, and written atomically so no file is ever half-written.
+#pragma once
+
+#include "core/trace.hpp"
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace attn {
+
+inline constexpr int golden_format_version = 1;
+
+// A golden file that is missing, unreadable or not valid format v1. The message names
+// the file and, for a JSON syntax error, the line and column.
+struct GoldenError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// The file a lesson's golden lives in: "01_bottleneck.json".
+std::string golden_file_name(int number, const std::string& slug);
+
+// The whole trace as golden JSON text (UTF-8, LF line endings, one row of data per line,
+// doubles in shortest round-trip form, non-finite numbers as "inf", "-inf", "nan").
+std::string to_golden_json(const Trace& trace);
+
+// Parses golden JSON text; `source` names the file in error messages.
+Trace parse_golden_json(std::string_view text, const std::string& source);
+
+// Reads and parses a golden file; throws GoldenError when it is missing or corrupt.
+Trace read_golden(const std::filesystem::path& file);
+
+// Writes `content` to a temporary file beside `file`, flushes it, then renames it over
+// `file`: readers see the old or the new content, never a mixture. Throws
+// std::runtime_error naming the file when any part fails (the old file is then untouched).
+void write_file_atomic(const std::filesystem::path& file, const std::string& content);
+
+}  // namespace attn

@@ -1,0 +1,549 @@
+// Terminal output. Every layout is computed on plain text first (widths from
+// display_width), and colour escapes are wrapped around finished pieces last, so
+// colour can never shift a column.
+//
+// Formats (colour off; every line ends in '\n', lines carry no indent beyond what is shown):
+//   header   "name  [r, c]  = equation"            (scalars: "name  []")
+//   rank 0   "  0.1235"
+//   rank 1   one row of numbers "   0.1000  -0.2000   0.3000"; with row labels a labelled
+//            column instead, one element per line, so the labels stay readable
+//   rank 2   "  " + row label padded to the widest label + "  " + numbers right-aligned in
+//            columns of one width, two spaces apart; column labels right-aligned above
+//   rank 3+  one rank-2 table per slice, titled "  [i, :, :]", indented four spaces
+//   heatmap  a grid of cells 2 columns wide (3 from 10 columns on), columns numbered above
+//            and named in a legend below ("  1 turn  2 off"), then
+//            "  scale: ░ low = 0.0500 … █ high = 0.8000"; -inf and NaN cells are "··"
+//   bars     "  label  ████▌ (padded to 40)  value"
+// A summarised axis shows its first and last halves around a "…" row or column.
+#include "core/render.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <vector>
+
+namespace attn {
+namespace {
+
+// ---------------------------------------------------------------- display width
+
+struct CodepointRange {
+    char32_t first, last;
+};
+
+// Unicode general categories Mn/Me plus the joiners, marks and selectors that shape
+// neighbouring characters without advancing the cursor.
+constexpr CodepointRange zero_width_ranges[] = {
+    {0x0300, 0x036F},    // combining diacritical marks (e + U+0301 = é)
+    {0x0483, 0x0489},    // Cyrillic combining marks
+    {0x0900, 0x0902},    // Devanagari candrabindu, anusvara
+    {0x093A, 0x093A},    // Devanagari vowel sign oe
+    {0x093C, 0x093C},    // Devanagari nukta
+    {0x0941, 0x0948},    // Devanagari vowel signs u .. ai (written above or below)
+    {0x094D, 0x094D},    // Devanagari virama
+    {0x0951, 0x0957},    // Devanagari stress signs and vowel signs
+    {0x0962, 0x0963},    // Devanagari vowel signs vocalic l, ll
+    {0x1AB0, 0x1AFF},    // combining diacritical marks extended
+    {0x1DC0, 0x1DFF},    // combining diacritical marks supplement
+    {0x200B, 0x200F},    // zero width space, ZWNJ, ZWJ, direction marks
+    {0x2060, 0x2064},    // word joiner and invisible operators
+    {0x20D0, 0x20FF},    // combining marks for symbols
+    {0xFE00, 0xFE0F},    // variation selectors
+    {0xFE20, 0xFE2F},    // combining half marks
+    {0xFEFF, 0xFEFF},    // zero width no-break space
+    {0xE0100, 0xE01EF},  // variation selectors supplement
+};
+
+// East Asian wide and fullwidth characters, as glibc's wcwidth counts them.
+constexpr CodepointRange wide_ranges[] = {
+    {0x1100, 0x115F},    // Hangul Jamo initial consonants
+    {0x2E80, 0x303E},    // CJK radicals, punctuation (U+303F is a half-width space)
+    {0x3040, 0xA4CF},    // kana, CJK unified ideographs, Yi
+    {0xAC00, 0xD7A3},    // Hangul syllables
+    {0xF900, 0xFAFF},    // CJK compatibility ideographs
+    {0xFE30, 0xFE4F},    // CJK compatibility forms
+    {0xFF00, 0xFF60},    // fullwidth forms
+    {0xFFE0, 0xFFE6},    // fullwidth signs
+    {0x1F300, 0x1F64F},  // pictographs, emoticons
+    {0x1F900, 0x1F9FF},  // supplemental pictographs
+    {0x20000, 0x3FFFD},  // CJK extension planes
+};
+
+template <std::size_t N>
+bool in_ranges(char32_t cp, const CodepointRange (&ranges)[N]) {
+    return std::any_of(std::begin(ranges), std::end(ranges),
+                       [cp](const CodepointRange& r) { return r.first <= cp && cp <= r.last; });
+}
+
+struct Decoded {
+    char32_t codepoint;
+    std::size_t length;
+};
+
+// The code point starting at s[i], or nothing when the bytes there are not UTF-8.
+std::optional<Decoded> decode_utf8(std::string_view s, std::size_t i) {
+    const auto lead = static_cast<unsigned char>(s[i]);
+    if (lead < 0x80) return Decoded{lead, 1};
+    std::size_t length = 0;
+    char32_t cp = 0, smallest = 0;
+    if ((lead & 0xE0) == 0xC0) {
+        length = 2, cp = lead & 0x1F, smallest = 0x80;
+    } else if ((lead & 0xF0) == 0xE0) {
+        length = 3, cp = lead & 0x0F, smallest = 0x800;
+    } else if ((lead & 0xF8) == 0xF0) {
+        length = 4, cp = lead & 0x07, smallest = 0x10000;
+    } else {
+        return std::nullopt;
+    }
+    if (s.size() - i < length) return std::nullopt;
+    for (std::size_t k = 1; k < length; ++k) {
+        const auto next = static_cast<unsigned char>(s[i + k]);
+        if ((next & 0xC0) != 0x80) return std::nullopt;
+        cp = (cp << 6) | (next & 0x3F);
+    }
+    // Overlong encodings, UTF-16 surrogates and values past U+10FFFF are not UTF-8.
+    if (cp < smallest || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return std::nullopt;
+    return Decoded{cp, length};
+}
+
+std::size_t codepoint_width(char32_t cp) {
+    const bool control = cp < 0x20 || (cp >= 0x7F && cp < 0xA0);
+    if (control || in_ranges(cp, zero_width_ranges)) return 0;
+    return in_ranges(cp, wide_ranges) ? 2 : 1;
+}
+
+// ---------------------------------------------------------------- small text helpers
+
+const std::string ellipsis = "…";
+
+std::string repeat(std::string_view piece, std::size_t times) {
+    std::string out;
+    for (std::size_t i = 0; i < times; ++i) out += piece;
+    return out;
+}
+
+// Wraps `text` in an SGR escape when colour is on.
+std::string paint(const std::string& text, std::string_view sgr, bool color) {
+    return color ? fmt::format("\x1b[{}m{}\x1b[0m", sgr, text) : text;
+}
+
+std::size_t widest(const std::vector<std::string>& texts) {
+    std::size_t width = 0;
+    for (const auto& text : texts) width = std::max(width, display_width(text));
+    return width;
+}
+
+// Greedy word wrap by display width; a word wider than `width` gets a line of its own.
+std::vector<std::string> wrap_words(std::string_view paragraph, std::size_t width) {
+    std::vector<std::string> lines;
+    std::string line;
+    std::size_t start = 0;
+    while (start < paragraph.size()) {
+        const std::size_t end = std::min(paragraph.find(' ', start), paragraph.size());
+        const std::string word(paragraph.substr(start, end - start));
+        start = end + 1;
+        if (word.empty()) continue;
+        if (!line.empty() && display_width(line) + 1 + display_width(word) > width) {
+            lines.push_back(line);
+            line.clear();
+        }
+        line += (line.empty() ? "" : " ") + word;
+    }
+    if (!line.empty()) lines.push_back(line);
+    return lines;
+}
+
+// Each '\n' in the text starts a new line, so authors control paragraph breaks (a final
+// '\n' adds nothing); empty lines stay empty rather than carrying the indent.
+std::string wrap_text(std::string_view text, std::size_t width, std::string_view indent) {
+    std::string out;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        const auto lines = wrap_words(text.substr(start, end - start), width);
+        if (lines.empty()) out += "\n";
+        for (const auto& line : lines) out += std::string(indent) + line + "\n";
+        start = end + 1;
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------- summarising
+
+// Positions shown along one axis; nullopt marks the "…" standing for the hidden middle.
+using Shown = std::vector<std::optional<std::size_t>>;
+
+Shown shown_indices(std::size_t n, std::size_t limit) {
+    // At least one element each side, so the first and last are always visible.
+    const std::size_t half = std::max<std::size_t>(1, limit / 2);
+    Shown shown;
+    if (n <= std::max(limit, 2 * half)) {
+        for (std::size_t i = 0; i < n; ++i) shown.emplace_back(i);
+        return shown;
+    }
+    for (std::size_t i = 0; i < half; ++i) shown.emplace_back(i);
+    shown.emplace_back(std::nullopt);
+    for (std::size_t i = n - half; i < n; ++i) shown.emplace_back(i);
+    return shown;
+}
+
+// The labels of the shown positions ("…" at the cut), or none when the axis has none.
+std::vector<std::string> shown_labels(const std::vector<std::string>& labels, const Shown& shown) {
+    std::vector<std::string> out;
+    if (labels.empty()) return out;
+    for (const auto& i : shown) out.push_back(i ? labels[*i] : ellipsis);
+    return out;
+}
+
+// ---------------------------------------------------------------- matrices
+
+// A rank-2 window onto row-major storage: a matrix, a vector laid out as one row or
+// one column, or one slice of a higher-rank tensor.
+struct MatrixView {
+    const double* data;
+    std::size_t rows, cols;
+    double at(std::size_t r, std::size_t c) const { return data[r * cols + c]; }
+};
+
+// Labels and shown positions of a matrix view, decided once and shared by every drawing.
+struct Layout {
+    Shown rows, cols;
+    std::vector<std::string> row_labels, col_labels;  // shown ones; empty when unlabelled
+};
+
+Layout make_layout(const MatrixView& m, const std::vector<std::string>& row_labels,
+                   const std::vector<std::string>& col_labels, const RenderOptions& opt) {
+    Layout layout;
+    layout.rows = shown_indices(m.rows, opt.max_rows);
+    layout.cols = shown_indices(m.cols, opt.max_cols);
+    layout.row_labels = shown_labels(row_labels, layout.rows);
+    layout.col_labels = shown_labels(col_labels, layout.cols);
+    return layout;
+}
+
+// One table line: indent, the row label padded (when rows are labelled), then the cells
+// right-aligned to `cell_width` and joined by `gap`.
+std::string table_line(std::string_view indent, const std::string& label, std::size_t label_width,
+                       const std::vector<std::string>& cells, std::size_t cell_width,
+                       std::string_view gap) {
+    std::string line(indent);
+    if (label_width > 0) line += pad(label, label_width) + "  ";
+    for (std::size_t c = 0; c < cells.size(); ++c)
+        line += (c ? std::string(gap) : "") + pad(cells[c], cell_width, true);
+    return line + "\n";
+}
+
+std::vector<std::vector<std::string>> formatted_cells(const MatrixView& m, const Layout& layout,
+                                                      int precision) {
+    std::vector<std::vector<std::string>> cells;
+    for (const auto& r : layout.rows) {
+        auto& row = cells.emplace_back();
+        for (const auto& c : layout.cols)
+            row.push_back(r && c ? format_number(m.at(*r, *c), precision) : ellipsis);
+    }
+    return cells;
+}
+
+std::string number_table(const MatrixView& m, const Layout& layout, int precision,
+                         std::string_view indent) {
+    if (m.rows * m.cols == 0) return "";  // the header's shape already says it is empty
+    const auto cells = formatted_cells(m, layout, precision);
+    std::size_t cell_width = widest(layout.col_labels);
+    for (const auto& row : cells) cell_width = std::max(cell_width, widest(row));
+    const std::size_t label_width = widest(layout.row_labels);
+    std::string out;
+    if (!layout.col_labels.empty())
+        out += table_line(indent, "", label_width, layout.col_labels, cell_width, "  ");
+    for (std::size_t r = 0; r < cells.size(); ++r) {
+        const std::string label = layout.row_labels.empty() ? "" : layout.row_labels[r];
+        out += table_line(indent, label, label_width, cells[r], cell_width, "  ");
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------- heatmap
+
+struct ValueRange {
+    double low, high;
+    bool any;  // false when no element is finite
+};
+
+ValueRange finite_range(const Array& values) {
+    ValueRange range{0.0, 0.0, false};
+    for (const double x : values) {
+        if (!std::isfinite(x)) continue;
+        range.low = range.any ? std::min(range.low, x) : x;
+        range.high = range.any ? std::max(range.high, x) : x;
+        range.any = true;
+    }
+    return range;
+}
+
+// Where x lies between low (0) and high (1); a flat tensor sits in the middle of the ramp.
+double position_in(const ValueRange& range, double x) {
+    if (range.high == range.low) return 0.5;
+    return (x - range.low) / (range.high - range.low);
+}
+
+const char* const shades[] = {" ", "░", "▒", "▓", "█"};
+
+// The greys of the 256-colour palette give finer steps than the five shades, so colour
+// mode paints backgrounds instead. The ramp starts at 235, not at 232 (black), so the
+// lowest cells still stand out from a dark terminal's background.
+std::string grey_swatch(double position, std::size_t width) {
+    const long grey = 235 + std::lround(position * 20);
+    return fmt::format("\x1b[48;5;{}m{}\x1b[0m", grey, std::string(width, ' '));
+}
+
+std::string heat_cell(double x, const ValueRange& range, std::size_t width, bool color) {
+    if (!std::isfinite(x)) return repeat("·", width);
+    const double position = position_in(range, x);
+    if (color) return grey_swatch(position, width);
+    return repeat(shades[std::lround(position * 4)], width);
+}
+
+// Column numbers (1-based, as in the legend) fit the cells; labels would not.
+std::vector<std::string> column_numbers(const Shown& cols) {
+    std::vector<std::string> numbers;
+    for (const auto& c : cols) numbers.push_back(c ? std::to_string(*c + 1) : ellipsis);
+    return numbers;
+}
+
+// "  1 turn  2 off  3 the  4 lights", wrapped so it never exceeds 78 columns.
+std::string column_legend(const Layout& layout) {
+    std::string out, line;
+    for (std::size_t k = 0; k < layout.cols.size(); ++k) {
+        const auto& c = layout.cols[k];
+        const std::string item = c ? fmt::format("{} {}", *c + 1, layout.col_labels[k]) : ellipsis;
+        if (!line.empty() && display_width(line) + 2 + display_width(item) > 78) {
+            out += line + "\n";
+            line.clear();
+        }
+        line += "  " + item;
+    }
+    return out + line + "\n";
+}
+
+std::string scale_legend(const ValueRange& range, int precision, bool color) {
+    if (!range.any) return "  scale: no finite values\n";
+    const std::string low_mark = color ? grey_swatch(0.0, 1) : "░";
+    const std::string high_mark = color ? grey_swatch(1.0, 1) : "█";
+    return fmt::format("  scale: {} low = {} … {} high = {}\n", low_mark,
+                       format_number(range.low, precision), high_mark,
+                       format_number(range.high, precision));
+}
+
+std::string heatmap(const MatrixView& m, const Layout& layout, const ValueRange& range,
+                    const RenderOptions& opt) {
+    // A space before each column number keeps "26 27" from reading as "2627".
+    const std::size_t cell_width = std::max<std::size_t>(2, std::to_string(m.cols).size() + 1);
+    const std::size_t label_width = widest(layout.row_labels);
+    const bool labelled_cols = !layout.col_labels.empty();
+    std::string out;
+    if (labelled_cols)
+        out += table_line("  ", "", label_width, column_numbers(layout.cols), cell_width, "");
+    for (std::size_t k = 0; k < layout.rows.size(); ++k) {
+        const auto& r = layout.rows[k];
+        std::string line = "  ";
+        if (label_width > 0) line += pad(layout.row_labels[k], label_width) + "  ";
+        for (const auto& c : layout.cols)
+            line += r && c ? heat_cell(m.at(*r, *c), range, cell_width, opt.color)
+                           : pad(ellipsis, cell_width, true);
+        out += line + "\n";
+    }
+    if (labelled_cols) out += column_legend(layout);
+    return out + scale_legend(range, opt.precision, opt.color);
+}
+
+// ---------------------------------------------------------------- bars
+
+constexpr std::size_t bar_columns = 40;
+
+// Whole blocks plus one of the eighth blocks for the remainder.
+std::string bar(double magnitude, double largest) {
+    static const char* const eighths[] = {"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"};
+    if (!std::isfinite(magnitude) || largest <= 0) return "";
+    const long total_eighths = std::lround(magnitude / largest * bar_columns * 8);
+    return repeat("█", static_cast<std::size_t>(total_eighths / 8)) + eighths[total_eighths % 8];
+}
+
+// One bar per element of a column view, labelled by `labels` or by index.
+std::string bar_chart(const MatrixView& column, const std::vector<std::string>& labels,
+                      const RenderOptions& opt) {
+    const Shown shown = shown_indices(column.rows, opt.max_rows);
+    double largest = 0;
+    for (std::size_t r = 0; r < column.rows; ++r)
+        if (std::isfinite(column.at(r, 0))) largest = std::max(largest, std::fabs(column.at(r, 0)));
+    std::vector<std::string> names, values;
+    for (const auto& r : shown) {
+        names.push_back(!r ? ellipsis : labels.empty() ? std::to_string(*r) : labels[*r]);
+        values.push_back(r ? format_number(column.at(*r, 0), opt.precision) : "");
+    }
+    const std::size_t name_width = widest(names), value_width = widest(values);
+    std::string out;
+    for (std::size_t k = 0; k < shown.size(); ++k) {
+        const auto& r = shown[k];
+        if (!r) {
+            out += "  " + names[k] + "\n";
+            continue;
+        }
+        out += "  " + pad(names[k], name_width) + "  " +
+               pad(bar(std::fabs(column.at(*r, 0)), largest), bar_columns) + "  " +
+               pad(values[k], value_width, true) + "\n";
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------- tensors by rank
+
+std::string header_line(const TensorRecord& t, bool color) {
+    std::string line = paint(t.name, "1", color) + "  " + shape_string(t.shape());
+    if (!t.equation.empty()) line += "  = " + t.equation;
+    return line + "\n";
+}
+
+std::string render_vector(const TensorRecord& t, const RenderOptions& opt) {
+    const std::size_t n = t.value.size();
+    const MatrixView column{t.value.data(), n, 1};
+    const MatrixView row{t.value.data(), 1, n};
+    const MatrixView& shown = t.rows.empty() ? row : column;
+    std::string out = number_table(shown, make_layout(shown, t.rows, {}, opt), opt.precision, "  ");
+    if (t.view == View::bars) out += bar_chart(column, t.rows, opt);
+    return out;
+}
+
+std::string render_matrix(const TensorRecord& t, const RenderOptions& opt) {
+    const Shape shape = t.shape();
+    const MatrixView m{t.value.data(), shape[0], shape[1]};
+    const Layout layout = make_layout(m, t.rows, t.cols, opt);
+    std::string out = number_table(m, layout, opt.precision, "  ");
+    if (t.view == View::heatmap && t.value.size() > 0) out += heatmap(m, layout, finite_range(t.value), opt);
+    if (t.view == View::bars && m.cols == 1) out += bar_chart(m, t.rows, opt);
+    return out;
+}
+
+// "[i, j, :, :]" for the slice at flat position `slice` over the leading axes.
+std::string slice_title(const Shape& shape, std::size_t slice) {
+    const std::size_t leading = shape.size() - 2;
+    std::vector<std::size_t> index(leading);
+    for (std::size_t axis = leading; axis-- > 0;) {
+        index[axis] = slice % shape[axis];
+        slice /= shape[axis];
+    }
+    return fmt::format("[{}, :, :]", fmt::join(index, ", "));
+}
+
+// Each slice over the last two axes as its own table. Labels are placed only for rank 3,
+// where axis 0 names the slices and axis 1 the rows of every slice (heads x tokens).
+std::string render_slices(const TensorRecord& t, const RenderOptions& opt) {
+    const Shape shape = t.shape();
+    const std::size_t rows = shape[shape.size() - 2], cols = shape.back();
+    const std::size_t slices = rows * cols == 0 ? 0 : t.value.size() / (rows * cols);
+    const bool rank3 = shape.size() == 3;
+    std::string out;
+    for (const auto& s : shown_indices(slices, opt.max_rows)) {
+        if (!s) {
+            out += "  " + ellipsis + "\n";
+            continue;
+        }
+        out += "  " + slice_title(shape, *s);
+        if (rank3 && !t.rows.empty()) out += "  " + t.rows[*s];
+        out += "\n";
+        const MatrixView m{t.value.data() + *s * rows * cols, rows, cols};
+        const Layout layout = make_layout(m, rank3 ? t.cols : std::vector<std::string>{}, {}, opt);
+        out += number_table(m, layout, opt.precision, "    ");
+    }
+    return out;
+}
+
+}  // namespace
+
+bool use_color(ColorMode mode, bool stdout_is_tty) {
+    if (mode != ColorMode::auto_) return mode == ColorMode::always;
+    const char* no_color = std::getenv("NO_COLOR");
+    return stdout_is_tty && (no_color == nullptr || *no_color == '\0');
+}
+
+std::size_t display_width(std::string_view utf8) {
+    std::size_t width = 0, i = 0;
+    while (i < utf8.size()) {
+        const auto decoded = decode_utf8(utf8, i);
+        width += decoded ? codepoint_width(decoded->codepoint) : 1;
+        i += decoded ? decoded->length : 1;
+    }
+    return width;
+}
+
+std::string pad(std::string_view utf8, std::size_t width, bool right) {
+    const std::size_t used = display_width(utf8);
+    const std::string fill(used < width ? width - used : 0, ' ');
+    return right ? fill + std::string(utf8) : std::string(utf8) + fill;
+}
+
+std::string format_number(double x, int precision) {
+    if (std::isnan(x)) return "nan";
+    if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
+    const int p = std::max(precision, 0);
+    const double magnitude = std::fabs(x);
+    // Like numpy: scientific for huge values, and for small non-zero ones that fixed
+    // notation would round to zero (a tiny gradient is not a zero gradient).
+    if (magnitude >= 1e6 || (x != 0 && magnitude < 0.5 * std::pow(10.0, -p)))
+        return fmt::format("{:.{}e}", x, p);
+    // x == 0 here includes -0.0, whose sign only adds noise to a table.
+    return fmt::format("{:.{}f}", x == 0 ? 0.0 : x, p);
+}
+
+// Token ids and counts read better as "12" than "12.0000".
+bool all_integers(const Array& values) {
+    return std::all_of(values.begin(), values.end(),
+                       [](double x) { return !std::isfinite(x) || (std::fabs(x) < 1e15 && x == std::floor(x)); });
+}
+
+std::string render_tensor(const TensorRecord& t, const RenderOptions& options) {
+    RenderOptions opt = options;
+    if (t.value.size() > 0 && all_integers(t.value)) opt.precision = 0;
+    std::string out = header_line(t, opt.color);
+    switch (t.value.dimension()) {
+        case 0: return out + "  " + format_number(*t.value.data(), opt.precision) + "\n";
+        case 1: return out + render_vector(t, opt);
+        case 2: return out + render_matrix(t, opt);
+        default: return out + render_slices(t, opt);
+    }
+}
+
+std::string render_check(const CheckRecord& c, const RenderOptions& opt) {
+    const std::string mark = c.holds ? paint("✓", "32", opt.color) : paint("✗", "31", opt.color);
+    // The relation comes from the numbers, so a NaN error reads "not <=" rather than ">".
+    const char* relation = c.max_abs_error <= c.tolerance ? "<="
+                           : c.max_abs_error > c.tolerance ? ">"
+                                                           : "not <=";
+    return fmt::format("  {} {}  (max |error| {:.3g} {} tolerance {:.3g})\n", mark, c.claim,
+                       c.max_abs_error, relation, c.tolerance);
+}
+
+std::string render_step(const Step& s, std::size_t index, std::size_t count, const RenderOptions& opt) {
+    constexpr std::size_t rule_width = 78;
+    // The id sits at the right end of the rule: it is what --step expects.
+    const std::string left = fmt::format("── Step {}/{} · {} ", index, count, s.title);
+    const std::string right = fmt::format(" [{}] ──", s.id);
+    const std::size_t used = display_width(left) + display_width(right);
+    const std::string rule = left + repeat("─", used + 2 < rule_width ? rule_width - used : 2) + right;
+
+    // Blocks are separated by one blank line; the result ends without a trailing blank line.
+    std::vector<std::string> blocks;
+    blocks.push_back(paint(rule, "1;36", opt.color) + "\n" +
+                     (s.equation.empty() ? "" : "  " + s.equation + "\n"));
+    if (!s.explanation.empty()) blocks.push_back(wrap_text(s.explanation, rule_width - 2, "  "));
+    for (const auto& t : s.tensors) blocks.push_back(render_tensor(t, opt));
+    if (!s.checks.empty()) {
+        std::string checks;
+        for (const auto& c : s.checks) checks += render_check(c, opt);
+        blocks.push_back(checks);
+    }
+    return fmt::format("{}", fmt::join(blocks, "\n"));
+}
+
+}  // namespace attn

@@ -1,0 +1,50 @@
+// Terminal output: numbers, shapes, heatmaps, bar charts, checks, colour.
+// Pure functions from records to text, so tests can compare exact strings.
+#pragma once
+
+#include "core/trace.hpp"
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace attn {
+
+enum class ColorMode { auto_, always, never };
+
+struct RenderOptions {
+    int precision = 4;          // decimals shown (--precision N)
+    bool color = false;         // ANSI escapes allowed (decided by use_color)
+    std::size_t max_rows = 12;  // larger tensors are summarised: first/last rows with a "…" row
+    std::size_t max_cols = 10;  // and first/last columns with a "…" column
+};
+
+// Whether to emit colour: never/always as asked; auto means "stdout is a terminal"
+// and NO_COLOR unset or empty (https://no-color.org).
+bool use_color(ColorMode mode, bool stdout_is_tty);
+
+// Columns a UTF-8 string occupies on a terminal: combining marks (e.g. Devanagari
+// vowel signs that do not advance, anusvara, virama) take 0, East Asian wide and
+// fullwidth characters take 2, everything else printable 1. Invalid UTF-8 bytes count 1.
+std::size_t display_width(std::string_view utf8);
+
+// Pads (right-aligns when `right`) to `width` display columns.
+std::string pad(std::string_view utf8, std::size_t width, bool right = false);
+
+// One number the numpy way at `precision` decimals: "0.1235", "-1.0000", "-inf", "nan".
+std::string format_number(double x, int precision);
+
+// A tensor: header "name  [r, c]  = equation", then the numbers in aligned columns with
+// row/column labels when present; summarised with explicit "…" rows/columns when larger
+// than the limits. View::heatmap adds the shaded grid (with a legend of its range),
+// View::bars adds a horizontal bar chart.
+std::string render_tensor(const TensorRecord& t, const RenderOptions& opt);
+
+// "  ✓ claim  (max |error| 2.2e-16 <= tolerance 1e-12)" or with ✗ and ">".
+std::string render_check(const CheckRecord& c, const RenderOptions& opt);
+
+// A whole step: "── Step i/n · title ──", the equation, the explanation wrapped to
+// 78 columns, each tensor, each check.
+std::string render_step(const Step& s, std::size_t index, std::size_t count, const RenderOptions& opt);
+
+}  // namespace attn

@@ -1,0 +1,44 @@
+// Mat/Vec aliases over xtensor and shape checks that name the tensor.
+#pragma once
+
+#include <xtensor/xarray.hpp>
+#include <xtensor/xtensor.hpp>
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+using Mat = xt::xtensor<double, 2>;
+using Vec = xt::xtensor<double, 1>;
+using Array = xt::xarray<double>;
+using Shape = std::vector<std::size_t>;
+
+// Thrown when an op receives a tensor of the wrong shape; the message names the tensor.
+struct ShapeError : std::invalid_argument {
+    using std::invalid_argument::invalid_argument;
+};
+
+// "[3, 4]"
+std::string shape_string(const Shape& shape);
+
+template <class E>
+Shape shape_of(const E& e) {
+    return Shape(e.shape().begin(), e.shape().end());
+}
+
+// Throws ShapeError "<what>: expected [..], got [..]" when the shapes differ.
+void expect_shape(const std::string& what, const Shape& actual, const Shape& expected);
+
+template <class E>
+void expect_shape(const std::string& what, const E& e, const Shape& expected) {
+    expect_shape(what, shape_of(e), expected);
+}
+
+// Largest |a - b| over all elements; equal infinities differ by 0, NaN anywhere else gives
+// NaN (so a check built on it fails). Throws ShapeError when the shapes differ.
+double max_abs_difference(const Array& a, const Array& b);
+
+}  // namespace attn

@@ -1,0 +1,91 @@
+// The record a lesson writes: steps, named tensors and identity checks.
+// Everything the user sees (attn run), the golden files (attn bless) and the
+// comparisons (attn check, tests) come out of one Trace.
+#pragma once
+
+#include "core/tensor.hpp"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attn {
+
+// How the renderer shows a tensor, in addition to its numbers.
+enum class View {
+    numbers,  // the numbers only
+    heatmap,  // a matrix, also drawn as a shaded grid with its row/column labels
+    bars,     // a vector, also drawn as a horizontal bar chart with its labels
+};
+
+struct TensorRecord {
+    std::string name;      // "H", "alpha"
+    std::string equation;  // "h_t = z_t * h_{t-1} + (1 - z_t) * h~_t"; may be empty
+    Array value;           // rank 0, 1 or 2 (rank 3 and above print slice by slice)
+    std::vector<std::string> rows;  // optional labels of axis 0 (empty or one per row)
+    std::vector<std::string> cols;  // optional labels of axis 1 (empty or one per column)
+    View view = View::numbers;
+
+    Shape shape() const { return shape_of(value); }
+};
+
+struct CheckRecord {
+    std::string claim;  // "the interpolation form equals the gate form"
+    double max_abs_error = 0.0;
+    double tolerance = 0.0;
+    bool holds = false;  // max_abs_error <= tolerance (false when the error is NaN)
+};
+
+struct Step {
+    std::string id;           // "encoder": short, unique in the lesson, used by --step
+    std::string title;        // "The encoder GRU"
+    std::string equation;     // the step's main equation
+    std::string explanation;  // a few sentences
+    std::vector<TensorRecord> tensors;
+    std::vector<CheckRecord> checks;
+};
+
+// A lesson's configuration: the seed and named integer settings, in a fixed order.
+struct Config {
+    std::uint64_t seed = 0;
+    std::vector<std::pair<std::string, long long>> values;
+
+    // The value of `key`; throws std::out_of_range naming the key when it is absent.
+    long long get(const std::string& key) const;
+    std::size_t size(const std::string& key) const { return static_cast<std::size_t>(get(key)); }
+};
+
+class Trace {
+public:
+    Trace() = default;
+    Trace(std::string lesson, Config config) : lesson_(std::move(lesson)), config_(std::move(config)) {}
+
+    // Starts a new step; later tensor() and check() calls belong to it.
+    Step& step(std::string id, std::string title, std::string equation, std::string explanation);
+
+    // Records a tensor in the current step (a step must have been started).
+    TensorRecord& tensor(std::string name, std::string equation, Array value,
+                         std::vector<std::string> rows = {}, std::vector<std::string> cols = {},
+                         View view = View::numbers);
+
+    // Records an identity check in the current step; returns whether it holds.
+    bool check(std::string claim, double max_abs_error, double tolerance);
+
+    const std::string& lesson() const { return lesson_; }
+    const Config& config() const { return config_; }
+    const std::vector<Step>& steps() const { return steps_; }
+    std::vector<Step>& steps() { return steps_; }
+
+    // The step with this id, or nullptr.
+    const Step* find_step(const std::string& id) const;
+    // True when every identity check in every step holds.
+    bool all_checks_hold() const;
+
+private:
+    std::string lesson_;
+    Config config_;
+    std::vector<Step> steps_;
+};
+
+}  // namespace attn

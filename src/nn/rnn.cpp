@@ -1,0 +1,65 @@
+#include "nn/rnn.hpp"
+
+#include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
+
+#include <cmath>
+
+namespace attn::nn {
+
+Vec sigmoid(const Vec& x) { return 1.0 / (1.0 + xt::exp(-x)); }
+
+Vec matvec(const Mat& W, const Vec& x, const char* what) {
+    if (W.shape(1) != x.size())
+        throw ShapeError(std::string(what) + ": matrix " + shape_string(shape_of(W)) + " cannot multiply vector " +
+                         shape_string(shape_of(x)));
+    // A plain loop: these are tiny and the order of the additions is fixed on every platform.
+    Vec out = xt::zeros<double>({W.shape(0)});
+    for (std::size_t i = 0; i < W.shape(0); ++i)
+        for (std::size_t j = 0; j < W.shape(1); ++j) out(i) += W(i, j) * x(j);
+    return out;
+}
+
+void check_gru_params(const GruParams& p) {
+    const std::size_t d = p.hidden_width(), d_in = p.input_width();
+    expect_shape("GRU W_r", p.W_r, {d, d_in});
+    expect_shape("GRU W_h", p.W_h, {d, d_in});
+    expect_shape("GRU U_z", p.U_z, {d, d});
+    expect_shape("GRU U_r", p.U_r, {d, d});
+    expect_shape("GRU U_h", p.U_h, {d, d});
+    expect_shape("GRU b_z", p.b_z, {d});
+    expect_shape("GRU b_r", p.b_r, {d});
+    expect_shape("GRU b_h", p.b_h, {d});
+}
+
+GruStep gru_step(const GruParams& p, const Vec& x, const Vec& h_prev) {
+    expect_shape("GRU input x_t", x, {p.input_width()});
+    expect_shape("GRU previous state h_{t-1}", h_prev, {p.hidden_width()});
+    GruStep s;
+    s.update_gate = sigmoid(matvec(p.W_z, x, "W_z x_t") + matvec(p.U_z, h_prev, "U_z h_{t-1}") + p.b_z);
+    s.reset_gate = sigmoid(matvec(p.W_r, x, "W_r x_t") + matvec(p.U_r, h_prev, "U_r h_{t-1}") + p.b_r);
+    const Vec reset_state = s.reset_gate * h_prev;
+    s.candidate = xt::tanh(matvec(p.W_h, x, "W_h x_t") + matvec(p.U_h, reset_state, "U_h (r_t * h_{t-1})") + p.b_h);
+    s.state = s.update_gate * h_prev + (1.0 - s.update_gate) * s.candidate;
+    return s;
+}
+
+GruRun gru_forward(const GruParams& p, const Mat& X, const Vec& h0) {
+    check_gru_params(p);
+    const std::size_t T = X.shape(0), d = p.hidden_width();
+    expect_shape("GRU inputs X", X, {T, p.input_width()});
+    GruRun run{xt::empty<double>({T, d}), xt::empty<double>({T, d}), xt::empty<double>({T, d}),
+               xt::empty<double>({T, d})};
+    Vec h = h0;
+    for (std::size_t t = 0; t < T; ++t) {
+        const GruStep s = gru_step(p, xt::row(X, static_cast<std::ptrdiff_t>(t)), h);
+        xt::row(run.update_gates, static_cast<std::ptrdiff_t>(t)) = s.update_gate;
+        xt::row(run.reset_gates, static_cast<std::ptrdiff_t>(t)) = s.reset_gate;
+        xt::row(run.candidates, static_cast<std::ptrdiff_t>(t)) = s.candidate;
+        xt::row(run.states, static_cast<std::ptrdiff_t>(t)) = s.state;
+        h = s.state;
+    }
+    return run;
+}
+
+}  // namespace attn::nn

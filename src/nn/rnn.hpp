@@ -1,0 +1,57 @@
+// The gated recurrent unit of Cho et al. 2014.
+// T = time steps, d_in = input width, d = hidden width.
+#pragma once
+
+#include "core/tensor.hpp"
+
+namespace attn::nn {
+
+// One GRU's weights: W_* map the input (d x d_in), U_* the previous state (d x d), b_* are biases (d).
+struct GruParams {
+    Mat W_z, U_z;
+    Vec b_z;
+    Mat W_r, U_r;
+    Vec b_r;
+    Mat W_h, U_h;
+    Vec b_h;
+
+    std::size_t input_width() const { return W_z.shape(1); }
+    std::size_t hidden_width() const { return W_z.shape(0); }
+};
+
+// Throws ShapeError naming the first weight whose shape disagrees with W_z's.
+void check_gru_params(const GruParams& p);
+
+// Everything one step computes, so a lesson can show the gates.
+struct GruStep {
+    Vec update_gate;  // z_t
+    Vec reset_gate;   // r_t
+    Vec candidate;    // h~_t
+    Vec state;        // h_t
+};
+
+// z_t  = sigmoid(W_z x_t + U_z h_{t-1} + b_z)              — Cho et al. 2014, eq. 6
+// r_t  = sigmoid(W_r x_t + U_r h_{t-1} + b_r)              — eq. 5
+// h~_t = tanh(W_h x_t + U_h (r_t * h_{t-1}) + b_h)         — eq. 8
+// h_t  = z_t * h_{t-1} + (1 - z_t) * h~_t (elementwise)    — eq. 7
+// (PyTorch's nn.GRUCell writes h' = (1 - z) * n + z * h: the same convention.)
+GruStep gru_step(const GruParams& p, const Vec& x, const Vec& h_prev);
+
+// All steps of one sequence.
+struct GruRun {
+    Mat update_gates;  // T x d, row t is z_t
+    Mat reset_gates;   // T x d
+    Mat candidates;    // T x d
+    Mat states;        // T x d, row t is h_t
+};
+
+// Runs the GRU over the rows of X (T x d_in) from the state h0 (d).
+GruRun gru_forward(const GruParams& p, const Mat& X, const Vec& h0);
+
+// Elementwise logistic function 1 / (1 + exp(-x)).
+Vec sigmoid(const Vec& x);
+
+// W x for a matrix and a vector; the shapes are checked and named.
+Vec matvec(const Mat& W, const Vec& x, const char* what);
+
+}  // namespace attn::nn

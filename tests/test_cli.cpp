@@ -1,0 +1,191 @@
+// The built `attn` binary as a user meets it: exit codes and messages.
+// ATTN_BIN names the binary (set by tests/meson.build).
+#include "attn_config.hpp"
+#include "core/golden.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace attn;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+    int code;
+    std::string output;  // stdout and stderr together
+};
+
+// Runs `attn <args>` through the shell with `env` prepended (e.g. "CI=true").
+Result run_attn(const std::string& args, const std::string& env = "") {
+    const char* bin = std::getenv("ATTN_BIN");
+    REQUIRE(bin != nullptr);
+    const std::string command = env + " '" + std::string(bin) + "' " + args + " 2>&1";
+    FILE* pipe = ::popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string output;
+    char buffer[4096];
+    std::size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+    const int status = ::pclose(pipe);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::string read_file(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// A private copy of the golden directory, removed at the end of the test.
+struct GoldenCopy {
+    fs::path dir = fs::temp_directory_path() / ("attn_cli_" + std::to_string(::getpid()));
+    GoldenCopy() {
+        fs::remove_all(dir);
+        fs::copy(ATTN_GOLDEN_DIR, dir);
+    }
+    ~GoldenCopy() { fs::remove_all(dir); }
+    fs::path file() const { return dir / "01_bottleneck.json"; }
+    std::string arg() const { return "--golden '" + dir.string() + "'"; }
+};
+
+}  // namespace
+
+TEST_CASE("list shows lesson 1", "[cli]") {
+    const Result r = run_attn("list");
+    CHECK(r.code == 0);
+    CHECK_THAT(r.output, Catch::Contains("bottleneck"));
+    CHECK_THAT(r.output, Catch::Contains("Sutskever et al. 2014"));
+}
+
+TEST_CASE("run prints every step and exits 0", "[cli]") {
+    const Result r = run_attn("run bottleneck --color never");
+    CHECK(r.code == 0);
+    for (const char* id : {"[embeddings]", "[encoder]", "[context]", "[decoder]", "[bottleneck]", "[capacity]"})
+        CHECK_THAT(r.output, Catch::Contains(id));
+    CHECK_THAT(r.output, Catch::Contains("h_t = z_t * h_{t-1} + (1 - z_t) * h~_t"));
+    CHECK_THAT(r.output, Catch::Contains("✓"));
+    CHECK(r.output.find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("NO_COLOR and --color decide the escape codes", "[cli]") {
+    CHECK(run_attn("run 1", "NO_COLOR=1").output.find('\x1b') == std::string::npos);
+    CHECK(run_attn("run 1 --color always", "NO_COLOR=1").output.find('\x1b') != std::string::npos);
+}
+
+TEST_CASE("usage errors exit 2 with a message that helps", "[cli]") {
+    SECTION("an unknown lesson suggests the nearest") {
+        const Result r = run_attn("run botleneck");
+        CHECK(r.code == 2);
+        CHECK_THAT(r.output, Catch::Contains("unknown lesson 'botleneck'; did you mean 'bottleneck'?"));
+    }
+    SECTION("an unknown step lists the steps") {
+        const Result r = run_attn("run 1 --step nope");
+        CHECK(r.code == 2);
+        CHECK_THAT(r.output, Catch::Contains("no step 'nope'"));
+        CHECK_THAT(r.output, Catch::Contains("encoder"));
+    }
+    SECTION("an unknown command or flag") {
+        CHECK(run_attn("frobnicate").code == 2);
+        CHECK(run_attn("run 1 --frobnicate").code == 2);
+        CHECK(run_attn("").code == 2);
+    }
+    SECTION("bad tolerances") {
+        const Result r = run_attn("check --rtol -1");
+        CHECK(r.code == 2);
+        CHECK_THAT(r.output, Catch::Contains("--rtol must be a finite number >= 0"));
+        CHECK(run_attn("check --atol nan").code == 2);
+        CHECK(run_attn("check --atol abc").code == 2);
+    }
+    SECTION("a precision out of range") { CHECK(run_attn("run 1 --precision 99").code == 2); }
+}
+
+TEST_CASE("check passes on the committed goldens", "[cli]") {
+    const Result r = run_attn("check");
+    CHECK(r.code == 0);
+    CHECK_THAT(r.output, Catch::Contains("ok  bottleneck"));
+}
+
+TEST_CASE("check reports a changed number with step, tensor and index", "[cli]") {
+    GoldenCopy golden;
+    Trace t = read_golden(golden.file());
+    t.steps()[0].tensors[2].value(1, 2) += 1e-3;  // embeddings.X[1, 2]
+    write_file_atomic(golden.file(), to_golden_json(t));
+    const Result r = run_attn("check bottleneck " + golden.arg());
+    CHECK(r.code == 1);
+    CHECK_THAT(r.output, Catch::Contains("diverges at step 1/"));
+    CHECK_THAT(r.output, Catch::Contains("'embeddings'"));
+    CHECK_THAT(r.output, Catch::Contains("tensor 'X' [4, 6]"));
+    CHECK_THAT(r.output, Catch::Contains("Mismatched elements: 1 / 24"));
+    CHECK_THAT(r.output, Catch::Contains("at [1, 2]"));
+    CHECK_THAT(r.output, Catch::Contains("not reached:"));
+    SECTION("a looser tolerance accepts it") { CHECK(run_attn("check 1 --atol 1e-2 " + golden.arg()).code == 0); }
+}
+
+TEST_CASE("a missing or corrupt golden exits 3 naming the file", "[cli]") {
+    GoldenCopy golden;
+    SECTION("truncated") {
+        const std::string text = read_file(golden.file());
+        std::ofstream(golden.file(), std::ios::binary | std::ios::trunc) << text.substr(0, text.size() / 3);
+        const Result r = run_attn("check " + golden.arg());
+        CHECK(r.code == 3);
+        CHECK_THAT(r.output, Catch::Contains(golden.file().string() + ": not valid JSON at line"));
+    }
+    SECTION("missing") {
+        fs::remove(golden.file());
+        const Result r = run_attn("check 1 " + golden.arg());
+        CHECK(r.code == 3);
+        CHECK_THAT(r.output, Catch::Contains(golden.file().string() + ": cannot open"));
+    }
+}
+
+TEST_CASE("bless refuses under CI and is byte-stable without a code change", "[cli]") {
+    GoldenCopy golden;
+    const std::string before = read_file(golden.file());
+    SECTION("CI set: refused, file untouched") {
+        const Result r = run_attn("bless bottleneck " + golden.arg(), "CI=true");
+        CHECK(r.code == 2);
+        CHECK_THAT(r.output, Catch::Contains("refuses"));
+        CHECK(read_file(golden.file()) == before);
+    }
+    SECTION("no code change: no change") {
+        const Result r = run_attn("bless bottleneck " + golden.arg(), "CI=");
+        CHECK(r.code == 0);
+        CHECK_THAT(r.output, Catch::Contains("bottleneck: no change"));
+        CHECK(read_file(golden.file()) == before);
+    }
+    SECTION("a stale golden is rewritten and the changed tensor named") {
+        Trace t = read_golden(golden.file());
+        t.steps()[0].tensors[2].value(0, 0) = 42.0;
+        write_file_atomic(golden.file(), to_golden_json(t));
+        const Result r = run_attn("bless 1 " + golden.arg(), "CI=");
+        CHECK(r.code == 0);
+        CHECK_THAT(r.output, Catch::Contains("embeddings.X: 1 / 24 elements changed"));
+        CHECK(read_file(golden.file()) == before);
+    }
+    SECTION("an unwritable directory leaves the old file intact") {
+        if (::geteuid() == 0) {
+            WARN("running as root: directory permissions do not stop writes, part skipped");
+        } else {
+            Trace t = read_golden(golden.file());
+            t.steps()[0].tensors[2].value(0, 0) = 42.0;
+            write_file_atomic(golden.file(), to_golden_json(t));
+            const std::string stale = read_file(golden.file());
+            fs::permissions(golden.dir, fs::perms::owner_read | fs::perms::owner_exec);
+            const Result r = run_attn("bless 1 " + golden.arg(), "CI=");
+            fs::permissions(golden.dir, fs::perms::owner_all);
+            CHECK(r.code == 3);
+            CHECK_THAT(r.output, Catch::Contains("cannot write"));
+            CHECK(read_file(golden.file()) == stale);
+        }
+    }
+}

@@ -1,0 +1,135 @@
+// allclose semantics and the mismatch report, checked against numpy's assert_allclose rules:
+// |actual - expected| <= atol + rtol * |expected|, shapes first, NaN equal only to NaN.
+#include "core/compare.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <limits>
+
+using namespace attn;
+
+namespace {
+const double inf = std::numeric_limits<double>::infinity();
+const double not_a_number = std::numeric_limits<double>::quiet_NaN();
+}  // namespace
+
+TEST_CASE("rtol scales with the expected value, atol does not", "[compare]") {
+    const Tolerance tol{1e-3, 0.0};
+    CHECK(close(1000.5, 1000.0, tol));   // 0.5 <= 1e-3 * 1000
+    CHECK_FALSE(close(1.5, 1.0, tol));   // 0.5 > 1e-3 * 1
+    CHECK(close(1.0005, 1.0, tol));
+    // not symmetric, as in numpy: the tolerance scales with |expected| only
+    CHECK(close(0.0, 1.0, Tolerance{1.0, 0.0}));
+    CHECK_FALSE(close(1.0, 0.0, Tolerance{1.0, 0.0}));
+    const Tolerance abs_only{0.0, 0.1};
+    CHECK(close(0.05, 0.0, abs_only));
+    CHECK_FALSE(close(0.2, 0.0, abs_only));
+    CHECK(close(0.1, 0.0, abs_only));  // the bound is inclusive
+}
+
+TEST_CASE("NaN equals only NaN; an infinity only the same infinity", "[compare]") {
+    const Tolerance loose{1e9, 1e9};
+    CHECK(close(not_a_number, not_a_number, loose));
+    CHECK_FALSE(close(not_a_number, 1.0, loose));
+    CHECK_FALSE(close(1.0, not_a_number, loose));
+    CHECK(close(-inf, -inf, loose));
+    CHECK_FALSE(close(inf, -inf, loose));
+    CHECK_FALSE(close(1e300, inf, loose));  // inf <= atol + rtol * inf would wrongly hold
+    CHECK_FALSE(close(-inf, 0.0, loose));
+}
+
+TEST_CASE("a shape mismatch is reported before any value", "[compare]") {
+    const Array a = xt::zeros<double>({2, 3}), e = xt::zeros<double>({3, 2});
+    const TensorDiff d = compare_tensor(a, e, Tolerance{});
+    CHECK_FALSE(d.ok());
+    CHECK_FALSE(d.shape_matches);
+    CHECK_THAT(tensor_diff_report(d, Tolerance{}), Catch::Contains("actual [2, 3], expected [3, 2]"));
+}
+
+TEST_CASE("the report counts mismatches and names the first indices", "[compare]") {
+    Array expected = xt::zeros<double>({4, 5});
+    Array actual = expected;
+    actual(1, 2) = 1e-6;
+    actual(3, 4) = -2e-6;
+    expected(0, 0) = not_a_number;
+    actual(0, 0) = not_a_number;  // equal: not a mismatch
+    const Tolerance tol{};
+    const TensorDiff d = compare_tensor(actual, expected, tol);
+    CHECK(d.mismatched == 2);
+    CHECK(d.total == 20);
+    REQUIRE(d.first.size() == 2);
+    CHECK(d.first[0].index == std::vector<std::size_t>{1, 2});
+    CHECK(d.first[1].index == std::vector<std::size_t>{3, 4});
+    CHECK(d.max_abs == 2e-6);
+    const std::string report = tensor_diff_report(d, tol);
+    CHECK_THAT(report, Catch::Contains("Mismatched elements: 2 / 20 (10%)"));
+    CHECK_THAT(report, Catch::Contains("at [1, 2]"));
+    CHECK_THAT(report, Catch::Contains("Max absolute difference: 2e-06"));
+    CHECK_THAT(report, Catch::Contains("Max relative difference: inf"));  // expected is 0 there
+}
+
+TEST_CASE("-inf masks compare equal and do not poison the maxima", "[compare]") {
+    Array m = {{0.5, -inf}, {0.25, 0.75}};
+    const TensorDiff d = compare_tensor(m, m, Tolerance{0.0, 0.0});
+    CHECK(d.ok());
+    CHECK(d.max_abs == 0.0);
+}
+
+TEST_CASE("only the first five mismatches are listed", "[compare]") {
+    const Array e = xt::zeros<double>({10});
+    const Array a = xt::ones<double>({10});
+    const TensorDiff d = compare_tensor(a, e, Tolerance{});
+    CHECK(d.mismatched == 10);
+    CHECK(d.first.size() == 5);
+    CHECK_THAT(tensor_diff_report(d, Tolerance{}), Catch::Contains("and 5 more"));
+}
+
+TEST_CASE("bad tolerances are refused by name", "[compare]") {
+    CHECK_THROWS_WITH(validate_tolerance(Tolerance{-1.0, 0.0}), Catch::Contains("--rtol"));
+    CHECK_THROWS_WITH(validate_tolerance(Tolerance{1e-9, not_a_number}), Catch::Contains("--atol"));
+    CHECK_THROWS_WITH(validate_tolerance(Tolerance{inf, 0.0}), Catch::Contains("--rtol"));
+    CHECK_NOTHROW(validate_tolerance(Tolerance{0.0, 0.0}));
+}
+
+namespace {
+Trace two_step_trace(double x) {
+    Trace t("demo", Config{1, {{"d", 2}}});
+    t.step("first", "First", "a = 1", "");
+    t.tensor("a", "", Array{1.0, 2.0});
+    t.step("second", "Second", "b = x", "");
+    t.tensor("b", "", Array{{x, 0.0}, {0.0, x}});
+    t.step("third", "Third", "", "");
+    t.tensor("c", "", Array{3.0});
+    return t;
+}
+}  // namespace
+
+TEST_CASE("a lesson comparison stops at the first diverging step", "[compare]") {
+    const Trace golden = two_step_trace(0.5);
+    SECTION("equal traces match") {
+        const auto cmp = compare_traces(two_step_trace(0.5), golden, Tolerance{});
+        CHECK(cmp.ok);
+        CHECK(cmp.steps_compared == 3);
+        CHECK(cmp.tensors_compared == 3);
+    }
+    SECTION("a changed value names step, tensor and index, and later steps are not reached") {
+        const auto cmp = compare_traces(two_step_trace(0.6), golden, Tolerance{});
+        CHECK_FALSE(cmp.ok);
+        CHECK(cmp.steps_compared == 1);
+        CHECK_THAT(cmp.report, Catch::Contains("diverges at step 2/3 'second'"));
+        CHECK_THAT(cmp.report, Catch::Contains("tensor 'b' [2, 2]"));
+        CHECK_THAT(cmp.report, Catch::Contains("at [0, 0]"));
+        CHECK_THAT(cmp.report, Catch::Contains("not reached: third"));
+    }
+    SECTION("a different configuration is reported as such") {
+        Trace other("demo", Config{2, {{"d", 2}}});
+        const auto cmp = compare_traces(other, golden, Tolerance{});
+        CHECK_FALSE(cmp.ok);
+        CHECK_THAT(cmp.report, Catch::Contains("configuration differs"));
+    }
+    SECTION("describe_changes lists exactly the changed tensor") {
+        const auto changes = describe_changes(golden, two_step_trace(0.6));
+        REQUIRE(changes.size() == 1);
+        CHECK_THAT(changes[0], Catch::Contains("second.b: 2 / 4 elements changed"));
+    }
+}

@@ -1,0 +1,147 @@
+// Golden JSON v1: round trips bit-identically, and every corrupt file is refused with a
+// message that names the file and what is wrong.
+#include "core/golden.hpp"
+#include "core/rng.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include <unistd.h>
+
+using namespace attn;
+namespace fs = std::filesystem;
+
+namespace {
+
+Trace sample_trace(std::uint64_t seed) {
+    Rng rng(seed);
+    Trace t("sample", Config{seed, {{"T_x", 4}, {"d", 3}}});
+    t.step("scores", "Alignment scores", "e_ij = v^T tanh(W s_{i-1} + U h_j)", "Two lines\nof text with \"quotes\".");
+    Mat e = rng.normal_mat(3, 4);
+    e(0, 3) = -std::numeric_limits<double>::infinity();
+    e(1, 1) = 0.1;                          // not exactly representable
+    e(2, 2) = 5e-324;                       // the smallest subnormal
+    e(2, 3) = std::numeric_limits<double>::max();
+    t.tensor("e", "scores", e, {"लाइट", "बंद", "करो"}, {"turn", "off", "the", "lights"}, View::heatmap);
+    t.tensor("scalar", "", Array(1.0 / 3.0));
+    t.tensor("v", "", rng.normal_vec(5), {}, {}, View::bars);
+    t.check("rows sum to 1", 2.220446049250313e-16, 1e-12);
+    t.step("empty", "A step with no tensors", "", "");
+    return t;
+}
+
+bool bit_identical(const Array& a, const Array& b) {
+    if (a.shape() != b.shape()) return false;
+    return std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+std::string error_of(const std::string& text) {
+    try {
+        parse_golden_json(text, "golden/99_test.json");
+    } catch (const GoldenError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+fs::path temp_dir() {
+    const fs::path dir = fs::temp_directory_path() / ("attn_test_golden_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    return dir;
+}
+
+}  // namespace
+
+TEST_CASE("write then read gives bit-identical doubles and intact UTF-8 labels", "[golden]") {
+    const auto seed = GENERATE(1u, 7u, 99u);
+    const Trace original = sample_trace(seed);
+    const std::string text = to_golden_json(original);
+    const Trace loaded = parse_golden_json(text, "memory");
+    REQUIRE(loaded.steps().size() == 2);
+    const auto& a = original.steps()[0];
+    const auto& b = loaded.steps()[0];
+    CHECK(b.explanation == a.explanation);
+    REQUIRE(b.tensors.size() == a.tensors.size());
+    for (std::size_t i = 0; i < a.tensors.size(); ++i) {
+        INFO("tensor " << a.tensors[i].name);
+        CHECK(bit_identical(a.tensors[i].value, b.tensors[i].value));
+        CHECK(b.tensors[i].rows == a.tensors[i].rows);
+        CHECK(b.tensors[i].cols == a.tensors[i].cols);
+        CHECK(b.tensors[i].view == a.tensors[i].view);
+    }
+    CHECK(b.tensors[0].rows[0] == "\xe0\xa4\xb2\xe0\xa4\xbe\xe0\xa4\x87\xe0\xa4\x9f");  // लाइट, byte by byte
+    CHECK(b.checks[0].max_abs_error == a.checks[0].max_abs_error);
+    CHECK(loaded.config().seed == seed);
+    CHECK(loaded.config().get("T_x") == 4);
+    CHECK(to_golden_json(loaded) == text);  // a second round trip is a fixed point
+}
+
+TEST_CASE("the writer uses LF only, keeps UTF-8 unescaped and writes -inf as a string", "[golden]") {
+    const std::string text = to_golden_json(sample_trace(1));
+    CHECK(text.find('\r') == std::string::npos);
+    CHECK(text.find("\"लाइट\"") != std::string::npos);
+    CHECK(text.find("\"-inf\"") != std::string::npos);
+    CHECK(text.find("\"format\": \"attn-golden\"") != std::string::npos);
+    CHECK(text.find("\"version\": 1") != std::string::npos);
+}
+
+TEST_CASE("corrupt golden files are refused with the file and the problem named", "[golden]") {
+    const std::string good = to_golden_json(sample_trace(1));
+    SECTION("truncated: the line and column of the syntax error") {
+        const std::string msg = error_of(good.substr(0, good.size() / 2));
+        CHECK_THAT(msg, Catch::StartsWith("golden/99_test.json: not valid JSON at line "));
+        CHECK_THAT(msg, Catch::Contains("column"));
+    }
+    SECTION("another format version") {
+        std::string text = good;
+        text.replace(text.find("\"version\": 1"), 12, "\"version\": 2");
+        CHECK_THAT(error_of(text), Catch::Contains("golden format version 2 is not supported"));
+    }
+    SECTION("a shape that disagrees with the data") {
+        std::string text = good;
+        text.replace(text.find("\"shape\": [3, 4]"), 15, "\"shape\": [3, 5]");
+        CHECK_THAT(error_of(text), Catch::Contains("tensor 'e'"));
+        CHECK_THAT(error_of(text), Catch::Contains("should be a list of 5 entries"));
+    }
+    SECTION("a non-numeric entry") {
+        std::string text = good;
+        text.replace(text.find("\"-inf\""), 6, "\"oops\"");
+        CHECK_THAT(error_of(text), Catch::Contains("expected a number"));
+        CHECK_THAT(error_of(text), Catch::Contains("data[0, 3]"));
+    }
+    SECTION("not an attn golden file") {
+        CHECK_THAT(error_of("{\"format\": \"other\"}"), Catch::Contains("\"format\" must be \"attn-golden\""));
+        CHECK_THAT(error_of("[1, 2]"), Catch::Contains("top level must be a JSON object"));
+    }
+}
+
+TEST_CASE("read_golden names a missing or empty file", "[golden]") {
+    const fs::path dir = temp_dir();
+    CHECK_THROWS_WITH(read_golden(dir / "missing.json"), Catch::Contains("missing.json: cannot open"));
+    std::ofstream(dir / "empty.json").close();
+    CHECK_THROWS_WITH(read_golden(dir / "empty.json"), Catch::Contains("empty.json: the file is empty"));
+    CHECK_THROWS_WITH(read_golden(dir), Catch::Contains("is a directory"));
+    fs::remove_all(dir);
+}
+
+TEST_CASE("write_file_atomic replaces the file and leaves no temporary behind", "[golden]") {
+    const fs::path dir = temp_dir();
+    const fs::path file = dir / "01_x.json";
+    write_file_atomic(file, "old\n");
+    write_file_atomic(file, "new\n");
+    std::ifstream in(file);
+    std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(content == "new\n");
+    CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) == 1);
+    CHECK_THROWS_WITH(write_file_atomic(dir / "no" / "such" / "dir.json", "x"), Catch::Contains("cannot write"));
+    fs::remove_all(dir);
+}
+
+TEST_CASE("golden file names are zero-padded", "[golden]") {
+    CHECK(golden_file_name(1, "bottleneck") == "01_bottleneck.json");
+    CHECK(golden_file_name(12, "x") == "12_x.json");
+}

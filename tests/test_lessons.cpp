@@ -1,0 +1,56 @@
+// Every lesson against its reviewed golden file, and the lesson's own identity checks.
+#include "attn_config.hpp"
+#include "core/compare.hpp"
+#include "core/golden.hpp"
+#include "registry.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace attn;
+
+TEST_CASE("every lesson matches its golden file", "[lessons]") {
+    for (const auto& lesson : all_lessons()) {
+        INFO("lesson " << lesson.slug);
+        const Trace trace = run_lesson(lesson, lesson.defaults);
+        const Trace golden = read_golden(std::string(ATTN_GOLDEN_DIR) + "/" + golden_file_name(lesson.number, lesson.slug));
+        const LessonComparison cmp = compare_traces(trace, golden, Tolerance{});
+        INFO(cmp.report);
+        CHECK(cmp.ok);
+        CHECK(trace.all_checks_hold());
+    }
+}
+
+TEST_CASE("lessons are deterministic and their step ids unique", "[lessons]") {
+    for (const auto& lesson : all_lessons()) {
+        INFO("lesson " << lesson.slug);
+        const Trace a = run_lesson(lesson, lesson.defaults), b = run_lesson(lesson, lesson.defaults);
+        CHECK(to_golden_json(a) == to_golden_json(b));
+        CHECK(compare_traces(a, b, Tolerance{0.0, 0.0}).ok);
+    }
+}
+
+TEST_CASE("lesson 1 shows the bottleneck it claims", "[lessons][bottleneck]") {
+    const Trace t = run_lesson(*find_lesson("bottleneck"), find_lesson("1")->defaults);
+    const Step* decoder = t.find_step("decoder");
+    REQUIRE(decoder);
+    // the context part of every decoder input row is c
+    CHECK(decoder->checks.at(0).max_abs_error == 0.0);
+    const Step* demo = t.find_step("bottleneck");
+    REQUIRE(demo);
+    const Array* table = nullptr;
+    for (const auto& tensor : demo->tensors)
+        if (tensor.name == "context_change") table = &tensor.value;
+    REQUIRE(table);
+    // at n = 64 the first token moves c far less than the last token does
+    CHECK((*table)(4, 2) < 0.01 * (*table)(4, 3));
+    // and at n = 4 it still matters
+    CHECK((*table)(0, 2) > 0.1 * (*table)(0, 3));
+}
+
+TEST_CASE("lessons are found by number or slug", "[lessons]") {
+    CHECK(find_lesson("1") == find_lesson("bottleneck"));
+    CHECK(find_lesson("01") == find_lesson("bottleneck"));
+    CHECK(find_lesson("bottle") == nullptr);
+    CHECK(find_lesson("0") == nullptr);
+    CHECK(find_lesson("") == nullptr);
+}

@@ -1,0 +1,241 @@
+// Tests for core/render: exact text with colour off, display widths, alignment of
+// Devanagari labels, summarising, number formatting and colour escapes.
+#include "core/render.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace attn;
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+std::vector<std::string> lines_starting_with(const std::string& text, const std::string& prefix) {
+    std::vector<std::string> found;
+    for (const auto& line : lines_of(text))
+        if (line.rfind(prefix, 0) == 0) found.push_back(line);
+    return found;
+}
+
+// The part of a table line before its first number: indent, label and padding.
+std::string prefix_before_number(const std::string& line, const std::string& label) {
+    const std::size_t after_label = line.find(label) + label.size();
+    return line.substr(0, line.find_first_not_of(' ', after_label));
+}
+
+bool has_escape(const std::string& text) { return text.find('\x1b') != std::string::npos; }
+
+const std::vector<std::string> hindi_rows = {"लाइट", "बंद", "करो"};
+const std::vector<std::string> english_cols = {"turn", "off", "the", "lights"};
+
+// Attention-like weights over "turn off the lights" for the queries "लाइट बंद करो".
+TensorRecord hindi_heatmap() {
+    return TensorRecord{"alpha", "softmax_j(e_ij)",
+                        Array{{0.70, 0.10, 0.05, 0.15}, {0.05, 0.80, 0.05, 0.10}, {0.60, 0.20, 0.05, 0.15}},
+                        hindi_rows, english_cols, View::heatmap};
+}
+
+TensorRecord grid_30x30() {
+    Array value = Array::from_shape({30, 30});
+    for (std::size_t i = 0; i < 30; ++i)
+        for (std::size_t j = 0; j < 30; ++j) value(i, j) = 100.0 * i + j + 0.25;
+    return TensorRecord{"big", "", value, {}, {}, View::heatmap};
+}
+
+}  // namespace
+
+TEST_CASE("a labelled 2x3 matrix renders exactly", "[render]") {
+    const TensorRecord e{"e", "e_ij = q_i · k_j", Array{{1.5, -0.25, 0.0}, {-10.125, 3.0, 0.0001}},
+                         {"a", "bb"}, {"x", "long", "z"}, View::numbers};
+    // Cells are 8 wide ("-10.1250"), labels padded to 2 ("bb"), two spaces between columns.
+    const std::string expected = R"(e  [2, 3]  = e_ij = q_i · k_j
+             x      long         z
+  a     1.5000   -0.2500    0.0000
+  bb  -10.1250    3.0000    0.0001
+)";
+    CHECK(render_tensor(e, RenderOptions{}) == expected);
+}
+
+TEST_CASE("scalars and vectors render exactly", "[render]") {
+    SECTION("a scalar has shape [] and one indented number") {
+        const TensorRecord s{"scale", "1 / sqrt(d_k)", Array(0.5), {}, {}, View::numbers};
+        CHECK(render_tensor(s, RenderOptions{}) == "scale  []  = 1 / sqrt(d_k)\n  0.5000\n");
+    }
+    SECTION("an unlabelled vector is one row") {
+        const TensorRecord v{"b", "", Array{0.1, -0.2, 0.3}, {}, {}, View::numbers};
+        CHECK(render_tensor(v, RenderOptions{}) == "b  [3]\n   0.1000  -0.2000   0.3000\n");
+    }
+    SECTION("a labelled vector is a column") {
+        const TensorRecord v{"z", "", Array{0.25, -1.0}, {"t=1", "t=2"}, {}, View::numbers};
+        CHECK(render_tensor(v, RenderOptions{}) == "z  [2]\n  t=1   0.2500\n  t=2  -1.0000\n");
+    }
+}
+
+TEST_CASE("display_width counts terminal columns, not bytes", "[render]") {
+    CHECK(display_width("") == 0);
+    CHECK(display_width("attention") == 9);
+    CHECK(display_width("लाइट") == 4);  // ा is a spacing vowel sign: 1 column
+    CHECK(display_width("बंद") == 2);   // anusvara ं does not advance
+    CHECK(display_width("करो") == 3);   // ो is a spacing vowel sign
+    CHECK(display_width("e\u0301") == 1);
+    CHECK(display_width("中") == 2);
+    CHECK(display_width("a中b") == 4);
+    SECTION("invalid UTF-8 counts one column per byte and never reads past the end") {
+        CHECK(display_width("\xff") == 1);
+        CHECK(display_width("\xc0\xaf") == 2);     // overlong '/'
+        CHECK(display_width("a\xe0\x80") == 3);    // truncated 3-byte sequence
+        CHECK(display_width("\xe4\xb8") == 2);     // 中 cut short at the end of the string
+        CHECK(display_width("\xed\xa0\x80") == 3);  // UTF-16 surrogate
+    }
+}
+
+TEST_CASE("pad fills to a display width and never truncates", "[render]") {
+    CHECK(pad("बंद", 4) == "बंद  ");
+    CHECK(pad("बंद", 4, true) == "  बंद");
+    CHECK(pad("lights", 3) == "lights");
+}
+
+TEST_CASE("format_number follows numpy's fixed and scientific choices", "[render]") {
+    CHECK(format_number(0.12345, 4) == "0.1235");
+    CHECK(format_number(-1.0, 4) == "-1.0000");
+    CHECK(format_number(-0.0, 4) == "0.0000");
+    CHECK(format_number(0.0, 2) == "0.00");
+    // Small non-zero values stay visible instead of rounding to 0.0000.
+    CHECK(format_number(-0.00001, 4) == "-1.0000e-05");
+    CHECK(format_number(3e-9, 4) == "3.0000e-09");
+    CHECK(format_number(1e7, 4) == "1.0000e+07");
+    CHECK(format_number(12345678.0, 4) == "1.2346e+07");
+    CHECK(format_number(999999.0, 1) == "999999.0");
+    CHECK(format_number(std::numeric_limits<double>::infinity(), 4) == "inf");
+    CHECK(format_number(-std::numeric_limits<double>::infinity(), 4) == "-inf");
+    CHECK(format_number(std::nan(""), 4) == "nan");
+}
+
+TEST_CASE("Devanagari row labels stay aligned", "[render]") {
+    const std::string text = render_tensor(hindi_heatmap(), RenderOptions{});
+    std::vector<std::size_t> number_prefixes, number_widths, grid_widths;
+    for (const auto& label : hindi_rows) {
+        const auto lines = lines_starting_with(text, "  " + label);
+        REQUIRE(lines.size() == 2);  // one line of numbers, one line of the grid
+        number_prefixes.push_back(display_width(prefix_before_number(lines[0], label)));
+        number_widths.push_back(display_width(lines[0]));
+        grid_widths.push_back(display_width(lines[1]));
+    }
+    for (std::size_t r = 1; r < hindi_rows.size(); ++r) {
+        CHECK(number_prefixes[r] == number_prefixes[0]);
+        CHECK(number_widths[r] == number_widths[0]);
+        CHECK(grid_widths[r] == grid_widths[0]);
+    }
+    // Label column (4) + two spaces + four cells of two columns.
+    CHECK(grid_widths[0] == 2 + 4 + 2 + 4 * 2);
+    CHECK(text.find("1 turn  2 off  3 the  4 lights") != std::string::npos);
+    CHECK(text.find("scale: ░ low = 0.0500 … █ high = 0.8000") != std::string::npos);
+}
+
+TEST_CASE("large tensors are summarised, never cut silently", "[render]") {
+    const std::string text = render_tensor(grid_30x30(), RenderOptions{});
+    const auto lines = lines_of(text);
+    // Header, 6 + 1 + 6 number rows, 13 grid rows, the scale line.
+    CHECK(lines.size() <= 30);
+    const std::string first_row = lines.at(1), ellipsis_row = lines.at(7);
+    CHECK(first_row.find("0.2500") != std::string::npos);
+    CHECK(first_row.find("29.2500") != std::string::npos);
+    CHECK(first_row.find("…") != std::string::npos);  // the hidden columns
+    CHECK(ellipsis_row.find("0.") == std::string::npos);
+    CHECK(ellipsis_row.find("…") != std::string::npos);  // the hidden rows
+    CHECK(text.find("2900.2500") != std::string::npos);
+    CHECK(text.find("2929.2500") != std::string::npos);
+    CHECK(text.find("1500.2500") == std::string::npos);  // row 15 is hidden
+    CHECK(text.find("15.2500") == std::string::npos);    // column 15 is hidden
+}
+
+TEST_CASE("rank-3 tensors are shown slice by slice", "[render]") {
+    Array heads = Array::from_shape({2, 2, 2});
+    for (std::size_t k = 0; k < heads.size(); ++k) heads.flat(k) = 0.5 * static_cast<double>(k);
+    const TensorRecord t{"A", "", heads, {"head 1", "head 2"}, {"q1", "q2"}, View::numbers};
+    const std::string expected = R"(A  [2, 2, 2]
+  [0, :, :]  head 1
+    q1  0.0000  0.5000
+    q2  1.0000  1.5000
+  [1, :, :]  head 2
+    q1  2.0000  2.5000
+    q2  3.0000  3.5000
+)";
+    CHECK(render_tensor(t, RenderOptions{}) == expected);
+}
+
+TEST_CASE("bar charts scale the largest magnitude to 40 columns", "[render]") {
+    const TensorRecord t{"w", "", Array{1.0, -0.5, 0.0}, {"लाइट", "बंद", "करो"}, {}, View::bars};
+    const auto bars = lines_starting_with(render_tensor(t, RenderOptions{}), "  ");
+    REQUIRE(bars.size() == 6);  // three lines of numbers, three bars
+    std::string full_bar;
+    for (int i = 0; i < 40; ++i) full_bar += "█";
+    CHECK(bars[3] == "  लाइट  " + full_bar + "   1.0000");
+    CHECK(bars[4].find("  बंद    ████████████████████  ") == 0);  // half of 40
+    CHECK(bars[4].find("-0.5000") != std::string::npos);
+    CHECK(display_width(bars[3]) == display_width(bars[4]));
+    CHECK(display_width(bars[4]) == display_width(bars[5]));
+}
+
+TEST_CASE("colour escapes appear only when colour is on", "[render]") {
+    RenderOptions plain;
+    RenderOptions colored;
+    colored.color = true;
+    const Step step{"scores", "Alignment scores", "e_ij = a(s_{i-1}, h_j)",
+                    "How well the input around j matches the output at i.",
+                    {hindi_heatmap(), grid_30x30()},
+                    {CheckRecord{"rows of alpha sum to 1", 2.2e-16, 1e-12, true}}};
+    CHECK_FALSE(has_escape(render_step(step, 1, 3, plain)));
+    CHECK(has_escape(render_tensor(hindi_heatmap(), colored)));
+    CHECK(has_escape(render_step(step, 1, 3, colored)));
+}
+
+TEST_CASE("use_color honours the mode", "[render]") {
+    CHECK(use_color(ColorMode::always, false));
+    CHECK_FALSE(use_color(ColorMode::never, true));
+    CHECK_FALSE(use_color(ColorMode::auto_, false));
+}
+
+TEST_CASE("checks show their verdict and numbers", "[render]") {
+    const RenderOptions opt;
+    CHECK(render_check(CheckRecord{"rows of alpha sum to 1", 2.2e-16, 1e-12, true}, opt) ==
+          "  ✓ rows of alpha sum to 1  (max |error| 2.2e-16 <= tolerance 1e-12)\n");
+    CHECK(render_check(CheckRecord{"the closed form holds", 0.3, 1e-12, false}, opt) ==
+          "  ✗ the closed form holds  (max |error| 0.3 > tolerance 1e-12)\n");
+    CHECK(render_check(CheckRecord{"nan is caught", std::nan(""), 1e-12, false}, opt).find("✗") !=
+          std::string::npos);
+}
+
+TEST_CASE("a step has a 78-column rule naming its id, and wrapped text", "[render]") {
+    std::string explanation;
+    for (int i = 0; i < 30; ++i) explanation += "attention ";
+    explanation += "\nसंदर्भ वेक्टर";
+    const Step step{"encoder", "The encoder GRU", "h_t = GRU(x_t, h_{t-1})", explanation, {}, {}};
+    const auto lines = lines_of(render_step(step, 2, 5, RenderOptions{}));
+    REQUIRE(lines.size() >= 5);
+    CHECK(lines[0].rfind("── Step 2/5 · The encoder GRU ", 0) == 0);
+    CHECK(lines[0].find("[encoder]") != std::string::npos);
+    CHECK(display_width(lines[0]) == 78);
+    CHECK(lines[1] == "  h_t = GRU(x_t, h_{t-1})");
+    CHECK(lines[2].empty());
+    for (std::size_t i = 3; i < lines.size(); ++i) CHECK(display_width(lines[i]) <= 78);
+    CHECK(lines.back() == "  संदर्भ वेक्टर");  // the explicit '\n' starts a new line
+}
+
+TEST_CASE("tensors of whole numbers (token ids, counts) are shown without decimals", "[render]") {
+    const TensorRecord ids{"ids", "", Array{{12.0, 3.0}, {-4.0, 0.0}}, {}, {}, View::numbers};
+    CHECK(render_tensor(ids, RenderOptions{}) == "ids  [2, 2]\n  12   3\n  -4   0\n");
+    const TensorRecord mixed{"m", "", Array{12.0, 0.5}, {}, {}, View::numbers};
+    CHECK(render_tensor(mixed, RenderOptions{}).find("12.0000") != std::string::npos);
+}
