@@ -123,7 +123,7 @@ double context_spread(const Mat& inputs, const Vec& context) {
 struct BottleneckDemo {
     Mat sentences;    // trials x 64 token ids
     Mat substitutes;  // trials x 2: replacement for the first and for the last token
-    Mat table;        // lengths x 4: n, mean |c|, mean |c - c_first|, mean |c - c_last|
+    Mat table;        // lengths x 3: mean |c|, mean |c - c_first|, mean |c - c_last|
 };
 
 std::size_t different_token(Rng& rng, std::size_t vocab, std::size_t avoid) {
@@ -137,7 +137,7 @@ std::size_t different_token(Rng& rng, std::size_t vocab, std::size_t avoid) {
 BottleneckDemo measure_bottleneck(Rng& rng, const nn::GruParams& encoder, const Mat& E_src, std::size_t trials) {
     const std::size_t longest = demo_lengths.back(), vocab = E_src.shape(0);
     BottleneckDemo demo{xt::empty<double>({trials, longest}), xt::empty<double>({trials, std::size_t{2}}),
-                        xt::zeros<double>({demo_lengths.size(), std::size_t{4}})};
+                        xt::zeros<double>({demo_lengths.size(), std::size_t{3}})};
     std::vector<std::vector<std::size_t>> ids(trials, std::vector<std::size_t>(longest));
     for (std::size_t k = 0; k < trials; ++k)
         for (std::size_t j = 0; j < longest; ++j) demo.sentences(k, j) = static_cast<double>(ids[k][j] = rng.below(vocab));
@@ -150,16 +150,15 @@ BottleneckDemo measure_bottleneck(Rng& rng, const nn::GruParams& encoder, const 
     }
     for (std::size_t li = 0; li < demo_lengths.size(); ++li) {
         const std::size_t n = demo_lengths[li];
-        demo.table(li, 0) = static_cast<double>(n);
         for (std::size_t k = 0; k < trials; ++k) {
             std::vector<std::size_t> sentence(ids[k].begin(), ids[k].begin() + static_cast<std::ptrdiff_t>(n));
             const Vec c = final_state(encoder, lookup(E_src, sentence));
             auto first_changed = sentence, last_changed = sentence;
             first_changed.front() = first_sub[k];
             last_changed.back() = last_sub[k];
-            demo.table(li, 1) += norm(c) / static_cast<double>(trials);
-            demo.table(li, 2) += norm(c - final_state(encoder, lookup(E_src, first_changed))) / static_cast<double>(trials);
-            demo.table(li, 3) += norm(c - final_state(encoder, lookup(E_src, last_changed))) / static_cast<double>(trials);
+            demo.table(li, 0) += norm(c) / static_cast<double>(trials);
+            demo.table(li, 1) += norm(c - final_state(encoder, lookup(E_src, first_changed))) / static_cast<double>(trials);
+            demo.table(li, 2) += norm(c - final_state(encoder, lookup(E_src, last_changed))) / static_cast<double>(trials);
         }
     }
     return demo;
@@ -263,8 +262,8 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
     trace.tensor("sentences", "token ids of the random sentences; length n uses the first n", demo.sentences);
     trace.tensor("substitutes", "replacement token ids: column 0 for w_1, column 1 for w_n", demo.substitutes);
     trace.tensor("context_change", "mean over sentences", demo.table, length_labels(),
-                 {"n", "|c|", "Δ_first", "Δ_last"});
-    const Vec first_change = xt::col(demo.table, 2);
+                 {"|c|", "Δ_first", "Δ_last"});
+    const Vec first_change = xt::col(demo.table, 1);
     trace.tensor("first_token_influence", "Δ_first(n)", first_change, length_labels(), {}, View::bars);
     trace.check("replacing the first token moves c less and less as n grows", largest_increase(first_change), 0.0);
 
