@@ -230,7 +230,7 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
     record_gru_params(trace, decoder, "[y_{i-1}; c]");
     trace.tensor("W_o", "output projection, V_tgt x d", W_o, target_vocab);
 
-    trace.step("decoder", "Decoding with teacher forcing, the same c at every step",
+    trace.step("decoder", "Teacher-forced decoding, one c for every step",
                "s_i = GRU([y_{i-1}; c], s_{i-1}),  p(y_i | y_<i, x) = softmax(W_o s_i)",
                "During training the decoder is fed the reference previous token, not its own guess (teacher "
                "forcing): <sos>, then लाइट, then बंद. Look at the right half of each input row: it is the "
@@ -243,7 +243,7 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
     trace.tensor("S", "s_i = GRU([y_{i-1}; c], s_{i-1}),  s_0 = c", dec.states, prefixed("s_", target_sentence));
     const Mat logits = nn::matmul(dec.states, xt::eval(xt::transpose(W_o)), "S W_o^T");
     const Mat probabilities = nn::softmax_rows(logits);
-    trace.tensor("P", "P_i = softmax(W_o s_i): rows are target positions, columns target words", probabilities,
+    trace.tensor("P", "P_i = softmax(W_o s_i); rows: positions, columns: words", probabilities,
                  target_sentence, target_vocab, View::heatmap);
     trace.check("every decoder input carries exactly the same context c", context_spread(inputs, c), 0.0);
     trace.check("each row of P sums to 1",
@@ -259,7 +259,7 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
                "of their ending: the performance drop on long sentences that Cho et al. (2014) measured, and "
                "the reason Sutskever et al. (2014) reversed the source.");
     const BottleneckDemo demo = measure_bottleneck(rng, encoder, E_src, trials);
-    trace.tensor("sentences", "token ids of the random sentences; length n uses the first n", demo.sentences);
+    trace.tensor("sentences", "token ids; length n uses the first n of each row", demo.sentences);
     trace.tensor("substitutes", "replacement token ids: column 0 for w_1, column 1 for w_n", demo.substitutes);
     trace.tensor("context_change", "mean over sentences", demo.table, length_labels(),
                  {"|c|", "Δ_first", "Δ_last"});

@@ -9,6 +9,10 @@ const std::vector<Lesson>& all_lessons() {
     static const std::vector<Lesson> lessons = {
         {1, "bottleneck", "The fixed-context bottleneck of seq2seq", "Sutskever et al. 2014; Cho et al. 2014",
          Config{7, {{"d", 6}, {"trials", 8}}}, lesson_bottleneck},
+        {2, "additive", "Additive attention: a context for every word", "Bahdanau et al. 2015",
+         Config{7, {{"d", 6}, {"n", 6}, {"u", 3}}}, lesson_additive},
+        {3, "scores", "Score functions, scaling, local attention", "Luong et al. 2015; Vaswani et al. 2017",
+         Config{7, {{"d", 6}, {"D", 2}, {"pairs", 2000}, {"queries", 400}, {"keys", 10}}}, lesson_scores},
     };
     return lessons;
 }

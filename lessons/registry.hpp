@@ -31,5 +31,7 @@ Trace run_lesson(const Lesson& lesson, const Config& config);
 
 // The lesson functions, one per file in lessons/.
 void lesson_bottleneck(Trace& trace, const Config& config);
+void lesson_additive(Trace& trace, const Config& config);
+void lesson_scores(Trace& trace, const Config& config);
 
 }  // namespace attn

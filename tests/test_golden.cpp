@@ -19,7 +19,7 @@ namespace {
 
 Trace sample_trace(std::uint64_t seed) {
     Rng rng(seed);
-    Trace t("sample", Config{seed, {{"T_x", 4}, {"d", 3}}});
+    Trace t("sample", Config{seed, {{"d", 3}, {"T_x", 4}}});
     t.step("scores", "Alignment scores", "e_ij = v^T tanh(W s_{i-1} + U h_j)", "Two lines\nof text with \"quotes\".");
     Mat e = rng.normal_mat(3, 4);
     e(0, 3) = -std::numeric_limits<double>::infinity();
@@ -77,6 +77,9 @@ TEST_CASE("write then read gives bit-identical doubles and intact UTF-8 labels",
     CHECK(b.checks[0].max_abs_error == a.checks[0].max_abs_error);
     CHECK(loaded.config().seed == seed);
     CHECK(loaded.config().get("T_x") == 4);
+    REQUIRE(loaded.config().values.size() == 2);
+    CHECK(loaded.config().values[0].first == "d");  // file order, not alphabetical order
+    CHECK(loaded.config().values[1].first == "T_x");
     CHECK(to_golden_json(loaded) == text);  // a second round trip is a fixed point
 }
 

@@ -88,6 +88,12 @@ TEST_CASE("softmax survives huge logits, masks and fully masked rows", "[nn][sof
         CHECK(a(0) == 0.0);
         CHECK(a(1) == 0.0);
     }
+    SECTION("+inf entries share the weight") {
+        const Vec a = nn::softmax(Vec{inf, 0.0, inf});
+        CHECK(a(0) == 0.5);
+        CHECK(a(1) == 0.0);
+        CHECK(a(2) == 0.5);
+    }
     SECTION("NaN is not hidden") {
         const Vec a = nn::softmax(Vec{0.0, std::nan("")});
         CHECK(std::isnan(a(0)));

@@ -59,6 +59,7 @@ LessonComparison compare_traces(const Trace& actual, const Trace& golden, const 
 // Every difference between an old golden trace and a new one, one line each (for bless):
 // tensors changed (how many elements and by how much), added or removed; steps added or
 // removed; configuration or text (titles, equations, explanations, labels, checks) changed.
+// Empty when only the layout or the measured errors of the identity checks differ.
 std::vector<std::string> describe_changes(const Trace& old, const Trace& now);
 
 }  // namespace attn

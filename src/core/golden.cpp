@@ -16,7 +16,8 @@
 
 namespace attn {
 
-using nlohmann::json;
+// ordered_json keeps the keys in file order: a lesson's configuration is an ordered list.
+using json = nlohmann::ordered_json;
 
 namespace {
 

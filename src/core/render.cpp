@@ -214,12 +214,29 @@ struct Layout {
     std::vector<std::string> row_labels, col_labels;  // shown ones; empty when unlabelled
 };
 
+// How many columns to show so a table line fits in opt.line_width: wide numbers or long
+// row labels leave room for fewer columns (one place is kept for the "…" column).
+std::size_t column_limit(const MatrixView& m, const Layout& layout, const std::vector<std::string>& col_labels,
+                         const RenderOptions& opt) {
+    std::size_t cell_width = widest(col_labels);
+    for (const auto& r : layout.rows)
+        if (r)
+            for (std::size_t c = 0; c < m.cols; ++c)
+                cell_width = std::max(cell_width, format_number(m.at(*r, c), opt.precision).size());
+    const std::size_t label_width = widest(layout.row_labels);
+    const std::size_t used = 4 + (label_width > 0 ? label_width + 2 : 0);  // the deepest indent is 4
+    const std::size_t room = opt.line_width > used ? opt.line_width - used : 0;
+    const std::size_t fit = (room + 2) / (cell_width + 2);
+    if (m.cols <= std::min(fit, opt.max_cols)) return opt.max_cols;
+    return std::max<std::size_t>(2, std::min(opt.max_cols, fit > 0 ? fit - 1 : 0));
+}
+
 Layout make_layout(const MatrixView& m, const std::vector<std::string>& row_labels,
                    const std::vector<std::string>& col_labels, const RenderOptions& opt) {
     Layout layout;
     layout.rows = shown_indices(m.rows, opt.max_rows);
-    layout.cols = shown_indices(m.cols, opt.max_cols);
     layout.row_labels = shown_labels(row_labels, layout.rows);
+    layout.cols = shown_indices(m.cols, column_limit(m, layout, col_labels, opt));
     layout.col_labels = shown_labels(col_labels, layout.cols);
     return layout;
 }
@@ -520,8 +537,11 @@ std::string render_check(const CheckRecord& c, const RenderOptions& opt) {
     const char* relation = c.max_abs_error <= c.tolerance ? "<="
                            : c.max_abs_error > c.tolerance ? ">"
                                                            : "not <=";
-    return fmt::format("  {} {}  (max |error| {:.3g} {} tolerance {:.3g})\n", mark, c.claim,
-                       c.max_abs_error, relation, c.tolerance);
+    const std::string numbers =
+        fmt::format("(max |error| {:.3g} {} tolerance {:.3g})", c.max_abs_error, relation, c.tolerance);
+    const std::string line = "  ✓ " + c.claim + "  " + numbers;  // its width, whatever the colour
+    if (display_width(line) <= opt.line_width) return fmt::format("  {} {}  {}\n", mark, c.claim, numbers);
+    return fmt::format("  {} {}\n    {}\n", mark, c.claim, numbers);
 }
 
 std::string render_step(const Step& s, std::size_t index, std::size_t count, const RenderOptions& opt) {

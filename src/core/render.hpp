@@ -16,7 +16,8 @@ struct RenderOptions {
     int precision = 4;          // decimals shown (--precision N)
     bool color = false;         // ANSI escapes allowed (decided by use_color)
     std::size_t max_rows = 12;  // larger tensors are summarised: first/last rows with a "…" row
-    std::size_t max_cols = 10;  // and first/last columns with a "…" column
+    std::size_t max_cols = 10;  // and first/last columns with a "…" column (fewer when they would not fit)
+    std::size_t line_width = 78;  // tables and check lines are kept within this many columns
 };
 
 // Whether to emit colour: never/always as asked; auto means "stdout is a terminal"
@@ -40,11 +41,12 @@ std::string format_number(double x, int precision);
 // View::bars adds a horizontal bar chart.
 std::string render_tensor(const TensorRecord& t, const RenderOptions& opt);
 
-// "  ✓ claim  (max |error| 2.2e-16 <= tolerance 1e-12)" or with ✗ and ">".
+// "  ✓ claim  (max |error| 2.2e-16 <= tolerance 1e-12)" or with ✗ and ">"; the numbers go
+// on a second line when the whole would be wider than opt.line_width.
 std::string render_check(const CheckRecord& c, const RenderOptions& opt);
 
 // A whole step: "── Step i/n · title ──", the equation, the explanation wrapped to
-// 78 columns, each tensor, each check.
+// 76 columns and indented by 2, each tensor, each check.
 std::string render_step(const Step& s, std::size_t index, std::size_t count, const RenderOptions& opt);
 
 }  // namespace attn

@@ -62,4 +62,36 @@ GruRun gru_forward(const GruParams& p, const Mat& X, const Vec& h0) {
     return run;
 }
 
+namespace {
+
+// The rows of X in reverse order; reversing twice gives X back.
+Mat reversed_rows(const Mat& X) {
+    Mat out = xt::empty<double>({X.shape(0), X.shape(1)});
+    for (std::size_t t = 0; t < X.shape(0); ++t)
+        xt::row(out, static_cast<std::ptrdiff_t>(t)) = xt::row(X, static_cast<std::ptrdiff_t>(X.shape(0) - 1 - t));
+    return out;
+}
+
+}  // namespace
+
+BiGruRun bigru_forward(const GruParams& fwd, const GruParams& bwd, const Mat& X) {
+    check_gru_params(fwd);
+    check_gru_params(bwd);
+    const std::size_t T = X.shape(0), d_fwd = fwd.hidden_width(), d_bwd = bwd.hidden_width();
+    expect_shape("BiGRU inputs X (forward GRU)", X, {T, fwd.input_width()});
+    expect_shape("BiGRU inputs X (backward GRU)", X, {T, bwd.input_width()});
+    // 1. read left to right, and right to left by running on the reversed sentence
+    BiGruRun run;
+    run.forward = gru_forward(fwd, X, xt::zeros<double>({d_fwd}));
+    const GruRun reversed = gru_forward(bwd, reversed_rows(X), xt::zeros<double>({d_bwd}));
+    // 2. put the backward rows back in source order, so row j of both halves belongs to x_j
+    run.backward = GruRun{reversed_rows(reversed.update_gates), reversed_rows(reversed.reset_gates),
+                          reversed_rows(reversed.candidates), reversed_rows(reversed.states)};
+    // 3. h_j = [h→_j; h←_j]
+    run.annotations = xt::empty<double>({T, d_fwd + d_bwd});
+    xt::view(run.annotations, xt::all(), xt::range(0, d_fwd)) = run.forward.states;
+    xt::view(run.annotations, xt::all(), xt::range(d_fwd, d_fwd + d_bwd)) = run.backward.states;
+    return run;
+}
+
 }  // namespace attn::nn

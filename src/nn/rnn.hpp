@@ -48,6 +48,18 @@ struct GruRun {
 // Runs the GRU over the rows of X (T x d_in) from the state h0 (d).
 GruRun gru_forward(const GruParams& p, const Mat& X, const Vec& h0);
 
+// A bidirectional GRU encoder — Bahdanau et al. 2015, section 3.2. The forward GRU reads
+// x_1..x_T, the backward GRU reads x_T..x_1, both from zero states, and the annotation of
+// x_j is h_j = [h→_j; h←_j]: a summary of the words on both sides of x_j.
+struct BiGruRun {
+    GruRun forward;   // row j: h→_j, which has read x_1..x_j
+    GruRun backward;  // row j: h←_j, which has read x_T..x_j (rows kept in source order)
+    Mat annotations;  // T x (d_fwd + d_bwd), row j: h_j = [h→_j; h←_j]
+};
+
+// Runs both GRUs over the rows of X (T x d_in); both must take inputs of width d_in.
+BiGruRun bigru_forward(const GruParams& fwd, const GruParams& bwd, const Mat& X);
+
 // Elementwise logistic function 1 / (1 + exp(-x)).
 Vec sigmoid(const Vec& x);
 

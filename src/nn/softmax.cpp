@@ -1,5 +1,6 @@
 #include "nn/softmax.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -15,9 +16,16 @@ void softmax_span(const double* in, double* out, std::size_t n) {
         has_nan = has_nan || std::isnan(in[i]);
         largest = std::max(largest, in[i]);
     }
-    if (has_nan || largest == -std::numeric_limits<double>::infinity()) {
+    const double inf = std::numeric_limits<double>::infinity();
+    if (has_nan || largest == -inf) {
         const double fill = has_nan ? std::numeric_limits<double>::quiet_NaN() : 0.0;
         for (std::size_t i = 0; i < n; ++i) out[i] = fill;
+        return;
+    }
+    if (largest == inf) {
+        // exp(inf - inf) would be NaN; the limit gives the +inf entries equal shares.
+        const double count = static_cast<double>(std::count(in, in + n, inf));
+        for (std::size_t i = 0; i < n; ++i) out[i] = in[i] == inf ? 1.0 / count : 0.0;
         return;
     }
     double total = 0.0;

@@ -1,0 +1,409 @@
+// Lesson 2: additive attention (Bahdanau et al. 2015). The decoder keeps every encoder
+// annotation and, before each target word, scores all of them against its current state.
+// T_x = source tokens, T_y = target tokens, d = embedding width, u = width of each encoder
+// direction (annotations are 2u wide), n = decoder state width, d_a = alignment layer width (= T_x).
+#include "registry.hpp"
+
+#include "core/rng.hpp"
+#include "nn/attention.hpp"
+#include "nn/linalg.hpp"
+#include "nn/rnn.hpp"
+#include "nn/scores.hpp"
+#include "nn/softmax.hpp"
+
+#include <xtensor-blas/xlinalg.hpp>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+namespace {
+
+const std::vector<std::string> source_sentence = {"turn", "off", "the", "lights"};
+const std::vector<std::string> target_sentence = {"लाइट", "बंद", "करो"};
+const std::vector<std::string> decoder_inputs = {"y_0 <sos>", "y_1 लाइट", "y_2 बंद"};  // teacher forcing
+const std::vector<std::string> feature_names = {"f_turn", "f_off", "f_the", "f_lights"};
+
+// The alignment we build in (step [alignment-model]) and check at the end (step [weights]):
+// the source position each target word should read most. लाइट←lights, बंद←off, करो←turn.
+const std::vector<std::size_t> planned_source = {3, 1, 0};
+
+// Levels of the construction. A key lifts its own feature by key_height; a query entry
+// decides whether that lift reaches the score: at `open` the lift carries tanh across its
+// steep middle (-0.76 to +0.76), at `closed` tanh is already flat (+0.995 to +0.99991).
+constexpr double key_height = 2.0;
+constexpr double open = -key_height / 2;
+constexpr double half_open = 0.0;
+constexpr double closed = 3.0;
+constexpr double score_scale = 2.0;  // every entry of v_a
+
+// Row k of Q_plan is the query the decoder should send when it is about to emit target word k.
+Mat planned_queries() {
+    return Mat{{closed, closed, closed, open},      // लाइट: read "lights"
+               {half_open, open, closed, closed},   // बंद: read "off", and "turn" a little
+               {open, closed, closed, closed}};     // करो: read "turn"
+}
+
+// Row j of K_plan is the key of source word j: its own feature raised, the others at 0.
+Mat planned_keys() { return key_height * xt::eye<double>(source_sentence.size()); }
+
+std::vector<std::string> numbered(const std::string& prefix, std::size_t first, std::size_t count) {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < count; ++i) out.push_back(prefix + std::to_string(first + i));
+    return out;
+}
+
+// A GRU's weights as three stacked blocks, gates in the order z, r, h~ (Cho et al. 2014):
+// W = [W_z; W_r; W_h] is 3w x d_in, U = [U_z; U_r; U_h] is 3w x w, b = [b_z; b_r; b_h].
+struct StackedGru {
+    Mat W, U;
+    Vec b;
+};
+
+// Variance 1/fan_in keeps every pre-activation near unit scale.
+StackedGru draw_gru(Rng& rng, std::size_t d_in, std::size_t w) {
+    return {rng.normal_mat(3 * w, d_in, 1.0 / std::sqrt(static_cast<double>(d_in))),
+            rng.normal_mat(3 * w, w, 1.0 / std::sqrt(static_cast<double>(w))), rng.normal_vec(3 * w, 0.5)};
+}
+
+nn::GruParams unstack(const StackedGru& g) {
+    const std::size_t w = g.U.shape(1);
+    const auto rows = [w](std::size_t k) { return xt::range(k * w, (k + 1) * w); };
+    return {xt::view(g.W, rows(0), xt::all()), xt::view(g.U, rows(0), xt::all()), xt::view(g.b, rows(0)),
+            xt::view(g.W, rows(1), xt::all()), xt::view(g.U, rows(1), xt::all()), xt::view(g.b, rows(1)),
+            xt::view(g.W, rows(2), xt::all()), xt::view(g.U, rows(2), xt::all()), xt::view(g.b, rows(2))};
+}
+
+void record_gru(Trace& trace, const std::string& which, const StackedGru& g, const std::string& input) {
+    const std::size_t w = g.U.shape(1);
+    std::vector<std::string> gates = numbered("z", 1, w);
+    for (const auto* prefix : {"r", "h~"})
+        for (const auto& label : numbered(prefix, 1, w)) gates.push_back(label);
+    trace.tensor("W_" + which, "[W_z; W_r; W_h], applied to " + input, g.W, gates);
+    trace.tensor("U_" + which, "[U_z; U_r; U_h], applied to the previous state", g.U, gates);
+    trace.tensor("b_" + which, "[b_z; b_r; b_h]", g.b, gates);
+}
+
+// The minimum-norm linear map M with M a_r = b_r for every row r of A:  M = B^T (A A^T)^{-1} A.
+// Exact when the rows of A are linearly independent.
+Mat linear_map_sending(const Mat& A, const Mat& B) {
+    const Mat gram = nn::matmul(A, xt::eval(xt::transpose(A)), "A A^T");
+    const Mat solved = xt::linalg::solve(gram, A);
+    return nn::matmul(xt::eval(xt::transpose(B)), solved, "B^T (A A^T)^{-1} A");
+}
+
+// The three weights of the alignment model a(s_{i-1}, h_j) — Bahdanau et al. 2015, appendix A.1.2.
+struct AlignmentModel {
+    Mat W_a;  // d_a x n, applied to the decoder state
+    Mat U_a;  // d_a x 2u, applied to each annotation
+    Vec v_a;  // d_a
+};
+
+// One score step written out: the projected query, each projected key, the tanh layer, the scores.
+struct ScoreParts {
+    Vec query;   // W_a s_{i-1}
+    Mat keys;    // T_x x d_a, row j: U_a h_j
+    Mat hidden;  // T_x x d_a, row j: tanh(W_a s_{i-1} + U_a h_j)
+    Vec scores;  // T_x, e_ij = v_a . hidden_j
+};
+
+ScoreParts scores_from_projections(const Vec& query, const Mat& keys, const Vec& v) {
+    const std::size_t T_x = keys.shape(0), d_a = keys.shape(1);
+    ScoreParts parts{query, keys, xt::empty<double>({T_x, d_a}), xt::zeros<double>({T_x})};
+    for (std::size_t j = 0; j < T_x; ++j)
+        for (std::size_t a = 0; a < d_a; ++a) {
+            parts.hidden(j, a) = std::tanh(query(a) + keys(j, a));
+            parts.scores(j) += v(a) * parts.hidden(j, a);
+        }
+    return parts;
+}
+
+// e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j) for one decoder step, one annotation at a time.
+ScoreParts scores_by_hand(const Vec& s_prev, const Mat& H, const AlignmentModel& m) {
+    Mat keys = xt::empty<double>({H.shape(0), m.U_a.shape(0)});
+    for (std::size_t j = 0; j < H.shape(0); ++j) {
+        const auto r = static_cast<std::ptrdiff_t>(j);
+        xt::row(keys, r) = nn::matvec(m.U_a, xt::row(H, r), "U_a h_j");
+    }
+    return scores_from_projections(nn::matvec(m.W_a, s_prev, "W_a s_{i-1}"), keys, m.v_a);
+}
+
+// c = sum_j alpha_j h_j, one annotation at a time.
+Vec weighted_sum(const Vec& alpha, const Mat& H) {
+    Vec c = xt::zeros<double>({H.shape(1)});
+    for (std::size_t j = 0; j < H.shape(0); ++j) c += alpha(j) * xt::row(H, static_cast<std::ptrdiff_t>(j));
+    return c;
+}
+
+Vec concatenated(const Vec& a, const Vec& b) {
+    Vec out = xt::empty<double>({a.size() + b.size()});
+    xt::view(out, xt::range(0, a.size())) = a;
+    xt::view(out, xt::range(a.size(), a.size() + b.size())) = b;
+    return out;
+}
+
+// Everything the decoder computes, one row per target position i.
+struct DecoderRun {
+    Mat queries;   // T_y x n, row i: s_{i-1}, the state held before y_i is emitted
+    Mat scores;    // T_y x T_x, row i: e_i
+    Mat weights;   // T_y x T_x, row i: alpha_i = softmax(e_i)
+    Mat contexts;  // T_y x 2u, row i: c_i = sum_j alpha_ij h_j
+    Mat inputs;    // T_y x (d + 2u), row i: [y_{i-1}; c_i]
+    Mat states;    // T_y x n, row i: s_i
+};
+
+// The scores e_i given the step i and the state s_{i-1}.
+using ScoreRule = std::function<Vec(std::size_t, const Vec&)>;
+
+// s_i = GRU([y_{i-1}; c_i], s_{i-1}) with c_i from the scores of s_{i-1} — Bahdanau et al. 2015,
+// section 3.1. Teacher forcing: y_{i-1} is the reference token, row i-1 of Y_in.
+DecoderRun decode(const nn::GruParams& decoder, const Vec& s0, const Mat& Y_in, const Mat& H, const ScoreRule& score) {
+    const std::size_t T_y = Y_in.shape(0), T_x = H.shape(0), n = s0.size(), width = H.shape(1);
+    DecoderRun run{xt::empty<double>({T_y, n}),     xt::empty<double>({T_y, T_x}),
+                   xt::empty<double>({T_y, T_x}),   xt::empty<double>({T_y, width}),
+                   xt::empty<double>({T_y, Y_in.shape(1) + width}),
+                   xt::empty<double>({T_y, n})};
+    Vec s = s0;
+    for (std::size_t i = 0; i < T_y; ++i) {
+        const auto r = static_cast<std::ptrdiff_t>(i);
+        const Vec e = score(i, s);
+        const Vec alpha = nn::softmax(e);
+        const Vec c = weighted_sum(alpha, H);
+        const Vec input = concatenated(xt::row(Y_in, r), c);
+        xt::row(run.queries, r) = s;
+        xt::row(run.scores, r) = e;
+        xt::row(run.weights, r) = alpha;
+        xt::row(run.contexts, r) = c;
+        xt::row(run.inputs, r) = input;
+        s = nn::gru_step(decoder, input, s).state;
+        xt::row(run.states, r) = s;
+    }
+    return run;
+}
+
+// U_a sends each annotation to its planned key. W_a must send each s_{i-1} to its planned
+// query; those states depend on W_a only through the queries it produces, so a run fed the
+// planned queries directly passes through them, and W_a is solved from that run.
+AlignmentModel build_alignment_model(const nn::GruParams& decoder, const Vec& s0, const Mat& Y_in, const Mat& H) {
+    const Mat Q_plan = planned_queries(), K_plan = planned_keys();
+    const Vec v_a = score_scale * xt::ones<double>({K_plan.shape(1)});
+    const DecoderRun planned = decode(decoder, s0, Y_in, H, [&](std::size_t i, const Vec&) {
+        return scores_from_projections(xt::row(Q_plan, static_cast<std::ptrdiff_t>(i)), K_plan, v_a).scores;
+    });
+    return {linear_map_sending(planned.queries, Q_plan), linear_map_sending(H, K_plan), v_a};
+}
+
+// W = [W_a U_a], so that W [s; h] = W_a s + U_a h.
+Mat joined_weights(const AlignmentModel& m) {
+    const std::size_t n = m.W_a.shape(1), width = m.U_a.shape(1);
+    Mat W = xt::empty<double>({m.W_a.shape(0), n + width});
+    xt::view(W, xt::all(), xt::range(0, n)) = m.W_a;
+    xt::view(W, xt::all(), xt::range(n, n + width)) = m.U_a;
+    return W;
+}
+
+Mat as_row(const Vec& v) { return xt::eval(xt::view(v, xt::newaxis(), xt::all())); }
+
+// 0 when the largest weight of row i sits in column `expected`, 1 otherwise.
+double misaligned(const Mat& alpha, std::size_t i, std::size_t expected) {
+    const auto row = xt::row(alpha, static_cast<std::ptrdiff_t>(i));
+    const auto best = std::distance(row.begin(), std::max_element(row.begin(), row.end()));
+    return static_cast<std::size_t>(best) == expected ? 0.0 : 1.0;
+}
+
+// T_x, T_y and the number of scores T_x * T_y.
+Vec score_count(std::size_t T_x, std::size_t T_y) {
+    return Vec{static_cast<double>(T_x), static_cast<double>(T_y), static_cast<double>(T_x * T_y)};
+}
+
+// How far below 0 the smallest weight lies (0 when none is negative).
+double negativity(const Mat& alpha) { return std::max(0.0, -xt::amin(alpha)()); }
+
+// How far any coordinate of any c_i lies outside the range [min_j h_j, max_j h_j] of that coordinate.
+double outside_annotation_range(const Mat& C, const Mat& H) {
+    const Vec lowest = xt::amin(H, {0}), highest = xt::amax(H, {0});
+    double worst = 0.0;
+    for (std::size_t i = 0; i < C.shape(0); ++i)
+        for (std::size_t k = 0; k < C.shape(1); ++k)
+            worst = std::max({worst, lowest(k) - C(i, k), C(i, k) - highest(k)});
+    return worst;
+}
+
+}  // namespace
+
+void lesson_additive(Trace& trace, const Config& config) {
+    const std::size_t d = config.size("d"), u = config.size("u"), n = config.size("n");
+    const std::size_t T_x = source_sentence.size(), T_y = target_sentence.size();
+    Rng rng(config.seed);
+    const Mat X = rng.normal_mat(T_x, d);
+    const Mat Y_in = rng.normal_mat(T_y, d);
+    const StackedGru forward = draw_gru(rng, d, u), backward = draw_gru(rng, d, u);
+    const StackedGru decoder = draw_gru(rng, d + 2 * u, n);
+    const Mat W_s = rng.normal_mat(n, u, 1.0 / std::sqrt(static_cast<double>(u)));
+
+    trace.step("embeddings", "The sentence pair as vectors", "x_j = E_src[w_j],  y_{i-1} = E_tgt[w'_{i-1}]",
+               "The same pair as lesson 1: \"turn off the lights\" becomes \"लाइट बंद करो\". Each source word is "
+               "a row of d numbers drawn from the seed, and so is each target word the decoder is fed. Training "
+               "feeds the reference words (teacher forcing), so the decoder's inputs are <sos>, लाइट and बंद; "
+               "the last word, करो, is only ever an output.");
+    trace.tensor("X", "x_j, one row per source word", X, source_sentence);
+    trace.tensor("Y_in", "y_{i-1}, the word fed in before y_i is emitted", Y_in, decoder_inputs);
+
+    trace.step("encoder", "Annotations: the sentence read in both directions",
+               "h_j = [h→_j; h←_j],  h→_j = GRU→(x_j, h→_{j-1}),  h←_j = GRU←(x_j, h←_{j+1})",
+               "A forward GRU reads turn → lights and a backward GRU reads lights → turn, both from zero "
+               "states (Bahdanau et al. 2015, section 3.2). Row j of H puts the two states of word j side by "
+               "side: h_j has seen the whole sentence, but since a recurrent state is dominated by its latest "
+               "inputs, it is focused on the words around x_j. Instead of one summary, the decoder will get all "
+               "T_x annotations.\n"
+               "Each GRU's weights are stored as three stacked blocks, W = [W_z; W_r; W_h] and likewise U and "
+               "b, rows labelled by gate: z the update gate, r the reset gate, h~ the candidate, as in lesson 1.");
+    record_gru(trace, "fwd", forward, "x_j");
+    record_gru(trace, "bwd", backward, "x_j");
+    const nn::BiGruRun encoder = nn::bigru_forward(unstack(forward), unstack(backward), X);
+    const Mat& H = encoder.annotations;
+    trace.tensor("H_fwd", "h→_j, has read x_1 .. x_j", encoder.forward.states, source_sentence);
+    trace.tensor("H_bwd", "h←_j, has read x_T .. x_j", encoder.backward.states, source_sentence);
+    trace.tensor("H", "h_j = [h→_j; h←_j], T_x x 2u", H, source_sentence);
+
+    const nn::GruParams decoder_gru = unstack(decoder);
+    const Vec s0 = xt::tanh(nn::matvec(W_s, xt::row(encoder.backward.states, 0), "W_s h←_1"));
+    trace.step("decoder-start", "The decoder and the state it starts from",
+               "s_0 = tanh(W_s h←_1),  s_i = GRU([y_{i-1}; c_i], s_{i-1})",
+               "The decoder is a GRU of width n whose input is the previous target word next to a context "
+               "vector c_i, computed afresh for every word. Bahdanau et al. (2015, appendix A.2.2) give "
+               "y_{i-1} and c_i separate weight matrices; one matrix acting on [y_{i-1}; c_i] is the same map. "
+               "Their appendix writes the update as (1 - z) * s_{i-1} + z * s~_i; here, as in lesson 1, z "
+               "weighs the old state (Cho et al. 2014, eq. 7), which only renames the gate. The first state "
+               "comes from h←_1, the backward state that has read the whole sentence.\n"
+               "Mind the index: the decoder chooses y_i while it still holds s_{i-1}, so that is the state "
+               "the scores compare with the annotations, e_ij = a(s_{i-1}, h_j) (section 3.1). Writing s_i "
+               "there, or s_{j-1} as some notes do, breaks the order of the computation: s_i needs c_i.");
+    record_gru(trace, "dec", decoder, "[y_{i-1}; c_i]");
+    trace.tensor("W_s", "initial-state weights, n x u", W_s);
+    trace.tensor("s_0", "s_0 = tanh(W_s h←_1)", s0);
+
+    const AlignmentModel model = build_alignment_model(decoder_gru, s0, Y_in, H);
+    trace.step("alignment-model", "The alignment model, built by a rule",
+               "a(s_{i-1}, h_j) = v_a^T tanh(W_a s_{i-1} + U_a h_j)",
+               "Nothing in this lesson is trained. We decide which source word each target word should read "
+               "and build that into the alignment model by three rules; the next steps show the plan surviving "
+               "the real encoder and decoder. (Bahdanau et al. 2015, figure 3, got such alignments from "
+               "training on translation alone.) The tanh layer gets one feature per source word, d_a = T_x.\n"
+               "1. Keys: U_a sends annotation h_j to k_j: 2 on feature j, 0 elsewhere.\n"
+               "2. Queries: W_a sends s_{i-1} to q_i, row i of Q_plan. An entry of -1 opens its feature: a "
+               "key's +2 then moves tanh from -0.76 to +0.76. An entry of 3 closes it: tanh is already flat "
+               "there, and the same +2 adds 0.005. An entry of 0 is half open.\n"
+               "3. v_a = 2 for every feature, so a score sums its features.\n"
+               "U_a and W_a are the smallest linear maps with these outputs (least squares). W_a is found "
+               "before the real run: s_1 and s_2 depend on it only through the queries it produces, which are "
+               "planned, so a first run fed Q_plan directly yields the states. A new seed changes every "
+               "weight but not the scores: the plan fixes them.");
+    trace.tensor("K_plan", "k_j: word j lifts its own feature by 2", planned_keys(), source_sentence, feature_names);
+    trace.tensor("Q_plan", "q_i: -1 opens a feature, 3 closes it, 0 half opens it", planned_queries(),
+                 target_sentence, feature_names);
+    trace.tensor("U_a", "least squares: U_a h_j = k_j,  d_a x 2u", model.U_a, feature_names);
+    trace.tensor("W_a", "least squares: W_a s_{i-1} = q_i,  d_a x n", model.W_a, feature_names);
+    trace.tensor("v_a", "2 for every feature", model.v_a, feature_names);
+    trace.check("U_a h_j equals the planned key k_j for every source word",
+                max_abs_difference(nn::matmul(H, xt::eval(xt::transpose(model.U_a)), "H U_a^T"), planned_keys()),
+                1e-12);
+
+    const DecoderRun run = decode(decoder_gru, s0, Y_in, H, [&](std::size_t, const Vec& s_prev) {
+        return scores_by_hand(s_prev, H, model).scores;
+    });
+    const ScoreParts first = scores_by_hand(s0, H, model);
+    const Mat W_joined = joined_weights(model);
+    trace.step("first-word", "The first word, one score at a time",
+               "e_1j = v_a^T tanh(W_a s_0 + U_a h_j),  c_1 = sum_j alpha_1j h_j",
+               "To emit y_1 the decoder holds s_0. Its query W_a s_0 is computed once per decoder step, each "
+               "key U_a h_j once per sentence, as it does not depend on i (Bahdanau et al. 2015, appendix "
+               "A.1.2); K's tiny entries, near 1e-16, are rounding from the least-squares solve. Query and key "
+               "are added, squashed by tanh and weighed by v_a: one score e_1j per source word. In tanh_1 the "
+               "closed features sit at 0.995 or 0.9999 whatever the key; only f_lights, opened by q_1, tells "
+               "one word from another. Softmax makes the scores weights that sum to 1, and c_1 is the weighted "
+               "sum of the annotations (eq. 5; some notes write h_i inside that sum, but it runs over j). With "
+               "W = [W_a U_a] acting on [s_0; h_j] the score takes the concat form of Luong et al. (2015, "
+               "eq. 8); the check shows both forms agree.");
+    trace.tensor("q_1", "W_a s_0", first.query, feature_names);
+    trace.tensor("K", "row j: U_a h_j", first.keys, source_sentence, feature_names);
+    trace.tensor("tanh_1", "row j: tanh(W_a s_0 + U_a h_j)", first.hidden, source_sentence, feature_names);
+    trace.tensor("e_1", "e_1j = v_a . tanh(W_a s_0 + U_a h_j)", first.scores, source_sentence);
+    trace.tensor("alpha_1", "alpha_1j = exp(e_1j) / sum_k exp(e_1k)", xt::row(run.weights, 0), source_sentence, {},
+                 View::bars);
+    trace.tensor("c_1", "c_1 = sum_j alpha_1j h_j", xt::row(run.contexts, 0));
+    trace.tensor("W", "W = [W_a U_a],  d_a x (n + 2u)", W_joined, feature_names);
+    trace.check("the concat form v_a^T tanh(W [s_0; h_j]) equals the split form v_a^T tanh(W_a s_0 + U_a h_j)",
+                max_abs_difference(nn::concat_scores(as_row(s0), H, W_joined, model.v_a), as_row(first.scores)),
+                1e-12);
+
+    trace.step("decoder", "The decoder loop: score, weigh, sum, update",
+               "s_i = GRU([y_{i-1}; c_i], s_{i-1}),  c_i from e_ij = a(s_{i-1}, h_j)",
+               "c_1 goes into the decoder next to y_0 = <sos>, and the GRU update gives s_1, the state that "
+               "asks for the second word; then the same again. The scores for word i need s_{i-1}, which needs "
+               "c_{i-1}, so the steps run strictly in order, in training too. In lesson 1 every D_in row "
+               "carried the same c; now each row carries its own context. The check closes the construction "
+               "of step [alignment-model]: the real decoder, using W_a, produces exactly the planned queries.");
+    trace.tensor("D_in", "row i: [y_{i-1}; c_i]", run.inputs,
+                 std::vector<std::string>{"<sos> ; c_1", "लाइट ; c_2", "बंद ; c_3"});
+    trace.tensor("S", "s_i = GRU([y_{i-1}; c_i], s_{i-1})", run.states, numbered("s_", 1, T_y));
+    trace.check("W_a s_{i-1} equals the planned query q_i at every step",
+                max_abs_difference(nn::matmul(run.queries, xt::eval(xt::transpose(model.W_a)), "S_prev W_a^T"),
+                                   planned_queries()),
+                1e-12);
+
+    const Mat E = nn::additive_scores(run.queries, H, model.W_a, model.U_a, model.v_a);
+    trace.step("scores", "Every score at once", "E = [e_ij],  e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j)",
+               "The loop could not score all words at once, because s_1 needed c_1 first. Once it has run, "
+               "though, the queries s_0 .. s_{T_y-1} are all known, and the scores of every step form one "
+               "T_y x T_x matrix, which one call computes and which must agree with the loop. A sentence pair "
+               "needs T_x * T_y scores, each through a d_a-wide tanh layer: the cost grows with the product of "
+               "the two lengths.");
+    trace.tensor("S_prev", "row i: s_{i-1}, the query for y_i", run.queries, numbered("s_", 0, T_y));
+    trace.tensor("E", "e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j)", E, target_sentence, source_sentence);
+    trace.tensor("score_count", "scores computed for this pair", score_count(T_x, T_y),
+                 std::vector<std::string>{"T_x", "T_y", "T_x * T_y"});
+    trace.check("the matrix of scores equals the scores computed one step at a time",
+                max_abs_difference(E, run.scores), 1e-12);
+
+    const Mat alpha = nn::softmax_rows(E);
+    const Vec row_sums = xt::sum(alpha, {1});
+    trace.step("weights", "Attention weights: the alignment", "alpha_ij = exp(e_ij) / sum_k exp(e_ik)",
+               "Softmax along each row turns scores into weights: positive, summing to 1 per target word. "
+               "Adding one number to a whole row of E changes nothing, so only differences within a row "
+               "matter; the closed features add almost the same to every column. Read the heatmap by rows: "
+               "लाइट looks at \"lights\", बंद at \"off\" and a little at \"turn\", करो at \"turn\". Hindi puts "
+               "the object before the verb, so the peaks run right to left across the English, which no "
+               "single fixed context could give. This is the alignment built into W_a and U_a, reached "
+               "through the real encoder and decoder.");
+    trace.tensor("alpha", "alpha = softmax(E) along each row", alpha, target_sentence, source_sentence,
+                 View::heatmap);
+    trace.check("no attention weight is negative", negativity(alpha), 0.0);
+    trace.check("every row of alpha sums to 1", max_abs_difference(row_sums, xt::ones<double>({T_y})), 1e-12);
+    for (std::size_t i = 0; i < T_y; ++i)
+        trace.check(target_sentence[i] + " gives its largest weight to \"" + source_sentence[planned_source[i]] +
+                        "\"",
+                    misaligned(alpha, i, planned_source[i]), 0.0);
+
+    const Mat C = nn::context_vectors(alpha, H);
+    trace.step("context", "Context vectors: one per target word", "c_i = sum_j alpha_ij h_j,  C = alpha H",
+               "Each context is a weighted average of the annotations. Because the weights are non-negative "
+               "and sum to 1 it is a convex combination: every coordinate of c_i lies between the smallest and "
+               "the largest value of that coordinate over the h_j. All T_y contexts at once are one matrix "
+               "product, alpha H, which must equal the loop over j that the decoder ran. This is what the "
+               "decoder gains over lesson 1: a summary of the sentence made for each word it writes.");
+    trace.tensor("C", "c_i = sum_j alpha_ij h_j", C, numbered("c_", 1, T_y));
+    trace.check("the matrix form alpha H equals the loop sum_j alpha_ij h_j", max_abs_difference(C, run.contexts),
+                1e-12);
+    trace.check("every c_i lies within the range of the annotations, coordinate by coordinate",
+                outside_annotation_range(C, H), 1e-12);
+}
+
+}  // namespace attn

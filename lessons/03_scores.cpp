@@ -1,0 +1,395 @@
+// Lesson 3: the family of score functions (Luong et al. 2015; Vaswani et al. 2017), why the dot
+// product is scaled by sqrt(d), and global versus local attention.
+// S = source tokens (keys), T = target tokens (queries), d = width of queries and keys,
+// D = half-width of the local window.
+#include "registry.hpp"
+
+#include "core/rng.hpp"
+#include "nn/attention.hpp"
+#include "nn/linalg.hpp"
+#include "nn/scores.hpp"
+#include "nn/softmax.hpp"
+
+#include <fmt/format.h>
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+namespace {
+
+const std::vector<std::string> source_sentence = {"could", "you", "please", "turn", "off",
+                                                  "the",   "lights", "in", "the", "kitchen"};
+const std::vector<std::string> target_sentence = {"रसोई", "की", "लाइट", "बंद", "कीजिए"};
+// The source position (1-based) each target word translates; the queries are planted near it.
+const std::vector<std::size_t> partner_position = {10, 8, 7, 5, 4};
+constexpr double query_noise = 0.5;  // q_t = k_partner + 0.5 * noise: close to its partner, not equal
+constexpr std::size_t featured_query = 2;  // लाइट, shown position by position in step [local]
+const std::vector<std::size_t> demo_widths = {4, 8, 16, 32, 64, 128, 256, 512};
+const std::vector<std::string> score_names = {"dot", "general", "concat", "scaled"};
+
+std::vector<std::string> prefixed(const std::string& prefix, const std::vector<std::string>& words) {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < words.size(); ++i) out.push_back(prefix + std::to_string(i + 1) + " " + words[i]);
+    return out;
+}
+
+std::vector<std::string> width_labels() {
+    std::vector<std::string> out;
+    for (auto d : demo_widths) out.push_back("d=" + std::to_string(d));
+    return out;
+}
+
+double as_double(std::size_t n) { return static_cast<double>(n); }
+
+// Weight matrices are recorded one column per query, one row per source word, so that ten
+// source words fit on a terminal as rows.
+Mat one_column_per_query(const Mat& per_query_rows) { return xt::eval(xt::transpose(per_query_rows)); }
+
+// Random directions scaled to length sqrt(d), about the length of a vector with N(0, 1) entries.
+// With equal lengths the dot score compares directions only.
+Mat keys_of_equal_length(Rng& rng, std::size_t count, std::size_t d) {
+    Mat K = rng.normal_mat(count, d);
+    for (std::size_t s = 0; s < count; ++s) {
+        auto key = xt::row(K, static_cast<std::ptrdiff_t>(s));
+        const double length = std::sqrt(xt::sum(key * key)());
+        key *= std::sqrt(as_double(d)) / length;
+    }
+    return K;
+}
+
+Vec partner_positions() {
+    Vec out = xt::empty<double>({partner_position.size()});
+    for (std::size_t t = 0; t < partner_position.size(); ++t) out(t) = as_double(partner_position[t]);
+    return out;
+}
+
+Mat planted_queries(Rng& rng, const Mat& K) {
+    Mat Q = rng.normal_mat(partner_position.size(), K.shape(1), query_noise);
+    for (std::size_t t = 0; t < partner_position.size(); ++t)
+        xt::row(Q, static_cast<std::ptrdiff_t>(t)) += xt::row(K, static_cast<std::ptrdiff_t>(partner_position[t] - 1));
+    return Q;
+}
+
+// [A B]: the columns of A, then those of B.
+Mat side_by_side(const Mat& A, const Mat& B) { return xt::concatenate(xt::xtuple(A, B), 1); }
+
+// Records one score function's scores, weights and contexts; returns the weights (T x S).
+Mat record_global_attention(Trace& trace, const std::string& name, const std::string& score_equation,
+                            const Mat& scores, const Mat& K) {
+    const Mat weights = nn::softmax_rows(scores);
+    const auto keys = prefixed("k_", source_sentence);
+    trace.tensor("e_" + name, score_equation + "; row s, column t", one_column_per_query(scores), keys,
+                 target_sentence);
+    trace.tensor("a_" + name, "a_t(s) = softmax over s of e_t(s); each column sums to 1",
+                 one_column_per_query(weights), keys, target_sentence, View::heatmap);
+    trace.tensor("c_" + name, "c_t = sum_s a_t(s) k_s, one row per query", nn::context_vectors(weights, K),
+                 prefixed("c_", target_sentence));
+    return weights;
+}
+
+// The weight each score function gives the source word each query was planted near.
+Mat partner_weights(const std::vector<Mat>& weights) {
+    Mat out = xt::empty<double>({partner_position.size(), weights.size()});
+    for (std::size_t t = 0; t < partner_position.size(); ++t)
+        for (std::size_t f = 0; f < weights.size(); ++f) out(t, f) = weights[f](t, partner_position[t] - 1);
+    return out;
+}
+
+// h~_t = tanh(W_c1 c_t + W_c2 h_t): two matrices on the parts instead of W_c = [W_c1 W_c2] on [c_t; h_t].
+Mat attentional_states_by_parts(const Mat& C, const Mat& H, const Mat& W_c1, const Mat& W_c2) {
+    const Mat from_context = nn::matmul(C, xt::eval(xt::transpose(W_c1)), "C W_c1^T");
+    const Mat from_state = nn::matmul(H, xt::eval(xt::transpose(W_c2)), "H W_c2^T");
+    return xt::tanh(from_context + from_state);
+}
+
+double sample_variance(const Vec& x) {
+    const double mean = xt::sum(x)() / as_double(x.size());
+    double total = 0.0;
+    for (const double v : x) total += (v - mean) * (v - mean);
+    return total / as_double(x.size() - 1);
+}
+
+// For each width d, `pairs` independent q, k with N(0, 1) entries. One row per d: the sample
+// variance of q.k, that variance / d (which is the sample variance of q.k / sqrt(d)), and the
+// sample variance of q.k / sqrt(|k|) with |k| the length of k.
+Mat measure_dot_variance(Rng& rng, std::size_t pairs) {
+    Mat table = xt::empty<double>({demo_widths.size(), std::size_t{3}});
+    for (std::size_t w = 0; w < demo_widths.size(); ++w) {
+        const std::size_t d = demo_widths[w];
+        const Mat Q = rng.normal_mat(pairs, d), K = rng.normal_mat(pairs, d);
+        const Vec dots = xt::sum(Q * K, {1});
+        const Vec lengths = xt::sqrt(xt::sum(K * K, {1}));
+        const Vec by_root_length = dots / xt::sqrt(lengths);
+        table(w, 0) = sample_variance(dots);
+        table(w, 1) = table(w, 0) / as_double(d);
+        table(w, 2) = sample_variance(by_root_length);
+    }
+    return table;
+}
+
+// |J|_F for the softmax Jacobian J_ij = d a_i / d e_j = a_i (delta_ij - a_j): how strongly the
+// weights still respond to the scores. It is 0 for a one-hot a.
+double softmax_jacobian_norm(const Mat& weights_row) {
+    double total = 0.0;
+    for (std::size_t i = 0; i < weights_row.shape(1); ++i)
+        for (std::size_t j = 0; j < weights_row.shape(1); ++j) {
+            const double entry = weights_row(0, i) * ((i == j ? 1.0 : 0.0) - weights_row(0, j));
+            total += entry * entry;
+        }
+    return std::sqrt(total);
+}
+
+struct SaturationDemo {
+    Mat means;            // widths x 4: max a, max a scaled, |J|, |J| scaled
+    Mat standard_errors;  // the same layout: sample standard deviation / sqrt(queries)
+};
+
+// For each width d, `queries` independent queries, each against `keys` random keys (N(0, 1)
+// entries): the largest weight of softmax(q.k) and of softmax(q.k / sqrt(d)), then |J|_F for each.
+SaturationDemo measure_saturation(Rng& rng, std::size_t queries, std::size_t keys) {
+    const std::size_t measures = 4;
+    SaturationDemo demo{xt::zeros<double>({demo_widths.size(), measures}),
+                        xt::zeros<double>({demo_widths.size(), measures})};
+    for (std::size_t w = 0; w < demo_widths.size(); ++w) {
+        Mat samples = xt::empty<double>({queries, measures});
+        for (std::size_t r = 0; r < queries; ++r) {
+            const Mat q = rng.normal_mat(1, demo_widths[w]), K = rng.normal_mat(keys, demo_widths[w]);
+            const Mat unscaled = nn::softmax_rows(nn::dot_scores(q, K));
+            const Mat scaled = nn::softmax_rows(nn::scaled_dot_scores(q, K));
+            samples(r, 0) = xt::amax(unscaled)();
+            samples(r, 1) = xt::amax(scaled)();
+            samples(r, 2) = softmax_jacobian_norm(unscaled);
+            samples(r, 3) = softmax_jacobian_norm(scaled);
+        }
+        for (std::size_t m = 0; m < measures; ++m) {
+            const Vec column = xt::col(samples, static_cast<std::ptrdiff_t>(m));
+            demo.means(w, m) = xt::sum(column)() / as_double(queries);
+            demo.standard_errors(w, m) = std::sqrt(sample_variance(column) / as_double(queries));
+        }
+    }
+    return demo;
+}
+
+double largest_outside_window(const Mat& weights, const Mat& window) {
+    double worst = 0.0;
+    for (std::size_t i = 0; i < weights.size(); ++i)
+        if (window.flat(i) == 0.0) worst = std::max(worst, std::abs(weights.flat(i)));
+    return worst;
+}
+
+// Inside the window, the windowed softmax is the global softmax divided by its mass in the window.
+double local_from_global_error(const Mat& local, const Mat& global, const Mat& window, const Mat& gaussian) {
+    const Vec mass_in_window = xt::sum(global * window, {1});
+    double worst = 0.0;
+    for (std::size_t t = 0; t < local.shape(0); ++t)
+        for (std::size_t s = 0; s < local.shape(1); ++s)
+            if (window(t, s) != 0.0)
+                worst = std::max(worst, std::abs(local(t, s) - gaussian(t, s) * global(t, s) / mass_in_window(t)));
+    return worst;
+}
+
+// One query position by position: distance s - p_t, global weight, Gaussian, local weight.
+Mat featured_comparison(const Vec& positions, const Mat& global, const Mat& gaussian, const Mat& local) {
+    const auto t = static_cast<std::ptrdiff_t>(featured_query);
+    Mat out = xt::empty<double>({global.shape(1), std::size_t{4}});
+    for (std::size_t s = 0; s < global.shape(1); ++s) out(s, 0) = as_double(s + 1) - positions(featured_query);
+    xt::col(out, 1) = xt::row(global, t);
+    xt::col(out, 2) = xt::row(gaussian, t);
+    xt::col(out, 3) = xt::row(local, t);
+    return out;
+}
+
+}  // namespace
+
+void lesson_scores(Trace& trace, const Config& config) {
+    const std::size_t d = config.size("d"), D = config.size("D"), S = source_sentence.size();
+    Rng rng(config.seed);
+    const auto keys = prefixed("k_", source_sentence);
+    const auto queries = prefixed("q_", target_sentence);
+
+    trace.step("inputs", "Queries and keys", "q_t = h_t (decoder state),  k_s = h̄_s (encoder state)",
+               "Luong et al. (2015) score the decoder state h_t against every encoder state h̄_s. Vaswani et al. "
+               "(2017) call the vector that asks a query and the vectors it is compared with keys; here the keys "
+               "also serve as the values that get averaged. We translate \"could you please turn off the lights "
+               "in the kitchen\" into \"रसोई की लाइट बंद कीजिए\" (word for word: kitchen of light off please-do), "
+               "so the word order runs backwards. Nothing is trained in this lesson: the keys are random "
+               "directions of equal length, and each query is planted near the key of the word it translates, "
+               "so that the pictures have something to find.");
+    const Mat K = keys_of_equal_length(rng, S, d);
+    trace.tensor("K", "k_s: random directions, each of length sqrt(d)", K, keys);
+    trace.tensor("partner", "the source position s that target word t translates", partner_positions(),
+                 target_sentence);
+    const Mat Q = planted_queries(rng, K);
+    trace.tensor("Q", "q_t = k_partner(t) + 0.5 noise, noise ~ N(0, I)", Q, queries);
+
+    trace.step("dot", "Dot score", "e_t(s) = q_t^T k_s",
+               "The simplest score has no parameters: the dot product, large when q_t and k_s point the same "
+               "way (Luong et al. 2015, eq. 8). A softmax over the source turns one query's scores into weights "
+               "(eq. 7); each column below is one query's distribution over the source words. The context c_t "
+               "is the weighted average of the keys. The dot product also grows with length, q^T k <= |q| |k|: "
+               "with keys of unequal length a long key can outscore the query's own partner. Ours are equally "
+               "long, so only direction counts.");
+    const Mat a_dot = record_global_attention(trace, "dot", "e_t(s) = q_t^T k_s", nn::dot_scores(Q, K), K);
+
+    trace.step("general", "General (bilinear) score", "e_t(s) = q_t^T W_g k_s",
+               "Luong's \"general\" score puts a learned d x d matrix between query and key (eq. 8), so a query "
+               "can look for something other than itself: W_g may rotate, stretch or mix features before the "
+               "comparison. Our W_g is random, so it has no reason to favour the planted partner. With W_g = I "
+               "the general score is the dot score, as the check confirms.");
+    const Mat W_g = rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(d)));
+    trace.tensor("W_g", "W_g, d x d, entries N(0, 1/d)", W_g);
+    const Mat a_general =
+        record_global_attention(trace, "general", "e_t(s) = q_t^T W_g k_s", nn::general_scores(Q, W_g, K), K);
+    trace.check("general score with W_g = I equals the dot score",
+                max_abs_difference(nn::general_scores(Q, xt::eye<double>(d), K), nn::dot_scores(Q, K)), 1e-12);
+
+    trace.step("concat", "Concat (additive) score", "e_t(s) = v_a^T tanh(W_a [q_t; k_s])",
+               "Luong's \"concat\" score (eq. 8) feeds query and key together through one tanh layer and reads "
+               "a single number out with v_a. Splitting W_a = [W_q W_k] shows that it is the additive score of "
+               "Bahdanau et al. (2015, appendix A.1.2), v_a^T tanh(W_q q_t + W_k k_s); the check computes it "
+               "that way. The tanh bounds every score by the sum of |v_a|, so unlike a dot product it cannot "
+               "grow with d. Untrained, W_a and v_a favour no partner either.");
+    const Mat W_q = rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d)));
+    const Mat W_k = rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d)));
+    const Vec v_a = rng.normal_vec(d);
+    trace.tensor("W_q", "query half of W_a = [W_q W_k], d_a x d, entries N(0, 1/(2d))", W_q);
+    trace.tensor("W_k", "key half of W_a, d_a x d, entries N(0, 1/(2d))", W_k);
+    trace.tensor("v_a", "v_a, d_a, entries N(0, 1)", v_a);
+    const Mat e_concat = nn::concat_scores(Q, K, side_by_side(W_q, W_k), v_a);
+    const Mat a_concat =
+        record_global_attention(trace, "concat", "e_t(s) = v_a^T tanh(W_a [q_t; k_s])", e_concat, K);
+    trace.check("concat equals additive v_a^T tanh(W_q q + W_k k)",
+                max_abs_difference(e_concat, nn::additive_scores(Q, K, W_q, W_k, v_a)), 1e-12);
+
+    trace.step("scaled", "Scaled dot score", "e_t(s) = q_t^T k_s / sqrt(d)",
+               "Vaswani et al. (2017, eq. 1) divide the dot score by the square root of the width d of the "
+               "keys. Dividing all of a query's scores by one number keeps their order, so the same word wins; "
+               "it only wins less decisively. The table puts the four score functions side by side.\n"
+               "A popular slide writes the divisor as sqrt(|k|). That is right if |k| means the width d, and "
+               "wrong if it means the length of k: the length grows like sqrt(d), so the variance of the scores "
+               "would still grow, like sqrt(d). Step [variance] measures both.");
+    const Mat e_scaled = nn::scaled_dot_scores(Q, K);
+    const Mat a_scaled = record_global_attention(trace, "scaled", "e_t(s) = q_t^T k_s / sqrt(d)", e_scaled, K);
+    trace.tensor("partner_weight", "a_t(partner(t)): the weight on the planted partner",
+                 partner_weights({a_dot, a_general, a_concat, a_scaled}), target_sentence, score_names);
+    trace.check("scaled score equals dot score / sqrt(d)",
+                max_abs_difference(e_scaled, nn::dot_scores(Q, K) / std::sqrt(as_double(d))), 1e-12);
+
+    const std::size_t pairs = config.size("pairs");
+    trace.step("variance", "Why sqrt(d): the variance of q^T k is d", "Var(q^T k) = d  for q, k ~ N(0, I_d)",
+               "With independent entries of mean 0 and variance 1, q^T k is a sum of d products of variance 1, "
+               "so its variance is d (Vaswani et al. 2017, section 3.2.1, footnote 4). We measure it with " +
+                   std::to_string(pairs) + " random pairs per width. Dividing by sqrt(d) brings the variance "
+               "back to 1 at every width (second column); dividing by the square root of the length |k| "
+               "leaves it growing like sqrt(d) (third column).\n"
+               "The check allows 4 standard errors. A sample variance over N draws has standard error "
+               "sqrt((mu_4 - sigma^4) / N); for q^T k, sigma^2 = d and mu_4 = 3d^2 + 6d, so var / d has "
+               "standard error sqrt((2 + 6/d) / N), largest at d = 4: sqrt(3.5 / N).");
+    const Mat variance = measure_dot_variance(rng, pairs);
+    trace.tensor("dot_variance", "sample variances over " + std::to_string(pairs) + " pairs per width", variance,
+                 width_labels(), {"var(q.k)", "var(q.k/√d)", "var(q.k/√|k|)"});
+    trace.tensor("variance_growth", "var(q.k), growing in step with d", Vec(xt::col(variance, 0)), width_labels(), {},
+                 View::bars);
+    const Vec relative = xt::col(variance, 1);
+    trace.check("var(q.k) / d = 1 within 4 sqrt(3.5 / pairs)",
+                xt::amax(xt::abs(relative - 1.0))(), 4.0 * std::sqrt(3.5 / as_double(pairs)));
+
+    const std::size_t demo_queries = config.size("queries"), demo_keys = config.size("keys");
+    const SaturationDemo saturation = measure_saturation(rng, demo_queries, demo_keys);
+    trace.step("saturation", "Why sqrt(d): unscaled, the softmax saturates",
+               "max_s a(s)  and  |J|,  J_ij = d a_i / d e_j = a_i (delta_ij - a_j)",
+               "Scores that spread like sqrt(d) push the softmax towards one-hot: the largest weight tends to 1 "
+               "and the others to 0. Then the weights hardly respond to the scores any more: the Jacobian J of "
+               "the softmax shrinks towards 0 (|J| is the root of the sum of its squared entries), and so does "
+               "every gradient that passes through it. These are the \"extremely small gradients\" that Vaswani "
+               "et al. (2017, section 3.2.1) suspected, and the reason they scale. We draw " + std::to_string(demo_queries) + " queries per width, each against " +
+                   std::to_string(demo_keys) + " random keys, and average. Scaled, both measures stay put.\n" +
+                   fmt::format("The second table gives each mean's standard error; the largest is {:.4f}. The "
+                               "checks' tolerances are round numbers many standard errors away from the "
+                               "measured values.",
+                               xt::amax(saturation.standard_errors)()));
+    const std::vector<std::string> measures = {"max a", "max a scaled", "|J|", "|J| scaled"};
+    trace.tensor("saturation", "means over " + std::to_string(demo_queries) + " queries", saturation.means,
+                 width_labels(), measures);
+    trace.tensor("saturation_se", "their standard errors: sample std / sqrt(" +
+                     std::to_string(demo_queries) + ")", saturation.standard_errors, width_labels(), measures);
+    const Vec largest = xt::col(saturation.means, 0), largest_scaled = xt::col(saturation.means, 1);
+    const Vec jacobian = xt::col(saturation.means, 2), jacobian_scaled = xt::col(saturation.means, 3);
+    trace.tensor("largest_weight", "mean max_s a(s), unscaled", largest, width_labels(), {}, View::bars);
+    const std::size_t widest = demo_widths.size() - 1;
+    trace.check("unscaled, d = 4: max a below 0.6 (value shown)", largest(0), 0.6);
+    trace.check("unscaled, d = 512: max a within 0.1 of 1", 1.0 - largest(widest), 0.1);
+    trace.check("scaled: max a varies by at most 0.1 (range shown)",
+                xt::amax(largest_scaled)() - xt::amin(largest_scaled)(), 0.1);
+    trace.check("d = 512: |J| / |J| scaled below 1/3 (ratio shown)", jacobian(widest) / jacobian_scaled(widest),
+                1.0 / 3.0);
+
+    trace.step("attentional-state", "Luong's attentional state", "h~_t = tanh(W_c [c_t; h_t])",
+               "Luong et al. (2015, eq. 5) join the context and the decoder state and pass them through one "
+               "layer; h~_t then predicts the next word (eq. 6) and is fed to the next step. One matrix on the "
+               "concatenation is the same as two matrices on the parts, W_c [c; h] = W_c1 c + W_c2 h with "
+               "W_c = [W_c1 W_c2], which is how many implementations write it. We use the dot-score contexts.");
+    const Mat W_c1 = rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d)));
+    const Mat W_c2 = rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d)));
+    trace.tensor("W_c1", "context half of W_c = [W_c1 W_c2], d x d, entries N(0, 1/(2d))", W_c1);
+    trace.tensor("W_c2", "state half of W_c, d x d, entries N(0, 1/(2d))", W_c2);
+    const Mat C_dot = nn::context_vectors(a_dot, K);
+    const Mat H_tilde = nn::attentional_states(C_dot, Q, side_by_side(W_c1, W_c2));
+    trace.tensor("H_tilde", "h~_t = tanh(W_c [c_t; q_t]), c_t from the dot score", H_tilde,
+                 prefixed("h~_", target_sentence));
+    trace.check("tanh(W_c [c; h]) equals tanh(W_c1 c + W_c2 h)",
+                max_abs_difference(H_tilde, attentional_states_by_parts(C_dot, Q, W_c1, W_c2)), 1e-12);
+
+    trace.step("window", "Local-p: predict a position, open a window",
+               "p_t = S sigmoid(v_p^T tanh(W_p h_t)),  window |s - p_t| <= D,  sigma = D / 2",
+               "Global attention scores every source word at every step. Local attention (Luong et al. 2015, "
+               "section 3.2) first predicts where to look, a real number p_t between 0 and S (eq. 10), and "
+               "then looks only at the positions s with |s - p_t| <= D. Positions count from 1, like the key "
+               "labels. A window that reaches past the first or the last word is clipped: it simply holds "
+               "fewer positions. A Gaussian with sigma = D / 2 then favours the positions nearest p_t (eq. 11). "
+               "Our W_p and v_p are random, so p_t lands wherever they send it; training would teach them to "
+               "aim at the partner.");
+    const Mat W_p = rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(d)));
+    const Vec v_p = rng.normal_vec(d);
+    trace.tensor("W_p", "W_p, d_p x d, entries N(0, 1/d)", W_p);
+    trace.tensor("v_p", "v_p, d_p, entries N(0, 1)", v_p);
+    const Vec p = nn::predicted_positions(Q, W_p, v_p, S);
+    trace.tensor("p", "p_t = S sigmoid(v_p^T tanh(W_p q_t)), S = " + std::to_string(S), p, queries);
+    const Mat window = nn::local_window(p, S, D);
+    const Mat gaussian = nn::gaussian_factors(p, S, D);
+    trace.tensor("window", "1 where |s - p_t| <= D = " + std::to_string(D) + " and 1 <= s <= S",
+                 one_column_per_query(window), keys, target_sentence);
+    trace.tensor("gaussian", "exp(-(s - p_t)^2 / (2 sigma^2)), sigma = D / 2", one_column_per_query(gaussian), keys,
+                 target_sentence);
+
+    trace.step("local", "Local-p weights beside global weights",
+               "a_t(s) = softmax_window(e_t)(s) exp(-(s - p_t)^2 / (2 sigma^2)),  0 outside",
+               "The weights come from the dot scores of the words inside the window only: a softmax over the "
+               "window, which is the global weights renormalised over the window. The Gaussian then multiplies "
+               "them. Luong et al. (eq. 11) stop there and do not renormalise again, and neither do we: a "
+               "column sums to less than 1, and the context is a shrunken average. Words outside the window "
+               "get exactly 0, even a partner that the window missed.");
+    const Mat a_local = nn::local_p_weights(nn::dot_scores(Q, K), p, D);
+    trace.tensor("a_local", "local-p weights; row s, column t", one_column_per_query(a_local), keys,
+                 target_sentence, View::heatmap);
+    trace.tensor("step_" + std::to_string(featured_query + 1),
+                 fmt::format("query {} ({}), p_t = {:.2f}, position by position", featured_query + 1,
+                             target_sentence[featured_query], p(featured_query)),
+                 featured_comparison(p, a_dot, gaussian, a_local), keys, {"s - p_t", "global", "gaussian", "local"});
+    trace.tensor("local_mass", "sum_s a_t(s), below 1: no renormalising after the Gaussian",
+                 Vec(xt::sum(a_local, {1})), target_sentence);
+    trace.tensor("c_local", "c_t = sum_s a_t(s) k_s over the window", nn::context_vectors(a_local, K),
+                 prefixed("c_", target_sentence));
+    trace.check("local weights are exactly 0 outside the window", largest_outside_window(a_local, window), 0.0);
+    trace.check("in the window: local = gaussian * global / window mass",
+                local_from_global_error(a_local, a_dot, window, gaussian), 1e-12);
+}
+
+}  // namespace attn

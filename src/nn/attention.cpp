@@ -1,0 +1,98 @@
+#include "nn/attention.hpp"
+
+#include "nn/linalg.hpp"
+#include "nn/softmax.hpp"
+
+#include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace attn::nn {
+
+Mat context_vectors(const Mat& weights, const Mat& values) {
+    if (weights.shape(1) != values.shape(0))
+        throw ShapeError("context A H: weights " + shape_string(shape_of(weights)) + " need " +
+                         std::to_string(weights.shape(1)) + " value rows, got " + shape_string(shape_of(values)));
+    return matmul(weights, values, "A H");
+}
+
+Mat attentional_states(const Mat& contexts, const Mat& states, const Mat& W_c) {
+    const std::size_t T = contexts.shape(0), d_c = contexts.shape(1), d_h = states.shape(1);
+    expect_shape("attentional state: decoder states H", states, {T, d_h});
+    expect_shape("attentional state weight W_c", W_c, {W_c.shape(0), d_c + d_h});
+    // 1. row t is [c_t; h_t]
+    Mat joined = xt::empty<double>({T, d_c + d_h});
+    xt::view(joined, xt::all(), xt::range(0, d_c)) = contexts;
+    xt::view(joined, xt::all(), xt::range(d_c, d_c + d_h)) = states;
+    // 2. one matrix on the concatenation, then the nonlinearity
+    const Mat pre_activation = matmul(joined, xt::eval(xt::transpose(W_c)), "[C H] W_c^T");
+    return xt::tanh(pre_activation);
+}
+
+namespace {
+
+void expect_half_width(std::size_t half_width) {
+    if (half_width == 0) throw std::invalid_argument("local attention: the half-width D must be at least 1");
+}
+
+// Source position s (1-based) of column j.
+double position_of(std::size_t j) { return static_cast<double>(j + 1); }
+
+bool in_window(std::size_t j, double p, std::size_t half_width) {
+    return std::abs(position_of(j) - p) <= static_cast<double>(half_width);
+}
+
+}  // namespace
+
+Vec predicted_positions(const Mat& states, const Mat& W_p, const Vec& v_p, std::size_t source_length) {
+    expect_shape("local-p weight W_p", W_p, {v_p.size(), states.shape(1)});
+    const Mat hidden = xt::tanh(matmul(states, xt::eval(xt::transpose(W_p)), "H W_p^T"));
+    Vec positions = xt::empty<double>({states.shape(0)});
+    for (std::size_t t = 0; t < states.shape(0); ++t) {
+        double logit = 0.0;
+        for (std::size_t a = 0; a < v_p.size(); ++a) logit += v_p(a) * hidden(t, a);
+        positions(t) = static_cast<double>(source_length) / (1.0 + std::exp(-logit));
+    }
+    return positions;
+}
+
+Mat local_window(const Vec& positions, std::size_t source_length, std::size_t half_width) {
+    expect_half_width(half_width);
+    Mat window = xt::zeros<double>({positions.size(), source_length});
+    for (std::size_t t = 0; t < positions.size(); ++t)
+        for (std::size_t j = 0; j < source_length; ++j)
+            if (in_window(j, positions(t), half_width)) window(t, j) = 1.0;
+    return window;
+}
+
+Mat gaussian_factors(const Vec& positions, std::size_t source_length, std::size_t half_width) {
+    expect_half_width(half_width);
+    const double sigma = static_cast<double>(half_width) / 2.0;
+    Mat factors = xt::empty<double>({positions.size(), source_length});
+    for (std::size_t t = 0; t < positions.size(); ++t)
+        for (std::size_t j = 0; j < source_length; ++j) {
+            const double distance = position_of(j) - positions(t);
+            factors(t, j) = std::exp(-distance * distance / (2.0 * sigma * sigma));
+        }
+    return factors;
+}
+
+Mat local_p_weights(const Mat& scores, const Vec& positions, std::size_t half_width) {
+    const std::size_t T = scores.shape(0), S = scores.shape(1);
+    expect_shape("local-p positions p", positions, {T});
+    const Mat window = local_window(positions, S, half_width);
+    const Mat gaussian = gaussian_factors(positions, S, half_width);
+    // 1. scores outside the window become -inf, so the softmax gives them exactly 0
+    Mat windowed = scores;
+    for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t j = 0; j < S; ++j)
+            if (window(t, j) == 0.0) windowed(t, j) = -std::numeric_limits<double>::infinity();
+    // 2. softmax over the window, then the Gaussian centred on p_t; no renormalisation
+    const Mat aligned = softmax_rows(windowed);
+    return aligned * gaussian;
+}
+
+}  // namespace attn::nn

@@ -1,0 +1,26 @@
+// Score functions: how well query i matches key j, before the softmax.
+// T_q = queries, T_k = keys, d_q / d_k = their widths, d_a = width of the additive layer.
+#pragma once
+
+#include "core/tensor.hpp"
+
+namespace attn::nn {
+
+// e_ij = q_i^T k_j                       — Luong et al. 2015, eq. 8 ("dot"); Q: T_q x d, K: T_k x d
+Mat dot_scores(const Mat& Q, const Mat& K);
+
+// e_ij = q_i^T W k_j                     — Luong et al. 2015, eq. 8 ("general"); W: d_q x d_k
+Mat general_scores(const Mat& Q, const Mat& W, const Mat& K);
+
+// e_ij = q_i^T k_j / sqrt(d)             — Vaswani et al. 2017, eq. 1
+Mat scaled_dot_scores(const Mat& Q, const Mat& K);
+
+// e_ij = v^T tanh(W_q q_i + W_k k_j)     — Bahdanau et al. 2015, eq. 6 (appendix A.1.2);
+// W_q: d_a x d_q, W_k: d_a x d_k, v: d_a. Computed as T_q x T_k independent dot products.
+Mat additive_scores(const Mat& Q, const Mat& K, const Mat& W_q, const Mat& W_k, const Vec& v);
+
+// e_ij = v^T tanh(W [q_i; k_j])          — Luong et al. 2015, eq. 8 ("concat"); W: d_a x (d_q + d_k).
+// The same function as additive_scores with W = [W_q W_k]; kept separate so lessons can check it.
+Mat concat_scores(const Mat& Q, const Mat& K, const Mat& W, const Vec& v);
+
+}  // namespace attn::nn
