@@ -33,5 +33,8 @@ Trace run_lesson(const Lesson& lesson, const Config& config);
 void lesson_bottleneck(Trace& trace, const Config& config);
 void lesson_additive(Trace& trace, const Config& config);
 void lesson_scores(Trace& trace, const Config& config);
+void lesson_self_attention(Trace& trace, const Config& config);
+void lesson_gru_to_attention(Trace& trace, const Config& config);
+void lesson_multi_head(Trace& trace, const Config& config);
 
 }  // namespace attn

@@ -1,16 +1,21 @@
 #include "commands.hpp"
 
 #include "attn_config.hpp"
+#include "command_support.hpp"
 #include "core/golden.hpp"
+#include "core/npy.hpp"
+#include "program.hpp"
 #include "registry.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -43,14 +48,11 @@ std::string lesson_names() {
 }
 
 void unknown_lesson(const std::string& name) {
-    const Lesson* best = nullptr;
-    std::size_t best_distance = 3;  // suggest only close names
-    for (const auto& l : all_lessons()) {
-        const std::size_t dist = l.slug.rfind(name, 0) == 0 && !name.empty() ? 0 : edit_distance(name, l.slug);
-        if (dist < best_distance) best = &l, best_distance = dist;
-    }
-    if (best)
-        fmt::print(stderr, "attn: unknown lesson '{}'; did you mean '{}'?\n", name, best->slug);
+    std::vector<std::string> slugs;
+    for (const auto& l : all_lessons()) slugs.push_back(l.slug);
+    const std::string best = closest_name(name, slugs);
+    if (!best.empty())
+        fmt::print(stderr, "attn: unknown lesson '{}'; did you mean '{}'?\n", name, best);
     else
         fmt::print(stderr, "attn: unknown lesson '{}'; the lessons are: {}\n", name, lesson_names());
     fmt::print(stderr, "Run 'attn list' to see every lesson.\n");
@@ -128,6 +130,46 @@ bool report_failed_checks(const Trace& trace) {
 
 }  // namespace
 
+bool tolerance_ok(const Tolerance& tol) {
+    try {
+        validate_tolerance(tol);
+        return true;
+    } catch (const std::invalid_argument& e) {
+        fmt::print(stderr, "attn: {}\n", e.what());
+        return false;
+    }
+}
+
+std::string closest_name(const std::string& name, const std::vector<std::string>& candidates) {
+    std::string best;
+    std::size_t best_distance = 3;  // suggest only close names
+    for (const auto& c : candidates) {
+        const std::size_t dist = c.rfind(name, 0) == 0 && !name.empty() ? 0 : edit_distance(name, c);
+        if (dist < best_distance) best = c, best_distance = dist;
+    }
+    return best;
+}
+
+std::string shown_path(const std::filesystem::path& path) {
+    std::error_code ec;
+    const auto relative = std::filesystem::proximate(path, ec);
+    const bool inside = !ec && !relative.empty() && *relative.begin() != "..";
+    return inside ? relative.string() : path.string();
+}
+
+LessonRun run_for_command(const Lesson& lesson) { return run_until_stopped(lesson, this_program().exercise_build); }
+
+std::string stop_message(const LessonRun& run) {
+    const auto& steps = run.trace.steps();
+    const std::string where =
+        steps.empty() ? fmt::format("{}: stopped before its first step", run.trace.lesson())
+                      : fmt::format("{}: stopped early, in or after step {} '{}'", run.trace.lesson(), steps.size(),
+                                    steps.back().id);
+    if (!run.not_done.empty())
+        return fmt::format("{}: {}", where, not_done_message(run.not_done, shown_path(this_program().exercises_dir)));
+    return fmt::format("{} with an error: {}", where, run.error);
+}
+
 int cmd_list() {
     std::size_t slug_width = 6, title_width = 5;
     for (const auto& l : all_lessons()) {
@@ -140,11 +182,16 @@ int cmd_list() {
                    pad(title, title_width), sources);
     };
     line("#", "lesson", "steps", "title", "sources");
+    std::vector<std::string> stops;
     for (const auto& l : all_lessons()) {
-        const Trace t = run_lesson(l, l.defaults);
-        line(std::to_string(l.number), l.slug, std::to_string(t.steps().size()), l.title, l.sources);
+        const LessonRun run = run_for_command(l);
+        line(std::to_string(l.number), l.slug, run.stopped() ? "?" : std::to_string(run.trace.steps().size()),
+             l.title, l.sources);
+        if (run.stopped()) stops.push_back(stop_message(run));
     }
-    return exit_ok;
+    if (stops.empty()) return exit_ok;
+    fmt::print("\n? = the lesson stops early:\n  {}\n", fmt::join(stops, "\n  "));
+    return exit_mismatch;
 }
 
 int cmd_run(const RunOptions& o) {
@@ -159,7 +206,13 @@ int cmd_run(const RunOptions& o) {
     bool all_hold = true;
     for (std::size_t li = 0; li < lessons.size(); ++li) {
         const Lesson& l = *lessons[li];
-        const Trace trace = run_lesson(l, l.defaults);
+        const LessonRun run = run_for_command(l);
+        if (run.stopped()) {
+            fmt::print("{}\n{}\n\n", lesson_header(l, l.defaults), stop_message(run));
+            all_hold = false;
+            continue;
+        }
+        const Trace& trace = run.trace;
         const auto& steps = trace.steps();
         if (!o.step.empty() && !trace.find_step(o.step)) {
             std::vector<std::string> ids;
@@ -189,12 +242,7 @@ int cmd_run(const RunOptions& o) {
 }
 
 int cmd_check(const GoldenOptions& o) {
-    try {
-        validate_tolerance(o.tolerance);
-    } catch (const std::invalid_argument& e) {
-        fmt::print(stderr, "attn: {}\n", e.what());
-        return exit_usage;
-    }
+    if (!tolerance_ok(o.tolerance)) return exit_usage;
     bool ok = true;
     const auto lessons = resolve(o.lessons, ok);
     if (!ok) return exit_usage;
@@ -209,11 +257,17 @@ int cmd_check(const GoldenOptions& o) {
             code = exit_golden;
             continue;
         }
-        const Trace actual = run_lesson(*l, l->defaults);
+        const LessonRun run = run_for_command(*l);
+        if (run.stopped()) {
+            fmt::print("{}\n", stop_message(run));
+            if (code == exit_ok) code = exit_mismatch;
+            continue;
+        }
+        const Trace& actual = run.trace;
         const LessonComparison cmp = compare_traces(actual, golden, o.tolerance);
         const bool checks_hold = report_failed_checks(actual);
         if (cmp.ok && checks_hold) {
-            fmt::print("ok  {:<12} {} steps, {} tensors match {} (rtol {:g}, atol {:g})\n", l->slug,
+            fmt::print("ok  {:<16} {} steps, {} tensors match {} (rtol {:g}, atol {:g})\n", l->slug,
                        cmp.steps_compared, cmp.tensors_compared, file.string(), o.tolerance.rtol, o.tolerance.atol);
             continue;
         }
@@ -224,6 +278,11 @@ int cmd_check(const GoldenOptions& o) {
 }
 
 int cmd_bless(const GoldenOptions& o) {
+    if (this_program().exercise_build) {
+        fmt::print(stderr, "{}: bless refuses to run here: golden files come only from the reference program, attn\n",
+                   this_program().name);
+        return exit_usage;
+    }
     const char* ci = std::getenv("CI");
     if (ci && *ci && !o.force) {
         fmt::print(stderr,
@@ -283,6 +342,238 @@ int cmd_bless(const GoldenOptions& o) {
         for (const auto& c : changes) fmt::print("  {}\n", c);
     }
     return code;
+}
+
+}  // namespace attn
+
+namespace attn {
+
+namespace {
+
+// The one lesson a command names, or nullptr after reporting why not.
+const Lesson* single_lesson(const std::string& name) {
+    const Lesson* l = find_lesson(name);
+    if (!l) unknown_lesson(name);
+    return l;
+}
+
+std::string reproducibility_line(const Lesson& l, const Config& c) {
+    return fmt::format("lesson {} {} · {} · attn {} · golden format {}", l.number, l.slug, config_summary(c),
+                       ATTN_VERSION, golden_format_version);
+}
+
+// Creates `dir` (and its parents) unless it exists; false after reporting a problem.
+bool ensure_directory(const std::filesystem::path& dir) {
+    std::error_code ec;
+    if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec)) {
+        fmt::print(stderr, "attn: {} exists and is not a directory\n", dir.string());
+        return false;
+    }
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+        fmt::print(stderr, "attn: cannot create {}: {}\n", dir.string(), ec.message());
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+int cmd_export(const ExportOptions& o) {
+    const Lesson* l = single_lesson(o.lesson);
+    if (!l) return exit_usage;
+    if (!ensure_directory(o.out)) return exit_golden;
+    const LessonRun run = run_for_command(*l);
+    if (run.stopped()) {
+        fmt::print(stderr, "{}\n", stop_message(run));
+        return exit_mismatch;
+    }
+    const Trace& trace = run.trace;
+    fmt::print("{}\n", reproducibility_line(*l, trace.config()));
+    std::size_t written = 0;
+    try {
+        if (o.format == "json") {
+            write_file_atomic(o.out / golden_file_name(l->number, l->slug), to_golden_json(trace));
+            written = 1;
+        } else {
+            for (const auto& s : trace.steps())
+                for (const auto& t : s.tensors) {
+                    write_file_atomic(o.out / (s.id + "." + t.name + ".npy"), to_npy(t.value));
+                    ++written;
+                }
+        }
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "attn: {}\n", e.what());
+        return exit_golden;
+    }
+    fmt::print("wrote {} {} file{} to {}\n", written, o.format, written == 1 ? "" : "s", o.out.string());
+    return exit_ok;
+}
+
+namespace {
+
+struct Verdict {
+    int code;              // exit code: ok, mismatch, usage or golden
+    std::string step;      // first diverging step, when there is one
+    std::string message;   // the report or the error
+};
+
+// Compares one submission with a lesson's golden file (all of compare's logic, no printing).
+Verdict judge(const std::filesystem::path& submission, const Lesson& l, const std::string& only_step,
+              const std::filesystem::path& golden_dir, const Tolerance& tol) {
+    Trace golden;
+    try {
+        golden = read_golden(golden_dir / golden_file_name(l.number, l.slug));
+    } catch (const GoldenError& e) {
+        return {exit_golden, "", fmt::format("golden file problem: {}", e.what())};
+    }
+    Submission sub;
+    try {
+        sub = read_submission(submission);
+    } catch (const GoldenError& e) {
+        return {exit_golden, "", e.what()};
+    } catch (const std::exception& e) {
+        return {exit_golden, "", fmt::format("{}: {}", submission.string(), e.what())};
+    }
+    if (sub.has_lesson && sub.trace.lesson() != l.slug)
+        return {exit_usage, "", fmt::format("{} holds lesson '{}', not '{}'", submission.string(), sub.trace.lesson(),
+                                            l.slug)};
+    if (sub.has_config && config_summary(sub.trace.config()) != config_summary(golden.config()))
+        return {exit_mismatch, "", fmt::format("{} was computed with {}, the golden file with {}", submission.string(),
+                                               config_summary(sub.trace.config()), config_summary(golden.config()))};
+    if (!only_step.empty()) {
+        if (!golden.find_step(only_step)) return {exit_usage, "", fmt::format("lesson '{}' has no step '{}'", l.slug, only_step)};
+        const Step* chosen = sub.trace.find_step(only_step);
+        if (!chosen) return {exit_usage, "", fmt::format("{} has no tensors for step '{}'", submission.string(), only_step)};
+        Trace just_one("", Config{});
+        just_one.steps().push_back(*chosen);
+        sub.trace = just_one;
+    }
+    const LessonComparison cmp = compare_traces(sub.trace, golden, tol, true);
+    if (!cmp.ok) return {exit_mismatch, cmp.diverging_step, cmp.report};
+    if (cmp.tensors_compared == 0)
+        return {exit_mismatch, "", fmt::format("{} holds no tensor of lesson '{}'", submission.string(), l.slug)};
+    return {exit_ok, "",
+            fmt::format("ok  {:<16} {} tensors in {} steps match (rtol {:g}, atol {:g})", l.slug, cmp.tensors_compared,
+                        cmp.steps_compared, tol.rtol, tol.atol)};
+}
+
+}  // namespace
+
+int cmd_compare(const CompareOptions& o) {
+    if (!tolerance_ok(o.tolerance)) return exit_usage;
+    const Lesson* l = single_lesson(o.lesson);
+    if (!l) return exit_usage;
+    const Verdict v = judge(o.submission, *l, o.step, o.golden_dir, o.tolerance);
+    if (v.code == exit_ok || v.code == exit_mismatch)
+        fmt::print("{}{}", v.message, v.message.empty() || v.message.back() == '\n' ? "" : "\n");
+    else
+        fmt::print(stderr, "attn: {}\n", v.message);
+    return v.code;
+}
+
+}  // namespace attn
+
+namespace attn {
+
+namespace {
+
+struct GradeRow {
+    std::string student, lesson, result, step, message;
+};
+
+// At most `limit` bytes, cut on a UTF-8 character boundary, with "…" when cut.
+std::string capped(const std::string& text, std::size_t limit) {
+    if (text.size() <= limit) return text;
+    std::size_t cut = limit - 3;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    return text.substr(0, cut) + "…";
+}
+
+std::string csv_field(const std::string& s) {
+    if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+    std::string out = "\"";
+    for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
+}
+
+GradeRow grade_one(const std::filesystem::path& dir, const Lesson& l, const GradeOptions& o) {
+    const std::string student = dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string();
+    GradeRow row{student, l.slug, "", "", ""};
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) {
+        row.result = "error";
+        row.message = dir.string() + " is not a directory";
+        return row;
+    }
+    const std::string base = golden_file_name(l.number, l.slug);
+    const auto json_file = dir / base;
+    const auto npy_dir = dir / base.substr(0, base.size() - 5);  // "01_bottleneck"
+    std::filesystem::path found;
+    if (std::filesystem::exists(json_file, ec)) found = json_file;
+    else if (std::filesystem::exists(npy_dir, ec)) found = npy_dir;
+    if (found.empty()) {
+        row.result = "missing";
+        return row;
+    }
+    const Verdict v = judge(found, l, "", o.golden_dir, o.tolerance);
+    row.result = v.code == exit_ok ? "pass" : v.code == exit_mismatch ? "fail" : "error";
+    row.step = v.step;
+    row.message = capped(v.message, 500);
+    while (!row.message.empty() && row.message.back() == '\n') row.message.pop_back();
+    return row;
+}
+
+std::string grade_csv(const std::vector<GradeRow>& rows) {
+    std::string out = "student,lesson,result,first_diverging_step,message\n";
+    for (const auto& r : rows)
+        out += fmt::format("{},{},{},{},{}\n", csv_field(r.student), csv_field(r.lesson), r.result, csv_field(r.step),
+                           csv_field(r.message));
+    return out;
+}
+
+std::string grade_json(const std::vector<GradeRow>& rows) {
+    nlohmann::ordered_json doc = nlohmann::ordered_json::array();
+    for (const auto& r : rows)
+        doc.push_back({{"student", r.student}, {"lesson", r.lesson}, {"result", r.result},
+                       {"first_diverging_step", r.step}, {"message", r.message}});
+    return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
+int cmd_grade(const GradeOptions& o) {
+    if (!tolerance_ok(o.tolerance)) return exit_usage;
+    // A broken golden file would fail every student: stop before grading anyone.
+    for (const auto& l : all_lessons()) {
+        try {
+            read_golden(o.golden_dir / golden_file_name(l.number, l.slug));
+        } catch (const GoldenError& e) {
+            fmt::print(stderr, "attn: golden file problem: {}\n", e.what());
+            return exit_golden;
+        }
+    }
+    std::vector<GradeRow> rows;
+    fmt::print("{:<24} {:>5} {:>5} {:>6} {:>8}\n", "student", "pass", "fail", "error", "missing");
+    for (const auto& dir : o.submissions) {
+        std::map<std::string, int> tally;
+        for (const auto& l : all_lessons()) {
+            rows.push_back(grade_one(dir, l, o));
+            ++tally[rows.back().result];
+        }
+        fmt::print("{:<24} {:>5} {:>5} {:>6} {:>8}\n", rows.back().student, tally["pass"], tally["fail"],
+                   tally["error"], tally["missing"]);
+    }
+    const std::filesystem::path csv = o.out.string() + ".csv", json = o.out.string() + ".json";
+    try {
+        write_file_atomic(csv, grade_csv(rows));
+        write_file_atomic(json, grade_json(rows));
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "attn: {}\n", e.what());
+        return exit_golden;
+    }
+    fmt::print("wrote {} and {}\n", csv.string(), json.string());
+    return exit_ok;
 }
 
 }  // namespace attn

@@ -32,9 +32,50 @@ struct GoldenOptions {
     bool force = false;  // bless even when CI is set
 };
 
+struct ExportOptions {
+    std::string lesson;
+    std::string format = "json";  // json: one golden-format file; npy: <step>.<tensor>.npy per tensor
+    std::filesystem::path out;
+};
+
+struct CompareOptions {
+    std::filesystem::path submission;  // relaxed golden JSON, or a directory of .npy files
+    std::string lesson;
+    std::string step;  // compare only this step
+    std::filesystem::path golden_dir;
+    Tolerance tolerance;
+};
+
+struct GradeOptions {
+    std::vector<std::filesystem::path> submissions;  // one directory per student
+    std::filesystem::path out;                       // writes <out>.csv and <out>.json
+    std::filesystem::path golden_dir;
+    Tolerance tolerance;
+};
+
+// The exercise commands of an exercise build (attn-student, attn-starter-<id>), and the instructor's.
+struct ExerciseOptions {
+    std::vector<std::string> exercises;  // ids; empty: every exercise
+    std::string format = "text";         // text, or json for graders (check)
+    std::filesystem::path golden_dir;
+    Tolerance tolerance;
+};
+
+struct InstructorOptions {
+    std::filesystem::path golden_dir;
+    std::filesystem::path starters_dir;  // holds attn-starter-<id>: the reference with exercise <id>'s untouched starter
+};
+
 int cmd_list();
 int cmd_run(const RunOptions& options);
 int cmd_check(const GoldenOptions& options);
 int cmd_bless(const GoldenOptions& options);
+int cmd_export(const ExportOptions& options);
+int cmd_compare(const CompareOptions& options);
+int cmd_grade(const GradeOptions& options);
+int cmd_exercises(const ExerciseOptions& options);        // the exercises, their status, the file to edit
+int cmd_check_exercises(const ExerciseOptions& options);  // why each exercise does not pass yet
+int cmd_hint(const std::string& exercise);                // the next hint, one at a time
+int cmd_instructor_check(const InstructorOptions& options);
 
 }  // namespace attn

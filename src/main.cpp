@@ -2,6 +2,7 @@
 // This file only parses the command line (CLI11) and dispatches to src/commands.cpp.
 #include "attn_config.hpp"
 #include "commands.hpp"
+#include "program.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -23,19 +24,28 @@ void add_golden_options(CLI::App& cmd, GoldenOptions& o) {
     cmd.add_option("--golden", o.golden_dir, "Directory of the golden files (default: the source tree's golden/)");
 }
 
-void add_tolerance_options(CLI::App& cmd, GoldenOptions& o) {
-    cmd.add_option("--rtol", o.tolerance.rtol, "Relative tolerance, |a - e| <= atol + rtol * |e| (default 1e-9)");
-    cmd.add_option("--atol", o.tolerance.atol, "Absolute tolerance (default 1e-12)");
+void add_tolerance_options(CLI::App& cmd, Tolerance& tol) {
+    cmd.add_option("--rtol", tol.rtol, "Relative tolerance, |a - e| <= atol + rtol * |e| (default 1e-9)");
+    cmd.add_option("--atol", tol.atol, "Absolute tolerance (default 1e-12)");
+}
+
+std::string version_text(const Program& p) {
+    std::string text = p.name + " " + ATTN_VERSION + " (golden format " + std::to_string(ATTN_GOLDEN_FORMAT_VERSION);
+    if (p.exercise_build) text += "; exercise files from " + p.exercises_dir.string();
+    return text + ")";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"attn: derives attention mechanisms step by step, checks every claimed equality\n"
-                 "numerically and compares every tensor with the golden files.",
-                 "attn"};
-    app.set_version_flag("--version", std::string("attn ") + ATTN_VERSION + " (golden format " +
-                                          std::to_string(ATTN_GOLDEN_FORMAT_VERSION) + ")");
+    const Program& program = this_program();
+    CLI::App app{program.exercise_build
+                     ? program.name + ": attn built with the exercise files of " + program.exercises_dir.string() +
+                           ".\nIt runs the lessons with your functions and checks your exercises."
+                     : "attn: derives attention mechanisms step by step, checks every claimed equality\n"
+                       "numerically and compares every tensor with the golden files.",
+                 program.name};
+    app.set_version_flag("--version", version_text(program));
     app.require_subcommand(1);
     app.footer("Exit codes: 0 ok, 1 mismatch or failed identity check, 2 usage error,\n"
                "3 missing or corrupt golden file. See README.md for the golden-file workflow.");
@@ -53,12 +63,25 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--color", color, "Colour: auto (a terminal and no NO_COLOR), always or never")
         ->check(CLI::IsMember({"auto", "always", "never"}));
 
+    // In an exercise build, check checks the exercises; the reference checks the lessons.
     GoldenOptions check;
-    check.golden_dir = ATTN_GOLDEN_DIR;
-    auto* check_cmd = app.add_subcommand("check", "Compare lessons with their golden files (all lessons by default)");
-    check_cmd->add_option("lesson", check.lessons, "Lesson numbers or slugs, or 'all'");
-    add_tolerance_options(*check_cmd, check);
-    add_golden_options(*check_cmd, check);
+    ExerciseOptions exercise_check;
+    check.golden_dir = exercise_check.golden_dir = ATTN_GOLDEN_DIR;
+    CLI::App* check_cmd = nullptr;
+    if (program.exercise_build) {
+        check_cmd = app.add_subcommand("check", "Check your exercises against the lessons' golden files (all by "
+                                                "default): where each diverges, and a hint");
+        check_cmd->add_option("exercise", exercise_check.exercises, "Exercise ids");
+        check_cmd->add_option("--format", exercise_check.format, "text, or json for graders")
+            ->check(CLI::IsMember({"text", "json"}));
+        add_tolerance_options(*check_cmd, exercise_check.tolerance);
+        check_cmd->add_option("--golden", exercise_check.golden_dir, "Directory of the golden files");
+    } else {
+        check_cmd = app.add_subcommand("check", "Compare lessons with their golden files (all lessons by default)");
+        check_cmd->add_option("lesson", check.lessons, "Lesson numbers or slugs, or 'all'");
+        add_tolerance_options(*check_cmd, check.tolerance);
+        add_golden_options(*check_cmd, check);
+    }
 
     GoldenOptions bless;
     bless.golden_dir = ATTN_GOLDEN_DIR;
@@ -66,6 +89,51 @@ int main(int argc, char** argv) {
     bless_cmd->add_option("lesson", bless.lessons, "Lesson numbers or slugs, or 'all'")->required();
     bless_cmd->add_flag("--force", bless.force, "Bless even when the CI environment variable is set");
     add_golden_options(*bless_cmd, bless);
+
+    ExportOptions exporting;
+    auto* export_cmd = app.add_subcommand("export", "Write every tensor of a lesson (inputs and parameters too)");
+    export_cmd->add_option("lesson", exporting.lesson, "Lesson number or slug")->required();
+    export_cmd->add_option("--format", exporting.format, "json (one golden-format file) or npy (<step>.<tensor>.npy)")
+        ->check(CLI::IsMember({"json", "npy"}));
+    export_cmd->add_option("--out", exporting.out, "Directory to write to (created if missing)")->required();
+
+    CompareOptions compare;
+    compare.golden_dir = ATTN_GOLDEN_DIR;
+    auto* compare_cmd = app.add_subcommand("compare", "Compare your numbers (JSON or a folder of .npy) with a lesson");
+    compare_cmd->add_option("submission", compare.submission, "A golden-format JSON file or a directory of .npy files")
+        ->required();
+    compare_cmd->add_option("--lesson", compare.lesson, "Lesson number or slug")->required();
+    compare_cmd->add_option("--step", compare.step, "Compare only this step");
+    compare_cmd->add_option("--rtol", compare.tolerance.rtol, "Relative tolerance (default 1e-9)");
+    compare_cmd->add_option("--atol", compare.tolerance.atol, "Absolute tolerance (default 1e-12)");
+    compare_cmd->add_option("--golden", compare.golden_dir, "Directory of the golden files");
+
+    GradeOptions grade;
+    grade.golden_dir = ATTN_GOLDEN_DIR;
+    auto* grade_cmd = app.add_subcommand("grade", "Grade many submissions (one folder per student) into CSV and JSON");
+    grade_cmd->add_option("submissions", grade.submissions, "One directory per student")->required();
+    grade_cmd->add_option("--out", grade.out, "Report path without extension: writes OUT.csv and OUT.json")
+        ->required();
+    grade_cmd->add_option("--rtol", grade.tolerance.rtol, "Relative tolerance (default 1e-9)");
+    grade_cmd->add_option("--atol", grade.tolerance.atol, "Absolute tolerance (default 1e-12)");
+    grade_cmd->add_option("--golden", grade.golden_dir, "Directory of the golden files");
+
+    CLI::App* exercises_cmd = nullptr;
+    CLI::App* hint_cmd = nullptr;
+    CLI::App* instructor_cmd = nullptr;
+    std::string hint_exercise;
+    InstructorOptions instructor{ATTN_GOLDEN_DIR, program.build_dir};
+    if (program.exercise_build) {
+        exercises_cmd = app.add_subcommand("exercises", "The exercises: status, and the file to edit for each");
+        hint_cmd = app.add_subcommand("hint", "The next hint for an exercise, one at a time");
+        hint_cmd->add_option("exercise", hint_exercise, "Exercise id")->required();
+    } else {
+        instructor_cmd = app.add_subcommand(
+            "instructor-check", "For teachers: the reference passes every exercise and every untouched starter fails");
+        instructor_cmd->add_option("--starters", instructor.starters_dir,
+                                   "Directory of the attn-starter-<exercise> programs (default: the build directory)");
+        instructor_cmd->add_option("--golden", instructor.golden_dir, "Directory of the golden files");
+    }
 
     try {
         app.parse(argc, argv);
@@ -76,7 +144,8 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        fmt::print(stderr, "attn: {}\nRun 'attn --help' (or 'attn <command> --help') for usage.\n", e.what());
+        fmt::print(stderr, "{0}: {1}\nRun '{0} --help' (or '{0} <command> --help') for usage.\n", program.name,
+                   e.what());
         return exit_usage;
     }
 
@@ -86,11 +155,18 @@ int main(int argc, char** argv) {
             run.render.color = use_color(color_modes.at(color), ::isatty(STDOUT_FILENO));
             return cmd_run(run);
         }
-        if (app.got_subcommand(check_cmd)) return cmd_check(check);
+        if (app.got_subcommand(check_cmd))
+            return program.exercise_build ? cmd_check_exercises(exercise_check) : cmd_check(check);
+        if (exercises_cmd && app.got_subcommand(exercises_cmd)) return cmd_exercises(exercise_check);
+        if (hint_cmd && app.got_subcommand(hint_cmd)) return cmd_hint(hint_exercise);
+        if (instructor_cmd && app.got_subcommand(instructor_cmd)) return cmd_instructor_check(instructor);
         if (app.got_subcommand(bless_cmd)) return cmd_bless(bless);
+        if (app.got_subcommand(export_cmd)) return cmd_export(exporting);
+        if (app.got_subcommand(compare_cmd)) return cmd_compare(compare);
+        if (app.got_subcommand(grade_cmd)) return cmd_grade(grade);
     } catch (const std::exception& e) {
         // A bug, not a user error: say so plainly rather than abort with a core dump.
-        fmt::print(stderr, "attn: internal error: {}\n", e.what());
+        fmt::print(stderr, "{}: internal error: {}\n", program.name, e.what());
         return 70;
     }
     return exit_usage;

@@ -2,9 +2,11 @@
 // ATTN_BIN names the binary (set by tests/meson.build).
 #include "attn_config.hpp"
 #include "core/golden.hpp"
+#include "core/npy.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -188,4 +190,108 @@ TEST_CASE("bless refuses under CI and is byte-stable without a code change", "[c
             CHECK(read_file(golden.file()) == stale);
         }
     }
+}
+
+namespace {
+
+// A scratch directory removed at the end of the test.
+struct Scratch {
+    fs::path dir = fs::temp_directory_path() / ("attn_cli_scratch_" + std::to_string(::getpid()));
+    Scratch() {
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+    }
+    ~Scratch() { fs::remove_all(dir); }
+    std::string q(const std::string& rel) const { return "'" + (dir / rel).string() + "'"; }
+};
+
+}  // namespace
+
+TEST_CASE("export writes every tensor, and compare accepts the exported numbers", "[cli][export]") {
+    Scratch s;
+    const Result npy = run_attn("export 1 --format npy --out " + s.q("npy"));
+    CHECK(npy.code == 0);
+    CHECK_THAT(npy.output, Catch::Contains("lesson 1 bottleneck · seed 7"));  // reproducibility line
+    const Trace golden = read_golden(std::string(ATTN_GOLDEN_DIR) + "/01_bottleneck.json");
+    std::size_t tensors = 0;
+    for (const auto& step : golden.steps()) tensors += step.tensors.size();
+    CHECK(std::distance(fs::directory_iterator(s.dir / "npy"), fs::directory_iterator{}) ==
+          static_cast<std::ptrdiff_t>(tensors));
+    CHECK(run_attn("compare " + s.q("npy") + " --lesson bottleneck").code == 0);
+
+    const Result json = run_attn("export bottleneck --out " + s.q("json"));
+    CHECK(json.code == 0);
+    CHECK(run_attn("compare " + s.q("json/01_bottleneck.json") + " --lesson 1").code == 0);
+    CHECK(run_attn("compare " + s.q("json/01_bottleneck.json") + " --lesson 1 --step encoder").code == 0);
+}
+
+TEST_CASE("compare reports what is wrong with a submission", "[cli][compare]") {
+    Scratch s;
+    fs::create_directories(s.dir / "mine");
+    Trace golden = read_golden(std::string(ATTN_GOLDEN_DIR) + "/01_bottleneck.json");
+    const TensorRecord& H = *std::find_if(golden.steps()[2].tensors.begin(), golden.steps()[2].tensors.end(),
+                                          [](const TensorRecord& t) { return t.name == "H"; });
+    SECTION("off by 1e-3: the step, tensor and index") {
+        Array off = H.value;
+        off(2, 1) += 1e-3;
+        write_file_atomic(s.dir / "mine" / "encoder.H.npy", to_npy(off));
+        const Result r = run_attn("compare " + s.q("mine") + " --lesson 1");
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Catch::Contains("diverges at step 3/"));
+        CHECK_THAT(r.output, Catch::Contains("tensor 'H' [4, 6]"));
+        CHECK_THAT(r.output, Catch::Contains("at [2, 1]"));
+        CHECK(run_attn("compare " + s.q("mine") + " --lesson 1 --atol 1e-2").code == 0);
+    }
+    SECTION("a wrong shape") {
+        write_file_atomic(s.dir / "mine" / "encoder.H.npy", to_npy(xt::eval(xt::transpose(H.value))));
+        const Result r = run_attn("compare " + s.q("mine") + " --lesson 1");
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Catch::Contains("Shapes differ: actual [6, 4], expected [4, 6]"));
+    }
+    SECTION("a tensor the lesson does not have") {
+        write_file_atomic(s.dir / "mine" / "encoder.Hx.npy", to_npy(H.value));
+        const Result r = run_attn("compare " + s.q("mine") + " --lesson 1");
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Catch::Contains("tensor 'Hx' is not a tensor of this step"));
+    }
+    SECTION("a corrupt file") {
+        std::ofstream(s.dir / "mine" / "encoder.H.npy") << "not numpy";
+        const Result r = run_attn("compare " + s.q("mine") + " --lesson 1");
+        CHECK(r.code == 3);
+        CHECK_THAT(r.output, Catch::Contains("encoder.H.npy: not a .npy file"));
+    }
+    SECTION("the wrong lesson") {
+        CHECK(run_attn("compare " + s.q("mine") + " --lesson 99").code == 2);
+    }
+}
+
+TEST_CASE("grade writes one row per student and lesson, whatever the submissions hold", "[cli][grade]") {
+    Scratch s;
+    const Trace golden = read_golden(std::string(ATTN_GOLDEN_DIR) + "/01_bottleneck.json");
+    // alice: the exported numbers (pass); bob: one value off by 1e-3 (fail); carol: garbage (error);
+    // dave: a wrong shape (fail); erin: not a directory (error).
+    REQUIRE(run_attn("export 1 --out " + s.q("alice")).code == 0);
+    Trace off = golden;
+    off.steps()[2].tensors[0].value(0, 0) += 1e-3;
+    fs::create_directories(s.dir / "bob");
+    write_file_atomic(s.dir / "bob" / "01_bottleneck.json", to_golden_json(off));
+    fs::create_directories(s.dir / "carol");
+    std::ofstream(s.dir / "carol" / "01_bottleneck.json") << "{\"steps\": [nan";
+    fs::create_directories(s.dir / "dave" / "01_bottleneck");
+    write_file_atomic(s.dir / "dave" / "01_bottleneck" / "encoder.H.npy", to_npy(xt::zeros<double>({2, 2})));
+    std::ofstream(s.dir / "erin") << "a file";
+    const Result r = run_attn("grade " + s.q("alice") + " " + s.q("bob") + " " + s.q("carol") + " " + s.q("dave") +
+                              " " + s.q("erin") + " --out " + s.q("report"));
+    CHECK(r.code == 0);
+    const std::string csv = read_file(s.dir / "report.csv");
+    CHECK_THAT(csv, Catch::StartsWith("student,lesson,result,first_diverging_step,message\n"));
+    CHECK_THAT(csv, Catch::Contains("alice,bottleneck,pass,"));
+    CHECK_THAT(csv, Catch::Contains("bob,bottleneck,fail,encoder,"));
+    CHECK_THAT(csv, Catch::Contains("carol,bottleneck,error,"));
+    CHECK_THAT(csv, Catch::Contains("dave,bottleneck,fail,encoder,"));
+    CHECK_THAT(csv, Catch::Contains("erin,bottleneck,error,"));
+    CHECK_THAT(csv, Catch::Contains("alice,additive,missing,"));
+    const std::string json = read_file(s.dir / "report.json");
+    CHECK_THAT(json, Catch::Contains("\"result\": \"fail\""));
+    CHECK_THAT(json, Catch::Contains("\"first_diverging_step\": \"encoder\""));
 }

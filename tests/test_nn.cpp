@@ -5,6 +5,7 @@
 #include "nn/softmax.hpp"
 
 #include <catch2/catch.hpp>
+#include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
 #include <cmath>
@@ -133,4 +134,10 @@ TEST_CASE("matmul equals the triple loop and names a shape mismatch", "[nn][lina
             for (std::size_t k = 0; k < 4; ++k) expected(i, j) += A(i, k) * B(k, j);
     CHECK(max_abs_difference(nn::matmul(A, B, "A B"), expected) < 1e-14);
     CHECK_THROWS_WITH(nn::matmul(A, A, "A A"), Catch::Contains("A A: cannot multiply [3, 4] by [3, 4]"));
+    // an empty inner dimension is a sum of nothing: zeros, not garbage from BLAS
+    const Mat empty_inner = nn::matmul(xt::zeros<double>({2, 0}), xt::zeros<double>({0, 3}), "0-wide");
+    CHECK(empty_inner.shape(0) == 2);
+    CHECK(empty_inner.shape(1) == 3);
+    CHECK(xt::amax(xt::abs(empty_inner))() == 0.0);
+    CHECK(nn::matmul(xt::zeros<double>({0, 3}), rng.normal_mat(3, 2), "0 rows").shape(0) == 0);
 }

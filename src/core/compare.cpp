@@ -34,10 +34,12 @@ std::string join_labels(const std::vector<std::string>& labels) {
 }
 
 // Everything wrong with one step, or "" when it matches.
-std::string compare_step(const Step& actual, const Step& golden, const Tolerance& tol, std::size_t& tensors_compared) {
+std::string compare_step(const Step& actual, const Step& golden, const Tolerance& tol, bool partial,
+                         std::size_t& tensors_compared) {
     std::string report;
     for (const auto& g : golden.tensors) {
         const TensorRecord* a = find_tensor(actual, g.name);
+        if (!a && partial) continue;  // a student may hand in any subset
         if (!a) {
             report += fmt::format("  tensor '{}' {} is in the golden file but the lesson no longer records it\n", g.name,
                                   shape_string(g.shape()));
@@ -47,17 +49,25 @@ std::string compare_step(const Step& actual, const Step& golden, const Tolerance
         const TensorDiff d = compare_tensor(a->value, g.value, tol);
         if (!d.ok())
             report += fmt::format("  tensor '{}' {}\n{}\n", g.name, shape_string(g.shape()), tensor_diff_report(d, tol));
-        if (a->rows != g.rows)
+        if (!partial && a->rows != g.rows)
             report += fmt::format("  tensor '{}': row labels are [{}], golden has [{}]\n", g.name, join_labels(a->rows),
                                   join_labels(g.rows));
-        if (a->cols != g.cols)
+        if (!partial && a->cols != g.cols)
             report += fmt::format("  tensor '{}': column labels are [{}], golden has [{}]\n", g.name,
                                   join_labels(a->cols), join_labels(g.cols));
     }
-    for (const auto& a : actual.tensors)
-        if (!find_tensor(golden, a.name))
+    for (const auto& a : actual.tensors) {
+        if (find_tensor(golden, a.name)) continue;
+        if (partial) {
+            std::vector<std::string> names;
+            for (const auto& g : golden.tensors) names.push_back(g.name);
+            report += fmt::format("  tensor '{}' is not a tensor of this step; its tensors are: {}\n", a.name,
+                                  fmt::join(names, ", "));
+        } else {
             report += fmt::format("  tensor '{}' {} is new: the golden file does not have it (attn bless updates it)\n",
                                   a.name, shape_string(a.shape()));
+        }
+    }
     return report;
 }
 
@@ -123,17 +133,17 @@ std::string tensor_diff_report(const TensorDiff& d, const Tolerance& tol) {
     return out;
 }
 
-LessonComparison compare_traces(const Trace& actual, const Trace& golden, const Tolerance& tol) {
+LessonComparison compare_traces(const Trace& actual, const Trace& golden, const Tolerance& tol, bool partial) {
     LessonComparison result;
     const std::string lesson = golden.lesson();
-    if (actual.lesson() != golden.lesson()) {
+    if (!partial && actual.lesson() != golden.lesson()) {
         result.ok = false;
         result.report = fmt::format("{}: the golden file is for lesson '{}', not '{}'\n", lesson, golden.lesson(),
                                     actual.lesson());
         return result;
     }
     const std::string actual_config = config_text(actual.config()), golden_config = config_text(golden.config());
-    if (actual_config != golden_config) {
+    if (!partial && actual_config != golden_config) {
         result.ok = false;
         result.report = fmt::format("{}: configuration differs: the lesson ran with {}, the golden file has {}\n",
                                     lesson, actual_config, golden_config);
@@ -143,13 +153,15 @@ LessonComparison compare_traces(const Trace& actual, const Trace& golden, const 
     for (std::size_t i = 0; i < steps.size(); ++i) {
         const Step& g = steps[i];
         const Step* a = actual.find_step(g.id);
-        std::string why = a ? compare_step(*a, g, tol, result.tensors_compared)
+        if (!a && partial) continue;
+        std::string why = a ? compare_step(*a, g, tol, partial, result.tensors_compared)
                             : "  the lesson no longer has this step\n";
         if (why.empty()) {
             ++result.steps_compared;
             continue;
         }
         result.ok = false;
+        result.diverging_step = g.id;
         result.report = fmt::format("{}: diverges at step {}/{} '{}' ({})\n{}", lesson, i + 1, steps.size(), g.id,
                                     g.title, why);
         if (i + 1 < steps.size()) {
@@ -164,8 +176,12 @@ LessonComparison compare_traces(const Trace& actual, const Trace& golden, const 
         if (!golden.find_step(a.id)) extra.push_back(a.id);
     if (!extra.empty()) {
         result.ok = false;
-        result.report = fmt::format("{}: new steps not in the golden file: {} (attn bless updates it)\n", lesson,
-                                    fmt::join(extra, ", "));
+        std::vector<std::string> ids;
+        for (const auto& g : steps) ids.push_back(g.id);
+        result.report = partial ? fmt::format("{}: {} not steps of this lesson; its steps are: {}\n", lesson,
+                                              fmt::join(extra, ", "), fmt::join(ids, ", "))
+                                : fmt::format("{}: new steps not in the golden file: {} (attn bless updates it)\n",
+                                              lesson, fmt::join(extra, ", "));
     }
     return result;
 }

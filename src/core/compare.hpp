@@ -48,13 +48,16 @@ struct LessonComparison {
     bool ok = true;
     std::size_t steps_compared = 0;  // steps that matched, counting from the first
     std::size_t tensors_compared = 0;
-    std::string report;  // empty when ok
+    std::string diverging_step;  // id of the first step that differs, when one does
+    std::string report;          // empty when ok
 };
 
 // Compares a lesson's trace with its golden trace, step by step in golden order. Stops at the
 // first step that diverges (a tensor that differs, is missing, is new, or changed labels),
 // reports every differing tensor of that step, and lists the later steps as not reached.
-LessonComparison compare_traces(const Trace& actual, const Trace& golden, const Tolerance& tol);
+// `partial` compares a student's subset: steps and tensors left out are skipped, labels and
+// configuration are not compared, and a step or tensor the golden file lacks is an error.
+LessonComparison compare_traces(const Trace& actual, const Trace& golden, const Tolerance& tol, bool partial = false);
 
 // Every difference between an old golden trace and a new one, one line each (for bless):
 // tensors changed (how many elements and by how much), added or removed; steps added or

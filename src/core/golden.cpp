@@ -1,7 +1,10 @@
 #include "core/golden.hpp"
 
+#include "core/npy.hpp"
+
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -170,12 +173,23 @@ View parse_view(const std::string& s, const std::string& where, const std::strin
     fail(source, where + ": unknown view \"" + s + "\"");
 }
 
-TensorRecord parse_tensor(const json& t, const std::string& where, const std::string& source) {
+// The shape a nested list spells out, following first elements (read_data checks the rest).
+json inferred_shape(const json& data) {
+    json shape = json::array();
+    for (const json* level = &data; level->is_array(); level = &(*level)[0]) {
+        shape.push_back(level->size());
+        if (level->empty() || shape.size() > 8) break;
+    }
+    return shape;
+}
+
+TensorRecord parse_tensor(const json& t, const std::string& where, const std::string& source, bool partial) {
     TensorRecord rec;
     rec.name = string_member(t, "name", where, source);
     const std::string here = where + ", tensor '" + rec.name + "'";
     rec.equation = string_member(t, "equation", here, source, true);
-    const json& shape_json = member(t, "shape", here, source);
+    const bool infer = partial && t.is_object() && t.find("shape") == t.end();
+    const json shape_json = infer ? inferred_shape(member(t, "data", here, source)) : member(t, "shape", here, source);
     if (!shape_json.is_array()) fail(source, here + ": \"shape\" must be a list of sizes");
     Shape shape;
     std::size_t total = 1;
@@ -289,7 +303,11 @@ std::string to_golden_json(const Trace& trace) {
     return out.str();
 }
 
-Trace parse_golden_json(std::string_view text, const std::string& source) {
+namespace {
+
+// Reads golden JSON; `partial` relaxes it to what a student's file needs: format, version,
+// lesson, config, titles, shapes and checks become optional (validated when present).
+Submission parse_json(std::string_view text, const std::string& source, bool partial) {
     json doc;
     try {
         doc = json::parse(text.begin(), text.end());
@@ -301,47 +319,106 @@ Trace parse_golden_json(std::string_view text, const std::string& source) {
         fail(source, "not valid JSON at " + position_text(text, e.byte == 0 ? 0 : e.byte - 1) + ": " + why);
     }
     if (!doc.is_object()) fail(source, "the top level must be a JSON object");
-    if (string_member(doc, "format", "the file", source) != "attn-golden")
+    const auto has = [&](const char* key) { return doc.find(key) != doc.end(); };
+    if ((!partial || has("format")) && string_member(doc, "format", "the file", source) != "attn-golden")
         fail(source, "\"format\" must be \"attn-golden\"");
-    const json& version = member(doc, "version", "the file", source);
-    if (!version.is_number_integer() || version.get<long long>() != golden_format_version)
-        fail(source, "golden format version " + version.dump() + " is not supported (this attn reads version " +
-                         std::to_string(golden_format_version) + ")");
-    Trace trace(string_member(doc, "lesson", "the file", source), parse_config(member(doc, "config", "the file", source), source));
+    if (!partial || has("version")) {
+        const json& version = member(doc, "version", "the file", source);
+        if (!version.is_number_integer() || version.get<long long>() != golden_format_version)
+            fail(source, "golden format version " + version.dump() + " is not supported (this attn reads version " +
+                             std::to_string(golden_format_version) + ")");
+    }
+    Submission sub;
+    sub.has_lesson = !partial || has("lesson");
+    sub.has_config = !partial || has("config");
+    sub.trace = Trace(sub.has_lesson ? string_member(doc, "lesson", "the file", source) : std::string(),
+                      sub.has_config ? parse_config(member(doc, "config", "the file", source), source) : Config{});
+    Trace& trace = sub.trace;
     const json& steps = member(doc, "steps", "the file", source);
     if (!steps.is_array()) fail(source, "\"steps\" must be a list");
     for (const auto& s : steps) {
         const std::string id = string_member(s, "id", "a step", source);
         const std::string where = "step '" + id + "'";
         if (trace.find_step(id)) fail(source, where + " appears twice");
-        Step& step = trace.step(id, string_member(s, "title", where, source), string_member(s, "equation", where, source, true),
+        Step& step = trace.step(id, string_member(s, "title", where, source, partial),
+                                string_member(s, "equation", where, source, true),
                                 string_member(s, "explanation", where, source, true));
         const json& tensors = member(s, "tensors", where, source);
         if (!tensors.is_array()) fail(source, where + ": \"tensors\" must be a list");
         for (const auto& t : tensors) {
-            TensorRecord rec = parse_tensor(t, where, source);
+            TensorRecord rec = parse_tensor(t, where, source, partial);
             for (const auto& other : step.tensors)
                 if (other.name == rec.name) fail(source, where + ": tensor '" + rec.name + "' appears twice");
             step.tensors.push_back(std::move(rec));
         }
+        if (partial && s.find("checks") == s.end()) continue;
         const json& checks = member(s, "checks", where, source);
         if (!checks.is_array()) fail(source, where + ": \"checks\" must be a list");
         for (const auto& c : checks) step.checks.push_back(parse_check(c, where + ", a check", source));
     }
-    return trace;
+    return sub;
 }
 
-Trace read_golden(const std::filesystem::path& file) {
+std::string file_text(const std::filesystem::path& file) {
+    std::string text = read_file_bytes(file, "golden file");
+    if (text.empty()) fail(file.string(), "the file is empty");
+    return text;
+}
+
+// A directory of "<step>.<tensor>.npy" files as a partial trace.
+Submission read_npy_directory(const std::filesystem::path& dir) {
+    std::vector<std::filesystem::path> files;
+    for (const auto& entry : std::filesystem::directory_iterator(dir))
+        if (entry.path().extension() == ".npy") files.push_back(entry.path());
+    if (files.empty()) fail(dir.string(), "has no <step>.<tensor>.npy files");
+    std::sort(files.begin(), files.end());
+    Submission sub;
+    sub.trace = Trace("", Config{});
+    for (const auto& file : files) {
+        const std::string stem = file.stem().string();
+        const auto dot = stem.find('.');
+        if (dot == std::string::npos || dot == 0 || dot + 1 == stem.size())
+            fail(file.string(), "is not named <step>.<tensor>.npy");
+        const std::string step_id = stem.substr(0, dot), name = stem.substr(dot + 1);
+        auto& steps = sub.trace.steps();
+        if (steps.empty() || steps.back().id != step_id) {
+            if (sub.trace.find_step(step_id)) fail(file.string(), "step '" + step_id + "' is split");
+            sub.trace.step(step_id, "", "", "");
+        }
+        sub.trace.tensor(name, "", read_npy(file));
+    }
+    return sub;
+}
+
+}  // namespace
+
+std::string read_file_bytes(const std::filesystem::path& file, const std::string& kind) {
     std::error_code ec;
-    if (std::filesystem::is_directory(file, ec)) fail(file.string(), "is a directory, not a golden file");
+    if (std::filesystem::is_directory(file, ec)) fail(file.string(), "is a directory, not a " + kind);
     std::ifstream in(file, std::ios::binary);
     if (!in) fail(file.string(), std::string("cannot open: ") + std::strerror(errno));
     std::ostringstream buffer;
     buffer << in.rdbuf();
     if (in.bad()) fail(file.string(), "read error");
-    const std::string text = buffer.str();
-    if (text.empty()) fail(file.string(), "the file is empty");
-    return parse_golden_json(text, file.string());
+    return buffer.str();
+}
+
+Trace parse_golden_json(std::string_view text, const std::string& source) {
+    return parse_json(text, source, false).trace;
+}
+
+Submission parse_submission_json(std::string_view text, const std::string& source) {
+    return parse_json(text, source, true);
+}
+
+Submission read_submission(const std::filesystem::path& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) return read_npy_directory(path);
+    return parse_submission_json(file_text(path), path.string());
+}
+
+Trace read_golden(const std::filesystem::path& file) {
+    return parse_golden_json(file_text(file), file.string());
 }
 
 void write_file_atomic(const std::filesystem::path& file, const std::string& content) {

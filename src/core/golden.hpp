@@ -32,6 +32,24 @@ Trace parse_golden_json(std::string_view text, const std::string& source);
 // Reads and parses a golden file; throws GoldenError when it is missing or corrupt.
 Trace read_golden(const std::filesystem::path& file);
 
+// A student's numbers: any subset of a lesson's steps and tensors.
+struct Submission {
+    Trace trace;
+    bool has_lesson = false;  // the file names its lesson (trace.lesson())
+    bool has_config = false;  // the file gives its configuration (trace.config())
+};
+
+// Golden JSON relaxed for students: "format", "version", "lesson", "config", step titles,
+// tensor shapes (inferred from the nesting) and checks may be left out; present, they are checked.
+Submission parse_submission_json(std::string_view text, const std::string& source);
+
+// A submission file (relaxed golden JSON) or a directory of "<step>.<tensor>.npy" files.
+Submission read_submission(const std::filesystem::path& path);
+
+// The bytes of a file; throws GoldenError naming it when it is a directory ("is a directory,
+// not a <kind>") or cannot be opened or read.
+std::string read_file_bytes(const std::filesystem::path& file, const std::string& kind);
+
 // Writes `content` to a temporary file beside `file`, flushes it, then renames it over
 // `file`: readers see the old or the new content, never a mixture. Throws
 // std::runtime_error naming the file when any part fails (the old file is then untouched).

@@ -12,13 +12,6 @@
 
 namespace attn::nn {
 
-Mat context_vectors(const Mat& weights, const Mat& values) {
-    if (weights.shape(1) != values.shape(0))
-        throw ShapeError("context A H: weights " + shape_string(shape_of(weights)) + " need " +
-                         std::to_string(weights.shape(1)) + " value rows, got " + shape_string(shape_of(values)));
-    return matmul(weights, values, "A H");
-}
-
 Mat attentional_states(const Mat& contexts, const Mat& states, const Mat& W_c) {
     const std::size_t T = contexts.shape(0), d_c = contexts.shape(1), d_h = states.shape(1);
     expect_shape("attentional state: decoder states H", states, {T, d_h});

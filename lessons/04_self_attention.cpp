@@ -1,0 +1,645 @@
+// Lesson 4: self-attention, a sentence looking at itself. First Lin et al.'s (2017) structured
+// sentence embedding over bidirectional GRU states and its penalty; then the scaled dot-product
+// self-attention of Vaswani et al. (2017) in matrix form, its masks, and positions.
+// n = tokens, d = embedding width (d_model), u = width of each encoder direction (states are 2u
+// wide), d_a = width of Lin's tanh layer, r = attention hops, d_k = query, key and value width.
+#include "registry.hpp"
+
+#include "core/rng.hpp"
+#include "nn/linalg.hpp"
+#include "nn/positional.hpp"
+#include "nn/rnn.hpp"
+#include "nn/self_attention.hpp"
+#include "nn/softmax.hpp"
+#include "nn/structured.hpp"
+
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+namespace {
+
+const std::vector<std::string> vocabulary = {"turn", "off", "the", "lights", "in", "kitchen", "<pad>"};
+const std::vector<std::string> sentence = {"turn", "off", "the", "lights", "in", "the", "kitchen"};
+const std::vector<std::size_t> sentence_ids = {0, 1, 2, 3, 4, 2, 5};
+// The lesson-1 sentence, padded to the same length so that both fit in one batch.
+const std::vector<std::string> padded_sentence = {"turn", "off", "the", "lights", "<pad>", "<pad>", "<pad>"};
+const std::vector<std::size_t> padded_ids = {0, 1, 2, 3, 6, 6, 6};
+constexpr std::size_t valid_length = 4;
+// "in the kitchen turn off the lights": row t of the reordered sentence is word reordering[t].
+const std::vector<std::size_t> reordering = {4, 5, 6, 0, 1, 2, 3};
+constexpr std::size_t first_the = 2, second_the = 5;
+// "Moved" and "differ" below mean by more than this; rounding alone stays below 1e-15.
+constexpr double visible_change = 1e-3;
+
+double as_double(std::size_t n) { return static_cast<double>(n); }
+
+// "1 turn", "2 off", ...: row labels that keep the two "the" apart.
+std::vector<std::string> numbered(const std::vector<std::string>& words) {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < words.size(); ++i) out.push_back(std::to_string(i + 1) + " " + words[i]);
+    return out;
+}
+
+// prefix + first, prefix + (first + 1), ...: count labels.
+std::vector<std::string> labels(const std::string& prefix, std::size_t count, std::size_t first = 1) {
+    std::vector<std::string> out;
+    for (std::size_t i = first; i < first + count; ++i) out.push_back(prefix + std::to_string(i));
+    return out;
+}
+
+std::vector<std::string> permuted(const std::vector<std::string>& words, const std::vector<std::size_t>& order) {
+    std::vector<std::string> out;
+    for (auto i : order) out.push_back(words[i]);
+    return out;
+}
+
+Mat permuted_rows(const Mat& X, const std::vector<std::size_t>& order) {
+    Mat out = xt::empty<double>({order.size(), X.shape(1)});
+    for (std::size_t t = 0; t < order.size(); ++t)
+        xt::row(out, static_cast<std::ptrdiff_t>(t)) = xt::row(X, static_cast<std::ptrdiff_t>(order[t]));
+    return out;
+}
+
+Mat lookup(const Mat& table, const std::vector<std::size_t>& ids) {
+    Mat out = xt::empty<double>({ids.size(), table.shape(1)});
+    for (std::size_t i = 0; i < ids.size(); ++i)
+        xt::row(out, static_cast<std::ptrdiff_t>(i)) = xt::row(table, static_cast<std::ptrdiff_t>(ids[i]));
+    return out;
+}
+
+Mat transposed(const Mat& M) { return xt::eval(xt::transpose(M)); }
+
+// ---------------------------------------------------------------- the encoder
+
+// Variance 1/fan_in keeps every pre-activation near unit scale.
+nn::GruParams draw_gru(Rng& rng, std::size_t d_in, std::size_t u) {
+    const double sx = 1.0 / std::sqrt(as_double(d_in)), sh = 1.0 / std::sqrt(as_double(u)), sb = 0.5;
+    nn::GruParams p;
+    p.W_z = rng.normal_mat(u, d_in, sx);
+    p.U_z = rng.normal_mat(u, u, sh);
+    p.b_z = rng.normal_vec(u, sb);
+    p.W_r = rng.normal_mat(u, d_in, sx);
+    p.U_r = rng.normal_mat(u, u, sh);
+    p.b_r = rng.normal_vec(u, sb);
+    p.W_h = rng.normal_mat(u, d_in, sx);
+    p.U_h = rng.normal_mat(u, u, sh);
+    p.b_h = rng.normal_vec(u, sb);
+    return p;
+}
+
+// The three gates' weights stacked as in lesson 2: [A_z; A_r; A_h], rows labelled by gate.
+template <class T>
+Array stacked(const T& z, const T& r, const T& h) {
+    return xt::concatenate(xt::xtuple(Array(z), Array(r), Array(h)), 0);
+}
+
+void record_gru(Trace& trace, const std::string& which, const nn::GruParams& p) {
+    const std::size_t u = p.hidden_width();
+    std::vector<std::string> gates = labels("z", u);
+    for (const auto* prefix : {"r", "h~"})
+        for (const auto& label : labels(prefix, u)) gates.push_back(label);
+    trace.tensor("W_" + which, "[W_z; W_r; W_h], applied to x_t", stacked(p.W_z, p.W_r, p.W_h), gates);
+    trace.tensor("U_" + which, "[U_z; U_r; U_h], applied to the previous state", stacked(p.U_z, p.U_r, p.U_h),
+                 gates);
+    trace.tensor("b_" + which, "[b_z; b_r; b_h]", stacked(p.b_z, p.b_r, p.b_h), gates);
+}
+
+// ---------------------------------------------------------------- structured self-attention
+
+// m = sum_j a_j h_j, one state at a time.
+Vec weighted_sum(const Vec& a, const Mat& H) {
+    Vec m = xt::zeros<double>({H.shape(1)});
+    for (std::size_t j = 0; j < H.shape(0); ++j) m += a(j) * xt::row(H, static_cast<std::ptrdiff_t>(j));
+    return m;
+}
+
+Mat as_row(const Vec& v) { return xt::eval(xt::view(v, xt::newaxis(), xt::all())); }
+
+Vec row_sums(const Mat& A) { return xt::sum(A, {1}); }
+
+// Each hop k run alone as the single-vector attention of eq. 5, with w_s2 = row k of W_s2.
+Mat hops_one_at_a_time(const Mat& H, const Mat& W_s1, const Mat& W_s2) {
+    Mat A = xt::empty<double>({W_s2.shape(0), H.shape(0)});
+    for (std::size_t k = 0; k < W_s2.shape(0); ++k) {
+        const Mat w_s2 = xt::view(W_s2, xt::range(k, k + 1), xt::all());
+        xt::row(A, static_cast<std::ptrdiff_t>(k)) = xt::row(nn::structured_self_attention(H, W_s1, w_s2).weights, 0);
+    }
+    return A;
+}
+
+// sum_i sum_j (a_i . a_j - [i = j])^2, one entry of A A^T - I at a time.
+double penalty_by_entries(const Mat& A) {
+    double total = 0.0;
+    for (std::size_t i = 0; i < A.shape(0); ++i)
+        for (std::size_t j = 0; j < A.shape(0); ++j) {
+            double overlap = 0.0;
+            for (std::size_t t = 0; t < A.shape(1); ++t) overlap += A(i, t) * A(j, t);
+            const double entry = overlap - (i == j ? 1.0 : 0.0);
+            total += entry * entry;
+        }
+    return total;
+}
+
+// r identical rows a: A A^T = |a|^2 everywhere, so P = r (|a|^2 - 1)^2 + r (r - 1) |a|^4.
+double penalty_of_repeated_row(const Vec& a, std::size_t r) {
+    const double sq = xt::sum(a * a)(), hops = as_double(r);
+    return hops * (sq - 1.0) * (sq - 1.0) + hops * (hops - 1.0) * sq * sq;
+}
+
+Mat repeated_rows(const Vec& a, std::size_t r) {
+    Mat A = xt::empty<double>({r, a.size()});
+    for (std::size_t k = 0; k < r; ++k) xt::row(A, static_cast<std::ptrdiff_t>(k)) = a;
+    return A;
+}
+
+// The token each hop of the diverse example picks: spread from the first word to the last.
+std::vector<std::size_t> spread_tokens(std::size_t r, std::size_t n) {
+    std::vector<std::size_t> out;
+    for (std::size_t k = 0; k < r; ++k) out.push_back(r == 1 ? 0 : k * (n - 1) / (r - 1));
+    return out;
+}
+
+Mat one_hot_rows(const std::vector<std::size_t>& tokens, std::size_t n) {
+    Mat A = xt::zeros<double>({tokens.size(), n});
+    for (std::size_t k = 0; k < tokens.size(); ++k) A(k, tokens[k]) = 1.0;
+    return A;
+}
+
+std::string hop_targets(const std::vector<std::size_t>& tokens) {
+    std::string out;
+    for (std::size_t k = 0; k < tokens.size(); ++k) out += (k ? ", " : "") + sentence[tokens[k]];
+    return out;
+}
+
+// ---------------------------------------------------------------- scaled dot-product attention
+
+struct Projections {
+    Mat W_Q, W_K, W_V;  // d x d_k each
+};
+
+struct QKV {
+    Mat Q, K, V;  // n x d_k each
+};
+
+QKV project(const Projections& p, const Mat& X) {
+    return {nn::matmul(X, p.W_Q, "X W_Q"), nn::matmul(X, p.W_K, "X W_K"), nn::matmul(X, p.W_V, "X W_V")};
+}
+
+nn::AttentionResult self_attend(const Projections& p, const Mat& X) {
+    const QKV x = project(p, X);
+    return nn::scaled_dot_product_attention(x.Q, x.K, x.V);
+}
+
+nn::AttentionResult self_attend(const Projections& p, const Mat& X, const Mat& mask) {
+    const QKV x = project(p, X);
+    return nn::scaled_dot_product_attention(x.Q, x.K, x.V, mask);
+}
+
+// o_i = sum_j softmax_j(q_i . k_j / sqrt(d_k)) v_j, one query at a time.
+Mat attention_by_rows(const QKV& x) {
+    const std::size_t n = x.Q.shape(0), d_k = x.Q.shape(1);
+    Mat O = xt::zeros<double>({n, x.V.shape(1)});
+    for (std::size_t i = 0; i < n; ++i) {
+        Vec scores = xt::zeros<double>({n});
+        for (std::size_t j = 0; j < n; ++j)
+            for (std::size_t c = 0; c < d_k; ++c) scores(j) += x.Q(i, c) * x.K(j, c) / std::sqrt(as_double(d_k));
+        xt::row(O, static_cast<std::ptrdiff_t>(i)) = weighted_sum(nn::softmax(scores), x.V);
+    }
+    return O;
+}
+
+// How far below 0 the smallest weight lies (0 when none is negative).
+double negativity(const Mat& A) { return std::max(0.0, -xt::amin(A)()); }
+
+// How far any coordinate of any output row lies outside the range of that coordinate over the rows of V.
+double outside_value_range(const Mat& O, const Mat& V) {
+    const Vec lowest = xt::amin(V, {0}), highest = xt::amax(V, {0});
+    double worst = 0.0;
+    for (std::size_t i = 0; i < O.shape(0); ++i)
+        for (std::size_t c = 0; c < O.shape(1); ++c)
+            worst = std::max({worst, lowest(c) - O(i, c), O(i, c) - highest(c)});
+    return worst;
+}
+
+double largest_above_diagonal(const Mat& A) {
+    double worst = 0.0;
+    for (std::size_t i = 0; i < A.shape(0); ++i)
+        for (std::size_t j = i + 1; j < A.shape(1); ++j) worst = std::max(worst, std::abs(A(i, j)));
+    return worst;
+}
+
+// softmax first, then the future weights set to 0: the mask applied too late.
+Mat zeroed_after_softmax(const Mat& scores) {
+    Mat A = nn::softmax_rows(scores);
+    for (std::size_t i = 0; i < A.shape(0); ++i)
+        for (std::size_t j = i + 1; j < A.shape(1); ++j) A(i, j) = 0.0;
+    return A;
+}
+
+Mat rows_divided_by_their_sums(const Mat& A) {
+    const Vec sums = row_sums(A);
+    Mat out = A;
+    for (std::size_t i = 0; i < A.shape(0); ++i)
+        for (std::size_t j = 0; j < A.shape(1); ++j) out(i, j) /= sums(i);
+    return out;
+}
+
+// The largest row sum among the rows that lost weight (all but the last).
+double largest_truncated_row_sum(const Vec& sums) { return *std::max_element(sums.begin(), sums.end() - 1); }
+
+double nan_count(const Mat& M) {
+    const auto count = std::count_if(M.begin(), M.end(), [](double x) { return std::isnan(x); });
+    return as_double(static_cast<std::size_t>(count));
+}
+
+Mat rows(const Mat& M, std::size_t first, std::size_t last) {
+    return xt::view(M, xt::range(first, last), xt::all());
+}
+
+// Column 0: how far the causal outputs at positions <= t move when every token after t is
+// replaced by the matching row of X_other; column 1: the same without a mask. One row per t.
+Mat future_token_changes(const Projections& p, const Mat& X, const Mat& X_other) {
+    const std::size_t n = X.shape(0);
+    const Mat causal = nn::causal_mask(n);
+    const Mat O_causal = self_attend(p, X, causal).output, O_open = self_attend(p, X).output;
+    Mat changes = xt::empty<double>({n, std::size_t{2}});
+    for (std::size_t t = 0; t < n; ++t) {
+        Mat changed = X;
+        xt::view(changed, xt::range(t + 1, n), xt::all()) = rows(X_other, t + 1, n);
+        changes(t, 0) = max_abs_difference(rows(self_attend(p, changed, causal).output, 0, t + 1),
+                                           rows(O_causal, 0, t + 1));
+        changes(t, 1) = max_abs_difference(rows(self_attend(p, changed).output, 0, t + 1), rows(O_open, 0, t + 1));
+    }
+    return changes;
+}
+
+// How many values lie at or below `bound`.
+double count_at_most(const Vec& values, double bound) {
+    return as_double(static_cast<std::size_t>(std::count_if(values.begin(), values.end(),
+                                                             [bound](double x) { return x <= bound; })));
+}
+
+// ---------------------------------------------------------------- positions
+
+// PE_p . PE_{p+k} = sum_i sin(w_i p) sin(w_i (p + k)) + cos(w_i p) cos(w_i (p + k))
+//                 = sum_i cos(w_i k),  w_i = 1 / 10000^(2i/d): one value per offset k, whatever p.
+Vec encoding_dot_by_offset(std::size_t n, std::size_t d) {
+    Vec out = xt::zeros<double>({n});
+    for (std::size_t k = 0; k < n; ++k)
+        for (std::size_t i = 0; i < d / 2; ++i)
+            out(k) += std::cos(as_double(k) / std::pow(10000.0, as_double(2 * i) / as_double(d)));
+    return out;
+}
+
+// Largest |G(p, p + k) - closed_form(k)| over every p and every k >= 0.
+double offset_only_error(const Mat& G, const Vec& closed_form) {
+    double worst = 0.0;
+    for (std::size_t p = 0; p < G.shape(0); ++p)
+        for (std::size_t q = p; q < G.shape(1); ++q) worst = std::max(worst, std::abs(G(p, q) - closed_form(q - p)));
+    return worst;
+}
+
+// Row t: the largest change of output row t against the permuted unpermuted output, without
+// positions (column 0) and with them (column 1).
+Mat permutation_mismatch(const Mat& O_reordered, const Mat& O, const Mat& O_reordered_pos, const Mat& O_pos) {
+    const Mat expected = permuted_rows(O, reordering), expected_pos = permuted_rows(O_pos, reordering);
+    Mat out = xt::empty<double>({O.shape(0), std::size_t{2}});
+    for (std::size_t t = 0; t < O.shape(0); ++t) {
+        const auto r = static_cast<std::ptrdiff_t>(t);
+        out(t, 0) = xt::amax(xt::abs(xt::row(O_reordered, r) - xt::row(expected, r)))();
+        out(t, 1) = xt::amax(xt::abs(xt::row(O_reordered_pos, r) - xt::row(expected_pos, r)))();
+    }
+    return out;
+}
+
+double row_difference(const Mat& M, std::size_t a, std::size_t b) {
+    return max_abs_difference(xt::row(M, static_cast<std::ptrdiff_t>(a)), xt::row(M, static_cast<std::ptrdiff_t>(b)));
+}
+
+// Step [encoder]: H = (h_1, ..., h_n) from lesson 2's bidirectional GRU.
+Mat record_encoder(Trace& trace, const nn::GruParams& forward, const nn::GruParams& backward, const Mat& X) {
+    const auto rows_n = numbered(sentence);
+    const nn::BiGruRun encoder = nn::bigru_forward(forward, backward, X);
+    const Mat& H = encoder.annotations;
+    trace.step("encoder", "States that know their neighbours", "H = (h_1, ..., h_n),  h_t = [h→_t; h←_t]: n x 2u",
+               "Lin et al. (2017) read the sentence with a bidirectional LSTM; we reuse lesson 2's bidirectional "
+               "GRU, which plays the same part. Each row h_t joins a forward state, which has read the words up "
+               "to t, and a backward state, which has read them from the end back to t. The two \"the\" rows of "
+               "H now differ: each carries its own surroundings.");
+    record_gru(trace, "fwd", forward);
+    record_gru(trace, "bwd", backward);
+    trace.tensor("H", "h_t = [h→_t; h←_t], n x 2u", H, rows_n);
+    return H;
+}
+
+// Steps [one-hop], [hops] and [penalty]: Lin et al.'s embedding over the encoder states H.
+void record_structured_embedding(Trace& trace, const Mat& H, const Mat& W_s1, const Vec& w_s2, const Mat& W_s2) {
+    const std::size_t n = H.shape(0), d_a = W_s1.shape(0), r = W_s2.shape(0);
+    const auto rows_n = numbered(sentence);
+    const nn::StructuredAttention one = nn::structured_self_attention(H, W_s1, as_row(w_s2));
+    const Vec a = xt::row(one.weights, 0), m = xt::row(one.embedding, 0);
+    trace.step("one-hop", "One attention vector over the sentence",
+               "a = softmax(w_s2 tanh(W_s1 H^T)),  m = a H",
+               "There is no decoder state to compare with, so the question is a learned vector, w_s2 (Lin et "
+               "al. 2017, eq. 5). First a tanh layer of width d_a (350 in the paper) turns each state into a "
+               "column of features: (d_a x 2u)(2u x n) gives d_a x n. Then w_s2 scores every column, "
+               "(1 x d_a)(d_a x n) = 1 x n, and the softmax over the n tokens gives the weights a. The "
+               "sentence embedding m = a H, (1 x n)(n x 2u) = 1 x 2u, has the same size however long the "
+               "sentence is.");
+    trace.tensor("W_s1", "first layer, d_a x 2u", W_s1);
+    trace.tensor("w_s2", "the question, 1 x d_a", w_s2);
+    trace.tensor("F", "tanh(W_s1 H^T): (d_a x 2u)(2u x n) = d_a x n", one.hidden, labels("f", d_a), sentence);
+    trace.tensor("e", "w_s2 tanh(W_s1 H^T): (1 x d_a)(d_a x n) = 1 x n", xt::row(one.scores, 0), rows_n);
+    trace.tensor("a", "softmax over the n tokens, 1 x n", a, rows_n, {}, View::bars);
+    trace.tensor("m", "m = a H: (1 x n)(n x 2u) = 1 x 2u", m);
+    trace.check("a sums to 1", std::abs(xt::sum(a)() - 1.0), 1e-12);
+    trace.check("m = a H equals the sum over tokens sum_t a_t h_t", max_abs_difference(m, weighted_sum(a, H)), 1e-12);
+
+    const nn::StructuredAttention hops = nn::structured_self_attention(H, W_s1, W_s2);
+    const Mat& A = hops.weights;
+    trace.step("hops", "r hops: a matrix embedding",
+               "A = softmax(W_s2 tanh(W_s1 H^T)),  M = A H",
+               "A single vector tends to settle on one part of the sentence, a word or a phrase, while a "
+               "sentence has several worth keeping. Lin et al. (2017, eqs. 6-7) ask r questions at once: the "
+               "rows of W_s2 (r x d_a). The tanh layer is shared, so (r x d_a)(d_a x n) = r x n scores, a "
+               "softmax along each row, and A holds r distributions over the tokens. M = A H, (r x n)(n x 2u) "
+               "= r x 2u, stacks r sentence vectors; a classifier reads all of them. The check shows that the "
+               "matrix form is nothing more than r single hops side by side.");
+    trace.tensor("W_s2", "r questions, r x d_a", W_s2, labels("hop ", r));
+    trace.tensor("A", "softmax(W_s2 tanh(W_s1 H^T)): (r x d_a)(d_a x n) = r x n", A, labels("hop ", r), sentence,
+                 View::heatmap);
+    trace.tensor("M", "M = A H: (r x n)(n x 2u) = r x 2u", hops.embedding, labels("hop ", r));
+    trace.check("every row of A sums to 1", max_abs_difference(row_sums(A), xt::ones<double>({r})), 1e-12);
+    trace.check("row k of A equals eq. 5 run alone with w_s2 = row k of W_s2",
+                max_abs_difference(A, hops_one_at_a_time(H, W_s1, W_s2)), 1e-12);
+
+    const std::vector<std::size_t> picked = spread_tokens(r, n);
+    const Mat A_same = repeated_rows(a, r), A_apart = one_hot_rows(picked, n);
+    const Vec penalties = {nn::redundancy_penalty(A), nn::redundancy_penalty(A_same), nn::redundancy_penalty(A_apart)};
+    trace.step("penalty", "The penalty: hops should not repeat each other", "P = ||A A^T - I||_F^2",
+               "Nothing forces r hops to ask different questions; they can all land on the same word. Lin et "
+               "al. (2017, section 2.2) add P, times a small coefficient, to the training loss. Entry (i, j) of "
+               "A A^T is a_i . a_j. Off the diagonal that is the overlap of two hops, which P drives to 0. On "
+               "the diagonal it is |a_i|^2, which for a distribution is at most 1, and exactly 1 only when "
+               "all weight sits on one token: subtracting I pushes each hop to focus. Only the diagonal loses "
+               "the 1; subtracting 1 from every entry would punish something else. Lin et al. prefer P to a "
+               "KL divergence between hops, which they found unstable in training and which does not ask a "
+               "hop to focus. P for three matrices: our A; r copies of the single vector a, as redundant as "
+               "it gets; one-hot hops on " +
+                   hop_targets(picked) +
+                   ", as diverse as it gets. Our untrained A scores almost as badly as the copies: its hops "
+                   "are spread out and overlap.");
+    trace.tensor("AAt", "A A^T, r x r: overlaps off the diagonal, |a_i|^2 on it", nn::matmul(A, transposed(A), "A A^T"),
+                 labels("hop ", r), labels("hop ", r));
+    trace.tensor("A_same", "every row is a", A_same, labels("hop ", r), sentence);
+    trace.tensor("A_apart", "one-hot rows on different tokens", A_apart, labels("hop ", r), sentence);
+    trace.tensor("P", "||A A^T - I||_F^2 for each", penalties, std::vector<std::string>{"A", "A_same", "A_apart"});
+    trace.check("P by A A^T equals the entry sum, sum_ij (a_i . a_j - [i = j])^2",
+                max_abs_difference(penalties, Vec{penalty_by_entries(A), penalty_by_entries(A_same),
+                                                  penalty_by_entries(A_apart)}),
+                1e-12);
+    trace.check("P(A_same) = r (|a|^2 - 1)^2 + r (r - 1) |a|^4", std::abs(penalties(1) - penalty_of_repeated_row(a, r)),
+                1e-12);
+    trace.check("P(A_apart) = 0: one-hot rows on distinct tokens make A A^T = I exactly", penalties(2), 0.0);
+}
+
+struct SelfAttention {
+    QKV x;
+    nn::AttentionResult result;
+};
+
+// Steps [qkv] and [attention]: Q, K and V from X, and O = softmax(Q K^T / sqrt(d_k)) V.
+SelfAttention record_self_attention(Trace& trace, const Projections& proj, const Mat& X) {
+    const std::size_t n = X.shape(0);
+    const auto rows_n = numbered(sentence);
+    const QKV x = project(proj, X);
+    trace.step("qkv", "Queries, keys and values from one sentence", "Q = X W_Q,  K = X W_K,  V = X W_V",
+               "Vaswani et al. (2017, section 3.2) drop the recurrent encoder and the learned question: every "
+               "token asks its own. Three weight matrices give each token three roles: a query (what it looks "
+               "for), a key (what it offers to be found by) and a value (what it hands over when found). Each "
+               "projection is (n x d)(d x d_k) = n x d_k. Since rows 3 and 6 of X are equal, so are rows 3 "
+               "and 6 of Q, K and V.");
+    trace.tensor("W_Q", "d x d_k", proj.W_Q);
+    trace.tensor("W_K", "d x d_k", proj.W_K);
+    trace.tensor("W_V", "d x d_k (here d_v = d_k)", proj.W_V);
+    trace.tensor("Q", "Q = X W_Q: (n x d)(d x d_k) = n x d_k", x.Q, rows_n);
+    trace.tensor("K", "K = X W_K: (n x d)(d x d_k) = n x d_k", x.K, rows_n);
+    trace.tensor("V", "V = X W_V: (n x d)(d x d_k) = n x d_k", x.V, rows_n);
+
+    const nn::AttentionResult att = nn::scaled_dot_product_attention(x.Q, x.K, x.V);
+    trace.step("attention", "Scaled dot-product self-attention", "O = softmax(Q K^T / sqrt(d_k)) V",
+               "All n x n scores come from one product, (n x d_k)(d_k x n); lesson 3 showed why they are "
+               "divided by sqrt(d_k). Row i of A is token i's softmax over all n tokens, itself included, and "
+               "row i of O = A V, (n x n)(n x d_k) = n x d_k, mixes the value rows with those weights (Vaswani "
+               "et al. 2017, eq. 1). Weights that are non-negative and sum to 1 make each o_i a convex "
+               "combination of the v_j: it lies inside their convex hull, so in particular every coordinate "
+               "stays within that coordinate's range over V. No step waits for another, unlike the GRU.");
+    trace.tensor("S", "S = Q K^T / sqrt(d_k): (n x d_k)(d_k x n) = n x n", att.scores, rows_n, sentence);
+    trace.tensor("A_self", "A = softmax of each row of S", att.weights, rows_n, sentence, View::heatmap);
+    trace.tensor("O", "O = A V: (n x n)(n x d_k) = n x d_k", att.output, rows_n);
+    trace.check("no weight is negative", negativity(att.weights), 0.0);
+    trace.check("every row of A sums to 1", max_abs_difference(row_sums(att.weights), xt::ones<double>({n})), 1e-12);
+    trace.check("the loop o_i = sum_j softmax_j(q_i . k_j / sqrt(d_k)) v_j equals O",
+                max_abs_difference(attention_by_rows(x), att.output), 1e-12);
+    trace.check("every o_i lies within the range of the v_j, coordinate by coordinate",
+                outside_value_range(att.output, x.V), 1e-12);
+    return {x, att};
+}
+
+// Steps [causal], [wrong-way], [padding] and [future].
+void record_masks(Trace& trace, const Projections& proj, const Mat& E, const Mat& X, const Mat& X_other,
+                  const SelfAttention& self) {
+    const std::size_t n = X.shape(0);
+    const auto rows_n = numbered(sentence);
+    const QKV& x = self.x;
+    const nn::AttentionResult& att = self.result;
+    const Mat causal = nn::causal_mask(n);
+    const nn::AttentionResult masked = nn::scaled_dot_product_attention(x.Q, x.K, x.V, causal);
+    trace.step("causal", "The causal mask: no looking ahead",
+               "A = softmax(Q K^T / sqrt(d_k) + M),  M_ij = -inf for j > i",
+               "A model that writes a sentence word by word must not see the words it has not written yet. The "
+               "mask adds -inf to the score of every later token before the softmax (Vaswani et al. 2017, "
+               "section 3.2.3): exp(-inf) = 0, so those weights are exactly 0, and the softmax spreads the "
+               "whole weight over the tokens that remain. The first token sees only itself, so its output is "
+               "its own value. All n rows are still computed at once, which is why training a Transformer "
+               "decoder is parallel. The mask also tells the two \"the\" apart: the first sees three words, "
+               "the second six, so their outputs differ.");
+    trace.tensor("M_causal", "0 on and below the diagonal, -inf above", causal, rows_n, sentence);
+    trace.tensor("S_causal", "S + M", masked.scores, rows_n, sentence);
+    trace.tensor("A_causal", "softmax of each row of S + M", masked.weights, rows_n, sentence, View::heatmap);
+    trace.tensor("O_causal", "A_causal V", masked.output, rows_n);
+    trace.check("every weight above the diagonal is exactly 0", largest_above_diagonal(masked.weights), 0.0);
+    trace.check("every row of A_causal sums to 1", max_abs_difference(row_sums(masked.weights), xt::ones<double>({n})),
+                1e-12);
+    trace.check("the first output is the first value: o_1 = v_1",
+                max_abs_difference(xt::row(masked.output, 0), xt::row(x.V, 0)), 1e-12);
+
+    const Mat A_zeroed = zeroed_after_softmax(att.scores);
+    const Vec zeroed_sums = row_sums(A_zeroed);
+    trace.step("wrong-way", "The wrong way: zeroing after the softmax",
+               "A_zeroed = softmax(S) with A_ij := 0 for j > i",
+               "Some notes mask by setting the future weights to 0 after the softmax. The weights then no longer "
+               "sum to 1: each row keeps only the share it gave to the past, and the output shrinks towards 0 "
+               "by the share it lost. The first token keeps nothing but its weight on itself. The mask belongs "
+               "in the scores, before the softmax. Dividing each zeroed row by its sum repairs it and gives "
+               "A_causal exactly, since the softmax of the visible scores is their exponentials over their own "
+               "total.");
+    trace.tensor("A_zeroed", "the wrong way", A_zeroed, rows_n, sentence);
+    trace.tensor("row_sums", "sum_j of each row of A_zeroed", zeroed_sums, rows_n, {}, View::bars);
+    trace.check("the wrong way: rows 1..n-1 sum to less than 1 (largest sum shown)",
+                largest_truncated_row_sum(zeroed_sums), 0.999);
+    trace.check("each zeroed row divided by its sum gives A_causal",
+                max_abs_difference(rows_divided_by_their_sums(A_zeroed), masked.weights), 1e-12);
+
+    const Mat X_pad = lookup(E, padded_ids);
+    const Mat pad_mask = nn::padding_mask(n, n, valid_length, valid_length);
+    const nn::AttentionResult padded = self_attend(proj, X_pad, pad_mask);
+    const nn::AttentionResult alone = self_attend(proj, rows(X_pad, 0, valid_length));
+    const auto rows_pad = numbered(padded_sentence);
+    trace.step("padding", "Padding: a shorter sentence in the batch",
+               "M_ij = -inf when j >= L or i >= L,  L = 4 real tokens",
+               "Sentences are batched as one tensor, so lesson 1's \"turn off the lights\" is padded to 7 "
+               "tokens with <pad>. Its valid length L = 4 gives the mask: no query may look at a <pad> key. "
+               "What should a <pad> query get? Masking only the keys would hand it an ordinary-looking average "
+               "of the real words that means nothing, and every later step would have to remember to ignore "
+               "it. Here the mask blanks its whole row instead. Such a row has no score left at all, and a "
+               "plain softmax would give 0/0 = NaN there; nn::softmax defines the weights of a fully masked row "
+               "as all zeros, so the <pad> outputs are exactly 0 and no NaN can leak further. The real tokens "
+               "get exactly what they would get alone. A decoder adds this mask to the causal one: both hold "
+               "only 0 and -inf, so their sum masks what either masks.");
+    trace.tensor("X_pad", "x_t = E[w_t], padded to n", X_pad, rows_pad);
+    trace.tensor("M_pad", "-inf where the query or the key is <pad>", pad_mask, rows_pad, padded_sentence);
+    trace.tensor("A_pad", "softmax of each row of S + M_pad", padded.weights, rows_pad, padded_sentence, View::heatmap);
+    trace.tensor("O_pad", "A_pad V", padded.output, rows_pad);
+    trace.check("no NaN in A_pad or O_pad (count shown)", nan_count(padded.weights) + nan_count(padded.output), 0.0);
+    trace.check("the <pad> rows of A_pad and O_pad are exactly 0",
+                std::max(xt::amax(xt::abs(rows(padded.weights, valid_length, n)))(),
+                         xt::amax(xt::abs(rows(padded.output, valid_length, n)))()),
+                0.0);
+    trace.check("the real rows of A_pad sum to 1",
+                max_abs_difference(row_sums(rows(padded.weights, 0, valid_length)), xt::ones<double>({valid_length})),
+                1e-12);
+    trace.check("the real rows of O_pad equal attention over the 4 real tokens alone",
+                max_abs_difference(rows(padded.output, 0, valid_length), alone.output), 1e-12);
+
+    const Mat changes = future_token_changes(proj, X, X_other);
+    const Vec open_changes = xt::view(changes, xt::range(0, n - 1), 1);
+    trace.step("future", "The future cannot reach the past",
+               "O_causal(X')_s = O_causal(X)_s  for s <= t,  X' = X changed after t",
+               "For every t from 1 to n, the tokens after position t are replaced by other vectors (X_other), "
+               "and the outputs at positions 1..t are compared. With the causal mask they do not move at all, "
+               "for every t: a decoder trained this way can be run one word at a time later, and position t "
+               "will never notice that the future it was trained beside is missing. Without the mask every "
+               "position reads the future, so every earlier output moves (at t = n there is nothing after, so "
+               "nothing moves).");
+    trace.tensor("X_other", "replacement tokens, n x d", X_other, labels("x'", n));
+    trace.tensor("change", "max |O(X') - O(X)| over positions 1..t", changes, labels("t=", n),
+                 std::vector<std::string>{"causal", "no mask"});
+    trace.check("causal: for every t the outputs at positions <= t are unchanged",
+                xt::amax(xt::col(changes, 0))(), 1e-12);
+    trace.check("no mask: each t < n moves an earlier output by > 1e-3 (misses counted)",
+                count_at_most(open_changes, visible_change), 0.0);
+}
+
+// Steps [positions] and [order]: the sinusoidal encoding and what it changes.
+void record_positions(Trace& trace, const Projections& proj, const Mat& X, const nn::AttentionResult& att) {
+    const std::size_t n = X.shape(0), d = X.shape(1);
+    const auto rows_n = numbered(sentence);
+    const Mat PE = nn::sinusoidal_encoding(n, d);
+    const Mat G = nn::matmul(PE, transposed(PE), "PE PE^T");
+    const Vec by_offset = encoding_dot_by_offset(n, d);
+    trace.step("positions", "Sinusoidal positions",
+               "PE(pos, 2i) = sin(pos / 10000^(2i/d)),  PE(pos, 2i+1) = cos(the same angle)",
+               "Without a mask, attention never looks at the order of the rows (the last step shows it). "
+               "Vaswani et al. (2017, section 3.5) add to each token a vector that depends only on its position, "
+               "counted from 0. Columns 2i and 2i+1 are the sine and cosine of one angle that grows with pos, "
+               "fast for i = 0 and ever slower for larger i, like the hands of a clock. The dot product of two "
+               "positions is then sum_i cos(w_i (q - p)) with w_i = 1 / 10000^(2i/d): it depends on the "
+               "offset k = q - p only, so G = PE PE^T is constant along each diagonal. Behind this: moving k "
+               "positions turns every pair by the same angle k w_i, whatever pos, a fixed linear map (Vaswani "
+               "et al. chose the encoding for that). Positions are not orthogonal, as is sometimes claimed: "
+               "neighbours have similar encodings and the dot product falls with distance, until the fastest "
+               "clock comes round (its period is 2 pi, about 6 positions). A width this small has only d/2 "
+               "clocks; at d = 512 the slow ones keep distant positions apart.");
+    trace.tensor("PE", "sinusoidal encoding, n x d", PE, labels("pos ", n, 0), {}, View::heatmap);
+    trace.tensor("G", "G_pq = PE_p . PE_q, constant along each diagonal", G, labels("p=", n, 0), labels("q=", n, 0));
+    trace.tensor("g", "g_k = sum_i cos(k / 10000^(2i/d))", by_offset, labels("k=", n, 0));
+    trace.check("PE_p . PE_(p+k) = g_k for every p and k: the offset alone decides",
+                offset_only_error(G, by_offset), 1e-12);
+    trace.check("PE(0, .) = [0, 1, 0, 1, ...]",
+                max_abs_difference(xt::row(PE, 0), xt::eval(xt::fmod(xt::arange<double>(0.0, as_double(d)), 2.0))),
+                0.0);
+
+    const Mat X_reordered = permuted_rows(X, reordering);
+    const Mat O = att.output, O_reordered = self_attend(proj, X_reordered).output;
+    const Mat O_pos = self_attend(proj, X + PE).output, O_reordered_pos = self_attend(proj, X_reordered + PE).output;
+    const Mat mismatch = permutation_mismatch(O_reordered, O, O_reordered_pos, O_pos);
+    const Vec positional_mismatch = xt::col(mismatch, 1);
+    trace.step("order", "Without positions, word order is invisible",
+               "O(P X) = P O(X),  but  O(P X + PE) != P O(X + PE)",
+               "Reorder the sentence as \"in the kitchen turn off the lights\": a permutation matrix P moves the "
+               "rows of X. Without positions, the outputs just move along: each token's output depends on which "
+               "tokens are present, never on where, so self-attention is permutation-equivariant. That is also "
+               "why the two \"the\" get the same output. Adding PE after reordering, the words land on new "
+               "positions and every output changes beyond the reordering; the two \"the\" now differ too. (Had "
+               "the positions moved with the words, P (X + PE), the outputs would again just be permuted: what "
+               "breaks the symmetry is exactly that a position stays put while the words move.) PE is added to "
+               "X before the projections, so the query of token t carries p(t) and the key of token i carries "
+               "p(i); a formula that puts p(i) into the query of t, as one of the source texts does, has "
+               "swapped them.");
+    trace.tensor("mismatch", "row t: max |O(P X) - P O(X)|, then with X + PE", mismatch,
+                 numbered(permuted(sentence, reordering)), std::vector<std::string>{"no PE", "with PE"});
+    trace.tensor("O_pos", "O(X + PE)", O_pos, rows_n);
+    trace.check("without positions: O(P X) = P O(X)", xt::amax(xt::col(mismatch, 0))(), 1e-12);
+    trace.check("without positions: the two \"the\" rows of O are equal", row_difference(O, first_the, second_the),
+                1e-12);
+    trace.check("with positions: every row of the mismatch exceeds 1e-3 (misses counted)",
+                count_at_most(positional_mismatch, visible_change), 0.0);
+    trace.check("with positions: the two \"the\" rows of O(X + PE) differ by > 1e-3",
+                count_at_most(Vec{row_difference(O_pos, first_the, second_the)}, visible_change), 0.0);
+}
+
+}  // namespace
+
+void lesson_self_attention(Trace& trace, const Config& config) {
+    const std::size_t d = config.size("d"), u = config.size("u"), d_a = config.size("d_a"), r = config.size("r"),
+                      d_k = config.size("d_k"), n = sentence.size();
+    Rng rng(config.seed);
+    const Mat E = rng.normal_mat(vocabulary.size(), d);
+    const nn::GruParams forward = draw_gru(rng, d, u), backward = draw_gru(rng, d, u);
+    const Mat W_s1 = rng.normal_mat(d_a, 2 * u, 1.0 / std::sqrt(as_double(2 * u)));
+    // Lin's second layer is drawn large so that untrained hops already prefer some tokens; with
+    // variance 1/d_a every weight vector would be close to uniform.
+    const Vec w_s2 = rng.normal_vec(d_a, 2.0);
+    const Mat W_s2 = rng.normal_mat(r, d_a, 2.0);
+    const double projection_scale = 1.0 / std::sqrt(as_double(d));
+    const Projections proj{rng.normal_mat(d, d_k, projection_scale), rng.normal_mat(d, d_k, projection_scale),
+                           rng.normal_mat(d, d_k, projection_scale)};
+    const Mat X_other = rng.normal_mat(n, d);
+
+    const Mat X = lookup(E, sentence_ids);
+    trace.step("sentence", "A sentence as a matrix", "S = (w_1, ..., w_n),  one row per token: n x d",
+               "From here on there is no second sentence and no decoder: the sentence \"turn off the lights in "
+               "the kitchen\" attends to itself. Each word is looked up in an embedding table drawn from the "
+               "seed (untrained, so only the shapes of the computation are meaningful). Lin et al. (2017, "
+               "section 2.1) call the n x d result S; we call it X, as the Transformer part will. \"the\" occurs "
+               "twice, so rows 3 and 6 of X are the same vector: keep an eye on them.");
+    trace.tensor("E", "embedding table, one row per word, V x d", E, vocabulary);
+    trace.tensor("X", "x_t = E[w_t], n x d", X, numbered(sentence));
+
+    const Mat H = record_encoder(trace, forward, backward, X);
+    record_structured_embedding(trace, H, W_s1, w_s2, W_s2);
+    const SelfAttention self = record_self_attention(trace, proj, X);
+    record_masks(trace, proj, E, X, X_other, self);
+    record_positions(trace, proj, X, self.result);
+}
+
+}  // namespace attn

@@ -1,0 +1,39 @@
+// The classroom exercises: functions of src/nn/ that students write themselves. Each has a
+// reference in src/nn/ and a starter with the same signature in lessons/exercises/; the
+// program attn-student is linked with the student's versions, and an exercise passes when
+// the lesson steps that use it match the golden file.
+//
+// Adding an exercise: move the function into its own file under src/nn/, write the starter
+// lessons/exercises/<file> (the task and equation in a comment, then `throw
+// ExerciseNotDone("<id>")`), add [id, reference file] to the `exercises` list in meson.build
+// and a row to the table in exercise_table.cpp. `attn instructor-check` then proves that the
+// reference passes and the starter reports itself not done.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace attn {
+
+struct Exercise {
+    std::string id;     // "softmax": names it on the command line and in ExerciseNotDone
+    std::string title;  // "Numerically stable softmax"
+    std::string lesson;              // slug of the lesson that checks it
+    std::vector<std::string> steps;  // the ids of the steps whose tensors check it, in lesson order
+    // Earlier exercises whose functions the lesson runs before or within these steps: when one
+    // of them has not passed, a divergence here may be theirs, so this one waits for them.
+    std::vector<std::string> uses;
+    std::vector<std::string> hints;  // from "which equation" to "what typically goes wrong"; lines of <= 74 columns
+};
+
+// Every exercise, in the order a student meets them in the lessons.
+const std::vector<Exercise>& all_exercises();
+
+// The exercise with this id, or nullptr.
+const Exercise* find_exercise(const std::string& id);
+
+// The file a student edits, inside the exercises folder: the id with '_' for '-', plus ".cpp"
+// ("gru-step" -> "gru_step.cpp"). meson.build derives the same name from the same id.
+std::string exercise_file(const Exercise& exercise);
+
+}  // namespace attn

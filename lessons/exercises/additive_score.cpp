@@ -1,0 +1,33 @@
+// Exercise additive-score: the additive (Bahdanau) score of every query against every key
+// (Bahdanau et al. 2015, eq. 6 and appendix A.1.2).
+// Checked by lesson 2 (additive), step [scores]: the matrix E of all decoder steps' scores
+// must match the golden file.
+//
+// Task: for queries Q (T_q x d_q, row i is q_i), keys K (T_k x d_k, row j is k_j), weights
+// W_q (d_a x d_q), W_k (d_a x d_k) and v (d_a), return the T_q x T_k matrix
+//
+//   e_ij = v^T tanh(W_q q_i + W_k k_j)
+//
+// (declared in src/nn/scores.hpp). W_q q_i does not depend on j, nor W_k k_j on i: project
+// every query and every key once, then combine each pair.
+// Available: nn::matmul(A, B, "name") (A B, with a shape check naming it), xt::transpose,
+// std::tanh, element access M(i, j) and v(a).
+//
+// Then: meson compile -C build attn-student && build/attn-student check additive-score
+#include "nn/scores.hpp"
+
+#include "core/exercise.hpp"
+#include "nn/linalg.hpp"
+
+#include <xtensor/xmanipulation.hpp>
+
+#include <cmath>
+
+namespace attn::nn {
+
+Mat additive_scores([[maybe_unused]] const Mat& Q, [[maybe_unused]] const Mat& K, [[maybe_unused]] const Mat& W_q,
+                    [[maybe_unused]] const Mat& W_k, [[maybe_unused]] const Vec& v) {
+    throw ExerciseNotDone("additive-score");
+}
+
+}  // namespace attn::nn

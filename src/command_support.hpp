@@ -1,0 +1,28 @@
+// Helpers shared by the command files (commands.cpp, exercise_commands.cpp).
+#pragma once
+
+#include "core/compare.hpp"
+#include "exercise_status.hpp"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+// False after reporting a bad --rtol or --atol.
+bool tolerance_ok(const Tolerance& tol);
+
+// The candidate `name` most likely meant (one it begins, or one at most 2 edits away), or "".
+std::string closest_name(const std::string& name, const std::vector<std::string>& candidates);
+
+// `path` relative to the working directory when it lies inside it ("lessons/exercises"), else as it is.
+std::string shown_path(const std::filesystem::path& path);
+
+// Runs a lesson as the program should: an exercise build catches what a student's code throws.
+LessonRun run_for_command(const Lesson& lesson);
+
+// One line on why a stopped lesson stopped: the not-done message (naming the file to edit) or the error.
+std::string stop_message(const LessonRun& run);
+
+}  // namespace attn

@@ -1,0 +1,380 @@
+// The exercise commands of an exercise build (attn-student, attn-starter-<id>): `exercises`, the
+// exercise `check` and `hint`; and the instructor's `attn instructor-check`.
+#include "commands.hpp"
+
+#include "attn_config.hpp"
+#include "command_support.hpp"
+#include "core/golden.hpp"
+#include "core/render.hpp"
+#include "core/side_by_side.hpp"
+#include "program.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+
+namespace attn {
+
+namespace {
+
+// The hints shown so far, per exercise, in the build directory: rebuilding keeps them,
+// a new build directory starts over.
+std::filesystem::path hint_record() {
+    const Program& p = this_program();
+    return p.build_dir / (p.name + "-hints.json");
+}
+
+void unknown_exercise(const std::string& id) {
+    std::vector<std::string> ids;
+    for (const auto& x : all_exercises()) ids.push_back(x.id);
+    const std::string best = closest_name(id, ids);
+    if (!best.empty())
+        fmt::print(stderr, "{}: unknown exercise '{}'; did you mean '{}'?\n", this_program().name, id, best);
+    else
+        fmt::print(stderr, "{}: unknown exercise '{}'; the exercises are: {}\n", this_program().name, id,
+                   fmt::join(ids, ", "));
+}
+
+// The exercises named on the command line (every one when none is); false after reporting an unknown id.
+bool resolve_exercises(const std::vector<std::string>& ids, std::vector<const Exercise*>& out) {
+    if (ids.empty()) {
+        for (const auto& x : all_exercises()) out.push_back(&x);
+        return true;
+    }
+    for (const auto& id : ids) {
+        const Exercise* x = find_exercise(id);
+        if (!x) {
+            unknown_exercise(id);
+            return false;
+        }
+        if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
+    }
+    return true;
+}
+
+std::filesystem::path exercise_path(const Exercise& x) { return this_program().exercises_dir / exercise_file(x); }
+
+// The file to edit, and what to do when the folder lacks it (meson.build then built the starter).
+std::string file_to_edit(const Exercise& x) {
+    std::error_code ec;
+    const std::string shown = shown_path(exercise_path(x));
+    if (std::filesystem::exists(exercise_path(x), ec)) return shown;
+    return shown + " (missing: copy it from lessons/exercises/, then meson setup --reconfigure)";
+}
+
+std::vector<ExerciseStatus> evaluate(const ExerciseOptions& o) {
+    return evaluate_exercises(o.golden_dir, shown_path(this_program().exercises_dir), o.tolerance, true);
+}
+
+std::vector<ExerciseStatus> chosen(const std::vector<ExerciseStatus>& all, const std::vector<const Exercise*>& wanted) {
+    std::vector<ExerciseStatus> out;
+    for (const auto& s : all)
+        if (std::find(wanted.begin(), wanted.end(), s.exercise) != wanted.end()) out.push_back(s);
+    return out;
+}
+
+std::size_t count_state(const std::vector<ExerciseStatus>& statuses, ExerciseState state) {
+    return static_cast<std::size_t>(std::count_if(statuses.begin(), statuses.end(),
+                                                  [&](const ExerciseStatus& s) { return s.state == state; }));
+}
+
+int exit_code(const std::vector<ExerciseStatus>& statuses) {
+    if (count_state(statuses, ExerciseState::golden_problem) > 0) return exit_golden;
+    return count_state(statuses, ExerciseState::passed) == statuses.size() ? exit_ok : exit_mismatch;
+}
+
+std::string indented(const std::string& text, std::size_t by) {
+    std::string out;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        out += std::string(by, ' ') + text.substr(start, end - start) + "\n";
+        start = end + 1;
+    }
+    return out;
+}
+
+// "meson compile -C build attn-student && build/attn-student check"
+std::string rebuild_command() {
+    const Program& p = this_program();
+    std::string program = shown_path(p.build_dir / p.name);
+    if (program.find('/') == std::string::npos) program = "./" + program;
+    return fmt::format("meson compile -C {} {} && {} check", shown_path(p.build_dir), p.name, program);
+}
+
+std::string mark(ExerciseState state) {
+    switch (state) {
+        case ExerciseState::passed: return "ok";
+        case ExerciseState::not_started:
+        case ExerciseState::not_finished: return "todo";
+        case ExerciseState::waiting: return "wait";
+        case ExerciseState::diverges:
+        case ExerciseState::error: return "FAIL";
+        case ExerciseState::golden_problem: return "ERROR";
+    }
+    return "";
+}
+
+// What a student needs beside a failure: where, the numbers, expected and actual side by side
+// for small tensors, and the first hint.
+std::string failure_details(const ExerciseStatus& s, const Tolerance& tol) {
+    const Exercise& x = *s.exercise;
+    std::string out = fmt::format("edit {}\n{}", file_to_edit(x), s.message);
+    if (!out.empty() && out.back() != '\n') out += "\n";
+    SideBySideOptions view;
+    view.indent = "    ";
+    std::size_t shown = 0;  // the first two tell the story; the report above lists every tensor
+    for (const auto& m : s.mismatches) {
+        const std::string table = render_side_by_side(m.actual, m.expected, tol, view);
+        if (table.empty() || shown == 2) continue;
+        out += fmt::format("  '{}' {}:\n{}", m.name, shape_string(shape_of(m.expected)), table);
+        ++shown;
+    }
+    out += fmt::format("hint 1 of {}:\n{}", x.hints.size(), indented(x.hints.front(), 2));
+    if (x.hints.size() > 1) out += fmt::format("more: {} hint {}\n", this_program().name, x.id);
+    return out;
+}
+
+void print_check_text(const std::vector<ExerciseStatus>& statuses, const Tolerance& tol) {
+    const Program& p = this_program();
+    fmt::print("{} check · exercise files in {}\n\n", p.name, shown_path(p.exercises_dir));
+    std::size_t width = 0;
+    for (const auto& s : statuses) width = std::max(width, s.exercise->id.size());
+    for (const auto& s : statuses) {
+        fmt::print("{:<5} {}  {}\n", mark(s.state), pad(s.exercise->id, width), describe(s));
+        switch (s.state) {
+            case ExerciseState::diverges:
+            case ExerciseState::error: fmt::print("{}", indented(failure_details(s, tol), 6)); break;
+            case ExerciseState::not_started:
+            case ExerciseState::not_finished:
+            case ExerciseState::golden_problem: fmt::print("{}", indented(s.message, 6)); break;
+            case ExerciseState::passed:
+            case ExerciseState::waiting: break;
+        }
+    }
+    const std::size_t passed = count_state(statuses, ExerciseState::passed);
+    fmt::print("\n{} of {} exercises passed.\n", passed, statuses.size());
+    if (passed < statuses.size()) fmt::print("After editing, rebuild and check again:\n  {}\n", rebuild_command());
+}
+
+void print_check_json(const std::vector<ExerciseStatus>& statuses, const Tolerance& tol) {
+    const Program& p = this_program();
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const auto& s : statuses)
+        list.push_back({{"id", s.exercise->id},
+                        {"title", s.exercise->title},
+                        {"lesson", s.exercise->lesson},
+                        {"steps", s.exercise->steps},
+                        {"file", shown_path(exercise_path(*s.exercise))},
+                        {"status", state_name(s.state)},
+                        {"description", describe(s)},
+                        {"step", s.step},
+                        {"waiting_for", s.waiting_for},
+                        {"message", s.message}});
+    const nlohmann::ordered_json doc = {{"program", p.name},
+                                        {"version", ATTN_VERSION},
+                                        {"exercises_dir", shown_path(p.exercises_dir)},
+                                        {"rtol", tol.rtol},
+                                        {"atol", tol.atol},
+                                        {"passed", count_state(statuses, ExerciseState::passed)},
+                                        {"total", statuses.size()},
+                                        {"exercises", list}};
+    fmt::print("{}\n", doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+}
+
+// The record of hints shown, or an empty one when there is none or it is unreadable.
+nlohmann::json read_hint_record(const std::filesystem::path& file) {
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) return nlohmann::json::object();
+    try {
+        nlohmann::json record = nlohmann::json::parse(read_file_bytes(file, "hint record"));
+        if (record.is_object()) return record;
+    } catch (const std::exception&) {
+        // reported below, like a record of the wrong shape
+    }
+    fmt::print(stderr, "{}: {} is not a record of hints shown; starting the hints over\n", this_program().name,
+               file.string());
+    return nlohmann::json::object();
+}
+
+std::size_t hints_shown(const nlohmann::json& record, const std::string& id) {
+    const auto found = record.find(id);
+    return found != record.end() && found->is_number_unsigned() ? found->get<std::size_t>() : 0;
+}
+
+// ---------------------------------------------------------------- instructor check
+
+// Counts and prints verdicts the way llm.c's test prints its tensors: OK or NOT OK, then what.
+struct Verdicts {
+    std::size_t held = 0, failed = 0;
+
+    void operator()(bool holds, const std::string& what) {
+        fmt::print("{:<7} {}\n", holds ? "OK" : "NOT OK", what);
+        (holds ? held : failed) += 1;
+    }
+};
+
+// What is wrong with the exercise table ("" when nothing): rows that a status could not be
+// computed from, or that a student could not work from.
+std::string table_problems() {
+    std::vector<std::string> problems, earlier;
+    for (const auto& x : all_exercises()) {
+        if (!find_lesson(x.lesson)) problems.push_back(fmt::format("{}: no lesson '{}'", x.id, x.lesson));
+        if (x.steps.empty()) problems.push_back(x.id + ": no steps");
+        if (x.hints.size() < 2 || x.hints.size() > 3) problems.push_back(x.id + ": needs 2 or 3 hints");
+        for (const auto& u : x.uses)
+            if (std::find(earlier.begin(), earlier.end(), u) == earlier.end())
+                problems.push_back(fmt::format("{}: uses '{}', which is not an earlier exercise", x.id, u));
+        earlier.push_back(x.id);
+    }
+    return fmt::format("{}", fmt::join(problems, "; "));
+}
+
+// What `attn check` checks: every lesson matches its golden file, and its identity checks hold.
+void check_reference_lessons(Verdicts& verdict, const std::filesystem::path& golden_dir) {
+    for (const auto& l : all_lessons()) {
+        const std::string what = fmt::format("lesson {} {}: the reference matches its golden file", l.number, l.slug);
+        try {
+            const Trace actual = run_lesson(l, l.defaults);
+            const LessonComparison cmp =
+                compare_traces(actual, read_golden(golden_dir / golden_file_name(l.number, l.slug)), Tolerance{});
+            verdict(cmp.ok && actual.all_checks_hold(), cmp.ok ? what : what + "\n" + indented(cmp.report, 8));
+        } catch (const GoldenError& e) {
+            verdict(false, what + ": " + e.what());
+        }
+    }
+}
+
+std::string shell_quoted(const std::string& text) {
+    std::string out = "'";
+    for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+// The standard output of a shell command, or nothing when it cannot be started.
+std::optional<std::string> output_of(const std::string& command) {
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (!pipe) return std::nullopt;
+    std::string out;
+    char buffer[4096];
+    std::size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+    ::pclose(pipe);
+    return out;
+}
+
+// Each exercise's untouched starter, linked with the reference for everything else, must stop
+// its lesson with exactly its not-done message: "not started", not "passed" nor "diverges".
+void check_starters(Verdicts& verdict, const InstructorOptions& o) {
+    for (const auto& x : all_exercises()) {
+        const auto program = o.starters_dir / ("attn-starter-" + x.id);
+        const auto output = output_of(shell_quoted(program.string()) + " check " + x.id + " --format json --golden " +
+                                      shell_quoted(o.golden_dir.string()));
+        nlohmann::json entry;
+        try {
+            entry = nlohmann::json::parse(output.value_or("")).at("exercises").at(0);
+        } catch (const std::exception&) {
+            verdict(false, fmt::format("{}: {} did not answer 'check {} --format json' (meson compile attn-starter-{} "
+                                       "builds it)",
+                                       x.id, program.string(), x.id, x.id));
+            continue;
+        }
+        const std::string file = entry.value("file", ""), message = entry.value("message", "");
+        const std::string status = entry.value("status", "");
+        const bool holds = status == "not_started" && std::filesystem::path(file).filename() == exercise_file(x) &&
+                           message == fmt::format("exercise {} is not done yet: write it in {}", x.id, file);
+        verdict(holds, fmt::format("{}: the untouched starter says \"{}\"{}", x.id, message,
+                                   holds ? "" : " (status " + status + ")"));
+    }
+}
+
+}  // namespace
+
+int cmd_exercises(const ExerciseOptions& o) {
+    if (!tolerance_ok(o.tolerance)) return exit_usage;
+    const Program& p = this_program();
+    const auto statuses = evaluate(o);
+    std::size_t id_width = 8, state_width = 6;
+    for (const auto& s : statuses) {
+        id_width = std::max(id_width, display_width(s.exercise->id));
+        state_width = std::max(state_width, display_width(describe(s)));
+    }
+    fmt::print("{} · exercise files in {} · {} of {} passed\n\n", p.name, shown_path(p.exercises_dir),
+               count_state(statuses, ExerciseState::passed), statuses.size());
+    fmt::print(" #  {}  {}  file to edit\n", pad("exercise", id_width), pad("status", state_width));
+    for (std::size_t i = 0; i < statuses.size(); ++i) {
+        const ExerciseStatus& s = statuses[i];
+        fmt::print("{:>2}  {}  {}  {}\n", i + 1, pad(s.exercise->id, id_width), pad(describe(s), state_width),
+                   file_to_edit(*s.exercise));
+    }
+    const auto next = std::find_if(statuses.begin(), statuses.end(), [](const ExerciseStatus& s) {
+        return s.state != ExerciseState::passed && s.state != ExerciseState::waiting;
+    });
+    if (next == statuses.end() && count_state(statuses, ExerciseState::passed) == statuses.size())
+        fmt::print("\nEvery exercise passes.\n");
+    else if (next != statuses.end())
+        fmt::print("\nNext: {0}. '{1} check {0}' shows where it stands, '{1} hint {0}' gives a hint.\n",
+                   next->exercise->id, p.name);
+    return count_state(statuses, ExerciseState::golden_problem) > 0 ? exit_golden : exit_ok;
+}
+
+int cmd_check_exercises(const ExerciseOptions& o) {
+    if (!tolerance_ok(o.tolerance)) return exit_usage;
+    std::vector<const Exercise*> wanted;
+    if (!resolve_exercises(o.exercises, wanted)) return exit_usage;
+    const auto statuses = chosen(evaluate(o), wanted);
+    if (o.format == "json")
+        print_check_json(statuses, o.tolerance);
+    else
+        print_check_text(statuses, o.tolerance);
+    return exit_code(statuses);
+}
+
+int cmd_hint(const std::string& id) {
+    const Exercise* x = find_exercise(id);
+    if (!x) {
+        unknown_exercise(id);
+        return exit_usage;
+    }
+    const Program& p = this_program();
+    const auto file = hint_record();
+    nlohmann::json record = read_hint_record(file);
+    const std::size_t total = x->hints.size(), before = hints_shown(record, id);
+    const std::size_t shown = std::min(before + 1, total);
+    fmt::print("{} · {} · hint {} of {}\n\n{}\n", x->id, x->title, shown, total, indented(x->hints[shown - 1], 2));
+    if (shown < total)
+        fmt::print("Next hint: {} hint {}\n", p.name, id);
+    else
+        fmt::print("That is the last hint; asking again shows it again.\n");
+    record[id] = shown;
+    try {
+        write_file_atomic(file, record.dump(2) + "\n");
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "{}: cannot remember the hints shown: {}\n", p.name, e.what());
+    }
+    return exit_ok;
+}
+
+int cmd_instructor_check(const InstructorOptions& o) {
+    fmt::print("instructor check · golden files in {} · starter programs in {}\n\n", o.golden_dir.string(),
+               o.starters_dir.string());
+    Verdicts verdict;
+    const std::string problems = table_problems();
+    verdict(problems.empty(), problems.empty() ? fmt::format("the exercise table: {} exercises", all_exercises().size())
+                                               : "the exercise table: " + problems);
+    // 1. the reference passes: every lesson matches its golden file, and so does every exercise
+    check_reference_lessons(verdict, o.golden_dir);
+    for (const auto& s : evaluate_exercises(o.golden_dir, "", Tolerance{}, false))
+        verdict(s.state == ExerciseState::passed,
+                fmt::format("{}: the reference {} (lesson {}, {})", s.exercise->id, describe(s), s.exercise->lesson,
+                            fmt::join(s.exercise->steps, ", ")));
+    // 2. no exercise ships solved or broken: every untouched starter reports itself not done
+    check_starters(verdict, o);
+    fmt::print("\ninstructor check: {} of {} hold\n", verdict.held, verdict.held + verdict.failed);
+    return verdict.failed == 0 ? exit_ok : exit_mismatch;
+}
+
+}  // namespace attn

@@ -1,0 +1,243 @@
+#include "exercise_status.hpp"
+
+#include "core/exercise.hpp"
+#include "core/golden.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace attn {
+
+namespace {
+
+constexpr std::size_t absent = static_cast<std::size_t>(-1);
+
+// A lesson's run and golden file, shared by the exercises it checks.
+struct LessonFacts {
+    LessonRun run;
+    Trace golden;
+    std::string golden_error;  // why the golden file could not be read
+};
+
+LessonFacts study(const Lesson& lesson, const std::filesystem::path& golden_dir, bool catch_errors) {
+    LessonFacts facts;
+    try {
+        facts.golden = read_golden(golden_dir / golden_file_name(lesson.number, lesson.slug));
+    } catch (const GoldenError& e) {
+        facts.golden_error = e.what();
+        return facts;
+    }
+    facts.run = run_until_stopped(lesson, catch_errors);
+    return facts;
+}
+
+std::size_t golden_index(const Trace& golden, const std::string& step_id) {
+    const auto& steps = golden.steps();
+    const auto found = std::find_if(steps.begin(), steps.end(), [&](const Step& s) { return s.id == step_id; });
+    return found == steps.end() ? absent : static_cast<std::size_t>(found - steps.begin());
+}
+
+// The steps the lesson completed (a stopped run's last step may be half done) that come no
+// later than golden step `last`; steps the golden file lacks stay in, so the comparison names them.
+Trace completed_steps_until(const LessonRun& run, const Trace& golden, std::size_t last) {
+    Trace out(run.trace.lesson(), run.trace.config());
+    const auto& steps = run.trace.steps();
+    const std::size_t complete = run.stopped() && !steps.empty() ? steps.size() - 1 : steps.size();
+    for (std::size_t i = 0; i < complete; ++i) {
+        const std::size_t at = golden_index(golden, steps[i].id);
+        if (at == absent || at <= last) out.steps().push_back(steps[i]);
+    }
+    return out;
+}
+
+std::vector<TensorMismatch> mismatches_in(const Step& actual, const Step& golden, const Tolerance& tol) {
+    std::vector<TensorMismatch> out;
+    for (const auto& g : golden.tensors)
+        for (const auto& a : actual.tensors)
+            if (a.name == g.name && !compare_tensor(a.value, g.value, tol).ok())
+                out.push_back({g.name, a.value, g.value});
+    return out;
+}
+
+// How many of the exercise's steps the lesson completed.
+std::size_t steps_done(const Exercise& x, const Trace& done) {
+    return static_cast<std::size_t>(
+        std::count_if(x.steps.begin(), x.steps.end(), [&](const std::string& id) { return done.find_step(id); }));
+}
+
+// Fills in where `done` first departs from the golden file: a tensor that differs, or else an
+// identity check that fails. False when everything matches.
+bool find_divergence(ExerciseStatus& s, const Trace& done, const Trace& golden, const Tolerance& tol) {
+    const LessonComparison cmp = compare_traces(done, golden, tol, true);
+    if (!cmp.ok) {
+        s.state = ExerciseState::diverges;
+        s.step = cmp.diverging_step;
+        s.step_number = golden_index(golden, s.step) + 1;
+        s.message = cmp.report;
+        if (const Step* a = done.find_step(s.step)) s.mismatches = mismatches_in(*a, *golden.find_step(s.step), tol);
+        return true;
+    }
+    for (const auto& step : done.steps())
+        for (const auto& c : step.checks)
+            if (!c.holds) {
+                s.state = ExerciseState::diverges;
+                s.step = step.id;
+                s.step_number = golden_index(golden, step.id) + 1;
+                s.message = fmt::format("{}: identity check failed in step {}/{} '{}': {} (max |error| {:.3g} > "
+                                        "tolerance {:.3g})\n",
+                                        golden.lesson(), s.step_number, s.step_count, step.id, c.claim,
+                                        c.max_abs_error, c.tolerance);
+                return true;
+            }
+    return false;
+}
+
+// The first exercise of `uses` that has not passed, or "".
+std::string first_not_passed(const std::vector<std::string>& uses, const std::vector<ExerciseStatus>& earlier) {
+    for (const auto& id : uses)
+        for (const auto& s : earlier)
+            if (s.exercise->id == id && s.state != ExerciseState::passed) return id;
+    return "";
+}
+
+ExerciseStatus waiting_for(ExerciseStatus s, const std::string& id) {
+    s.state = ExerciseState::waiting;
+    s.waiting_for = id;
+    s.step.clear();
+    s.message.clear();
+    s.mismatches.clear();
+    return s;
+}
+
+// Why a lesson stopped before the exercise's steps were complete.
+ExerciseStatus stopped_early(ExerciseStatus s, const Exercise& x, const LessonRun& run, const Trace& done,
+                             const std::string& blocker, const std::filesystem::path& exercises_dir) {
+    if (run.not_done == x.id) {
+        s.state = steps_done(x, done) > 0 ? ExerciseState::not_finished : ExerciseState::not_started;
+        s.message = not_done_message(x.id, exercises_dir);
+        return s;
+    }
+    if (!run.not_done.empty()) return waiting_for(s, run.not_done);
+    if (!blocker.empty()) return waiting_for(s, blocker);
+    s.state = ExerciseState::error;
+    const auto& steps = run.trace.steps();
+    if (!steps.empty()) {
+        s.step = steps.back().id;
+        s.step_number = steps.size();
+    }
+    s.message = run.stopped() ? run.error
+                              : fmt::format("lesson {} ran to its end without recording the exercise's steps",
+                                            run.trace.lesson());
+    return s;
+}
+
+ExerciseStatus evaluate(const Exercise& x, const LessonFacts& facts, const std::vector<ExerciseStatus>& earlier,
+                        const Tolerance& tol, const std::filesystem::path& exercises_dir) {
+    ExerciseStatus s;
+    s.exercise = &x;
+    s.step_count = facts.golden.steps().size();
+    if (!facts.golden_error.empty()) {
+        s.state = ExerciseState::golden_problem;
+        s.message = facts.golden_error;
+        return s;
+    }
+    std::size_t last = 0;
+    for (const auto& id : x.steps) {
+        const std::size_t at = golden_index(facts.golden, id);
+        if (at == absent) {
+            s.state = ExerciseState::golden_problem;
+            s.message = fmt::format("the exercise table names step '{}', which the golden file of lesson {} lacks",
+                                    id, x.lesson);
+            return s;
+        }
+        last = std::max(last, at);
+    }
+    // 1. the lesson up to the exercise's last step, against the golden file
+    const Trace done = completed_steps_until(facts.run, facts.golden, last);
+    const std::string blocker = first_not_passed(x.uses, earlier);
+    if (find_divergence(s, done, facts.golden, tol)) return blocker.empty() ? s : waiting_for(s, blocker);
+    // 2. all of its steps ran and matched: passed, whatever stopped the lesson later
+    if (steps_done(x, done) == x.steps.size()) return s;
+    // 3. the lesson stopped first
+    return stopped_early(s, x, facts.run, done, blocker, exercises_dir);
+}
+
+}  // namespace
+
+LessonRun run_until_stopped(const Lesson& lesson, bool catch_errors) {
+    LessonRun run{Trace(lesson.slug, lesson.defaults), "", ""};
+    try {
+        lesson.fn(run.trace, lesson.defaults);
+    } catch (const ExerciseNotDone& e) {
+        run.not_done = e.exercise;
+        run.error = e.what();
+    } catch (const std::exception& e) {
+        if (!catch_errors) throw;
+        run.error = e.what();
+    }
+    return run;
+}
+
+std::string not_done_message(const std::string& exercise_id, const std::filesystem::path& exercises_dir) {
+    const Exercise* x = find_exercise(exercise_id);
+    if (!x) return fmt::format("exercise {} is not done yet (and not in the exercise table)", exercise_id);
+    return fmt::format("exercise {} is not done yet: write it in {}", exercise_id,
+                       (exercises_dir / exercise_file(*x)).string());
+}
+
+std::vector<ExerciseStatus> evaluate_exercises(const std::filesystem::path& golden_dir,
+                                               const std::filesystem::path& exercises_dir, const Tolerance& tol,
+                                               bool catch_errors) {
+    std::map<std::string, LessonFacts> lessons;
+    std::vector<ExerciseStatus> out;
+    for (const auto& x : all_exercises()) {
+        const Lesson* lesson = find_lesson(x.lesson);
+        if (!lesson) {
+            out.push_back({&x, ExerciseState::golden_problem, "", "", 0, 0,
+                           fmt::format("the exercise table names lesson '{}', which does not exist", x.lesson), {}});
+            continue;
+        }
+        auto [facts, fresh] = lessons.try_emplace(x.lesson);
+        if (fresh) facts->second = study(*lesson, golden_dir, catch_errors);
+        out.push_back(evaluate(x, facts->second, out, tol, exercises_dir));
+    }
+    return out;
+}
+
+std::string describe(const ExerciseStatus& s) {
+    const Lesson* lesson = find_lesson(s.exercise->lesson);
+    const std::string where = lesson ? fmt::format("lesson {} {}", lesson->number, lesson->slug) : s.exercise->lesson;
+    switch (s.state) {
+        case ExerciseState::passed: return "passed";
+        case ExerciseState::not_started: return "not started";
+        case ExerciseState::not_finished: return "not finished";
+        case ExerciseState::waiting: return "waiting for exercise " + s.waiting_for;
+        case ExerciseState::diverges:
+            return s.step.empty() ? "diverges in " + where
+                                  : fmt::format("diverges at step {}/{} '{}' of {}", s.step_number, s.step_count,
+                                                s.step, where);
+        case ExerciseState::error:
+            return s.step.empty() ? "stops with an error in " + where
+                                  : fmt::format("stops with an error in {} (last step begun: {} '{}')", where,
+                                                s.step_number, s.step);
+        case ExerciseState::golden_problem: return "golden file problem";
+    }
+    return "";
+}
+
+std::string state_name(ExerciseState state) {
+    switch (state) {
+        case ExerciseState::passed: return "passed";
+        case ExerciseState::not_started: return "not_started";
+        case ExerciseState::not_finished: return "not_finished";
+        case ExerciseState::waiting: return "waiting";
+        case ExerciseState::diverges: return "diverges";
+        case ExerciseState::error: return "error";
+        case ExerciseState::golden_problem: return "golden_problem";
+    }
+    return "";
+}
+
+}  // namespace attn

@@ -1,0 +1,70 @@
+// Where each classroom exercise stands in this build: run the lesson that checks it, compare
+// the lesson's steps up to the exercise's last step with the golden file, and say why when it
+// does not pass. Nothing here prints; the commands decide how to show it.
+#pragma once
+
+#include "core/compare.hpp"
+#include "exercise_table.hpp"
+#include "registry.hpp"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+// A lesson run that an exercise not done yet, or a student's code, may stop.
+struct LessonRun {
+    Trace trace;           // the steps recorded; when stopped, the last one may be incomplete
+    std::string not_done;  // the id of the exercise whose starter stopped it, if one did
+    std::string error;     // why it stopped ("" when it ran to the end)
+
+    bool stopped() const { return !error.empty(); }
+};
+
+// Runs a lesson with its default configuration. ExerciseNotDone always stops it; any other
+// exception only when `catch_errors` (a student's code may throw, the reference must not).
+LessonRun run_until_stopped(const Lesson& lesson, bool catch_errors);
+
+// "exercise softmax is not done yet: write it in <folder>/softmax.cpp"
+std::string not_done_message(const std::string& exercise_id, const std::filesystem::path& exercises_dir);
+
+enum class ExerciseState {
+    passed,          // every step of its lesson up to its last one matches the golden file
+    not_started,     // its starter throws ExerciseNotDone before any of its steps is complete
+    not_finished,    // some of its steps pass, then a function of it is still the starter
+    waiting,         // an exercise it depends on has not passed (see Exercise::uses)
+    diverges,        // a tensor differs, or an identity check fails, at or before its steps
+    error,           // the lesson stopped with an exception before its steps were complete
+    golden_problem,  // the golden file is missing, corrupt, or lacks the exercise's steps
+};
+
+// A tensor of the diverging step that differs from the golden file.
+struct TensorMismatch {
+    std::string name;
+    Array actual, expected;
+};
+
+struct ExerciseStatus {
+    const Exercise* exercise = nullptr;
+    ExerciseState state = ExerciseState::passed;
+    std::string waiting_for;  // waiting: the exercise to finish first
+    std::string step;         // diverges: the first step that differs; error: the last step recorded
+    std::size_t step_number = 0, step_count = 0;  // that step's place in the lesson, 1-based
+    std::string message;  // not done: the not-done message; diverges: the mismatch report; error, golden_problem: why
+    std::vector<TensorMismatch> mismatches;  // diverges: the differing tensors of `step`
+};
+
+// Every exercise of the table, in order; each lesson runs once.
+std::vector<ExerciseStatus> evaluate_exercises(const std::filesystem::path& golden_dir,
+                                               const std::filesystem::path& exercises_dir, const Tolerance& tol,
+                                               bool catch_errors);
+
+// For people: "passed", "not started", "waiting for exercise softmax",
+// "diverges at step 6/8 'decoder' of lesson 1 bottleneck", ...
+std::string describe(const ExerciseStatus& status);
+
+// For programs: "passed", "not_started", "not_finished", "waiting", "diverges", "error", "golden_problem".
+std::string state_name(ExerciseState state);
+
+}  // namespace attn

@@ -1,0 +1,32 @@
+// The additive score of Bahdanau et al. 2015 (the equation is in nn/scores.hpp).
+// The classroom exercise additive-score; the student's version is lessons/exercises/additive_score.cpp.
+// T_q = queries, T_k = keys, d_a = width of the tanh layer.
+#include "nn/scores.hpp"
+
+#include "nn/linalg.hpp"
+
+#include <xtensor/xmanipulation.hpp>
+
+#include <cmath>
+
+namespace attn::nn {
+
+Mat additive_scores(const Mat& Q, const Mat& K, const Mat& W_q, const Mat& W_k, const Vec& v) {
+    const std::size_t d_a = v.size();
+    expect_shape("additive score weight W_q", W_q, {d_a, Q.shape(1)});
+    expect_shape("additive score weight W_k", W_k, {d_a, K.shape(1)});
+    // 1. project every query and every key once
+    const Mat projected_q = matmul(Q, xt::eval(xt::transpose(W_q)), "Q W_q^T");
+    const Mat projected_k = matmul(K, xt::eval(xt::transpose(W_k)), "K W_k^T");
+    // 2. each pair: v . tanh(W_q q_i + W_k k_j)
+    Mat scores = xt::empty<double>({Q.shape(0), K.shape(0)});
+    for (std::size_t i = 0; i < Q.shape(0); ++i)
+        for (std::size_t j = 0; j < K.shape(0); ++j) {
+            double e = 0.0;
+            for (std::size_t a = 0; a < d_a; ++a) e += v(a) * std::tanh(projected_q(i, a) + projected_k(j, a));
+            scores(i, j) = e;
+        }
+    return scores;
+}
+
+}  // namespace attn::nn

@@ -1,0 +1,270 @@
+// The classroom exercises: the table agrees with meson.build and with the starters on disk, the
+// reference passes every exercise, every untouched starter stops its lesson with its message, a
+// typical mistake is caught at the right step with its hint, and the instructor check holds.
+// ATTN_BIN and ATTN_WRONG_SOFTMAX_BIN name programs (the attn-starter-<id> programs sit beside
+// attn); ATTN_EXERCISES is meson.build's exercise list; ATTN_SOURCE_DIR the source tree.
+#include "attn_config.hpp"
+#include "core/render.hpp"
+#include "core/side_by_side.hpp"
+#include "exercise_status.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <sys/wait.h>
+
+using namespace attn;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+    int code;
+    std::string output;  // stdout, and stderr too unless asked otherwise
+};
+
+std::string env(const char* name) {
+    const char* value = std::getenv(name);
+    REQUIRE(value != nullptr);
+    return value;
+}
+
+Result run(const fs::path& program, const std::string& args, bool with_stderr = true) {
+    const std::string command = "'" + program.string() + "' " + args + (with_stderr ? " 2>&1" : "");
+    FILE* pipe = ::popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string output;
+    char buffer[4096];
+    std::size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+    const int status = ::pclose(pipe);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::vector<std::string> table_ids() {
+    std::vector<std::string> ids;
+    for (const auto& x : all_exercises()) ids.push_back(x.id);
+    return ids;
+}
+
+fs::path starter_program(const std::string& id) {
+    return fs::path(env("ATTN_BIN")).parent_path() / ("attn-starter-" + id);
+}
+
+std::string read_text(const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("meson.build's exercise list is the table's, and every starter is on disk", "[exercises]") {
+    std::istringstream listed(env("ATTN_EXERCISES"));
+    std::vector<std::string> meson_ids, earlier;
+    for (std::string id; listed >> id;) meson_ids.push_back(id);
+    CHECK(meson_ids == table_ids());
+    for (const auto& x : all_exercises()) {
+        INFO("exercise " << x.id);
+        const fs::path starter = fs::path(env("ATTN_SOURCE_DIR")) / "lessons/exercises" / exercise_file(x);
+        CHECK_THAT(read_text(starter), Catch::Contains("throw ExerciseNotDone(\"" + x.id + "\")"));
+        CHECK(find_lesson(x.lesson) != nullptr);
+        CHECK_FALSE(x.steps.empty());
+        CHECK(x.hints.size() >= 2);
+        CHECK(x.hints.size() <= 3);
+        for (const auto& u : x.uses) CHECK(std::find(earlier.begin(), earlier.end(), u) != earlier.end());
+        earlier.push_back(x.id);
+        for (const auto& hint : x.hints) {
+            std::istringstream lines(hint);
+            for (std::string line; std::getline(lines, line);) CHECK(display_width(line) <= 74);
+        }
+    }
+    CHECK(exercise_file(*find_exercise("gru-step")) == "gru_step.cpp");
+}
+
+TEST_CASE("the reference passes every exercise", "[exercises]") {
+    for (const auto& s : evaluate_exercises(ATTN_GOLDEN_DIR, "", Tolerance{}, false)) {
+        INFO("exercise " << s.exercise->id << ": " << describe(s) << "\n" << s.message);
+        CHECK(s.state == ExerciseState::passed);
+    }
+}
+
+TEST_CASE("each untouched starter stops its lesson with its message", "[exercises]") {
+    const std::string id = GENERATE(from_range(table_ids()));
+    const Exercise& x = *find_exercise(id);
+    INFO("exercise " << id);
+    const Result text = run(starter_program(id), "check " + id);
+    CHECK(text.code == 1);
+    CHECK_THAT(text.output, Catch::Contains("todo  " + id));
+    CHECK_THAT(text.output, Catch::Contains("not started"));
+    CHECK_THAT(text.output, Catch::Contains("exercise " + id + " is not done yet: write it in "));
+    CHECK_THAT(text.output, Catch::Contains("lessons/exercises/" + exercise_file(x)));
+    const auto json = nlohmann::json::parse(run(starter_program(id), "check --format json", false).output);
+    // the others are the reference: they pass, or wait for this one
+    for (const auto& entry : json.at("exercises")) {
+        INFO("and exercise " << entry.at("id"));
+        if (entry.at("id") == id)
+            CHECK(entry.at("status") == "not_started");
+        else
+            CHECK((entry.at("status") == "passed" || entry.at("waiting_for") == id));
+    }
+}
+
+TEST_CASE("a softmax over the wrong axis is caught at lesson 1's decoder step, with its hint", "[exercises]") {
+    const fs::path program = env("ATTN_WRONG_SOFTMAX_BIN");
+    const Result r = run(program, "check");
+    CHECK(r.code == 1);
+    CHECK_THAT(r.output, Catch::Contains("ok    gru-step"));
+    CHECK_THAT(r.output,
+               Catch::Contains("FAIL  softmax         diverges at step 6/8 'decoder' of lesson 1 bottleneck"));
+    CHECK_THAT(r.output, Catch::Contains("edit "));
+    CHECK_THAT(r.output, Catch::Contains("tensor 'P' [3, 5]"));
+    CHECK_THAT(r.output, Catch::Contains("Mismatched elements: "));
+    CHECK_THAT(r.output, Catch::Contains("not reached: bottleneck, capacity"));
+    CHECK_THAT(r.output, Catch::Contains("'P' [3, 5]:"));
+    CHECK_THAT(r.output, Catch::Contains("actual (* differs)"));
+    CHECK_THAT(r.output, Catch::Contains("*"));
+    CHECK_THAT(r.output, Catch::Contains("hint 1 of 3:\n        " + find_exercise("softmax")->hints[0].substr(0, 40)));
+    CHECK_THAT(r.output, Catch::Contains("more: attn-wrong-softmax hint softmax"));
+    // lesson 2 reaches softmax_rows only after additive-score's step; context comes later
+    CHECK_THAT(r.output, Catch::Contains("ok    additive-score"));
+    CHECK_THAT(r.output, Catch::Contains("wait  context         waiting for exercise softmax"));
+    CHECK_THAT(r.output, Catch::Contains("wait  dot-scores      waiting for exercise softmax"));
+    CHECK_THAT(r.output, Catch::Contains("2 of 5 exercises passed."));
+
+    SECTION("machine-readable, for graders") {
+        const Result j = run(program, "check --format json", false);
+        CHECK(j.code == 1);
+        const auto doc = nlohmann::json::parse(j.output);
+        CHECK(doc.at("program") == "attn-wrong-softmax");
+        CHECK(doc.at("passed") == 2);
+        CHECK(doc.at("total") == 5);
+        const auto& softmax = doc.at("exercises").at(1);
+        CHECK(softmax.at("id") == "softmax");
+        CHECK(softmax.at("status") == "diverges");
+        CHECK(softmax.at("step") == "decoder");
+        CHECK_THAT(softmax.at("message").get<std::string>(), Catch::Contains("tensor 'P' [3, 5]"));
+        CHECK(doc.at("exercises").at(3).at("waiting_for") == "softmax");
+    }
+    SECTION("one exercise, and the overview") {
+        CHECK(run(program, "check gru-step").code == 0);
+        const Result overview = run(program, "exercises");
+        CHECK(overview.code == 0);
+        CHECK_THAT(overview.output, Catch::Contains("2 of 5 passed"));
+        CHECK_THAT(overview.output, Catch::Contains("file to edit"));
+        CHECK_THAT(overview.output, Catch::Contains("tests/fixtures/wrong_softmax/softmax.cpp"));
+        CHECK_THAT(overview.output, Catch::Contains("gru_step.cpp (missing"));
+        CHECK_THAT(overview.output, Catch::Contains("Next: softmax."));
+    }
+    SECTION("usage errors") {
+        const Result r2 = run(program, "check sofmax");
+        CHECK(r2.code == 2);
+        CHECK_THAT(r2.output, Catch::Contains("unknown exercise 'sofmax'; did you mean 'softmax'?"));
+        CHECK(run(program, "check --format xml").code == 2);
+        CHECK(run(program, "check --golden /nonexistent").code == 3);
+        CHECK(run(program, "bless 1").code == 2);
+    }
+}
+
+TEST_CASE("hint shows the hints one at a time, then repeats the last", "[exercises]") {
+    // The record lives beside the program; only this test runs attn-wrong-softmax's hints.
+    const fs::path program = env("ATTN_WRONG_SOFTMAX_BIN");
+    const fs::path record = program.parent_path() / "attn-wrong-softmax-hints.json";
+    fs::remove(record);
+    const auto& hints = find_exercise("context")->hints;
+    for (std::size_t i = 1; i <= hints.size() + 1; ++i) {
+        const Result r = run(program, "hint context");
+        const std::size_t shown = std::min(i, hints.size());
+        INFO(r.output);
+        CHECK(r.code == 0);
+        CHECK_THAT(r.output, Catch::Contains("hint " + std::to_string(shown) + " of " + std::to_string(hints.size())));
+        CHECK_THAT(r.output, Catch::Contains(hints[shown - 1].substr(0, 30)));
+        CHECK_THAT(r.output, Catch::Contains(shown < hints.size() ? "Next hint:" : "That is the last hint"));
+    }
+    CHECK(nlohmann::json::parse(read_text(record)).at("context") == hints.size());
+    SECTION("an unreadable record starts over") {
+        std::ofstream(record) << "{ not json";
+        const Result r = run(program, "hint context");
+        CHECK_THAT(r.output, Catch::Contains("starting the hints over"));
+        CHECK_THAT(r.output, Catch::Contains("hint 1 of"));
+    }
+    CHECK(run(program, "hint nope").code == 2);
+    fs::remove(record);
+}
+
+TEST_CASE("the programs say who they are, and stop cleanly at a starter", "[exercises]") {
+    const Result version = run(env("ATTN_STUDENT_BIN"), "--version");
+    CHECK_THAT(version.output, Catch::Contains("attn-student 0.1.0"));
+    CHECK_THAT(version.output, Catch::Contains("exercise files from"));
+    CHECK(run(env("ATTN_BIN"), "exercises").code == 2);
+    CHECK(run(env("ATTN_BIN"), "hint softmax").code == 2);
+    const fs::path gru = starter_program("gru-step");
+    const std::string not_done = "exercise gru-step is not done yet: write it in ";
+    SECTION("run") {
+        const Result r = run(gru, "run 1 2 3");
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Catch::Contains("bottleneck: stopped early, in or after step 3 'encoder': " + not_done));
+        CHECK_THAT(r.output, Catch::Contains("scores: all"));  // lesson 3 needs no GRU
+    }
+    SECTION("list and export") {
+        const Result list = run(gru, "list");
+        CHECK(list.code == 1);
+        CHECK_THAT(list.output, Catch::Contains("? = the lesson stops early"));
+        const fs::path out = fs::temp_directory_path() / "attn_exercises_export";
+        const Result exported = run(gru, "export 1 --out '" + out.string() + "'");
+        CHECK(exported.code == 1);
+        CHECK_THAT(exported.output, Catch::Contains(not_done));
+        fs::remove_all(out);
+    }
+}
+
+TEST_CASE("side by side marks the entries that differ", "[exercises]") {
+    const Array expected = Mat{{0.25, 0.75}, {0.5, 0.5}}, actual = Mat{{0.25, 0.75}, {0.4, 0.6}};
+    CHECK(render_side_by_side(actual, expected, Tolerance{}) ==
+          "  expected                 actual (* differs)\n"
+          "  [0]   0.2500  0.7500     [0]   0.2500  0.7500\n"
+          "  [1]   0.5000  0.5000     [1]   0.4000* 0.6000*\n");
+    SideBySideOptions narrow;
+    narrow.line_width = 30;
+    CHECK(render_side_by_side(actual, expected, Tolerance{}, narrow) ==
+          "  expected\n  [0]   0.2500  0.7500\n  [1]   0.5000  0.5000\n"
+          "  actual (* differs)\n  [0]   0.2500  0.7500\n  [1]   0.4000* 0.6000*\n");
+    CHECK(render_side_by_side(Vec{1.0, 2.0}, Vec{1.0, 3.0}, Tolerance{}) ==
+          "  expected            actual (* differs)\n   1.0000  3.0000      1.0000  2.0000*\n");
+    CHECK(render_side_by_side(xt::zeros<double>({9, 2}), xt::zeros<double>({9, 2}), Tolerance{}).empty());
+    CHECK(render_side_by_side(Vec{1.0}, Mat{{1.0}}, Tolerance{}).empty());
+}
+
+TEST_CASE("the instructor check holds", "[exercises]") {
+    const Result r = run(env("ATTN_BIN"), "instructor-check");
+    INFO(r.output);
+    CHECK(r.code == 0);
+    CHECK(r.output.find("NOT OK") == std::string::npos);
+    CHECK_THAT(r.output, Catch::Contains("softmax: the untouched starter says \"exercise softmax is not done yet"));
+    CHECK_THAT(r.output, Catch::Contains("dot-scores: the reference passed"));
+
+    SECTION("and catches a starter that ships solved or broken") {
+        // attn-wrong-softmax stands in for two starters: its gru-step is solved, its softmax wrong
+        const fs::path dir = fs::temp_directory_path() / "attn_instructor_check_starters";
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        for (const auto& id : table_ids())
+            fs::create_symlink(id == "gru-step" || id == "softmax" ? env("ATTN_WRONG_SOFTMAX_BIN")
+                                                                    : starter_program(id).string(),
+                               dir / ("attn-starter-" + id));
+        const Result bad = run(env("ATTN_BIN"), "instructor-check --starters '" + dir.string() + "'");
+        fs::remove_all(dir);
+        CHECK(bad.code == 1);
+        CHECK_THAT(bad.output, Catch::Contains("NOT OK  gru-step: the untouched starter says \"\" (status passed)"));
+        CHECK_THAT(bad.output, Catch::Contains("NOT OK  softmax: the untouched starter says"));
+        CHECK_THAT(bad.output, Catch::Contains("(status diverges)"));
+        CHECK_THAT(bad.output, Catch::Contains("OK      context: the untouched starter says"));
+    }
+}
