@@ -72,13 +72,6 @@ void record_gru_params(Trace& trace, const nn::GruParams& p, const std::string& 
     trace.tensor("b_h", "candidate bias", p.b_h);
 }
 
-Mat lookup(const Mat& table, const std::vector<std::size_t>& ids) {
-    Mat out = xt::empty<double>({ids.size(), table.shape(1)});
-    for (std::size_t i = 0; i < ids.size(); ++i)
-        xt::row(out, static_cast<std::ptrdiff_t>(i)) = xt::row(table, static_cast<std::ptrdiff_t>(ids[i]));
-    return out;
-}
-
 Vec final_state(const nn::GruParams& encoder, const Mat& X) {
     const Mat H = nn::gru_forward(encoder, X, xt::zeros<double>({encoder.hidden_width()})).states;
     return xt::row(H, -1);
@@ -144,7 +137,8 @@ BottleneckDemo measure_bottleneck(Rng& rng, const nn::GruParams& encoder, const 
     std::vector<std::size_t> first_sub(trials), last_sub(trials);
     for (std::size_t k = 0; k < trials; ++k) {
         demo.substitutes(k, 0) = static_cast<double>(first_sub[k] = different_token(rng, vocab, ids[k][0]));
-        // the last token differs per length, so its substitute avoids every token
+        // w_n differs per length, so one substitute cannot avoid them all: where it equals w_n,
+        // that sentence moves c by 0, which only lowers Δ_last a little
         last_sub[k] = rng.below(vocab);
         demo.substitutes(k, 1) = static_cast<double>(last_sub[k]);
     }
@@ -152,13 +146,17 @@ BottleneckDemo measure_bottleneck(Rng& rng, const nn::GruParams& encoder, const 
         const std::size_t n = demo_lengths[li];
         for (std::size_t k = 0; k < trials; ++k) {
             std::vector<std::size_t> sentence(ids[k].begin(), ids[k].begin() + static_cast<std::ptrdiff_t>(n));
-            const Vec c = final_state(encoder, lookup(E_src, sentence));
+            const auto context_of = [&](const std::vector<std::size_t>& words) {
+                return final_state(encoder, nn::gather_rows(E_src, words));
+            };
+            const Vec c = context_of(sentence);
             auto first_changed = sentence, last_changed = sentence;
             first_changed.front() = first_sub[k];
             last_changed.back() = last_sub[k];
-            demo.table(li, 0) += norm(c) / static_cast<double>(trials);
-            demo.table(li, 1) += norm(c - final_state(encoder, lookup(E_src, first_changed))) / static_cast<double>(trials);
-            demo.table(li, 2) += norm(c - final_state(encoder, lookup(E_src, last_changed))) / static_cast<double>(trials);
+            const auto count = static_cast<double>(trials);
+            demo.table(li, 0) += norm(c) / count;
+            demo.table(li, 1) += norm(c - context_of(first_changed)) / count;
+            demo.table(li, 2) += norm(c - context_of(last_changed)) / count;
         }
     }
     return demo;
@@ -190,7 +188,7 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
                "The source table has filler words too, for the measured demo in step [bottleneck].");
     trace.tensor("E_src", "source embedding table, V_src x d", E_src, vocab);
     trace.tensor("E_tgt", "target embedding table, V_tgt x d", E_tgt, target_vocab);
-    const Mat X = lookup(E_src, {0, 1, 2, 3});
+    const Mat X = nn::gather_rows(E_src, {0, 1, 2, 3});
     trace.tensor("X", "x_j = E_src[w_j], one row per source token", X, source_sentence);
 
     trace.step("encoder-params", "The encoder's weights", "GRU(x_t, h_{t-1}) with W: d x d, U: d x d, b: d",
@@ -236,7 +234,7 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
                "forcing): <sos>, then लाइट, then बंद. Look at the right half of each input row: it is the "
                "same vector c at every step. The decoder can change what it asks, but not what it is told; "
                "there is no way to look back at \"lights\" when producing लाइट.");
-    const Mat previous_tokens = lookup(E_tgt, {0, 1, 2});
+    const Mat previous_tokens = nn::gather_rows(E_tgt, {0, 1, 2});
     const Mat inputs = decoder_inputs(previous_tokens, c);
     trace.tensor("D_in", "row i = [y_{i-1}; c]", inputs, std::vector<std::string>{"<sos> ; c", "लाइट ; c", "बंद ; c"});
     const nn::GruRun dec = nn::gru_forward(decoder, inputs, c);

@@ -68,15 +68,6 @@ Mat permuted_rows(const Mat& X, const std::vector<std::size_t>& order) {
     return out;
 }
 
-Mat lookup(const Mat& table, const std::vector<std::size_t>& ids) {
-    Mat out = xt::empty<double>({ids.size(), table.shape(1)});
-    for (std::size_t i = 0; i < ids.size(); ++i)
-        xt::row(out, static_cast<std::ptrdiff_t>(i)) = xt::row(table, static_cast<std::ptrdiff_t>(ids[i]));
-    return out;
-}
-
-Mat transposed(const Mat& M) { return xt::eval(xt::transpose(M)); }
-
 // ---------------------------------------------------------------- the encoder
 
 // Variance 1/fan_in keeps every pre-activation near unit scale.
@@ -397,7 +388,7 @@ void record_structured_embedding(Trace& trace, const Mat& H, const Mat& W_s1, co
                    hop_targets(picked) +
                    ", as diverse as it gets. Our untrained A scores almost as badly as the copies: its hops "
                    "are spread out and overlap.");
-    trace.tensor("AAt", "A A^T, r x r: overlaps off the diagonal, |a_i|^2 on it", nn::matmul(A, transposed(A), "A A^T"),
+    trace.tensor("AAt", "A A^T, r x r: overlaps off the diagonal, |a_i|^2 on it", nn::matmul(A, nn::transposed(A), "A A^T"),
                  labels("hop ", r), labels("hop ", r));
     trace.tensor("A_same", "every row is a", A_same, labels("hop ", r), sentence);
     trace.tensor("A_apart", "one-hot rows on different tokens", A_apart, labels("hop ", r), sentence);
@@ -499,7 +490,7 @@ void record_masks(Trace& trace, const Projections& proj, const Mat& E, const Mat
     trace.check("each zeroed row divided by its sum gives A_causal",
                 max_abs_difference(rows_divided_by_their_sums(A_zeroed), masked.weights), 1e-12);
 
-    const Mat X_pad = lookup(E, padded_ids);
+    const Mat X_pad = nn::gather_rows(E, padded_ids);
     const Mat pad_mask = nn::padding_mask(n, n, valid_length, valid_length);
     const nn::AttentionResult padded = self_attend(proj, X_pad, pad_mask);
     const nn::AttentionResult alone = self_attend(proj, rows(X_pad, 0, valid_length));
@@ -554,7 +545,7 @@ void record_positions(Trace& trace, const Projections& proj, const Mat& X, const
     const std::size_t n = X.shape(0), d = X.shape(1);
     const auto rows_n = numbered(sentence);
     const Mat PE = nn::sinusoidal_encoding(n, d);
-    const Mat G = nn::matmul(PE, transposed(PE), "PE PE^T");
+    const Mat G = nn::matmul(PE, nn::transposed(PE), "PE PE^T");
     const Vec by_offset = encoding_dot_by_offset(n, d);
     trace.step("positions", "Sinusoidal positions",
                "PE(pos, 2i) = sin(pos / 10000^(2i/d)),  PE(pos, 2i+1) = cos(the same angle)",
@@ -625,7 +616,7 @@ void lesson_self_attention(Trace& trace, const Config& config) {
                            rng.normal_mat(d, d_k, projection_scale)};
     const Mat X_other = rng.normal_mat(n, d);
 
-    const Mat X = lookup(E, sentence_ids);
+    const Mat X = nn::gather_rows(E, sentence_ids);
     trace.step("sentence", "A sentence as a matrix", "S = (w_1, ..., w_n),  one row per token: n x d",
                "From here on there is no second sentence and no decoder: the sentence \"turn off the lights in "
                "the kitchen\" attends to itself. Each word is looked up in an embedding table drawn from the "

@@ -92,15 +92,6 @@ std::vector<std::string> gate_rows(std::size_t d) {
     return out;
 }
 
-Mat lookup(const Mat& table, const std::vector<std::size_t>& ids) {
-    Mat out = xt::empty<double>({ids.size(), table.shape(1)});
-    for (std::size_t i = 0; i < ids.size(); ++i)
-        xt::row(out, static_cast<std::ptrdiff_t>(i)) = xt::row(table, static_cast<std::ptrdiff_t>(ids[i]));
-    return out;
-}
-
-Mat transposed(const Mat& m) { return xt::eval(xt::transpose(m)); }
-
 // The query, key and value maps, d x d each; head n of N uses rows n d_h .. (n + 1) d_h - 1.
 struct Maps {
     Mat W_Q, W_K, W_V;
@@ -264,13 +255,13 @@ double row_gap(const Mat& H, std::size_t a, std::size_t b) {
 // Stage 2 after the fact: all T rows of weights from the recorded candidates in one masked
 // softmax, alpha = softmax(X H~^T / sqrt(d) + M).
 Mat weights_from_candidates(const Mat& X, const Mat& candidates) {
-    const Mat scores = nn::matmul(X, transposed(candidates), "X H~^T") / std::sqrt(as_double(X.shape(1)));
+    const Mat scores = nn::matmul(X, nn::transposed(candidates), "X H~^T") / std::sqrt(as_double(X.shape(1)));
     return nn::masked_softmax(scores, nn::causal_mask(X.shape(0)));
 }
 
 // z_i = f(x_i) = F x_i, plus the sinusoidal p(i) when `positions`.
 Mat attention_inputs(const Mat& F, const Mat& X, bool positions) {
-    Mat Z = nn::matmul(X, transposed(F), "X F^T");
+    Mat Z = nn::matmul(X, nn::transposed(F), "X F^T");
     if (positions) Z += nn::sinusoidal_encoding(X.shape(0), X.shape(1));
     return Z;
 }
@@ -281,8 +272,8 @@ struct Projections {
 
 // q_i = W_Q z_i, k_i = W_K z_i, v_i = W_V z_i for every row z_i of Z.
 Projections project(const Mat& Z, const Maps& m) {
-    return {nn::matmul(Z, transposed(m.W_Q), "Z W_Q^T"), nn::matmul(Z, transposed(m.W_K), "Z W_K^T"),
-            nn::matmul(Z, transposed(m.W_V), "Z W_V^T")};
+    return {nn::matmul(Z, nn::transposed(m.W_Q), "Z W_Q^T"), nn::matmul(Z, nn::transposed(m.W_K), "Z W_K^T"),
+            nn::matmul(Z, nn::transposed(m.W_V), "Z W_V^T")};
 }
 
 nn::AttentionResult attend(const Projections& p, nn::Span span) {
@@ -406,7 +397,7 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
                "The notation follows a popular write-up that walks from a GRU to the Transformer one freed dependency "
                "at a time: u_t is the update gate, h~_t the candidate, h_t the state at position t.");
     trace.tensor("E", "embedding table, V x d, entries N(0, 1)", p.E, vocabulary);
-    const Mat X = lookup(p.E, sentence_ids);
+    const Mat X = nn::gather_rows(p.E, sentence_ids);
     trace.tensor("X", "x_i = E[w_i], one row per token", X, tokens);
 
     const nn::GruRun full = nn::gru_forward(full_gru(p), X, p.h0);

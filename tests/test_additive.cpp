@@ -9,6 +9,8 @@
 #include "nn/softmax.hpp"
 #include "registry.hpp"
 
+#include "support.hpp"
+
 #include <catch2/catch.hpp>
 #include <xtensor/xview.hpp>
 
@@ -18,6 +20,7 @@
 #include <vector>
 
 using namespace attn;
+using attn::test::recorded;
 using Catch::Matchers::WithinAbs;
 
 namespace {
@@ -75,17 +78,6 @@ nn::GruParams gru_from_stacked(const Mat& W, const Mat& U, const Vec& b) {
         *b_blocks[k] = xt::view(b, xt::range(k * w, (k + 1) * w));
     }
     return p;
-}
-
-const TensorRecord& recorded(const Trace& trace, const std::string& step, const std::string& name) {
-    const Step* s = trace.find_step(step);
-    INFO("step " << step << ", tensor " << name);
-    REQUIRE(s != nullptr);
-    const TensorRecord* found = nullptr;
-    for (const auto& t : s->tensors)
-        if (t.name == name) found = &t;
-    REQUIRE(found != nullptr);
-    return *found;
 }
 
 Trace run_additive(std::uint64_t seed) {

@@ -4,6 +4,8 @@
 #include "core/golden.hpp"
 #include "core/npy.hpp"
 
+#include "support.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -17,35 +19,16 @@
 #include <unistd.h>
 
 using namespace attn;
+using namespace attn::test;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-    int code;
-    std::string output;  // stdout and stderr together
-};
-
-// Runs `attn <args>` through the shell with `env` prepended (e.g. "CI=true").
+// Runs `attn <args>` through the shell with `env` prepended (e.g. "CI=true"), stderr included.
 Result run_attn(const std::string& args, const std::string& env = "") {
     const char* bin = std::getenv("ATTN_BIN");
     REQUIRE(bin != nullptr);
-    const std::string command = env + " '" + std::string(bin) + "' " + args + " 2>&1";
-    FILE* pipe = ::popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::string output;
-    char buffer[4096];
-    std::size_t n;
-    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-    const int status = ::pclose(pipe);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-std::string read_file(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
+    return run_command(env + " '" + std::string(bin) + "' " + args + " 2>&1");
 }
 
 // A private copy of the golden directory, removed at the end of the test.

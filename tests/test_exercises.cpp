@@ -8,6 +8,8 @@
 #include "core/side_by_side.hpp"
 #include "exercise_status.hpp"
 
+#include "support.hpp"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -20,14 +22,10 @@
 #include <sys/wait.h>
 
 using namespace attn;
+using namespace attn::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Result {
-    int code;
-    std::string output;  // stdout, and stderr too unless asked otherwise
-};
 
 std::string env(const char* name) {
     const char* value = std::getenv(name);
@@ -36,15 +34,7 @@ std::string env(const char* name) {
 }
 
 Result run(const fs::path& program, const std::string& args, bool with_stderr = true) {
-    const std::string command = "'" + program.string() + "' " + args + (with_stderr ? " 2>&1" : "");
-    FILE* pipe = ::popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::string output;
-    char buffer[4096];
-    std::size_t n;
-    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-    const int status = ::pclose(pipe);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+    return run_command("'" + program.string() + "' " + args + (with_stderr ? " 2>&1" : ""));
 }
 
 std::vector<std::string> table_ids() {
@@ -57,13 +47,6 @@ fs::path starter_program(const std::string& id) {
     return fs::path(env("ATTN_BIN")).parent_path() / ("attn-starter-" + id);
 }
 
-std::string read_text(const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 }  // namespace
 
 TEST_CASE("meson.build's exercise list is the table's, and every starter is on disk", "[exercises]") {
@@ -74,7 +57,7 @@ TEST_CASE("meson.build's exercise list is the table's, and every starter is on d
     for (const auto& x : all_exercises()) {
         INFO("exercise " << x.id);
         const fs::path starter = fs::path(env("ATTN_SOURCE_DIR")) / "lessons/exercises" / exercise_file(x);
-        CHECK_THAT(read_text(starter), Catch::Contains("throw ExerciseNotDone(\"" + x.id + "\")"));
+        CHECK_THAT(read_file(starter), Catch::Contains("throw ExerciseNotDone(\"" + x.id + "\")"));
         CHECK(find_lesson(x.lesson) != nullptr);
         CHECK_FALSE(x.steps.empty());
         CHECK(x.hints.size() >= 2);
@@ -188,7 +171,7 @@ TEST_CASE("hint shows the hints one at a time, then repeats the last", "[exercis
         CHECK_THAT(r.output, Catch::Contains(hints[shown - 1].substr(0, 30)));
         CHECK_THAT(r.output, Catch::Contains(shown < hints.size() ? "Next hint:" : "That is the last hint"));
     }
-    CHECK(nlohmann::json::parse(read_text(record)).at("context") == hints.size());
+    CHECK(nlohmann::json::parse(read_file(record)).at("context") == hints.size());
     SECTION("an unreadable record starts over") {
         std::ofstream(record) << "{ not json";
         const Result r = run(program, "hint context");

@@ -7,6 +7,8 @@
 #include "nn/self_attention.hpp"
 #include "registry.hpp"
 
+#include "support.hpp"
+
 #include <catch2/catch.hpp>
 #include <xtensor/xview.hpp>
 
@@ -17,6 +19,7 @@
 #include <vector>
 
 using namespace attn;
+using attn::test::recorded;
 using Catch::Matchers::Contains;
 using Catch::Matchers::WithinAbs;
 
@@ -85,17 +88,6 @@ void check_against_reference(const nn::MultiHeadResult& got, const Reference& re
         CHECK_THAT(max_abs_difference(head_slice(got.weights, i), ref.weights[i]), WithinAbs(0.0, 1e-12));
     }
     CHECK_THAT(max_abs_difference(got.output, ref.output), WithinAbs(0.0, 1e-12));
-}
-
-const TensorRecord& recorded(const Trace& trace, const std::string& step, const std::string& name) {
-    const Step* s = trace.find_step(step);
-    INFO("step " << step << ", tensor " << name);
-    REQUIRE(s != nullptr);
-    const TensorRecord* found = nullptr;
-    for (const auto& t : s->tensors)
-        if (t.name == name) found = &t;
-    REQUIRE(found != nullptr);
-    return *found;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "nn/linalg.hpp"
 
 #include <xtensor-blas/xblas.hpp>
+#include <xtensor/xview.hpp>
 
 namespace attn::nn {
 
@@ -15,5 +16,18 @@ Mat matmul(const Mat& A, const Mat& B, const char* what) {
     xt::blas::gemm(A, B, product);
     return product;
 }
+
+Mat gather_rows(const Mat& table, const std::vector<std::size_t>& ids) {
+    Mat out = xt::empty<double>({ids.size(), table.shape(1)});
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] >= table.shape(0))
+            throw ShapeError("row lookup: id " + std::to_string(ids[i]) + " is outside a table of " +
+                             std::to_string(table.shape(0)) + " rows");
+        xt::row(out, static_cast<std::ptrdiff_t>(i)) = xt::row(table, static_cast<std::ptrdiff_t>(ids[i]));
+    }
+    return out;
+}
+
+Mat transposed(const Mat& M) { return xt::eval(xt::transpose(M)); }
 
 }  // namespace attn::nn

@@ -3,10 +3,19 @@
 
 #include "core/tensor.hpp"
 
+#include <vector>
+
 namespace attn::nn {
 
 // A B for A (r x k) and B (k x c); `what` names the product in a shape error ("Q K^T").
 // Goes to BLAS (dgemm) through xtensor-blas: the operands are evaluated and contiguous.
 Mat matmul(const Mat& A, const Mat& B, const char* what);
+
+// Row i of the result is row ids[i] of `table`: an embedding lookup (table: V x d).
+// Throws ShapeError naming the id when one is out of range.
+Mat gather_rows(const Mat& table, const std::vector<std::size_t>& ids);
+
+// M^T, evaluated into a contiguous matrix (ready for BLAS).
+Mat transposed(const Mat& M);
 
 }  // namespace attn::nn
