@@ -61,6 +61,90 @@ const std::vector<Exercise>& all_exercises() {
           "Typical mistakes: K Q^T (the transpose of the answer), dividing by d\n"
           "instead of sqrt(d), or by the square root of the number of keys\n"
           "K.shape(0) or of the length |k| instead of the width d."}},
+        {"lin-penalty", "The Lin et al. penalty", "self-attention", {"penalty"}, {"gru-step", "softmax"},
+         {"P = ||A A^T - I||_F^2 (Lin et al. 2017, eq. 8): the sum of the squares\n"
+          "of all entries of A A^T - I. A is r x n, so A A^T is r x r.",
+          "Entry (i, j) of A A^T is a_i . a_j: nn::matmul(A, nn::transposed(A),\n"
+          "\"A A^T\"). Subtract 1 on the diagonal only, square every entry, sum.",
+          "Typical mistakes: A^T A (n x n) instead of A A^T; subtracting 1 from\n"
+          "every entry instead of the diagonal; the norm instead of its square\n"
+          "(no sqrt). One-hot rows on distinct tokens must give exactly 0."}},
+        {"scaled-attention", "Scaled dot-product attention", "self-attention", {"attention", "causal"},
+         {"gru-step", "softmax", "dot-scores", "lin-penalty"},
+         {"Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V (Vaswani et al. 2017,\n"
+          "eq. 1): scores, then a softmax along each row, then A V. Keep all three\n"
+          "in the AttentionResult.",
+          "Three calls: nn::scaled_dot_scores(Q, K), nn::softmax_rows(S) and\n"
+          "nn::matmul(A, V, \"A V\"). With a mask, S = nn::masked_scores(\n"
+          "scaled_dot_scores(Q, K), mask) before the softmax.",
+          "Typical mistakes: forgetting 1/sqrt(d_k), or dividing by sqrt(d_v) or\n"
+          "by the number of keys; the softmax down the columns; applying the mask\n"
+          "after the softmax (rows no longer sum to 1). If only M_causal differs,\n"
+          "the mask itself is wrong: that is exercise causal-mask."}},
+        {"causal-mask", "The causal and padding masks", "self-attention", {"causal", "padding"},
+         {"gru-step", "softmax", "dot-scores", "lin-penalty", "scaled-attention"},
+         {"A mask holds 0 where query i may look at key j and -inf where not\n"
+          "(Vaswani et al. 2017, section 3.2.3). Causal: -inf for j > i.\n"
+          "Padding: -inf for the padded keys j >= L_k (and rows i >= L_q).",
+          "Start from xt::zeros<double>({T_q, T_k}) and set the forbidden entries\n"
+          "to -std::numeric_limits<double>::infinity(). The four-argument\n"
+          "padding_mask is the three-argument one plus whole rows of -inf.",
+          "Typical mistakes: an off-by-one that also masks the diagonal (j >= i:\n"
+          "the first row is then all -inf and its output 0); the transpose (-inf\n"
+          "below the diagonal); a large negative number such as -1e9 instead of\n"
+          "-inf, which the golden file tells apart."}},
+        {"positional", "Sinusoidal positional encoding", "self-attention", {"positions"},
+         {"gru-step", "softmax", "dot-scores", "lin-penalty", "scaled-attention", "causal-mask"},
+         {"PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(the same\n"
+          "angle) (Vaswani et al. 2017, section 3.5). Positions count from 0.",
+          "Loop over pos and over i = 0 .. d/2 - 1: one angle per pair, its sine in\n"
+          "column 2i and its cosine in column 2i + 1. Row 0 is [0, 1, 0, 1, ...].",
+          "Typical mistakes: the exponent i/d instead of 2i/d (with i the pair);\n"
+          "the exponent 2c/d with c the column, so the cosine gets its own angle;\n"
+          "integer division in 2 * i / d (always 0); sin and cos swapped."}},
+        {"unrolled-weights", "The unrolled GRU weights", "gru-to-attention", {"unroll"}, {"gru-step"},
+         {"h_t = u_t * h_{t-1} + (1 - u_t) * h~_t, unrolled down to h_0: h~_i enters\n"
+          "once with 1 - u_i, then every later step multiplies it by its u_j.\n"
+          "a_{t,0} = prod_{j=1..t} u_j, a_{t,i} = (1 - u_i) prod_{j=i+1..t} u_j.",
+          "A product over an empty range is 1: a_{t,t} = 1 - u_t. Rows of gates\n"
+          "count from 0, steps from 1: u_j is gates(j - 1, k). Entries with i > t\n"
+          "stay 0, and each row a(k, t-1, .) must sum to 1.",
+          "Typical mistakes: the product from j = i instead of i + 1 (the step's\n"
+          "own gate counted twice); starting at j = 1 for every i, as a popular\n"
+          "write-up does; forgetting h_0's column. Lesson 5's step [wrong-range]\n"
+          "shows both wrong forms."}},
+        {"masked-softmax", "Masked softmax", "gru-to-attention", {"free-weights"},
+         {"gru-step", "softmax", "dot-scores", "scaled-attention", "causal-mask", "unrolled-weights"},
+         {"A = softmax_j(S_ij + M_ij), row by row: the mask goes into the scores,\n"
+          "before the softmax (Vaswani et al. 2017, section 3.2.3).",
+          "Add the mask, but write -inf wherever M is -inf (a score of +inf plus\n"
+          "-inf is NaN), then nn::softmax_rows: exp(-inf) = 0, so masked entries\n"
+          "get weight exactly 0 and the others still sum to 1.",
+          "Typical mistakes: the softmax first and the masked weights set to 0\n"
+          "after (rows sum to less than 1; lesson 4's step [wrong-way] shows it);\n"
+          "multiplying by the mask instead of adding it (0 * -inf is NaN)."}},
+        {"heads", "Splitting and merging heads", "multi-head", {"batched", "concat"},
+         {"softmax", "dot-scores", "scaled-attention"},
+         {"split_heads: T x d_model -> h x T x d_k, head i gets columns\n"
+          "[i d_k, (i+1) d_k) of X; merge_heads puts them back side by side\n"
+          "(Vaswani et al. 2017, section 3.2.2). d_k = nn::head_width(d_model, h).",
+          "out(i, t, a) = X(t, i * d_k + a) for split_heads, and\n"
+          "out(t, i * d_v + a) = H(i, t, a) for merge_heads: one is the inverse of\n"
+          "the other, and the lesson checks merge_heads(split_heads(Q)) = Q.",
+          "Typical mistakes: splitting along the rows (tokens) instead of the\n"
+          "columns (features); interleaving, column c to head c % h, as a plain\n"
+          "reshape of the wrong axis order does; d_model / h mixed up with h."}},
+        {"multi-head", "Multi-head attention", "multi-head", {"concat", "one-head", "causal"},
+         {"softmax", "dot-scores", "scaled-attention", "heads", "causal-mask"},
+         {"MultiHead = Concat(head_1, ..., head_h) W^O, head_i = Attention(X_q\n"
+          "W_i^Q, X_kv W_i^K, X_kv W_i^V) (Vaswani et al. 2017, section 3.2.2);\n"
+          "W_i^Q is the i-th block of d_k columns of W_Q.",
+          "Project once (X_q W_Q), split into heads, and per head: scores\n"
+          "Q_i K_i^T / sqrt(d_k), plus the mask if there is one, softmax along\n"
+          "each row, times V_i. Merge the heads, then multiply by W_O.",
+          "Typical mistakes: dividing by sqrt(d_model) instead of sqrt(d_k) (the\n"
+          "head's width); forgetting W^O; adding the mask after the softmax;\n"
+          "not filling weights (h x T_q x T_k) when keep is HeadWeights::keep."}},
     };
     return exercises;
 }

@@ -1,3 +1,5 @@
+// Sinusoidal positional encoding — Vaswani et al. 2017, section 3.5 (see nn/positional.hpp).
+// The classroom exercise positional; the student's version is lessons/exercises/positional.cpp.
 #include "nn/positional.hpp"
 
 #include <cmath>

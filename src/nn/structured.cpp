@@ -3,7 +3,6 @@
 #include "nn/linalg.hpp"
 #include "nn/softmax.hpp"
 
-#include <xtensor/xbuilder.hpp>
 #include <xtensor/xmath.hpp>
 
 namespace attn::nn {
@@ -19,12 +18,6 @@ StructuredAttention structured_self_attention(const Mat& H, const Mat& W_s1, con
     s.weights = softmax_rows(s.scores);
     s.embedding = matmul(s.weights, H, "A H");
     return s;
-}
-
-double redundancy_penalty(const Mat& A) {
-    const Mat gram = matmul(A, xt::eval(xt::transpose(A)), "A A^T");
-    const Mat off_identity = gram - xt::eye<double>(A.shape(0));
-    return xt::sum(off_identity * off_identity)();
 }
 
 }  // namespace attn::nn

@@ -71,19 +71,6 @@ UpdateOnlyRun update_only_gru_forward(const UpdateOnlyGru& p, const Mat& X, cons
     return run;
 }
 
-Tensor3 unrolled_weights(const Mat& gates) {
-    const std::size_t T = gates.shape(0), d = gates.shape(1);
-    Tensor3 a = empty_weights(gates);
-    for (std::size_t k = 0; k < d; ++k)
-        for (std::size_t t = 1; t <= T; ++t) {
-            // h_0 was carried through every step; h~_i was written by step i and carried by i+1 .. t
-            a(k, t - 1, 0) = gate_product(gates, k, 1, t);
-            for (std::size_t i = 1; i <= t; ++i)
-                a(k, t - 1, i) = (1.0 - gates(i - 1, k)) * gate_product(gates, k, i + 1, t);
-        }
-    return a;
-}
-
 Tensor3 write_up_unrolled_weights(const Mat& gates) {
     const std::size_t T = gates.shape(0), d = gates.shape(1);
     Tensor3 a = empty_weights(gates);

@@ -1,0 +1,28 @@
+// Exercise positional: the sinusoidal positional encoding (Vaswani et al. 2017, section 3.5).
+// Checked by lesson 4 (self-attention), step [positions]: the T x d matrix PE must match the
+// golden file (later steps and lesson 5 add it to the tokens).
+//
+// Task: return the T x d matrix (declared in src/nn/positional.hpp)
+//
+//   PE(pos, 2i)   = sin(pos / 10000^(2i/d))
+//   PE(pos, 2i+1) = cos(pos / 10000^(2i/d))
+//
+// for pos = 0 .. T-1 and i = 0 .. d/2 - 1: columns 2i and 2i+1 share one angle. Throw
+// ShapeError (core/tensor.hpp) when d is 0 or odd.
+// Available: std::sin, std::cos, std::pow, xt::empty<double>({T, d}), element access M(p, c).
+//
+// Then: meson compile -C build attn-student && build/attn-student check positional
+#include "nn/positional.hpp"
+
+#include "core/exercise.hpp"
+
+#include <cmath>
+#include <string>
+
+namespace attn::nn {
+
+Mat sinusoidal_encoding([[maybe_unused]] std::size_t T, [[maybe_unused]] std::size_t d) {
+    throw ExerciseNotDone("positional");
+}
+
+}  // namespace attn::nn

@@ -1,0 +1,41 @@
+// Scaled dot-product attention, softmax(Q K^T / sqrt(d_k)) V — Vaswani et al. 2017, eq. 1 (see
+// nn/self_attention.hpp).
+// The classroom exercise scaled-attention; the student's version is lessons/exercises/scaled_attention.cpp.
+// T_q = queries, T_k = keys/values, d_k = query/key width, d_v = value width.
+#include "nn/self_attention.hpp"
+
+#include "nn/linalg.hpp"
+#include "nn/scores.hpp"
+#include "nn/softmax.hpp"
+
+namespace attn::nn {
+
+namespace {
+
+void expect_values_per_key(const Mat& K, const Mat& V) {
+    if (K.shape(0) != V.shape(0))
+        throw ShapeError("attention: keys " + shape_string(shape_of(K)) + " and values " + shape_string(shape_of(V)) +
+                         " must have the same number of rows");
+}
+
+}  // namespace
+
+AttentionResult scaled_dot_product_attention(const Mat& Q, const Mat& K, const Mat& V) {
+    expect_values_per_key(K, V);
+    AttentionResult r;
+    r.scores = scaled_dot_scores(Q, K);
+    r.weights = softmax_rows(r.scores);
+    r.output = matmul(r.weights, V, "A V");
+    return r;
+}
+
+AttentionResult scaled_dot_product_attention(const Mat& Q, const Mat& K, const Mat& V, const Mat& mask) {
+    expect_values_per_key(K, V);
+    AttentionResult r;
+    r.scores = masked_scores(scaled_dot_scores(Q, K), mask);
+    r.weights = softmax_rows(r.scores);
+    r.output = matmul(r.weights, V, "A V");
+    return r;
+}
+
+}  // namespace attn::nn
