@@ -5,6 +5,7 @@
 #include "core/golden.hpp"
 #include "core/npy.hpp"
 #include "program.hpp"
+#include "exercise_table.hpp"
 #include "registry.hpp"
 
 #include <fmt/format.h>
@@ -416,10 +417,18 @@ struct Verdict {
     int code;              // exit code: ok, mismatch, usage or golden
     std::string step;      // first diverging step, when there is one
     std::string message;   // the report or the error
+    bool missing = false;  // the submission holds none of the steps asked for
+};
+
+// Which steps of a lesson to compare: all (empty), or these. With `required`, a step the
+// submission lacks is a usage error (compare --step); without, it is skipped (grade).
+struct StepChoice {
+    std::vector<std::string> steps;
+    bool required = false;
 };
 
 // Compares one submission with a lesson's golden file (all of compare's logic, no printing).
-Verdict judge(const std::filesystem::path& submission, const Lesson& l, const std::string& only_step,
+Verdict judge(const std::filesystem::path& submission, const Lesson& l, const StepChoice& choice,
               const std::filesystem::path& golden_dir, const Tolerance& tol) {
     Trace golden;
     try {
@@ -441,13 +450,19 @@ Verdict judge(const std::filesystem::path& submission, const Lesson& l, const st
     if (sub.has_config && config_summary(sub.trace.config()) != config_summary(golden.config()))
         return {exit_mismatch, "", fmt::format("{} was computed with {}, the golden file with {}", submission.string(),
                                                config_summary(sub.trace.config()), config_summary(golden.config()))};
-    if (!only_step.empty()) {
-        if (!golden.find_step(only_step)) return {exit_usage, "", fmt::format("lesson '{}' has no step '{}'", l.slug, only_step)};
-        const Step* chosen = sub.trace.find_step(only_step);
-        if (!chosen) return {exit_usage, "", fmt::format("{} has no tensors for step '{}'", submission.string(), only_step)};
-        Trace just_one("", Config{});
-        just_one.steps().push_back(*chosen);
-        sub.trace = just_one;
+    if (!choice.steps.empty()) {
+        Trace chosen("", Config{});
+        for (const auto& id : choice.steps) {
+            if (!golden.find_step(id)) return {exit_usage, "", fmt::format("lesson '{}' has no step '{}'", l.slug, id)};
+            const Step* step = sub.trace.find_step(id);
+            if (step) chosen.steps().push_back(*step);
+            else if (choice.required)
+                return {exit_usage, "", fmt::format("{} has no tensors for step '{}'", submission.string(), id)};
+        }
+        if (chosen.steps().empty())
+            return {exit_mismatch, "", fmt::format("{} holds none of the steps {}", submission.string(),
+                                                   fmt::join(choice.steps, ", ")), true};
+        sub.trace = chosen;
     }
     const LessonComparison cmp = compare_traces(sub.trace, golden, tol, true);
     if (!cmp.ok) return {exit_mismatch, cmp.diverging_step, cmp.report};
@@ -464,7 +479,8 @@ int cmd_compare(const CompareOptions& o) {
     if (!tolerance_ok(o.tolerance)) return exit_usage;
     const Lesson* l = single_lesson(o.lesson);
     if (!l) return exit_usage;
-    const Verdict v = judge(o.submission, *l, o.step, o.golden_dir, o.tolerance);
+    const StepChoice choice{o.step.empty() ? std::vector<std::string>{} : std::vector<std::string>{o.step}, true};
+    const Verdict v = judge(o.submission, *l, choice, o.golden_dir, o.tolerance);
     if (v.code == exit_ok || v.code == exit_mismatch)
         fmt::print("{}{}", v.message, v.message.empty() || v.message.back() == '\n' ? "" : "\n");
     else
@@ -479,7 +495,7 @@ namespace attn {
 namespace {
 
 struct GradeRow {
-    std::string student, lesson, result, step, message;
+    std::string student, lesson, exercise, result, step, message;
 };
 
 // At most `limit` bytes, cut on a UTF-8 character boundary, with "…" when cut.
@@ -497,9 +513,11 @@ std::string csv_field(const std::string& s) {
     return out + "\"";
 }
 
-GradeRow grade_one(const std::filesystem::path& dir, const Lesson& l, const GradeOptions& o) {
+// One exercise of one student: the steps of its lesson that check it, from the student's
+// <NN>_<slug>.json or <NN>_<slug>/ folder of .npy files.
+GradeRow grade_one(const std::filesystem::path& dir, const Lesson& l, const Exercise& x, const GradeOptions& o) {
     const std::string student = dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string();
-    GradeRow row{student, l.slug, "", "", ""};
+    GradeRow row{student, l.slug, x.id, "", "", ""};
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) {
         row.result = "error";
@@ -516,8 +534,8 @@ GradeRow grade_one(const std::filesystem::path& dir, const Lesson& l, const Grad
         row.result = "missing";
         return row;
     }
-    const Verdict v = judge(found, l, "", o.golden_dir, o.tolerance);
-    row.result = v.code == exit_ok ? "pass" : v.code == exit_mismatch ? "fail" : "error";
+    const Verdict v = judge(found, l, StepChoice{x.steps, false}, o.golden_dir, o.tolerance);
+    row.result = v.missing ? "missing" : v.code == exit_ok ? "pass" : v.code == exit_mismatch ? "fail" : "error";
     row.step = v.step;
     row.message = capped(v.message, 500);
     while (!row.message.empty() && row.message.back() == '\n') row.message.pop_back();
@@ -525,17 +543,17 @@ GradeRow grade_one(const std::filesystem::path& dir, const Lesson& l, const Grad
 }
 
 std::string grade_csv(const std::vector<GradeRow>& rows) {
-    std::string out = "student,lesson,result,first_diverging_step,message\n";
+    std::string out = "student,lesson,exercise,result,first_diverging_step,message\n";
     for (const auto& r : rows)
-        out += fmt::format("{},{},{},{},{}\n", csv_field(r.student), csv_field(r.lesson), r.result, csv_field(r.step),
-                           csv_field(r.message));
+        out += fmt::format("{},{},{},{},{},{}\n", csv_field(r.student), csv_field(r.lesson), csv_field(r.exercise),
+                           r.result, csv_field(r.step), csv_field(r.message));
     return out;
 }
 
 std::string grade_json(const std::vector<GradeRow>& rows) {
     nlohmann::ordered_json doc = nlohmann::ordered_json::array();
     for (const auto& r : rows)
-        doc.push_back({{"student", r.student}, {"lesson", r.lesson}, {"result", r.result},
+        doc.push_back({{"student", r.student}, {"lesson", r.lesson}, {"exercise", r.exercise}, {"result", r.result},
                        {"first_diverging_step", r.step}, {"message", r.message}});
     return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
@@ -557,8 +575,8 @@ int cmd_grade(const GradeOptions& o) {
     fmt::print("{:<24} {:>5} {:>5} {:>6} {:>8}\n", "student", "pass", "fail", "error", "missing");
     for (const auto& dir : o.submissions) {
         std::map<std::string, int> tally;
-        for (const auto& l : all_lessons()) {
-            rows.push_back(grade_one(dir, l, o));
+        for (const auto& x : all_exercises()) {
+            rows.push_back(grade_one(dir, *find_lesson(x.lesson), x, o));
             ++tally[rows.back().result];
         }
         fmt::print("{:<24} {:>5} {:>5} {:>6} {:>8}\n", rows.back().student, tally["pass"], tally["fail"],

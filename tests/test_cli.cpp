@@ -248,7 +248,7 @@ TEST_CASE("compare reports what is wrong with a submission", "[cli][compare]") {
     }
 }
 
-TEST_CASE("grade writes one row per student and lesson, whatever the submissions hold", "[cli][grade]") {
+TEST_CASE("grade writes one row per student and exercise, whatever the submissions hold", "[cli][grade]") {
     Scratch s;
     const Trace golden = read_golden(std::string(ATTN_GOLDEN_DIR) + "/01_bottleneck.json");
     // alice: the exported numbers (pass); bob: one value off by 1e-3 (fail); carol: garbage (error);
@@ -267,13 +267,16 @@ TEST_CASE("grade writes one row per student and lesson, whatever the submissions
                               " " + s.q("erin") + " --out " + s.q("report"));
     CHECK(r.code == 0);
     const std::string csv = read_file(s.dir / "report.csv");
-    CHECK_THAT(csv, Catch::StartsWith("student,lesson,result,first_diverging_step,message\n"));
-    CHECK_THAT(csv, Catch::Contains("alice,bottleneck,pass,"));
-    CHECK_THAT(csv, Catch::Contains("bob,bottleneck,fail,encoder,"));
-    CHECK_THAT(csv, Catch::Contains("carol,bottleneck,error,"));
-    CHECK_THAT(csv, Catch::Contains("dave,bottleneck,fail,encoder,"));
-    CHECK_THAT(csv, Catch::Contains("erin,bottleneck,error,"));
-    CHECK_THAT(csv, Catch::Contains("alice,additive,missing,"));
+    CHECK_THAT(csv, Catch::StartsWith("student,lesson,exercise,result,first_diverging_step,message\n"));
+    CHECK_THAT(csv, Catch::Contains("alice,bottleneck,gru-step,pass,"));
+    CHECK_THAT(csv, Catch::Contains("alice,bottleneck,softmax,pass,"));
+    CHECK_THAT(csv, Catch::Contains("bob,bottleneck,gru-step,fail,encoder,"));
+    CHECK_THAT(csv, Catch::Contains("bob,bottleneck,softmax,pass,"));  // its decoder step is right
+    CHECK_THAT(csv, Catch::Contains("carol,bottleneck,gru-step,error,"));
+    CHECK_THAT(csv, Catch::Contains("dave,bottleneck,gru-step,fail,encoder,"));
+    CHECK_THAT(csv, Catch::Contains("dave,bottleneck,softmax,missing,"));  // no decoder tensors handed in
+    CHECK_THAT(csv, Catch::Contains("erin,bottleneck,gru-step,error,"));
+    CHECK_THAT(csv, Catch::Contains("alice,additive,additive-score,missing,"));
     const std::string json = read_file(s.dir / "report.json");
     CHECK_THAT(json, Catch::Contains("\"result\": \"fail\""));
     CHECK_THAT(json, Catch::Contains("\"first_diverging_step\": \"encoder\""));
