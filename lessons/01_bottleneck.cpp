@@ -2,6 +2,7 @@
 // (Sutskever et al. 2014; Cho et al. 2014), and the measured cost of doing so.
 // n = source tokens, m = target tokens, d = embedding and hidden width, V = vocabulary size.
 #include "registry.hpp"
+#include "support.hpp"
 
 #include "core/rng.hpp"
 #include "nn/linalg.hpp"
@@ -29,12 +30,6 @@ std::vector<std::string> source_vocab() {
     std::vector<std::string> vocab = source_sentence;
     for (std::size_t i = 0; i < filler_words; ++i) vocab.push_back("w" + std::to_string(vocab.size()));
     return vocab;
-}
-
-std::vector<std::string> prefixed(const std::string& prefix, const std::vector<std::string>& words) {
-    std::vector<std::string> out;
-    for (std::size_t i = 0; i < words.size(); ++i) out.push_back(prefix + std::to_string(i + 1) + " " + words[i]);
-    return out;
 }
 
 std::vector<std::string> length_labels() {
@@ -239,7 +234,7 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
     trace.tensor("D_in", "row i = [y_{i-1}; c]", inputs, std::vector<std::string>{"<sos> ; c", "लाइट ; c", "बंद ; c"});
     const nn::GruRun dec = nn::gru_forward(decoder, inputs, c);
     trace.tensor("S", "s_i = GRU([y_{i-1}; c], s_{i-1}),  s_0 = c", dec.states, prefixed("s_", target_sentence));
-    const Mat logits = nn::matmul(dec.states, xt::eval(xt::transpose(W_o)), "S W_o^T");
+    const Mat logits = nn::matmul(dec.states, nn::transposed(W_o), "S W_o^T");
     const Mat probabilities = nn::softmax_rows(logits);
     trace.tensor("P", "P_i = softmax(W_o s_i); rows: positions, columns: words", probabilities,
                  target_sentence, target_vocab, View::heatmap);

@@ -3,6 +3,7 @@
 // T_x = source tokens, T_y = target tokens, d = embedding width, u = width of each encoder
 // direction (annotations are 2u wide), n = decoder state width, d_a = alignment layer width (= T_x).
 #include "registry.hpp"
+#include "support.hpp"
 
 #include "core/rng.hpp"
 #include "nn/attention.hpp"
@@ -11,7 +12,6 @@
 #include "nn/scores.hpp"
 #include "nn/softmax.hpp"
 
-#include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
@@ -54,12 +54,6 @@ Mat planned_queries() {
 // Row j of K_plan is the key of source word j: its own feature raised, the others at 0.
 Mat planned_keys() { return key_height * xt::eye<double>(source_sentence.size()); }
 
-std::vector<std::string> numbered(const std::string& prefix, std::size_t first, std::size_t count) {
-    std::vector<std::string> out;
-    for (std::size_t i = 0; i < count; ++i) out.push_back(prefix + std::to_string(first + i));
-    return out;
-}
-
 // A GRU's weights as three stacked blocks, gates in the order z, r, h~ (Cho et al. 2014):
 // W = [W_z; W_r; W_h] is 3w x d_in, U = [U_z; U_r; U_h] is 3w x w, b = [b_z; b_r; b_h].
 struct StackedGru {
@@ -89,14 +83,6 @@ void record_gru(Trace& trace, const std::string& which, const StackedGru& g, con
     trace.tensor("W_" + which, "[W_z; W_r; W_h], applied to " + input, g.W, gates);
     trace.tensor("U_" + which, "[U_z; U_r; U_h], applied to the previous state", g.U, gates);
     trace.tensor("b_" + which, "[b_z; b_r; b_h]", g.b, gates);
-}
-
-// The minimum-norm linear map M with M a_r = b_r for every row r of A:  M = B^T (A A^T)^{-1} A.
-// Exact when the rows of A are linearly independent.
-Mat linear_map_sending(const Mat& A, const Mat& B) {
-    const Mat gram = nn::matmul(A, xt::eval(xt::transpose(A)), "A A^T");
-    const Mat solved = xt::linalg::solve(gram, A);
-    return nn::matmul(xt::eval(xt::transpose(B)), solved, "B^T (A A^T)^{-1} A");
 }
 
 // The three weights of the alignment model a(s_{i-1}, h_j) — Bahdanau et al. 2015, appendix A.1.2.
@@ -133,13 +119,6 @@ ScoreParts scores_by_hand(const Vec& s_prev, const Mat& H, const AlignmentModel&
         xt::row(keys, r) = nn::matvec(m.U_a, xt::row(H, r), "U_a h_j");
     }
     return scores_from_projections(nn::matvec(m.W_a, s_prev, "W_a s_{i-1}"), keys, m.v_a);
-}
-
-// c = sum_j alpha_j h_j, one annotation at a time.
-Vec weighted_sum(const Vec& alpha, const Mat& H) {
-    Vec c = xt::zeros<double>({H.shape(1)});
-    for (std::size_t j = 0; j < H.shape(0); ++j) c += alpha(j) * xt::row(H, static_cast<std::ptrdiff_t>(j));
-    return c;
 }
 
 Vec concatenated(const Vec& a, const Vec& b) {
@@ -197,7 +176,7 @@ AlignmentModel build_alignment_model(const nn::GruParams& decoder, const Vec& s0
     const DecoderRun planned = decode(decoder, s0, Y_in, H, [&](std::size_t i, const Vec&) {
         return scores_from_projections(xt::row(Q_plan, static_cast<std::ptrdiff_t>(i)), K_plan, v_a).scores;
     });
-    return {linear_map_sending(planned.queries, Q_plan), linear_map_sending(H, K_plan), v_a};
+    return {nn::linear_map_sending(planned.queries, Q_plan), nn::linear_map_sending(H, K_plan), v_a};
 }
 
 // W = [W_a U_a], so that W [s; h] = W_a s + U_a h.
@@ -208,8 +187,6 @@ Mat joined_weights(const AlignmentModel& m) {
     xt::view(W, xt::all(), xt::range(n, n + width)) = m.U_a;
     return W;
 }
-
-Mat as_row(const Vec& v) { return xt::eval(xt::view(v, xt::newaxis(), xt::all())); }
 
 // 0 when the largest weight of row i sits in column `expected`, 1 otherwise.
 double misaligned(const Mat& alpha, std::size_t i, std::size_t expected) {
@@ -222,9 +199,6 @@ double misaligned(const Mat& alpha, std::size_t i, std::size_t expected) {
 Vec score_count(std::size_t T_x, std::size_t T_y) {
     return Vec{static_cast<double>(T_x), static_cast<double>(T_y), static_cast<double>(T_x * T_y)};
 }
-
-// How far below 0 the smallest weight lies (0 when none is negative).
-double negativity(const Mat& alpha) { return std::max(0.0, -xt::amin(alpha)()); }
 
 // How far any coordinate of any c_i lies outside the range [min_j h_j, max_j h_j] of that coordinate.
 double outside_annotation_range(const Mat& C, const Mat& H) {
@@ -313,7 +287,7 @@ void lesson_additive(Trace& trace, const Config& config) {
     trace.tensor("W_a", "least squares: W_a s_{i-1} = q_i,  d_a x n", model.W_a, feature_names);
     trace.tensor("v_a", "2 for every feature", model.v_a, feature_names);
     trace.check("U_a h_j equals the planned key k_j for every source word",
-                max_abs_difference(nn::matmul(H, xt::eval(xt::transpose(model.U_a)), "H U_a^T"), planned_keys()),
+                max_abs_difference(nn::matmul(H, nn::transposed(model.U_a), "H U_a^T"), planned_keys()),
                 1e-12);
 
     const DecoderRun run = decode(decoder_gru, s0, Y_in, H, [&](std::size_t, const Vec& s_prev) {
@@ -355,7 +329,7 @@ void lesson_additive(Trace& trace, const Config& config) {
                  std::vector<std::string>{"<sos> ; c_1", "लाइट ; c_2", "बंद ; c_3"});
     trace.tensor("S", "s_i = GRU([y_{i-1}; c_i], s_{i-1})", run.states, numbered("s_", 1, T_y));
     trace.check("W_a s_{i-1} equals the planned query q_i at every step",
-                max_abs_difference(nn::matmul(run.queries, xt::eval(xt::transpose(model.W_a)), "S_prev W_a^T"),
+                max_abs_difference(nn::matmul(run.queries, nn::transposed(model.W_a), "S_prev W_a^T"),
                                    planned_queries()),
                 1e-12);
 

@@ -3,6 +3,7 @@
 // S = source tokens (keys), T = target tokens (queries), d = width of queries and keys,
 // D = half-width of the local window.
 #include "registry.hpp"
+#include "support.hpp"
 
 #include "core/rng.hpp"
 #include "nn/attention.hpp"
@@ -34,23 +35,15 @@ constexpr std::size_t featured_query = 2;  // लाइट, shown position by po
 const std::vector<std::size_t> demo_widths = {4, 8, 16, 32, 64, 128, 256, 512};
 const std::vector<std::string> score_names = {"dot", "general", "concat", "scaled"};
 
-std::vector<std::string> prefixed(const std::string& prefix, const std::vector<std::string>& words) {
-    std::vector<std::string> out;
-    for (std::size_t i = 0; i < words.size(); ++i) out.push_back(prefix + std::to_string(i + 1) + " " + words[i]);
-    return out;
-}
-
 std::vector<std::string> width_labels() {
     std::vector<std::string> out;
     for (auto d : demo_widths) out.push_back("d=" + std::to_string(d));
     return out;
 }
 
-double as_double(std::size_t n) { return static_cast<double>(n); }
-
 // Weight matrices are recorded one column per query, one row per source word, so that ten
 // source words fit on a terminal as rows.
-Mat one_column_per_query(const Mat& per_query_rows) { return xt::eval(xt::transpose(per_query_rows)); }
+Mat one_column_per_query(const Mat& per_query_rows) { return nn::transposed(per_query_rows); }
 
 // Random directions scaled to length sqrt(d), about the length of a vector with N(0, 1) entries.
 // With equal lengths the dot score compares directions only.
@@ -104,8 +97,8 @@ Mat partner_weights(const std::vector<Mat>& weights) {
 
 // h~_t = tanh(W_c1 c_t + W_c2 h_t): two matrices on the parts instead of W_c = [W_c1 W_c2] on [c_t; h_t].
 Mat attentional_states_by_parts(const Mat& C, const Mat& H, const Mat& W_c1, const Mat& W_c2) {
-    const Mat from_context = nn::matmul(C, xt::eval(xt::transpose(W_c1)), "C W_c1^T");
-    const Mat from_state = nn::matmul(H, xt::eval(xt::transpose(W_c2)), "H W_c2^T");
+    const Mat from_context = nn::matmul(C, nn::transposed(W_c1), "C W_c1^T");
+    const Mat from_state = nn::matmul(H, nn::transposed(W_c2), "H W_c2^T");
     return xt::tanh(from_context + from_state);
 }
 

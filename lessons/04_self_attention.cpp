@@ -4,6 +4,7 @@
 // n = tokens, d = embedding width (d_model), u = width of each encoder direction (states are 2u
 // wide), d_a = width of Lin's tanh layer, r = attention hops, d_k = query, key and value width.
 #include "registry.hpp"
+#include "support.hpp"
 
 #include "core/rng.hpp"
 #include "nn/linalg.hpp"
@@ -39,32 +40,9 @@ constexpr std::size_t first_the = 2, second_the = 5;
 // "Moved" and "differ" below mean by more than this; rounding alone stays below 1e-15.
 constexpr double visible_change = 1e-3;
 
-double as_double(std::size_t n) { return static_cast<double>(n); }
-
-// "1 turn", "2 off", ...: row labels that keep the two "the" apart.
-std::vector<std::string> numbered(const std::vector<std::string>& words) {
-    std::vector<std::string> out;
-    for (std::size_t i = 0; i < words.size(); ++i) out.push_back(std::to_string(i + 1) + " " + words[i]);
-    return out;
-}
-
-// prefix + first, prefix + (first + 1), ...: count labels.
-std::vector<std::string> labels(const std::string& prefix, std::size_t count, std::size_t first = 1) {
-    std::vector<std::string> out;
-    for (std::size_t i = first; i < first + count; ++i) out.push_back(prefix + std::to_string(i));
-    return out;
-}
-
 std::vector<std::string> permuted(const std::vector<std::string>& words, const std::vector<std::size_t>& order) {
     std::vector<std::string> out;
     for (auto i : order) out.push_back(words[i]);
-    return out;
-}
-
-Mat permuted_rows(const Mat& X, const std::vector<std::size_t>& order) {
-    Mat out = xt::empty<double>({order.size(), X.shape(1)});
-    for (std::size_t t = 0; t < order.size(); ++t)
-        xt::row(out, static_cast<std::ptrdiff_t>(t)) = xt::row(X, static_cast<std::ptrdiff_t>(order[t]));
     return out;
 }
 
@@ -94,9 +72,9 @@ Array stacked(const T& z, const T& r, const T& h) {
 
 void record_gru(Trace& trace, const std::string& which, const nn::GruParams& p) {
     const std::size_t u = p.hidden_width();
-    std::vector<std::string> gates = labels("z", u);
+    std::vector<std::string> gates = numbered("z", 1, u);
     for (const auto* prefix : {"r", "h~"})
-        for (const auto& label : labels(prefix, u)) gates.push_back(label);
+        for (const auto& label : numbered(prefix, 1, u)) gates.push_back(label);
     trace.tensor("W_" + which, "[W_z; W_r; W_h], applied to x_t", stacked(p.W_z, p.W_r, p.W_h), gates);
     trace.tensor("U_" + which, "[U_z; U_r; U_h], applied to the previous state", stacked(p.U_z, p.U_r, p.U_h),
                  gates);
@@ -104,15 +82,6 @@ void record_gru(Trace& trace, const std::string& which, const nn::GruParams& p) 
 }
 
 // ---------------------------------------------------------------- structured self-attention
-
-// m = sum_j a_j h_j, one state at a time.
-Vec weighted_sum(const Vec& a, const Mat& H) {
-    Vec m = xt::zeros<double>({H.shape(1)});
-    for (std::size_t j = 0; j < H.shape(0); ++j) m += a(j) * xt::row(H, static_cast<std::ptrdiff_t>(j));
-    return m;
-}
-
-Mat as_row(const Vec& v) { return xt::eval(xt::view(v, xt::newaxis(), xt::all())); }
 
 Vec row_sums(const Mat& A) { return xt::sum(A, {1}); }
 
@@ -207,9 +176,6 @@ Mat attention_by_rows(const QKV& x) {
     return O;
 }
 
-// How far below 0 the smallest weight lies (0 when none is negative).
-double negativity(const Mat& A) { return std::max(0.0, -xt::amin(A)()); }
-
 // How far any coordinate of any output row lies outside the range of that coordinate over the rows of V.
 double outside_value_range(const Mat& O, const Mat& V) {
     const Vec lowest = xt::amin(V, {0}), highest = xt::amax(V, {0});
@@ -301,7 +267,7 @@ double offset_only_error(const Mat& G, const Vec& closed_form) {
 // Row t: the largest change of output row t against the permuted unpermuted output, without
 // positions (column 0) and with them (column 1).
 Mat permutation_mismatch(const Mat& O_reordered, const Mat& O, const Mat& O_reordered_pos, const Mat& O_pos) {
-    const Mat expected = permuted_rows(O, reordering), expected_pos = permuted_rows(O_pos, reordering);
+    const Mat expected = nn::gather_rows(O, reordering), expected_pos = nn::gather_rows(O_pos, reordering);
     Mat out = xt::empty<double>({O.shape(0), std::size_t{2}});
     for (std::size_t t = 0; t < O.shape(0); ++t) {
         const auto r = static_cast<std::ptrdiff_t>(t);
@@ -317,7 +283,7 @@ double row_difference(const Mat& M, std::size_t a, std::size_t b) {
 
 // Step [encoder]: H = (h_1, ..., h_n) from lesson 2's bidirectional GRU.
 Mat record_encoder(Trace& trace, const nn::GruParams& forward, const nn::GruParams& backward, const Mat& X) {
-    const auto rows_n = numbered(sentence);
+    const auto rows_n = prefixed("", sentence);  // "1 turn", "2 off", ...: keeps the two "the" apart
     const nn::BiGruRun encoder = nn::bigru_forward(forward, backward, X);
     const Mat& H = encoder.annotations;
     trace.step("encoder", "States that know their neighbours", "H = (h_1, ..., h_n),  h_t = [h→_t; h←_t]: n x 2u",
@@ -334,7 +300,7 @@ Mat record_encoder(Trace& trace, const nn::GruParams& forward, const nn::GruPara
 // Steps [one-hop], [hops] and [penalty]: Lin et al.'s embedding over the encoder states H.
 void record_structured_embedding(Trace& trace, const Mat& H, const Mat& W_s1, const Vec& w_s2, const Mat& W_s2) {
     const std::size_t n = H.shape(0), d_a = W_s1.shape(0), r = W_s2.shape(0);
-    const auto rows_n = numbered(sentence);
+    const auto rows_n = prefixed("", sentence);
     const nn::StructuredAttention one = nn::structured_self_attention(H, W_s1, as_row(w_s2));
     const Vec a = xt::row(one.weights, 0), m = xt::row(one.embedding, 0);
     trace.step("one-hop", "One attention vector over the sentence",
@@ -347,7 +313,7 @@ void record_structured_embedding(Trace& trace, const Mat& H, const Mat& W_s1, co
                "sentence is.");
     trace.tensor("W_s1", "first layer, d_a x 2u", W_s1);
     trace.tensor("w_s2", "the question, 1 x d_a", w_s2);
-    trace.tensor("F", "tanh(W_s1 H^T): (d_a x 2u)(2u x n) = d_a x n", one.hidden, labels("f", d_a), sentence);
+    trace.tensor("F", "tanh(W_s1 H^T): (d_a x 2u)(2u x n) = d_a x n", one.hidden, numbered("f", 1, d_a), sentence);
     trace.tensor("e", "w_s2 tanh(W_s1 H^T): (1 x d_a)(d_a x n) = 1 x n", xt::row(one.scores, 0), rows_n);
     trace.tensor("a", "softmax over the n tokens, 1 x n", a, rows_n, {}, View::bars);
     trace.tensor("m", "m = a H: (1 x n)(n x 2u) = 1 x 2u", m);
@@ -364,10 +330,10 @@ void record_structured_embedding(Trace& trace, const Mat& H, const Mat& W_s1, co
                "softmax along each row, and A holds r distributions over the tokens. M = A H, (r x n)(n x 2u) "
                "= r x 2u, stacks r sentence vectors; a classifier reads all of them. The check shows that the "
                "matrix form is nothing more than r single hops side by side.");
-    trace.tensor("W_s2", "r questions, r x d_a", W_s2, labels("hop ", r));
-    trace.tensor("A", "softmax(W_s2 tanh(W_s1 H^T)): (r x d_a)(d_a x n) = r x n", A, labels("hop ", r), sentence,
+    trace.tensor("W_s2", "r questions, r x d_a", W_s2, numbered("hop ", 1, r));
+    trace.tensor("A", "softmax(W_s2 tanh(W_s1 H^T)): (r x d_a)(d_a x n) = r x n", A, numbered("hop ", 1, r), sentence,
                  View::heatmap);
-    trace.tensor("M", "M = A H: (r x n)(n x 2u) = r x 2u", hops.embedding, labels("hop ", r));
+    trace.tensor("M", "M = A H: (r x n)(n x 2u) = r x 2u", hops.embedding, numbered("hop ", 1, r));
     trace.check("every row of A sums to 1", max_abs_difference(row_sums(A), xt::ones<double>({r})), 1e-12);
     trace.check("row k of A equals eq. 5 run alone with w_s2 = row k of W_s2",
                 max_abs_difference(A, hops_one_at_a_time(H, W_s1, W_s2)), 1e-12);
@@ -389,9 +355,9 @@ void record_structured_embedding(Trace& trace, const Mat& H, const Mat& W_s1, co
                    ", as diverse as it gets. Our untrained A scores almost as badly as the copies: its hops "
                    "are spread out and overlap.");
     trace.tensor("AAt", "A A^T, r x r: overlaps off the diagonal, |a_i|^2 on it", nn::matmul(A, nn::transposed(A), "A A^T"),
-                 labels("hop ", r), labels("hop ", r));
-    trace.tensor("A_same", "every row is a", A_same, labels("hop ", r), sentence);
-    trace.tensor("A_apart", "one-hot rows on different tokens", A_apart, labels("hop ", r), sentence);
+                 numbered("hop ", 1, r), numbered("hop ", 1, r));
+    trace.tensor("A_same", "every row is a", A_same, numbered("hop ", 1, r), sentence);
+    trace.tensor("A_apart", "one-hot rows on different tokens", A_apart, numbered("hop ", 1, r), sentence);
     trace.tensor("P", "||A A^T - I||_F^2 for each", penalties, std::vector<std::string>{"A", "A_same", "A_apart"});
     trace.check("P by A A^T equals the entry sum, sum_ij (a_i . a_j - [i = j])^2",
                 max_abs_difference(penalties, Vec{penalty_by_entries(A), penalty_by_entries(A_same),
@@ -410,7 +376,7 @@ struct SelfAttention {
 // Steps [qkv] and [attention]: Q, K and V from X, and O = softmax(Q K^T / sqrt(d_k)) V.
 SelfAttention record_self_attention(Trace& trace, const Projections& proj, const Mat& X) {
     const std::size_t n = X.shape(0);
-    const auto rows_n = numbered(sentence);
+    const auto rows_n = prefixed("", sentence);
     const QKV x = project(proj, X);
     trace.step("qkv", "Queries, keys and values from one sentence", "Q = X W_Q,  K = X W_K,  V = X W_V",
                "Vaswani et al. (2017, section 3.2) drop the recurrent encoder and the learned question: every "
@@ -449,7 +415,7 @@ SelfAttention record_self_attention(Trace& trace, const Projections& proj, const
 void record_masks(Trace& trace, const Projections& proj, const Mat& E, const Mat& X, const Mat& X_other,
                   const SelfAttention& self) {
     const std::size_t n = X.shape(0);
-    const auto rows_n = numbered(sentence);
+    const auto rows_n = prefixed("", sentence);
     const QKV& x = self.x;
     const nn::AttentionResult& att = self.result;
     const Mat causal = nn::causal_mask(n);
@@ -494,7 +460,7 @@ void record_masks(Trace& trace, const Projections& proj, const Mat& E, const Mat
     const Mat pad_mask = nn::padding_mask(n, n, valid_length, valid_length);
     const nn::AttentionResult padded = self_attend(proj, X_pad, pad_mask);
     const nn::AttentionResult alone = self_attend(proj, rows(X_pad, 0, valid_length));
-    const auto rows_pad = numbered(padded_sentence);
+    const auto rows_pad = prefixed("", padded_sentence);
     trace.step("padding", "Padding: a shorter sentence in the batch",
                "M_ij = -inf when j >= L or i >= L,  L = 4 real tokens",
                "Sentences are batched as one tensor, so lesson 1's \"turn off the lights\" is padded to 7 "
@@ -531,8 +497,8 @@ void record_masks(Trace& trace, const Projections& proj, const Mat& E, const Mat
                "will never notice that the future it was trained beside is missing. Without the mask every "
                "position reads the future, so every earlier output moves (at t = n there is nothing after, so "
                "nothing moves).");
-    trace.tensor("X_other", "replacement tokens, n x d", X_other, labels("x'", n));
-    trace.tensor("change", "max |O(X') - O(X)| over positions 1..t", changes, labels("t=", n),
+    trace.tensor("X_other", "replacement tokens, n x d", X_other, numbered("x'", 1, n));
+    trace.tensor("change", "max |O(X') - O(X)| over positions 1..t", changes, numbered("t=", 1, n),
                  std::vector<std::string>{"causal", "no mask"});
     trace.check("causal: for every t the outputs at positions <= t are unchanged",
                 xt::amax(xt::col(changes, 0))(), 1e-12);
@@ -543,7 +509,7 @@ void record_masks(Trace& trace, const Projections& proj, const Mat& E, const Mat
 // Steps [positions] and [order]: the sinusoidal encoding and what it changes.
 void record_positions(Trace& trace, const Projections& proj, const Mat& X, const nn::AttentionResult& att) {
     const std::size_t n = X.shape(0), d = X.shape(1);
-    const auto rows_n = numbered(sentence);
+    const auto rows_n = prefixed("", sentence);
     const Mat PE = nn::sinusoidal_encoding(n, d);
     const Mat G = nn::matmul(PE, nn::transposed(PE), "PE PE^T");
     const Vec by_offset = encoding_dot_by_offset(n, d);
@@ -560,16 +526,16 @@ void record_positions(Trace& trace, const Projections& proj, const Mat& X, const
                "neighbours have similar encodings and the dot product falls with distance, until the fastest "
                "clock comes round (its period is 2 pi, about 6 positions). A width this small has only d/2 "
                "clocks; at d = 512 the slow ones keep distant positions apart.");
-    trace.tensor("PE", "sinusoidal encoding, n x d", PE, labels("pos ", n, 0), {}, View::heatmap);
-    trace.tensor("G", "G_pq = PE_p . PE_q, constant along each diagonal", G, labels("p=", n, 0), labels("q=", n, 0));
-    trace.tensor("g", "g_k = sum_i cos(k / 10000^(2i/d))", by_offset, labels("k=", n, 0));
+    trace.tensor("PE", "sinusoidal encoding, n x d", PE, numbered("pos ", 0, n), {}, View::heatmap);
+    trace.tensor("G", "G_pq = PE_p . PE_q, constant along each diagonal", G, numbered("p=", 0, n), numbered("q=", 0, n));
+    trace.tensor("g", "g_k = sum_i cos(k / 10000^(2i/d))", by_offset, numbered("k=", 0, n));
     trace.check("PE_p . PE_(p+k) = g_k for every p and k: the offset alone decides",
                 offset_only_error(G, by_offset), 1e-12);
     trace.check("PE(0, .) = [0, 1, 0, 1, ...]",
                 max_abs_difference(xt::row(PE, 0), xt::eval(xt::fmod(xt::arange<double>(0.0, as_double(d)), 2.0))),
                 0.0);
 
-    const Mat X_reordered = permuted_rows(X, reordering);
+    const Mat X_reordered = nn::gather_rows(X, reordering);
     const Mat O = att.output, O_reordered = self_attend(proj, X_reordered).output;
     const Mat O_pos = self_attend(proj, X + PE).output, O_reordered_pos = self_attend(proj, X_reordered + PE).output;
     const Mat mismatch = permutation_mismatch(O_reordered, O, O_reordered_pos, O_pos);
@@ -587,7 +553,7 @@ void record_positions(Trace& trace, const Projections& proj, const Mat& X, const
                "p(i); a formula that puts p(i) into the query of t, as one of the source texts does, has "
                "swapped them.");
     trace.tensor("mismatch", "row t: max |O(P X) - P O(X)|, then with X + PE", mismatch,
-                 numbered(permuted(sentence, reordering)), std::vector<std::string>{"no PE", "with PE"});
+                 prefixed("", permuted(sentence, reordering)), std::vector<std::string>{"no PE", "with PE"});
     trace.tensor("O_pos", "O(X + PE)", O_pos, rows_n);
     trace.check("without positions: O(P X) = P O(X)", xt::amax(xt::col(mismatch, 0))(), 1e-12);
     trace.check("without positions: the two \"the\" rows of O are equal", row_difference(O, first_the, second_the),
@@ -624,7 +590,7 @@ void lesson_self_attention(Trace& trace, const Config& config) {
                "section 2.1) call the n x d result S; we call it X, as the Transformer part will. \"the\" occurs "
                "twice, so rows 3 and 6 of X are the same vector: keep an eye on them.");
     trace.tensor("E", "embedding table, one row per word, V x d", E, vocabulary);
-    trace.tensor("X", "x_t = E[w_t], n x d", X, numbered(sentence));
+    trace.tensor("X", "x_t = E[w_t], n x d", X, prefixed("", sentence));
 
     const Mat H = record_encoder(trace, forward, backward, X);
     record_structured_embedding(trace, H, W_s1, w_s2, W_s2);

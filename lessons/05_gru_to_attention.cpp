@@ -3,6 +3,7 @@
 // T = tokens, d = width of inputs, states and layer outputs, N = heads, d_h = d / N = width of
 // one head, d_ff = hidden width of the feed-forward network, V = vocabulary size.
 #include "registry.hpp"
+#include "support.hpp"
 
 #include "core/rng.hpp"
 #include "nn/linalg.hpp"
@@ -37,17 +38,9 @@ constexpr double clear_gap = 0.01;        // a difference far beyond rounding
 
 using Layer = std::function<Mat(const Mat&)>;
 
-double as_double(std::size_t n) { return static_cast<double>(n); }
-
 Vec as_vec(const std::vector<double>& values) {
     Vec out = xt::empty<double>({values.size()});
     std::copy(values.begin(), values.end(), out.begin());
-    return out;
-}
-
-std::vector<std::string> numbered(const std::string& prefix, std::size_t first, std::size_t count) {
-    std::vector<std::string> out;
-    for (std::size_t i = 0; i < count; ++i) out.push_back(prefix + std::to_string(first + i));
     return out;
 }
 
@@ -232,18 +225,11 @@ double reads_other_rows(const Mat& dependency) {
 
 Mat full_pattern(std::size_t T) { return xt::ones<double>({T, T}); }
 
-Mat reordered_rows(const Mat& M, const std::vector<std::size_t>& order) {
-    Mat out = xt::empty<double>({order.size(), M.shape(1)});
-    for (std::size_t i = 0; i < order.size(); ++i)
-        xt::row(out, static_cast<std::ptrdiff_t>(i)) = xt::row(M, static_cast<std::ptrdiff_t>(order[i]));
-    return out;
-}
-
 // max |layer(x_T .. x_1) - layer(x_1 .. x_T) read backwards|: 0 when reversing the input only
 // reverses the output, i.e. when the layer cannot tell the order of its inputs.
 double reversal_gap(const Layer& layer, const Mat& X) {
     const auto order = backwards(X.shape(0));
-    return max_abs_difference(layer(reordered_rows(X, order)), reordered_rows(layer(X), order));
+    return max_abs_difference(layer(nn::gather_rows(X, order)), nn::gather_rows(layer(X), order));
 }
 
 // max_k |H(a, k) - H(b, k)|: how different the outputs at two positions are.
@@ -638,7 +624,7 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
     trace.tensor("alpha_6", "alpha^n_{t,i} over all i; row t", everywhere.weights, numbered("head ", 1, heads),
                  states);
     trace.tensor("H_6", "[h_t^1; h_t^2], no mask", everywhere.H, token_labels(forwards(T)), head_features(heads, d_h));
-    trace.tensor("H_6_rev", "the same layer on x_T .. x_1", full_heads(reordered_rows(X, reversed)),
+    trace.tensor("H_6_rev", "the same layer on x_T .. x_1", full_heads(nn::gather_rows(X, reversed)),
                  token_labels(reversed), head_features(heads, d_h));
     trace.tensor("D_6", "1 where nudging x_j moves h_t", dependencies.back(), states, inputs);
     trace.tensor("reversal_gap", "max |layer(reversed x) - reversed layer(x)|", Vec{gaps[4], gaps[5]},

@@ -2,6 +2,7 @@
 // by side, their results concatenated and mixed by W^O; then its cost and its causal variant.
 // T = tokens, d_model = model width, h = heads, d_k = d_v = d_model / h = width of one head.
 #include "registry.hpp"
+#include "support.hpp"
 
 #include "core/rng.hpp"
 #include "nn/linalg.hpp"
@@ -22,8 +23,6 @@ namespace attn {
 namespace {
 
 const std::vector<std::string> sentence = {"turn", "off", "the", "lights", "in", "the", "kitchen"};
-
-double as_double(std::size_t n) { return static_cast<double>(n); }
 
 // "h2:3" names feature 3 of head 2: the label of a column of W^Q, Q or Concat, and of a row of W^O.
 std::vector<std::string> head_features(std::size_t d_model, std::size_t h) {

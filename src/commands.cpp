@@ -14,10 +14,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include <unistd.h>
@@ -80,15 +78,9 @@ std::vector<const Lesson*> resolve(const std::vector<std::string>& names, bool& 
     return out;
 }
 
-std::string config_summary(const Config& c) {
-    std::string out = fmt::format("seed {}", c.seed);
-    for (const auto& [k, v] : c.values) out += fmt::format(", {}={}", k, v);
-    return out;
-}
-
 std::string lesson_header(const Lesson& l, const Config& c) {
     return fmt::format("Lesson {} · {} · {}\n  after {}\n  {} · attn {} · golden format {}\n", l.number, l.slug,
-                       l.title, l.sources, config_summary(c), ATTN_VERSION, golden_format_version);
+                       l.title, l.sources, config_text(c), ATTN_VERSION, golden_format_version);
 }
 
 void wait_for_enter() {
@@ -104,10 +96,11 @@ std::filesystem::path golden_path(const GoldenOptions& o, const Lesson& l) {
 
 // The file's bytes, or "" when it cannot be read (bless then rewrites it).
 std::string read_text(const std::filesystem::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return in ? s.str() : std::string();
+    try {
+        return read_file_bytes(file, "golden file");
+    } catch (const GoldenError&) {
+        return {};
+    }
 }
 
 std::size_t tensor_count(const Trace& t) {
@@ -359,7 +352,7 @@ const Lesson* single_lesson(const std::string& name) {
 }
 
 std::string reproducibility_line(const Lesson& l, const Config& c) {
-    return fmt::format("lesson {} {} · {} · attn {} · golden format {}", l.number, l.slug, config_summary(c),
+    return fmt::format("lesson {} {} · {} · attn {} · golden format {}", l.number, l.slug, config_text(c),
                        ATTN_VERSION, golden_format_version);
 }
 
@@ -447,9 +440,9 @@ Verdict judge(const std::filesystem::path& submission, const Lesson& l, const St
     if (sub.has_lesson && sub.trace.lesson() != l.slug)
         return {exit_usage, "", fmt::format("{} holds lesson '{}', not '{}'", submission.string(), sub.trace.lesson(),
                                             l.slug)};
-    if (sub.has_config && config_summary(sub.trace.config()) != config_summary(golden.config()))
+    if (sub.has_config && sub.trace.config() != golden.config())
         return {exit_mismatch, "", fmt::format("{} was computed with {}, the golden file with {}", submission.string(),
-                                               config_summary(sub.trace.config()), config_summary(golden.config()))};
+                                               config_text(sub.trace.config()), config_text(golden.config()))};
     if (!choice.steps.empty()) {
         Trace chosen("", Config{});
         for (const auto& id : choice.steps) {

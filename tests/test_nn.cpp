@@ -141,3 +141,15 @@ TEST_CASE("matmul equals the triple loop and names a shape mismatch", "[nn][lina
     CHECK(xt::amax(xt::abs(empty_inner))() == 0.0);
     CHECK(nn::matmul(xt::zeros<double>({0, 3}), rng.normal_mat(3, 2), "0 rows").shape(0) == 0);
 }
+
+TEST_CASE("linear_map_sending sends every row of A to the same row of B", "[nn][linalg]") {
+    const auto seed = GENERATE(1u, 2u, 3u);
+    Rng rng(seed);
+    const Mat A = rng.normal_mat(3, 5), B = rng.normal_mat(3, 4);  // 3 independent rows in 5 dimensions
+    const Mat M = nn::linear_map_sending(A, B);
+    REQUIRE(M.shape(0) == 4);
+    REQUIRE(M.shape(1) == 5);
+    // row r: M a_r = b_r, i.e. A M^T = B
+    CHECK(max_abs_difference(nn::matmul(A, nn::transposed(M), "A M^T"), B) < 1e-12);
+    CHECK_THROWS_WITH(nn::linear_map_sending(A, rng.normal_mat(2, 4)), Catch::Contains("as many rows"));
+}

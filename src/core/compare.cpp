@@ -71,12 +71,6 @@ std::string compare_step(const Step& actual, const Step& golden, const Tolerance
     return report;
 }
 
-std::string config_text(const Config& c) {
-    std::string out = fmt::format("seed={}", c.seed);
-    for (const auto& [k, v] : c.values) out += fmt::format(" {}={}", k, v);
-    return out;
-}
-
 }  // namespace
 
 void validate_tolerance(const Tolerance& tol) {
@@ -142,11 +136,10 @@ LessonComparison compare_traces(const Trace& actual, const Trace& golden, const 
                                     actual.lesson());
         return result;
     }
-    const std::string actual_config = config_text(actual.config()), golden_config = config_text(golden.config());
-    if (!partial && actual_config != golden_config) {
+    if (!partial && actual.config() != golden.config()) {
         result.ok = false;
         result.report = fmt::format("{}: configuration differs: the lesson ran with {}, the golden file has {}\n",
-                                    lesson, actual_config, golden_config);
+                                    lesson, config_text(actual.config()), config_text(golden.config()));
         return result;
     }
     const auto& steps = golden.steps();
@@ -188,7 +181,7 @@ LessonComparison compare_traces(const Trace& actual, const Trace& golden, const 
 
 std::vector<std::string> describe_changes(const Trace& old, const Trace& now) {
     std::vector<std::string> out;
-    if (config_text(old.config()) != config_text(now.config()))
+    if (old.config() != now.config())
         out.push_back(fmt::format("configuration: {} -> {}", config_text(old.config()), config_text(now.config())));
     const Tolerance exact{0.0, 0.0};
     for (const auto& o : old.steps()) {

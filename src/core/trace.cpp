@@ -10,6 +10,14 @@ long long Config::get(const std::string& key) const {
     throw std::out_of_range("lesson configuration has no setting '" + key + "'");
 }
 
+bool operator==(const Config& a, const Config& b) { return a.seed == b.seed && a.values == b.values; }
+
+std::string config_text(const Config& c) {
+    std::string out = "seed " + std::to_string(c.seed);
+    for (const auto& [k, v] : c.values) out += ", " + k + "=" + std::to_string(v);
+    return out;
+}
+
 Step& Trace::step(std::string id, std::string title, std::string equation, std::string explanation) {
     if (find_step(id)) throw std::logic_error("step id '" + id + "' is used twice in lesson " + lesson_);
     steps_.push_back(Step{std::move(id), std::move(title), std::move(equation), std::move(explanation), {}, {}});

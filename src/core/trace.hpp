@@ -56,6 +56,13 @@ struct Config {
     std::size_t size(const std::string& key) const { return static_cast<std::size_t>(get(key)); }
 };
 
+// Same seed and the same settings in the same order.
+bool operator==(const Config& a, const Config& b);
+inline bool operator!=(const Config& a, const Config& b) { return !(a == b); }
+
+// "seed 7, d=6, trials=8": how reports and the reproducibility line name a configuration.
+std::string config_text(const Config& c);
+
 class Trace {
 public:
     Trace() = default;

@@ -1,6 +1,7 @@
 #include "nn/linalg.hpp"
 
 #include <xtensor-blas/xblas.hpp>
+#include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xview.hpp>
 
 namespace attn::nn {
@@ -29,5 +30,14 @@ Mat gather_rows(const Mat& table, const std::vector<std::size_t>& ids) {
 }
 
 Mat transposed(const Mat& M) { return xt::eval(xt::transpose(M)); }
+
+Mat linear_map_sending(const Mat& A, const Mat& B) {
+    if (A.shape(0) != B.shape(0))
+        throw ShapeError("linear map: " + shape_string(shape_of(A)) + " inputs and " + shape_string(shape_of(B)) +
+                         " outputs must have as many rows");
+    const Mat gram = matmul(A, transposed(A), "A A^T");
+    const Mat solved = xt::linalg::solve(gram, A);
+    return matmul(transposed(B), solved, "B^T (A A^T)^{-1} A");
+}
 
 }  // namespace attn::nn

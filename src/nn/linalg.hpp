@@ -18,4 +18,8 @@ Mat gather_rows(const Mat& table, const std::vector<std::size_t>& ids);
 // M^T, evaluated into a contiguous matrix (ready for BLAS).
 Mat transposed(const Mat& M);
 
+// The minimum-norm linear map M with M a_r = b_r for every row r of A:  M = B^T (A A^T)^{-1} A.
+// Exact when the rows of A are linearly independent (A: k x n, B: k x m, M: m x n).
+Mat linear_map_sending(const Mat& A, const Mat& B);
+
 }  // namespace attn::nn

@@ -1,0 +1,32 @@
+#include "support.hpp"
+
+#include <xtensor/xsort.hpp>
+#include <xtensor/xview.hpp>
+
+#include <algorithm>
+
+namespace attn {
+
+std::vector<std::string> numbered(const std::string& prefix, std::size_t first, std::size_t count) {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < count; ++i) out.push_back(prefix + std::to_string(first + i));
+    return out;
+}
+
+std::vector<std::string> prefixed(const std::string& prefix, const std::vector<std::string>& words) {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < words.size(); ++i) out.push_back(prefix + std::to_string(i + 1) + " " + words[i]);
+    return out;
+}
+
+Mat as_row(const Vec& v) { return xt::eval(xt::view(v, xt::newaxis(), xt::all())); }
+
+Vec weighted_sum(const Vec& alpha, const Mat& H) {
+    Vec sum = xt::zeros<double>({H.shape(1)});
+    for (std::size_t j = 0; j < H.shape(0); ++j) sum += alpha(j) * xt::row(H, static_cast<std::ptrdiff_t>(j));
+    return sum;
+}
+
+double negativity(const Mat& weights) { return std::max(0.0, -xt::amin(weights)()); }
+
+}  // namespace attn
