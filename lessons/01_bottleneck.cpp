@@ -9,6 +9,7 @@
 #include "nn/rnn.hpp"
 #include "nn/softmax.hpp"
 
+#include <fmt/format.h>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
@@ -52,6 +53,22 @@ nn::GruParams draw_gru(Rng& rng, std::size_t d_in, std::size_t d, double update_
     p.W_h = rng.normal_mat(d, d_in, sw);
     p.U_h = rng.normal_mat(d, d, su);
     p.b_h = xt::zeros<double>({d});
+    return p;
+}
+
+// The GRU's nine tensors, each replaceable by --input as "<step>.<name>": the encoder and the
+// decoder use the same names, so the step recording them tells them apart.
+nn::GruParams supplied_gru(Trace& trace, const std::string& step, nn::GruParams p) {
+    const auto supplied = [&](const char* name, auto& value) { value = trace.input(step + "." + name, value); };
+    supplied("W_z", p.W_z);
+    supplied("U_z", p.U_z);
+    supplied("b_z", p.b_z);
+    supplied("W_r", p.W_r);
+    supplied("U_r", p.U_r);
+    supplied("b_r", p.b_r);
+    supplied("W_h", p.W_h);
+    supplied("U_h", p.U_h);
+    supplied("b_h", p.b_h);
     return p;
 }
 
@@ -108,10 +125,10 @@ double context_spread(const Mat& inputs, const Vec& context) {
     return worst;
 }
 
-struct BottleneckDemo {
+// The sentences of the measured demo, as token ids stored as numbers.
+struct DemoSentences {
     Mat sentences;    // trials x 64 token ids
     Mat substitutes;  // trials x 2: replacement for the first and for the last token
-    Mat table;        // lengths x 3: mean |c|, mean |c - c_first|, mean |c - c_last|
 };
 
 std::size_t different_token(Rng& rng, std::size_t vocab, std::size_t avoid) {
@@ -120,23 +137,46 @@ std::size_t different_token(Rng& rng, std::size_t vocab, std::size_t avoid) {
     return id;
 }
 
-// For each length n, encode the first n tokens of every sentence, then the same with its
-// first (or last) token replaced, and average how far the context vector moves.
-BottleneckDemo measure_bottleneck(Rng& rng, const nn::GruParams& encoder, const Mat& E_src, std::size_t trials) {
-    const std::size_t longest = demo_lengths.back(), vocab = E_src.shape(0);
-    BottleneckDemo demo{xt::empty<double>({trials, longest}), xt::empty<double>({trials, std::size_t{2}}),
-                        xt::zeros<double>({demo_lengths.size(), std::size_t{3}})};
-    std::vector<std::vector<std::size_t>> ids(trials, std::vector<std::size_t>(longest));
+// `trials` random sentences of 64 tokens, each with a replacement for its first token (never
+// that token) and one for its last.
+DemoSentences draw_sentences(Rng& rng, std::size_t vocab, std::size_t trials) {
+    const std::size_t longest = demo_lengths.back();
+    DemoSentences drawn{xt::empty<double>({trials, longest}), xt::empty<double>({trials, std::size_t{2}})};
     for (std::size_t k = 0; k < trials; ++k)
-        for (std::size_t j = 0; j < longest; ++j) demo.sentences(k, j) = static_cast<double>(ids[k][j] = rng.below(vocab));
-    std::vector<std::size_t> first_sub(trials), last_sub(trials);
+        for (std::size_t j = 0; j < longest; ++j) drawn.sentences(k, j) = static_cast<double>(rng.below(vocab));
     for (std::size_t k = 0; k < trials; ++k) {
-        demo.substitutes(k, 0) = static_cast<double>(first_sub[k] = different_token(rng, vocab, ids[k][0]));
+        const auto first = static_cast<std::size_t>(drawn.sentences(k, 0));
+        drawn.substitutes(k, 0) = static_cast<double>(different_token(rng, vocab, first));
         // w_n differs per length, so one substitute cannot avoid them all: where it equals w_n,
         // that sentence moves c by 0, which only lowers Δ_last a little
-        last_sub[k] = rng.below(vocab);
-        demo.substitutes(k, 1) = static_cast<double>(last_sub[k]);
+        drawn.substitutes(k, 1) = static_cast<double>(rng.below(vocab));
     }
+    return drawn;
+}
+
+// The ids of a table of token ids; a table supplied with --input must hold whole numbers below `vocab`.
+std::vector<std::vector<std::size_t>> token_ids(const Mat& table, std::size_t vocab, const std::string& name) {
+    std::vector<std::vector<std::size_t>> ids(table.shape(0), std::vector<std::size_t>(table.shape(1)));
+    for (std::size_t k = 0; k < table.shape(0); ++k)
+        for (std::size_t j = 0; j < table.shape(1); ++j) {
+            const double id = table(k, j);
+            if (!(id >= 0.0 && id < static_cast<double>(vocab) && id == std::floor(id)))
+                throw InputError(fmt::format("--input: tensor '{}' holds {} at ({}, {}); token ids must be whole "
+                                             "numbers from 0 to {}",
+                                             name, id, k, j, vocab - 1));
+            ids[k][j] = static_cast<std::size_t>(id);
+        }
+    return ids;
+}
+
+// For each length n, encode the first n tokens of every sentence, then the same with its
+// first (or last) token replaced, and average how far the context vector moves. One row per
+// length: mean |c|, mean |c - c_first|, mean |c - c_last|.
+Mat measure_bottleneck(const nn::GruParams& encoder, const Mat& E_src, const DemoSentences& demo) {
+    const std::size_t vocab = E_src.shape(0), trials = demo.sentences.shape(0);
+    const auto ids = token_ids(demo.sentences, vocab, "sentences");
+    const auto substitutes = token_ids(demo.substitutes, vocab, "substitutes");
+    Mat table = xt::zeros<double>({demo_lengths.size(), std::size_t{3}});
     for (std::size_t li = 0; li < demo_lengths.size(); ++li) {
         const std::size_t n = demo_lengths[li];
         for (std::size_t k = 0; k < trials; ++k) {
@@ -146,15 +186,15 @@ BottleneckDemo measure_bottleneck(Rng& rng, const nn::GruParams& encoder, const 
             };
             const Vec c = context_of(sentence);
             auto first_changed = sentence, last_changed = sentence;
-            first_changed.front() = first_sub[k];
-            last_changed.back() = last_sub[k];
+            first_changed.front() = substitutes[k][0];
+            last_changed.back() = substitutes[k][1];
             const auto count = static_cast<double>(trials);
-            demo.table(li, 0) += norm(c) / count;
-            demo.table(li, 1) += norm(c - context_of(first_changed)) / count;
-            demo.table(li, 2) += norm(c - context_of(last_changed)) / count;
+            table(li, 0) += norm(c) / count;
+            table(li, 1) += norm(c - context_of(first_changed)) / count;
+            table(li, 2) += norm(c - context_of(last_changed)) / count;
         }
     }
-    return demo;
+    return table;
 }
 
 // How much the first-token change ever grows from one length to the next (0 when it only shrinks).
@@ -170,11 +210,13 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
     const std::size_t d = config.size("d"), trials = config.size("trials");
     Rng rng(config.seed);
     const auto vocab = source_vocab();
-    const Mat E_src = rng.normal_mat(vocab.size(), d);
-    const Mat E_tgt = rng.normal_mat(target_vocab.size(), d);
-    const nn::GruParams encoder = draw_gru(rng, d, d, 2.0);
-    const nn::GruParams decoder = draw_gru(rng, 2 * d, d, 2.0);
-    const Mat W_o = rng.normal_mat(target_vocab.size(), d, 1.0 / std::sqrt(static_cast<double>(d)));
+    // attn run --input may replace any of these with the user's own (same shapes)
+    const Mat E_src = trace.input("E_src", rng.normal_mat(vocab.size(), d));
+    const Mat E_tgt = trace.input("E_tgt", rng.normal_mat(target_vocab.size(), d));
+    const nn::GruParams encoder = supplied_gru(trace, "encoder-params", draw_gru(rng, d, d, 2.0));
+    const nn::GruParams decoder = supplied_gru(trace, "decoder-params", draw_gru(rng, 2 * d, d, 2.0));
+    const Mat W_o =
+        trace.input("W_o", rng.normal_mat(target_vocab.size(), d, 1.0 / std::sqrt(static_cast<double>(d))));
 
     trace.step("embeddings", "Tokens become vectors", "x_j = E_src[w_j],  y_i = E_tgt[w'_i]",
                "We translate \"turn off the lights\" into Hindi, \"लाइट बंद करो\". Each token is looked up "
@@ -251,12 +293,14 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
                "0.88^n, while the last word always moves c a lot. Long sentences reach the decoder as a summary "
                "of their ending: the performance drop on long sentences that Cho et al. (2014) measured, and "
                "the reason Sutskever et al. (2014) reversed the source.");
-    const BottleneckDemo demo = measure_bottleneck(rng, encoder, E_src, trials);
+    DemoSentences demo = draw_sentences(rng, vocab.size(), trials);
+    demo.sentences = trace.input("sentences", demo.sentences);
+    demo.substitutes = trace.input("substitutes", demo.substitutes);
+    const Mat table = measure_bottleneck(encoder, E_src, demo);
     trace.tensor("sentences", "token ids; length n uses the first n of each row", demo.sentences);
     trace.tensor("substitutes", "replacement token ids: column 0 for w_1, column 1 for w_n", demo.substitutes);
-    trace.tensor("context_change", "mean over sentences", demo.table, length_labels(),
-                 {"|c|", "Δ_first", "Δ_last"});
-    const Vec first_change = xt::col(demo.table, 1);
+    trace.tensor("context_change", "mean over sentences", table, length_labels(), {"|c|", "Δ_first", "Δ_last"});
+    const Vec first_change = xt::col(table, 1);
     trace.tensor("first_token_influence", "Δ_first(n)", first_change, length_labels(), {}, View::bars);
     trace.check("replacing the first token moves c less and less as n grows", largest_increase(first_change), 0.0);
 

@@ -31,10 +31,6 @@ const std::vector<std::string> target_sentence = {"लाइट", "बंद", "
 const std::vector<std::string> decoder_inputs = {"y_0 <sos>", "y_1 लाइट", "y_2 बंद"};  // teacher forcing
 const std::vector<std::string> feature_names = {"f_turn", "f_off", "f_the", "f_lights"};
 
-// The alignment we build in (step [alignment-model]) and check at the end (step [weights]):
-// the source position each target word should read most. लाइट←lights, बंद←off, करो←turn.
-const std::vector<std::size_t> planned_source = {3, 1, 0};
-
 // Levels of the construction. A key lifts its own feature by key_height; a query entry
 // decides whether that lift reaches the score: at `open` the lift carries tanh across its
 // steep middle (-0.76 to +0.76), at `closed` tanh is already flat (+0.995 to +0.99991).
@@ -53,6 +49,18 @@ Mat planned_queries() {
 
 // Row j of K_plan is the key of source word j: its own feature raised, the others at 0.
 Mat planned_keys() { return key_height * xt::eye<double>(source_sentence.size()); }
+
+// The alignment the plan builds in (step [alignment-model]) and the last step checks: for each
+// target word, the source word whose feature its query opens most (its smallest entry).
+// For the lesson's plan: लाइट←lights, बंद←off, करो←turn.
+std::vector<std::size_t> planned_sources(const Mat& Q_plan) {
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < Q_plan.shape(0); ++i) {
+        const auto row = xt::row(Q_plan, static_cast<std::ptrdiff_t>(i));
+        out.push_back(static_cast<std::size_t>(std::distance(row.begin(), std::min_element(row.begin(), row.end()))));
+    }
+    return out;
+}
 
 // A GRU's weights as three stacked blocks, gates in the order z, r, h~ (Cho et al. 2014):
 // W = [W_z; W_r; W_h] is 3w x d_in, U = [U_z; U_r; U_h] is 3w x w, b = [b_z; b_r; b_h].
@@ -73,6 +81,14 @@ nn::GruParams unstack(const StackedGru& g) {
     return {xt::view(g.W, rows(0), xt::all()), xt::view(g.U, rows(0), xt::all()), xt::view(g.b, rows(0)),
             xt::view(g.W, rows(1), xt::all()), xt::view(g.U, rows(1), xt::all()), xt::view(g.b, rows(1)),
             xt::view(g.W, rows(2), xt::all()), xt::view(g.U, rows(2), xt::all()), xt::view(g.b, rows(2))};
+}
+
+// The stacked weights, each replaceable by --input as W_<which>, U_<which>, b_<which>.
+StackedGru supplied_gru(Trace& trace, const std::string& which, StackedGru g) {
+    g.W = trace.input("W_" + which, g.W);
+    g.U = trace.input("U_" + which, g.U);
+    g.b = trace.input("b_" + which, g.b);
+    return g;
 }
 
 void record_gru(Trace& trace, const std::string& which, const StackedGru& g, const std::string& input) {
@@ -170,9 +186,8 @@ DecoderRun decode(const nn::GruParams& decoder, const Vec& s0, const Mat& Y_in, 
 // U_a sends each annotation to its planned key. W_a must send each s_{i-1} to its planned
 // query; those states depend on W_a only through the queries it produces, so a run fed the
 // planned queries directly passes through them, and W_a is solved from that run.
-AlignmentModel build_alignment_model(const nn::GruParams& decoder, const Vec& s0, const Mat& Y_in, const Mat& H) {
-    const Mat Q_plan = planned_queries(), K_plan = planned_keys();
-    const Vec v_a = score_scale * xt::ones<double>({K_plan.shape(1)});
+AlignmentModel build_alignment_model(const nn::GruParams& decoder, const Vec& s0, const Mat& Y_in, const Mat& H,
+                                     const Mat& Q_plan, const Mat& K_plan, const Vec& v_a) {
     const DecoderRun planned = decode(decoder, s0, Y_in, H, [&](std::size_t i, const Vec&) {
         return scores_from_projections(xt::row(Q_plan, static_cast<std::ptrdiff_t>(i)), K_plan, v_a).scores;
     });
@@ -216,11 +231,18 @@ void lesson_additive(Trace& trace, const Config& config) {
     const std::size_t d = config.size("d"), u = config.size("u"), n = config.size("n");
     const std::size_t T_x = source_sentence.size(), T_y = target_sentence.size();
     Rng rng(config.seed);
-    const Mat X = rng.normal_mat(T_x, d);
-    const Mat Y_in = rng.normal_mat(T_y, d);
-    const StackedGru forward = draw_gru(rng, d, u), backward = draw_gru(rng, d, u);
-    const StackedGru decoder = draw_gru(rng, d + 2 * u, n);
-    const Mat W_s = rng.normal_mat(n, u, 1.0 / std::sqrt(static_cast<double>(u)));
+    // attn run --input may replace any of these with the user's own (same shapes)
+    const Mat X = trace.input("X", rng.normal_mat(T_x, d));
+    const Mat Y_in = trace.input("Y_in", rng.normal_mat(T_y, d));
+    const StackedGru forward = supplied_gru(trace, "fwd", draw_gru(rng, d, u));
+    const StackedGru backward = supplied_gru(trace, "bwd", draw_gru(rng, d, u));
+    const StackedGru decoder = supplied_gru(trace, "dec", draw_gru(rng, d + 2 * u, n));
+    const Mat W_s = trace.input("W_s", rng.normal_mat(n, u, 1.0 / std::sqrt(static_cast<double>(u))));
+    // the plan of step [alignment-model] is built by rule, not drawn; it can be replaced too
+    const Mat K_plan = trace.input("K_plan", planned_keys());
+    const Mat Q_plan = trace.input("Q_plan", planned_queries());
+    const Vec v_a = trace.input("v_a", Vec(score_scale * xt::ones<double>({T_x})));
+    const std::vector<std::size_t> planned_source = planned_sources(Q_plan);
 
     trace.step("embeddings", "The sentence pair as vectors", "x_j = E_src[w_j],  y_{i-1} = E_tgt[w'_{i-1}]",
                "The same pair as lesson 1: \"turn off the lights\" becomes \"लाइट बंद करो\". Each source word is "
@@ -264,7 +286,7 @@ void lesson_additive(Trace& trace, const Config& config) {
     trace.tensor("W_s", "initial-state weights, n x u", W_s);
     trace.tensor("s_0", "s_0 = tanh(W_s h←_1)", s0);
 
-    const AlignmentModel model = build_alignment_model(decoder_gru, s0, Y_in, H);
+    const AlignmentModel model = build_alignment_model(decoder_gru, s0, Y_in, H, Q_plan, K_plan, v_a);
     trace.step("alignment-model", "The alignment model, built by a rule",
                "a(s_{i-1}, h_j) = v_a^T tanh(W_a s_{i-1} + U_a h_j)",
                "Nothing in this lesson is trained. We decide which source word each target word should read "
@@ -280,15 +302,14 @@ void lesson_additive(Trace& trace, const Config& config) {
                "before the real run: s_1 and s_2 depend on it only through the queries it produces, which are "
                "planned, so a first run fed Q_plan directly yields the states. A new seed changes every "
                "weight but not the scores: the plan fixes them.");
-    trace.tensor("K_plan", "k_j: word j lifts its own feature by 2", planned_keys(), source_sentence, feature_names);
-    trace.tensor("Q_plan", "q_i: -1 opens a feature, 3 closes it, 0 half opens it", planned_queries(),
-                 target_sentence, feature_names);
+    trace.tensor("K_plan", "k_j: word j lifts its own feature by 2", K_plan, source_sentence, feature_names);
+    trace.tensor("Q_plan", "q_i: -1 opens a feature, 3 closes it, 0 half opens it", Q_plan, target_sentence,
+                 feature_names);
     trace.tensor("U_a", "least squares: U_a h_j = k_j,  d_a x 2u", model.U_a, feature_names);
     trace.tensor("W_a", "least squares: W_a s_{i-1} = q_i,  d_a x n", model.W_a, feature_names);
     trace.tensor("v_a", "2 for every feature", model.v_a, feature_names);
     trace.check("U_a h_j equals the planned key k_j for every source word",
-                max_abs_difference(nn::matmul(H, nn::transposed(model.U_a), "H U_a^T"), planned_keys()),
-                1e-12);
+                max_abs_difference(nn::matmul(H, nn::transposed(model.U_a), "H U_a^T"), K_plan), 1e-12);
 
     const DecoderRun run = decode(decoder_gru, s0, Y_in, H, [&](std::size_t, const Vec& s_prev) {
         return scores_by_hand(s_prev, H, model).scores;
@@ -329,8 +350,7 @@ void lesson_additive(Trace& trace, const Config& config) {
                  std::vector<std::string>{"<sos> ; c_1", "लाइट ; c_2", "बंद ; c_3"});
     trace.tensor("S", "s_i = GRU([y_{i-1}; c_i], s_{i-1})", run.states, numbered("s_", 1, T_y));
     trace.check("W_a s_{i-1} equals the planned query q_i at every step",
-                max_abs_difference(nn::matmul(run.queries, nn::transposed(model.W_a), "S_prev W_a^T"),
-                                   planned_queries()),
+                max_abs_difference(nn::matmul(run.queries, nn::transposed(model.W_a), "S_prev W_a^T"), Q_plan),
                 1e-12);
 
     const Mat E = nn::additive_scores(run.queries, H, model.W_a, model.U_a, model.v_a);

@@ -215,11 +215,12 @@ void lesson_scores(Trace& trace, const Config& config) {
                "so the word order runs backwards. Nothing is trained in this lesson: the keys are random "
                "directions of equal length, and each query is planted near the key of the word it translates, "
                "so that the pictures have something to find.");
-    const Mat K = keys_of_equal_length(rng, S, d);
+    // attn run --input may replace K, Q and every weight below with the user's own (same shapes)
+    const Mat K = trace.input("K", keys_of_equal_length(rng, S, d));
     trace.tensor("K", "k_s: random directions, each of length sqrt(d)", K, keys);
     trace.tensor("partner", "the source position s that target word t translates", partner_positions(),
                  target_sentence);
-    const Mat Q = planted_queries(rng, K);
+    const Mat Q = trace.input("Q", planted_queries(rng, K));
     trace.tensor("Q", "q_t = k_partner(t) + 0.5 noise, noise ~ N(0, I)", Q, queries);
 
     trace.step("dot", "Dot score", "e_t(s) = q_t^T k_s",
@@ -236,7 +237,7 @@ void lesson_scores(Trace& trace, const Config& config) {
                "can look for something other than itself: W_g may rotate, stretch or mix features before the "
                "comparison. Our W_g is random, so it has no reason to favour the planted partner. With W_g = I "
                "the general score is the dot score, as the check confirms.");
-    const Mat W_g = rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(d)));
+    const Mat W_g = trace.input("W_g", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(d))));
     trace.tensor("W_g", "W_g, d x d, entries N(0, 1/d)", W_g);
     const Mat a_general =
         record_global_attention(trace, "general", "e_t(s) = q_t^T W_g k_s", nn::general_scores(Q, W_g, K), K);
@@ -249,9 +250,9 @@ void lesson_scores(Trace& trace, const Config& config) {
                "Bahdanau et al. (2015, appendix A.1.2), v_a^T tanh(W_q q_t + W_k k_s); the check computes it "
                "that way. The tanh bounds every score by the sum of |v_a|, so unlike a dot product it cannot "
                "grow with d. Untrained, W_a and v_a favour no partner either.");
-    const Mat W_q = rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d)));
-    const Mat W_k = rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d)));
-    const Vec v_a = rng.normal_vec(d);
+    const Mat W_q = trace.input("W_q", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d))));
+    const Mat W_k = trace.input("W_k", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d))));
+    const Vec v_a = trace.input("v_a", rng.normal_vec(d));
     trace.tensor("W_q", "query half of W_a = [W_q W_k], d_a x d, entries N(0, 1/(2d))", W_q);
     trace.tensor("W_k", "key half of W_a, d_a x d, entries N(0, 1/(2d))", W_k);
     trace.tensor("v_a", "v_a, d_a, entries N(0, 1)", v_a);
@@ -329,8 +330,8 @@ void lesson_scores(Trace& trace, const Config& config) {
                "layer; h~_t then predicts the next word (eq. 6) and is fed to the next step. One matrix on the "
                "concatenation is the same as two matrices on the parts, W_c [c; h] = W_c1 c + W_c2 h with "
                "W_c = [W_c1 W_c2], which is how many implementations write it. We use the dot-score contexts.");
-    const Mat W_c1 = rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d)));
-    const Mat W_c2 = rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d)));
+    const Mat W_c1 = trace.input("W_c1", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d))));
+    const Mat W_c2 = trace.input("W_c2", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d))));
     trace.tensor("W_c1", "context half of W_c = [W_c1 W_c2], d x d, entries N(0, 1/(2d))", W_c1);
     trace.tensor("W_c2", "state half of W_c, d x d, entries N(0, 1/(2d))", W_c2);
     const Mat C_dot = nn::context_vectors(a_dot, K);
@@ -349,8 +350,8 @@ void lesson_scores(Trace& trace, const Config& config) {
                "fewer positions. A Gaussian with sigma = D / 2 then favours the positions nearest p_t (eq. 11). "
                "Our W_p and v_p are random, so p_t lands wherever they send it; training would teach them to "
                "aim at the partner.");
-    const Mat W_p = rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(d)));
-    const Vec v_p = rng.normal_vec(d);
+    const Mat W_p = trace.input("W_p", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(d))));
+    const Vec v_p = trace.input("v_p", rng.normal_vec(d));
     trace.tensor("W_p", "W_p, d_p x d, entries N(0, 1/d)", W_p);
     trace.tensor("v_p", "v_p, d_p, entries N(0, 1)", v_p);
     const Vec p = nn::predicted_positions(Q, W_p, v_p, S);

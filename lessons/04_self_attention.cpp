@@ -70,6 +70,26 @@ Array stacked(const T& z, const T& r, const T& h) {
     return xt::concatenate(xt::xtuple(Array(z), Array(r), Array(h)), 0);
 }
 
+// The GRU's weights, each replaceable by --input in the stacked form they are recorded in:
+// W_<which> = [W_z; W_r; W_h], likewise U_<which> and b_<which>.
+nn::GruParams supplied_gru(Trace& trace, const std::string& which, nn::GruParams p) {
+    const std::size_t u = p.hidden_width();
+    const Array W = trace.input("W_" + which, stacked(p.W_z, p.W_r, p.W_h));
+    const Array U = trace.input("U_" + which, stacked(p.U_z, p.U_r, p.U_h));
+    const Array b = trace.input("b_" + which, stacked(p.b_z, p.b_r, p.b_h));
+    const auto gate = [u](std::size_t k) { return xt::range(k * u, (k + 1) * u); };
+    p.W_z = xt::view(W, gate(0), xt::all());
+    p.U_z = xt::view(U, gate(0), xt::all());
+    p.b_z = xt::view(b, gate(0));
+    p.W_r = xt::view(W, gate(1), xt::all());
+    p.U_r = xt::view(U, gate(1), xt::all());
+    p.b_r = xt::view(b, gate(1));
+    p.W_h = xt::view(W, gate(2), xt::all());
+    p.U_h = xt::view(U, gate(2), xt::all());
+    p.b_h = xt::view(b, gate(2));
+    return p;
+}
+
 void record_gru(Trace& trace, const std::string& which, const nn::GruParams& p) {
     const std::size_t u = p.hidden_width();
     std::vector<std::string> gates = numbered("z", 1, u);
@@ -570,17 +590,22 @@ void lesson_self_attention(Trace& trace, const Config& config) {
     const std::size_t d = config.size("d"), u = config.size("u"), d_a = config.size("d_a"), r = config.size("r"),
                       d_k = config.size("d_k"), n = sentence.size();
     Rng rng(config.seed);
-    const Mat E = rng.normal_mat(vocabulary.size(), d);
-    const nn::GruParams forward = draw_gru(rng, d, u), backward = draw_gru(rng, d, u);
-    const Mat W_s1 = rng.normal_mat(d_a, 2 * u, 1.0 / std::sqrt(as_double(2 * u)));
+    // attn run --input may replace any of these with the user's own (same shapes)
+    const Mat E = trace.input("E", rng.normal_mat(vocabulary.size(), d));
+    const nn::GruParams forward = supplied_gru(trace, "fwd", draw_gru(rng, d, u));
+    const nn::GruParams backward = supplied_gru(trace, "bwd", draw_gru(rng, d, u));
+    const Mat W_s1 = trace.input("W_s1", rng.normal_mat(d_a, 2 * u, 1.0 / std::sqrt(as_double(2 * u))));
     // Lin's second layer is drawn large so that untrained hops already prefer some tokens; with
     // variance 1/d_a every weight vector would be close to uniform.
-    const Vec w_s2 = rng.normal_vec(d_a, 2.0);
-    const Mat W_s2 = rng.normal_mat(r, d_a, 2.0);
+    const Vec w_s2 = trace.input("w_s2", rng.normal_vec(d_a, 2.0));
+    const Mat W_s2 = trace.input("W_s2", rng.normal_mat(r, d_a, 2.0));
     const double projection_scale = 1.0 / std::sqrt(as_double(d));
-    const Projections proj{rng.normal_mat(d, d_k, projection_scale), rng.normal_mat(d, d_k, projection_scale),
-                           rng.normal_mat(d, d_k, projection_scale)};
-    const Mat X_other = rng.normal_mat(n, d);
+    Projections proj{rng.normal_mat(d, d_k, projection_scale), rng.normal_mat(d, d_k, projection_scale),
+                     rng.normal_mat(d, d_k, projection_scale)};
+    proj.W_Q = trace.input("W_Q", proj.W_Q);
+    proj.W_K = trace.input("W_K", proj.W_K);
+    proj.W_V = trace.input("W_V", proj.W_V);
+    const Mat X_other = trace.input("X_other", rng.normal_mat(n, d));
 
     const Mat X = nn::gather_rows(E, sentence_ids);
     trace.step("sentence", "A sentence as a matrix", "S = (w_1, ..., w_n),  one row per token: n x d",

@@ -118,6 +118,24 @@ Parameters draw_parameters(Rng& rng, std::size_t d, std::size_t d_ff) {
     return p;
 }
 
+// The drawn parameters, each replaceable by --input under the name it is recorded with.
+Parameters supplied_parameters(Trace& trace, Parameters p) {
+    p.E = trace.input("E", p.E);
+    p.W_gru = trace.input("W", p.W_gru);
+    p.U_gru = trace.input("U", p.U_gru);
+    p.b_gru = trace.input("b", p.b_gru);
+    p.h0 = trace.input("h_0", p.h0);
+    p.F = trace.input("F", p.F);
+    p.maps.W_Q = trace.input("W_Q", p.maps.W_Q);
+    p.maps.W_K = trace.input("W_K", p.maps.W_K);
+    p.maps.W_V = trace.input("W_V", p.maps.W_V);
+    p.g.W_1 = trace.input("W_1", p.g.W_1);
+    p.g.b_1 = trace.input("b_1", p.g.b_1);
+    p.g.W_2 = trace.input("W_2", p.g.W_2);
+    p.g.b_2 = trace.input("b_2", p.g.b_2);
+    return p;
+}
+
 // Block `gate` (0 = u, 1 = r, 2 = h~) of a weight stacked by gate.
 Mat gate_block(const Mat& stacked, std::size_t gate) {
     const std::size_t d = stacked.shape(0) / 3;
@@ -369,7 +387,8 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
     const std::size_t d = config.size("d"), heads = config.size("heads"), d_ff = config.size("d_ff");
     const std::size_t T = sentence_ids.size(), d_h = d / heads;
     Rng rng(config.seed);
-    const Parameters p = draw_parameters(rng, d, d_ff);
+    // attn run --input may replace any of the parameters with the user's own (same shapes)
+    const Parameters p = supplied_parameters(trace, draw_parameters(rng, d, d_ff));
     const auto tokens = token_labels(forwards(T));
     const auto states = numbered("h_", 1, T), inputs = numbered("x_", 1, T);
     std::vector<Mat> dependencies;  // one per stage, for the recap

@@ -202,11 +202,16 @@ double earlier_outputs_moved(Rng& rng, const Mat& X, const nn::MultiHeadParams& 
 }  // namespace
 
 void lesson_multi_head(Trace& trace, const Config& config) {
-    const std::size_t d_model = config.size("d_model"), h = config.size("h"), T = sentence.size();
+    const std::size_t d_model = config.size("d_model"), h = config.size("heads"), T = sentence.size();
     const std::size_t d_k = nn::head_width(d_model, h);
     Rng rng(config.seed);
-    const Mat X = rng.normal_mat(T, d_model);
-    const nn::MultiHeadParams p = draw_params(rng, d_model);
+    // attn run --input may replace any of these with the user's own (same shapes)
+    const Mat X = trace.input("X", rng.normal_mat(T, d_model));
+    nn::MultiHeadParams p = draw_params(rng, d_model);
+    p.W_Q = trace.input("W_Q", p.W_Q);
+    p.W_K = trace.input("W_K", p.W_K);
+    p.W_V = trace.input("W_V", p.W_V);
+    p.W_O = trace.input("W_O", p.W_O);
     const auto features = head_features(d_model, h);
 
     trace.step("inputs", "The tokens, the model width, the heads", "X: T x d_model,  d_k = d_v = d_model / h",

@@ -4,6 +4,7 @@
 #include "command_support.hpp"
 #include "core/golden.hpp"
 #include "core/npy.hpp"
+#include "core/svg.hpp"
 #include "program.hpp"
 #include "exercise_table.hpp"
 #include "registry.hpp"
@@ -78,9 +79,54 @@ std::vector<const Lesson*> resolve(const std::vector<std::string>& names, bool& 
     return out;
 }
 
-std::string lesson_header(const Lesson& l, const Config& c) {
-    return fmt::format("Lesson {} · {} · {}\n  after {}\n  {} · attn {} · golden format {}\n", l.number, l.slug,
-                       l.title, l.sources, config_text(c), ATTN_VERSION, golden_format_version);
+std::string lesson_header(const Lesson& l, const Config& c, const LessonSetup& setup) {
+    std::string header = fmt::format("Lesson {} · {} · {}\n  after {}\n  {}\n", l.number, l.slug, l.title, l.sources,
+                                     reproducibility_line(l, c, setup));
+    if (c != l.defaults || !setup.input.empty())
+        header += fmt::format("  (your own numbers: attn check and the golden file use {})\n", config_text(l.defaults));
+    return header;
+}
+
+// Shows a long measurement's progress on stderr: one updating line on a terminal, else a line each.
+void report_progress(Trace& trace) {
+    const bool terminal = ::isatty(STDERR_FILENO);
+    trace.on_progress([terminal](const std::string& what) {
+        if (terminal)
+            fmt::print(stderr, "\r  measuring: {}\x1b[K", what);
+        else
+            fmt::print(stderr, "  measuring: {}\n", what);
+        std::fflush(stderr);
+    });
+}
+
+void end_progress() {
+    if (::isatty(STDERR_FILENO)) fmt::print(stderr, "\r\x1b[K");
+}
+
+// Runs a lesson for `run` or `export` as the user set it up; nullopt after reporting why not
+// (exit code in `code`).
+std::optional<LessonRun> run_as_set_up(const Lesson& l, const LessonSetup& setup, int& code) {
+    std::optional<Trace> prepared = prepare_trace(l, setup);
+    if (!prepared) {
+        code = exit_usage;
+        return std::nullopt;
+    }
+    report_progress(*prepared);
+    try {
+        LessonRun run = run_until_stopped(l, this_program().exercise_build, std::move(*prepared));
+        end_progress();
+        run.trace.on_progress({});
+        if (!inputs_were_used(run, setup)) {
+            code = exit_usage;
+            return std::nullopt;
+        }
+        return run;
+    } catch (const InputError& e) {
+        end_progress();
+        fmt::print(stderr, "attn: {}\n", e.what());
+        code = exit_usage;
+        return std::nullopt;
+    }
 }
 
 void wait_for_enter() {
@@ -178,7 +224,8 @@ int cmd_list() {
     line("#", "lesson", "steps", "title", "sources");
     std::vector<std::string> stops;
     for (const auto& l : all_lessons()) {
-        const LessonRun run = run_for_command(l);
+        // the smallest sizes have the same steps, and do not measure for seconds
+        const LessonRun run = run_until_stopped(l, this_program().exercise_build, Trace(l.slug, l.quick));
         line(std::to_string(l.number), l.slug, run.stopped() ? "?" : std::to_string(run.trace.steps().size()),
              l.title, l.sources);
         if (run.stopped()) stops.push_back(stop_message(run));
@@ -196,13 +243,26 @@ int cmd_run(const RunOptions& o) {
         fmt::print(stderr, "attn: --step needs exactly one lesson, not {}\n", lessons.size());
         return exit_usage;
     }
+    if ((!o.setup.settings.empty() || !o.setup.input.empty()) && lessons.size() != 1) {
+        fmt::print(stderr, "attn: --set and --input need exactly one lesson, not {}: each lesson has its own "
+                           "parameters and tensors\n", lessons.size());
+        return exit_usage;
+    }
+    std::error_code ec;
+    if (!o.svg_dir.empty() && std::filesystem::exists(o.svg_dir, ec) && !std::filesystem::is_directory(o.svg_dir, ec)) {
+        fmt::print(stderr, "attn: --svg {}: exists and is not a directory\n", o.svg_dir.string());
+        return exit_usage;
+    }
     const bool pause = o.pause && ::isatty(STDIN_FILENO);
     bool all_hold = true;
     for (std::size_t li = 0; li < lessons.size(); ++li) {
         const Lesson& l = *lessons[li];
-        const LessonRun run = run_for_command(l);
+        int code = exit_ok;
+        const std::optional<LessonRun> maybe_run = run_as_set_up(l, o.setup, code);
+        if (!maybe_run) return code;
+        const LessonRun& run = *maybe_run;
         if (run.stopped()) {
-            fmt::print("{}\n{}\n\n", lesson_header(l, l.defaults), stop_message(run));
+            fmt::print("{}\n{}\n\n", lesson_header(l, run.trace.config(), o.setup), stop_message(run));
             all_hold = false;
             continue;
         }
@@ -215,7 +275,7 @@ int cmd_run(const RunOptions& o) {
                        fmt::join(ids, ", "));
             return exit_usage;
         }
-        fmt::print("{}\n", lesson_header(l, trace.config()));
+        fmt::print("{}\n", lesson_header(l, trace.config(), o.setup));
         // every check counts, also those of steps --step hides: the exit code speaks for the lesson
         std::size_t checks = 0, failed = 0;
         for (const auto& s : steps)
@@ -230,9 +290,30 @@ int cmd_run(const RunOptions& o) {
             fmt::print("{}: all {} identity checks hold\n\n", l.slug, checks);
         else
             fmt::print("{}: {} of {} identity checks FAILED\n\n", l.slug, failed, checks);
+        if (!o.svg_dir.empty()) {
+            try {
+                const auto files = write_heatmap_svgs(trace, l.number, o.svg_dir);
+                fmt::print("{}: wrote {} SVG heatmap{} to {}\n\n", l.slug, files.size(), files.size() == 1 ? "" : "s",
+                           o.svg_dir.string());
+            } catch (const std::runtime_error& e) {
+                fmt::print(stderr, "attn: {}\n", e.what());
+                return exit_golden;
+            }
+        }
         all_hold = all_hold && failed == 0;
     }
     return all_hold ? exit_ok : exit_mismatch;
+}
+
+int cmd_run_help(const std::string& usage, const std::vector<std::string>& names) {
+    bool ok = true;
+    const auto lessons = resolve(names, ok);
+    if (!ok) return exit_usage;
+    fmt::print("{}\n", usage);
+    for (const Lesson* l : lessons) fmt::print("{}\n", parameter_help(*l));
+    fmt::print("Memory cap: a lesson refuses sizes whose tensors would need more than {:.0f} GiB.\n",
+               memory_cap_doubles * 8.0 / (1 << 30));
+    return exit_ok;
 }
 
 int cmd_check(const GoldenOptions& o) {
@@ -294,13 +375,14 @@ int cmd_bless(const GoldenOptions& o) {
     if (!ok) return exit_usage;
     std::error_code ec;
     if (!std::filesystem::is_directory(o.golden_dir, ec)) {
-        fmt::print(stderr, "attn: golden directory {} does not exist\n", o.golden_dir.string());
+        fmt::print(stderr, "attn: golden directory {} {}\n", o.golden_dir.string(),
+                   std::filesystem::exists(o.golden_dir, ec) ? "is not a directory" : "does not exist");
         return exit_golden;
     }
     int code = exit_ok;
     for (const Lesson* l : lessons) {
         const auto file = golden_path(o, *l);
-        const Trace actual = run_lesson(*l, l->defaults);
+        const Trace actual = run_lesson(*l, l->defaults).without_measured();
         if (!report_failed_checks(actual)) {
             fmt::print(stderr, "attn: not blessing {}: fix the failing identity checks first\n", l->slug);
             code = exit_mismatch;
@@ -351,11 +433,6 @@ const Lesson* single_lesson(const std::string& name) {
     return l;
 }
 
-std::string reproducibility_line(const Lesson& l, const Config& c) {
-    return fmt::format("lesson {} {} · {} · attn {} · golden format {}", l.number, l.slug, config_text(c),
-                       ATTN_VERSION, golden_format_version);
-}
-
 // Creates `dir` (and its parents) unless it exists; false after reporting a problem.
 bool ensure_directory(const std::filesystem::path& dir) {
     std::error_code ec;
@@ -376,14 +453,17 @@ bool ensure_directory(const std::filesystem::path& dir) {
 int cmd_export(const ExportOptions& o) {
     const Lesson* l = single_lesson(o.lesson);
     if (!l) return exit_usage;
+    int code = exit_ok;
+    const std::optional<LessonRun> maybe_run = run_as_set_up(*l, o.setup, code);
+    if (!maybe_run) return code;
+    const LessonRun& run = *maybe_run;
     if (!ensure_directory(o.out)) return exit_golden;
-    const LessonRun run = run_for_command(*l);
     if (run.stopped()) {
         fmt::print(stderr, "{}\n", stop_message(run));
         return exit_mismatch;
     }
     const Trace& trace = run.trace;
-    fmt::print("{}\n", reproducibility_line(*l, trace.config()));
+    fmt::print("{}\n", reproducibility_line(*l, trace.config(), o.setup));
     std::size_t written = 0;
     try {
         if (o.format == "json") {

@@ -4,6 +4,7 @@
 
 #include "core/compare.hpp"
 #include "core/render.hpp"
+#include "lesson_setup.hpp"
 
 #include <filesystem>
 #include <string>
@@ -23,6 +24,9 @@ struct RunOptions {
     std::string step;                  // show only this step (--step)
     bool pause = false;                // wait for Enter between steps when stdin is a terminal
     RenderOptions render;
+    LessonSetup setup;                 // --seed, --set, --input
+    std::filesystem::path svg_dir;     // --svg: write every heatmap there as an SVG file
+    bool help = false;                 // --help: the options, and the named lessons' parameters
 };
 
 struct GoldenOptions {
@@ -36,6 +40,7 @@ struct ExportOptions {
     std::string lesson;
     std::string format = "json";  // json: one golden-format file; npy: <step>.<tensor>.npy per tensor
     std::filesystem::path out;
+    LessonSetup setup;  // --seed, --set, --input
 };
 
 struct CompareOptions {
@@ -68,6 +73,7 @@ struct InstructorOptions {
 
 int cmd_list();
 int cmd_run(const RunOptions& options);
+int cmd_run_help(const std::string& usage, const std::vector<std::string>& lessons);  // run --help
 int cmd_check(const GoldenOptions& options);
 int cmd_bless(const GoldenOptions& options);
 int cmd_export(const ExportOptions& options);

@@ -167,9 +167,16 @@ ExerciseStatus evaluate(const Exercise& x, const LessonFacts& facts, const std::
 }  // namespace
 
 LessonRun run_until_stopped(const Lesson& lesson, bool catch_errors) {
-    LessonRun run{Trace(lesson.slug, lesson.defaults), "", ""};
+    return run_until_stopped(lesson, catch_errors, Trace(lesson.slug, lesson.defaults));
+}
+
+LessonRun run_until_stopped(const Lesson& lesson, bool catch_errors, Trace prepared) {
+    LessonRun run{std::move(prepared), "", ""};
+    const Config config = run.trace.config();
     try {
-        lesson.fn(run.trace, lesson.defaults);
+        lesson.fn(run.trace, config);
+    } catch (const InputError&) {
+        throw;
     } catch (const ExerciseNotDone& e) {
         run.not_done = e.exercise;
         run.error = e.what();

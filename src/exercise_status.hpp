@@ -26,6 +26,10 @@ struct LessonRun {
 // exception only when `catch_errors` (a student's code may throw, the reference must not).
 LessonRun run_until_stopped(const Lesson& lesson, bool catch_errors);
 
+// The same with a prepared trace: its configuration, --input tensors and progress report. An
+// InputError (a supplied tensor of the wrong shape) always escapes: it is the user's to fix.
+LessonRun run_until_stopped(const Lesson& lesson, bool catch_errors, Trace prepared);
+
 // "exercise softmax is not done yet: write it in <folder>/softmax.cpp"
 std::string not_done_message(const std::string& exercise_id, const std::filesystem::path& exercises_dir);
 

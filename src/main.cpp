@@ -1,6 +1,7 @@
 // attn: derives attention mechanisms step by step in the terminal.
 // This file only parses the command line (CLI11) and dispatches to src/commands.cpp.
 #include "attn_config.hpp"
+#include "command_support.hpp"
 #include "commands.hpp"
 #include "program.hpp"
 
@@ -10,6 +11,8 @@
 #include <cstdlib>
 #include <exception>
 #include <map>
+#include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -22,6 +25,16 @@ const std::map<std::string, ColorMode> color_modes = {
 
 void add_golden_options(CLI::App& cmd, GoldenOptions& o) {
     cmd.add_option("--golden", o.golden_dir, "Directory of the golden files (default: the source tree's golden/)");
+}
+
+void add_setup_options(CLI::App& cmd, LessonSetup& setup) {
+    cmd.add_option("--seed", setup.seed, "Seed of the lesson's random numbers (default 7, as in the golden files)");
+    cmd.add_option("--set", setup.settings, "key=value: change a parameter (repeat for several); "
+                                            "'attn run <lesson> --help' lists them")
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    cmd.add_option("--input", setup.input, "Your tensors in place of the lesson's inputs and parameters: a "
+                                           "golden-format JSON file, or a directory of <tensor>.npy files");
 }
 
 void add_tolerance_options(CLI::App& cmd, Tolerance& tol) {
@@ -55,13 +68,19 @@ int main(int argc, char** argv) {
     RunOptions run;
     std::string color = "auto";
     auto* run_cmd = app.add_subcommand("run", "Run lessons: every step's equation, explanation, tensors and checks");
-    run_cmd->add_option("lesson", run.lessons, "Lesson numbers or slugs, or 'all'")->required();
+    // --help also lists the parameters of the lessons named, so the lesson is checked after parsing
+    run_cmd->set_help_flag();
+    run_cmd->add_flag("-h,--help", run.help, "Print this help and the parameters of the lessons named");
+    run_cmd->add_option("lesson", run.lessons, "Lesson numbers or slugs, or 'all'");
     run_cmd->add_option("--step", run.step, "Show only the step with this id (ids are shown in brackets)");
     run_cmd->add_flag("--pause", run.pause, "Wait for Enter between steps (when stdin is a terminal)");
     run_cmd->add_option("--precision", run.render.precision, "Decimals shown (default 4)")
         ->check(CLI::Range(0, 17));
     run_cmd->add_option("--color", color, "Colour: auto (a terminal and no NO_COLOR), always or never")
         ->check(CLI::IsMember({"auto", "always", "never"}));
+    add_setup_options(*run_cmd, run.setup);
+    run_cmd->add_option("--svg", run.svg_dir, "Write every heatmap as an SVG file into this directory (created if "
+                                              "missing)");
 
     // In an exercise build, check checks the exercises; the reference checks the lessons.
     GoldenOptions check;
@@ -96,6 +115,7 @@ int main(int argc, char** argv) {
     export_cmd->add_option("--format", exporting.format, "json (one golden-format file) or npy (<step>.<tensor>.npy)")
         ->check(CLI::IsMember({"json", "npy"}));
     export_cmd->add_option("--out", exporting.out, "Directory to write to (created if missing)")->required();
+    add_setup_options(*export_cmd, exporting.setup);
 
     CompareOptions compare;
     compare.golden_dir = ATTN_GOLDEN_DIR;
@@ -144,6 +164,18 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
+        // a mistyped command: CLI11 would only say that a subcommand is required
+        if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
+            std::vector<std::string> commands;
+            for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+                commands.push_back(sub->get_name());
+            const std::string best = closest_name(argv[1], commands);
+            fmt::print(stderr, "{}: unknown command '{}'; {}\nRun '{} --help' for usage.\n", program.name, argv[1],
+                       best.empty() ? fmt::format("the commands are: {}", fmt::join(commands, ", "))
+                                    : fmt::format("did you mean '{}'?", best),
+                       program.name);
+            return exit_usage;
+        }
         fmt::print(stderr, "{0}: {1}\nRun '{0} --help' (or '{0} <command> --help') for usage.\n", program.name,
                    e.what());
         return exit_usage;
@@ -152,6 +184,11 @@ int main(int argc, char** argv) {
     try {
         if (app.got_subcommand("list")) return cmd_list();
         if (app.got_subcommand(run_cmd)) {
+            if (run.help) return cmd_run_help(run_cmd->help(), run.lessons);
+            if (run.lessons.empty()) {
+                fmt::print(stderr, "{0} run: name a lesson (or 'all'); '{0} list' shows them\n", program.name);
+                return exit_usage;
+            }
             run.render.color = use_color(color_modes.at(color), ::isatty(STDOUT_FILENO));
             return cmd_run(run);
         }

@@ -213,6 +213,32 @@ TEST_CASE("causal multi-head weights are zero above the diagonal", "[multi_head]
         }
 }
 
+TEST_CASE("large causal multi-head attention, on two threads, equals the loops", "[multi_head]") {
+    // each head's T x T = 40000 scores are above the size the row kernels split over two threads
+    const std::size_t T = 200, d_model = 16, h = 4;
+    Rng rng(23);
+    const nn::MultiHeadParams p = random_params(rng, d_model);
+    const Mat X = rng.normal_mat(T, d_model);
+    const Mat mask = nn::causal_mask(T);
+    const auto r = nn::multi_head_attention(X, X, p, h, &mask);
+    check_against_reference(r, reference_multi_head(X, X, p, h, &mask));
+    std::size_t nonzero_above = 0;
+    double worst_sum_error = 0.0;
+    for (std::size_t i = 0; i < h; ++i)
+        for (std::size_t t = 0; t < T; ++t) {
+            double row_sum = 0.0;
+            for (std::size_t j = 0; j < T; ++j) {
+                row_sum += r.weights(i, t, j);
+                if (j > t && r.weights(i, t, j) != 0.0) ++nonzero_above;
+            }
+            worst_sum_error = std::max(worst_sum_error, std::abs(row_sum - 1.0));
+        }
+    CHECK(nonzero_above == 0);
+    CHECK(worst_sum_error <= 1e-12);
+    const auto dropped = nn::multi_head_attention(X, X, p, h, &mask, nn::HeadWeights::drop);
+    CHECK(max_abs_difference(dropped.output, r.output) == 0.0);
+}
+
 TEST_CASE("lesson 6 holds its checks and records what it claims", "[multi_head][lessons]") {
     const Lesson* lesson = find_lesson("multi-head");
     REQUIRE(lesson);
@@ -265,9 +291,13 @@ TEST_CASE("lesson 6 holds its checks and records what it claims", "[multi_head][
 TEST_CASE("lesson 6 runs with other head counts and refuses a non-divisor", "[multi_head][lessons]") {
     const Lesson* lesson = find_lesson("multi-head");
     REQUIRE(lesson);
-    const Trace three = run_lesson(*lesson, Config{7, {{"d_model", 6}, {"h", 3}}});
+    const Trace three = run_lesson(*lesson, configure(*lesson, 7, {{"heads", 3}}));
     CHECK(three.all_checks_hold());
     CHECK(recorded(three, "heads", "A_3").shape() == Shape{7, 7});
-    CHECK_THROWS_WITH(run_lesson(*lesson, Config{7, {{"d_model", 6}, {"h", 4}}}),
+    // configure() refuses before any work, naming both numbers and the head counts that divide d_model
+    CHECK_THROWS_WITH(configure(*lesson, 7, {{"heads", 4}}),
+                      Contains("d_model=6") && Contains("heads=4") && Contains("1, 2, 3, 6"));
+    // and the op itself refuses too, for a caller that skips configure()
+    CHECK_THROWS_WITH(run_lesson(*lesson, Config{7, {{"d_model", 6}, {"heads", 4}}}),
                       Contains("d_model = 6") && Contains("h = 4"));
 }

@@ -239,3 +239,82 @@ TEST_CASE("tensors of whole numbers (token ids, counts) are shown without decima
     const TensorRecord mixed{"m", "", Array{12.0, 0.5}, {}, {}, View::numbers};
     CHECK(render_tensor(mixed, RenderOptions{}).find("12.0000") != std::string::npos);
 }
+
+namespace {
+
+// Times that double (a) and quadruple (b) with T: a log-log plot shows two straight lines.
+TensorRecord doubling_times() {
+    return TensorRecord{"time", "ms", Array{{1.0, 1.0}, {2.0, 4.0}, {4.0, 16.0}, {8.0, 64.0}},
+                        {"T=1", "T=2", "T=4", "T=8"}, {"a", "b"}, View::plot};
+}
+
+}  // namespace
+
+TEST_CASE("a plot view draws a line plot under the numbers, exactly", "[render][plot]") {
+    RenderOptions opt;
+    opt.line_width = 48;
+    const auto lines = lines_of(render_tensor(doubling_times(), opt));
+    // Reviewed by eye: x doubles, so T = 1, 2, 4, 8 sit equally far apart; y spans a factor 64, so
+    // decades 1, 10, 100 are equally far apart and both series are straight, b twice as steep.
+    // The first points coincide ("@"); "·" joins the points of a series.
+    const std::vector<std::string> expected = {
+        "time  [4, 2]  = ms",
+        "        a   b",
+        "  T=1   1   1",
+        "  T=2   2   4",
+        "  T=4   4  16",
+        "  T=8   8  64",
+        "  100 ┤",
+        "      │                                     ··*",
+        "      │                                 ····",
+        "      │                             ····",
+        "      │                         ·*··",
+        "      │                      ···",
+        "   10 ┤                   ···              ···o",
+        "      │                ···           ······",
+        "      │            ··*·     ·····o···",
+        "      │        ······o······",
+        "      │    ·······",
+        "    1 ┤ @···",
+        "      └─┬────────────┬───────────┬────────────┬─",
+        "        1            2           4            8",
+        "  o a · * b · @ several",
+        "  x: T, doubling (log2 spacing) · y: log scale",
+    };
+    CHECK(lines == expected);
+    for (const auto& line : lines) CHECK(display_width(line) <= 48);
+}
+
+TEST_CASE("a plot without numeric labels uses row numbers and a linear scale; NaN breaks a line", "[render][plot]") {
+    const TensorRecord t{"lin", "", Array{{0.5, 1.5}, {1.0, 1.25}, {std::nan(""), 1.0}, {2.0, 0.75}, {2.5, 0.5}},
+                         {"a", "b", "c", "d", "e"}, {"up", "down"}, View::plot};
+    const std::string text = render_tensor(t, RenderOptions{});
+    const auto lines = lines_of(text);
+    CHECK_THAT(text, Catch::Contains("  o up · * down · x: row · y: linear scale\n"));
+    CHECK(lines_starting_with(text, "  2.5 ┤").size() == 1);  // ticks in steps of 0.5
+    CHECK(lines_starting_with(text, "  0.5 ┤ o").size() == 1);
+    for (const auto& line : lines) CHECK(display_width(line) <= 78);
+    // "up" has no value in row 3: nothing is drawn between its points at x = 2 and x = 4
+    const auto at_two = lines_starting_with(text, "  1.0 ┤");
+    REQUIRE(at_two.size() == 1);
+    CHECK(at_two[0].find("o    ") != std::string::npos);
+}
+
+TEST_CASE("plots stay within the line width, and colour only when asked", "[render][plot]") {
+    RenderOptions opt;
+    const std::string plain = render_tensor(doubling_times(), opt);
+    CHECK(plain == render_tensor(doubling_times(), opt));  // deterministic
+    CHECK_FALSE(has_escape(plain));
+    for (const auto& line : lines_of(plain)) CHECK(display_width(line) <= 78);
+    opt.color = true;
+    const std::string coloured = render_tensor(doubling_times(), opt);
+    CHECK(has_escape(coloured));
+    CHECK_THAT(coloured, Catch::Contains("\x1b[34mo\x1b[0m a"));
+
+    SECTION("a single point, and no finite value at all") {
+        const TensorRecord one{"one", "", Array(Mat{{3.0}}), {"T=64"}, {"only"}, View::plot};
+        CHECK_THAT(render_tensor(one, RenderOptions{}), Catch::Contains("  3 ┤") && Catch::Contains("x: T ·"));
+        const TensorRecord none{"none", "", Array(Mat{{std::nan("")}}), {}, {}, View::plot};
+        CHECK_THAT(render_tensor(none, RenderOptions{}), Catch::EndsWith("  plot: no finite values\n"));
+    }
+}

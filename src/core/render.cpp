@@ -14,6 +14,10 @@
 //            and named in a legend below ("  1 turn  2 off"), then
 //            "  scale: ░ low = 0.0500 … █ high = 0.8000"; -inf and NaN cells are "··"
 //   bars     "  label  ████▌ (padded to 40)  value"
+//   plot     a line plot 12 lines high: y tick labels right-aligned before "┤" (or "│"), points
+//            marked o * + # % & per column ("@" where several meet) joined by "·", the x axis
+//            "└──┬──" with the numbers of the row labels centred under the ticks, then a legend
+//            "  o GRU ms · * attention ms · x: T, doubling (log2 spacing) · y: log scale"
 // A summarised axis shows its first and last halves around a "…" row or column.
 #include "core/render.hpp"
 
@@ -22,6 +26,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -414,6 +419,293 @@ std::string bar_chart(const MatrixView& column, const std::vector<std::string>& 
     return out;
 }
 
+// ---------------------------------------------------------------- plot
+
+constexpr std::size_t plot_height = 12;  // lines of the plotting area
+constexpr std::size_t plot_series = 6;   // columns plotted at most, one marker each
+const char* const plot_markers[plot_series] = {"o", "*", "+", "#", "%", "&"};
+const char* const plot_colors[plot_series] = {"34", "31", "32", "35", "33", "36"};
+const char* const shared_marker = "@";  // points of several series in one cell
+const char* const line_dot = "·";
+
+// The x values of a plot: the numbers in the row labels ("64" or "T=64", all with the same name
+// before the '='), else the row numbers 1 .. n.
+struct XValues {
+    std::vector<double> values;
+    std::vector<std::string> texts;  // the tick labels: the numbers as the labels write them
+    std::string name;                // "T", or "row" without numeric labels, or "" for plain numbers
+    bool from_labels = true;         // false for the row numbers
+};
+
+XValues x_values(const std::vector<std::string>& labels, std::size_t rows) {
+    XValues x;
+    bool parsed = labels.size() == rows;
+    for (std::size_t r = 0; parsed && r < rows; ++r) {
+        const std::size_t eq = labels[r].rfind('=');
+        const std::string name = eq == std::string::npos ? "" : labels[r].substr(0, eq);
+        const std::string number = eq == std::string::npos ? labels[r] : labels[r].substr(eq + 1);
+        char* end = nullptr;
+        const double value = number.empty() ? 0.0 : std::strtod(number.c_str(), &end);
+        parsed = !number.empty() && end == number.c_str() + number.size() && std::isfinite(value) &&
+                 (r == 0 || name == x.name);
+        x.name = name;
+        x.values.push_back(value);
+        x.texts.push_back(number);
+    }
+    if (parsed) return x;
+    x = XValues{{}, {}, "row", false};
+    for (std::size_t r = 0; r < rows; ++r) {
+        x.values.push_back(static_cast<double>(r + 1));
+        x.texts.push_back(std::to_string(r + 1));
+    }
+    return x;
+}
+
+// One axis: values map to positions (their logarithm on a log axis), positions [low, high] to cells.
+struct PlotAxis {
+    bool log = false;
+    double base = 10;  // of the logarithm
+    double low = 0, high = 1;
+    double position(double v) const { return log ? std::log(v) / std::log(base) : v; }
+    // Where v falls between low (0) and high (1), clamped; the middle when the axis has no extent
+    // or its range overflows.
+    double fraction(double v) const { return clamped_fraction((position(v) - low) / (high - low)); }
+    double clamped_fraction(double f) const { return high == low || !std::isfinite(f) ? 0.5 : std::clamp(f, 0.0, 1.0); }
+};
+
+bool all_positive(const std::vector<double>& values) {
+    return std::all_of(values.begin(), values.end(), [](double v) { return v > 0; });
+}
+
+bool doubling(const std::vector<double>& values) {
+    for (std::size_t i = 1; i < values.size(); ++i)
+        if (values[i] != 2 * values[i - 1]) return false;
+    return values.size() > 1;
+}
+
+// log2 spacing when the labels' numbers double (or span more than a factor 10), else linear.
+PlotAxis x_axis(const XValues& values) {
+    const std::vector<double>& x = values.values;
+    PlotAxis axis;
+    const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+    axis.log = values.from_labels && all_positive(x) && (doubling(x) || *hi > 10 * *lo);
+    axis.base = 2;
+    axis.low = axis.position(*lo);
+    axis.high = axis.position(*hi);
+    return axis;
+}
+
+struct YTick {
+    double value;
+    std::string text;
+};
+
+// 1, 2 or 5 times a power of ten, at least `raw`.
+double nice_step(double raw) {
+    const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+    for (const double m : {1.0, 2.0, 5.0})
+        if (m * magnitude >= raw * (1 - 1e-12)) return m * magnitude;
+    return 10 * magnitude;
+}
+
+// The y axis and its ticks for finite values from `low` to `high`: whole decades on a log scale
+// when every value is positive and they span more than a factor 10, else 1-2-5 steps.
+PlotAxis y_axis(double low, double high, std::vector<YTick>& ticks) {
+    PlotAxis axis;
+    axis.log = low > 0 && high > 10 * low;
+    if (axis.log) {
+        axis.low = std::floor(std::log10(low));
+        axis.high = std::ceil(std::log10(high));
+        const double decades = axis.high - axis.low;
+        const double every = std::ceil(decades / static_cast<double>(plot_height / 2));
+        for (double k = axis.low; k <= axis.high; k += every) ticks.push_back({k, fmt::format("{:g}", std::pow(10.0, k))});
+        return axis;
+    }
+    if (high == low) {
+        const double half = std::max(std::fabs(low), 1.0) / 2;
+        low -= half, high += half;
+    }
+    const double step = nice_step((high - low) / 4);
+    axis.low = std::floor(low / step) * step;
+    axis.high = std::ceil(high / step) * step;
+    const int decimals = std::max(0, -static_cast<int>(std::floor(std::log10(step))));
+    const auto count = static_cast<long>(std::lround((axis.high - axis.low) / step));
+    for (long k = 0; k <= count; ++k) {
+        const double value = axis.low + static_cast<double>(k) * step;
+        ticks.push_back({value, fmt::format("{:.{}f}", std::fabs(value) < step / 2 ? 0.0 : value, decimals)});
+    }
+    return axis;
+}
+
+// What a cell of the plotting area shows: nothing, a line of `series`, or a point of it (or of several).
+struct PlotCell {
+    int series = -1;
+    bool point = false;
+    bool shared = false;
+};
+
+using PlotGrid = std::vector<std::vector<PlotCell>>;  // [line from the top][column]
+
+// Dots from cell (r0, c0) to (r1, c1), ends excluded, wherever no point or line is yet.
+void draw_segment(PlotGrid& grid, long r0, long c0, long r1, long c1, int series) {
+    const long steps = std::max(std::labs(r1 - r0), std::labs(c1 - c0));
+    for (long k = 1; k < steps; ++k) {
+        const double t = static_cast<double>(k) / static_cast<double>(steps);
+        const auto r = static_cast<std::size_t>(std::lround(static_cast<double>(r0) + t * static_cast<double>(r1 - r0)));
+        const auto c = static_cast<std::size_t>(std::lround(static_cast<double>(c0) + t * static_cast<double>(c1 - c0)));
+        if (grid[r][c].series < 0) grid[r][c].series = series;
+    }
+}
+
+void draw_point(PlotGrid& grid, std::size_t r, std::size_t c, int series) {
+    PlotCell& cell = grid[r][c];
+    cell.shared = cell.shared || (cell.point && cell.series != series);
+    cell.series = series;
+    cell.point = true;
+}
+
+std::string cell_text(const PlotCell& cell, bool color) {
+    if (cell.series < 0) return " ";
+    if (cell.shared) return paint(shared_marker, "1", color);
+    const auto s = static_cast<std::size_t>(cell.series);
+    return paint(cell.point ? plot_markers[s] : line_dot, plot_colors[s], color);
+}
+
+// One line of the plotting area, without the empty cells at its end.
+std::string grid_line(const std::vector<PlotCell>& cells, bool color) {
+    std::size_t used = cells.size();
+    while (used > 0 && cells[used - 1].series < 0) --used;
+    std::string out;
+    for (std::size_t k = 0; k < used; ++k) out += cell_text(cells[k], color);
+    return out;
+}
+
+// Which ticks get a label, each centred under its column: labels 0, k, 2k, ... for the smallest
+// stride k that keeps a space between neighbours.
+std::vector<std::size_t> labelled_ticks(const std::vector<std::size_t>& columns, const std::vector<std::string>& texts) {
+    for (std::size_t stride = 1;; ++stride) {
+        std::vector<std::size_t> shown;
+        long free_from = std::numeric_limits<long>::min();  // the first column the next label may use
+        bool fits = true;
+        for (std::size_t i = 0; i < columns.size(); i += stride) {
+            const auto text_width = static_cast<long>(texts[i].size());
+            const long begin = static_cast<long>(columns[i]) - (text_width - 1) / 2;
+            fits = fits && begin >= free_from;
+            free_from = begin + text_width + 1;
+            shown.push_back(i);
+        }
+        if (fits || stride >= columns.size()) return shown;
+    }
+}
+
+// Legend items ("o GRU ms", "x: T, doubling (log2 spacing)") joined by " · ", wrapped to `width`.
+// `marks` holds each item's coloured marker (or "") and `texts` its plain text after it, so the
+// wrapping is decided on plain text.
+std::string plot_legend(const std::vector<std::string>& marks, const std::vector<std::string>& texts, std::size_t width) {
+    std::string out, line;
+    std::size_t line_width = 0;
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        const std::size_t item_width = (marks[i].empty() ? 0 : 2) + display_width(texts[i]);
+        if (line_width > 0 && line_width + 3 + item_width > width) {
+            out += line + "\n";
+            line.clear(), line_width = 0;
+        }
+        line += line_width == 0 ? "  " : " · ";
+        line_width += line_width == 0 ? 2 : 3;
+        line += (marks[i].empty() ? "" : marks[i] + " ") + texts[i];
+        line_width += item_width;
+    }
+    return out + line + "\n";
+}
+
+// A line plot under a table: x from the row labels, one series per column, within opt.line_width.
+std::string line_plot(const MatrixView& m, const std::vector<std::string>& row_labels,
+                      const std::vector<std::string>& col_labels, const RenderOptions& opt) {
+    const std::size_t series = std::min(m.cols, plot_series);
+    double low = std::numeric_limits<double>::infinity(), high = -low;
+    for (std::size_t r = 0; r < m.rows; ++r)
+        for (std::size_t c = 0; c < series; ++c)
+            if (std::isfinite(m.at(r, c))) low = std::min(low, m.at(r, c)), high = std::max(high, m.at(r, c));
+    if (!(low <= high)) return "  plot: no finite values\n";
+
+    // 1. axes: x from the labels, y from the values; the plotting area fills what the y labels leave
+    const XValues x = x_values(row_labels, m.rows);
+    const PlotAxis xa = x_axis(x);
+    std::vector<YTick> ticks;
+    const PlotAxis ya = y_axis(low, high, ticks);
+    std::size_t label_width = 0;
+    for (const auto& t : ticks) label_width = std::max(label_width, display_width(t.text));
+    const std::size_t width = opt.line_width > label_width + 24 ? opt.line_width - label_width - 4 : 20;
+    // the outermost x labels, centred on their points, must stay above the area
+    const std::size_t margin = (widest(x.texts) + 1) / 2;
+    const double span = width > 2 * margin + 1 ? static_cast<double>(width - 1 - 2 * margin) : 0.0;
+    const auto column_of = [&](double v) { return margin + static_cast<std::size_t>(std::lround(xa.fraction(v) * span)); };
+    const auto line_at = [&](double position) {
+        const double fraction = ya.clamped_fraction((position - ya.low) / (ya.high - ya.low));
+        return static_cast<std::size_t>(std::lround((1 - fraction) * static_cast<double>(plot_height - 1)));
+    };
+    const auto line_of = [&](double v) { return line_at(ya.position(v)); };
+
+    // 2. lines between the points of each series, then the points over them
+    PlotGrid grid(plot_height, std::vector<PlotCell>(width));
+    for (std::size_t c = 0; c < series; ++c) {
+        bool joined = false;  // whether the previous row had a point to draw a line from
+        long previous_line = 0, previous_column = 0;
+        for (std::size_t r = 0; r < m.rows; ++r) {
+            if (!std::isfinite(m.at(r, c))) {
+                joined = false;  // a gap in the series breaks its line
+                continue;
+            }
+            const auto line = static_cast<long>(line_of(m.at(r, c)));
+            const auto column = static_cast<long>(column_of(x.values[r]));
+            if (joined) draw_segment(grid, previous_line, previous_column, line, column, static_cast<int>(c));
+            joined = true, previous_line = line, previous_column = column;
+        }
+    }
+    for (std::size_t c = 0; c < series; ++c)
+        for (std::size_t r = 0; r < m.rows; ++r)
+            if (std::isfinite(m.at(r, c)))
+                draw_point(grid, line_of(m.at(r, c)), column_of(x.values[r]), static_cast<int>(c));
+
+    // 3. the area with the y ticks on its left
+    std::vector<std::string> tick_at(plot_height);
+    for (const auto& t : ticks) tick_at[line_at(t.value)] = t.text;
+    std::string out;
+    bool any_shared = false;
+    for (std::size_t line = 0; line < plot_height; ++line) {
+        out += "  " + pad(tick_at[line], label_width, true) + (tick_at[line].empty() ? " │" : " ┤") +
+               grid_line(grid[line], opt.color) + "\n";
+        for (const auto& cell : grid[line]) any_shared = any_shared || cell.shared;
+    }
+
+    // 4. the x axis, ticks where a label fits, the labels centred under them
+    std::vector<std::size_t> columns;
+    for (const double v : x.values) columns.push_back(column_of(v));
+    const std::vector<std::size_t> shown = labelled_ticks(columns, x.texts);
+    std::vector<std::string> axis(width, "─");
+    std::string labels(width, ' ');
+    for (const std::size_t i : shown) {
+        axis[columns[i]] = "┬";
+        labels.replace(columns[i] - (x.texts[i].size() - 1) / 2, x.texts[i].size(), x.texts[i]);
+    }
+    while (!labels.empty() && labels.back() == ' ') labels.pop_back();
+    out += "  " + std::string(label_width, ' ') + " └" + fmt::format("{}", fmt::join(axis, "")) + "\n";
+    out += std::string(label_width + 4, ' ') + labels + "\n";
+
+    // 5. the legend: one marker per series, then how the axes are scaled
+    std::vector<std::string> marks, texts;
+    for (std::size_t c = 0; c < series; ++c) {
+        marks.push_back(paint(plot_markers[c], plot_colors[c], opt.color));
+        texts.push_back(c < col_labels.size() ? col_labels[c] : fmt::format("column {}", c + 1));
+    }
+    if (any_shared) marks.push_back(paint(shared_marker, "1", opt.color)), texts.push_back("several");
+    const std::string x_scale = !xa.log ? "" : doubling(x.values) ? ", doubling (log2 spacing)" : ", log scale";
+    marks.push_back(""), texts.push_back(fmt::format("x: {}{}", x.name.empty() ? "x" : x.name, x_scale));
+    marks.push_back(""), texts.push_back(ya.log ? "y: log scale" : "y: linear scale");
+    if (m.cols > series) marks.push_back(""), texts.push_back(fmt::format("first {} of {} columns", series, m.cols));
+    return out + plot_legend(marks, texts, opt.line_width);
+}
+
 // ---------------------------------------------------------------- tensors by rank
 
 std::string header_line(const TensorRecord& t, bool color) {
@@ -439,6 +731,7 @@ std::string render_matrix(const TensorRecord& t, const RenderOptions& opt) {
     std::string out = number_table(m, layout, opt.precision, "  ");
     if (t.view == View::heatmap && t.value.size() > 0) out += heatmap(m, layout, finite_range(t.value), opt);
     if (t.view == View::bars && m.cols == 1) out += bar_chart(m, t.rows, opt);
+    if (t.view == View::plot && m.rows * m.cols > 0) out += line_plot(m, t.rows, t.cols, opt);
     return out;
 }
 

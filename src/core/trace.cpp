@@ -1,5 +1,7 @@
 #include "core/trace.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace attn {
@@ -49,6 +51,53 @@ bool Trace::check(std::string claim, double max_abs_error, double tolerance) {
     const bool holds = max_abs_error <= tolerance;
     steps_.back().checks.push_back(CheckRecord{std::move(claim), max_abs_error, tolerance, holds});
     return holds;
+}
+
+const Array* Trace::supplied_input(const std::string& name, const Shape& drawn_shape) {
+    if (std::find(input_names_.begin(), input_names_.end(), name) == input_names_.end()) input_names_.push_back(name);
+    const Array* chosen = nullptr;
+    std::string chosen_key;
+    for (const auto& [key, value] : supplied_) {
+        const bool match = key == name || (key.size() > name.size() && key[key.size() - name.size() - 1] == '.' &&
+                                           key.compare(key.size() - name.size(), name.size(), name) == 0);
+        if (!match) continue;
+        if (chosen && !(shape_of(*chosen) == shape_of(value) && *chosen == value))
+            throw InputError("--input: tensor '" + name + "' is given twice with different values ('" + chosen_key +
+                             "' and '" + key + "'); give it once");
+        chosen = &value, chosen_key = key;
+        used_.insert(key);
+    }
+    if (!chosen) return nullptr;
+    const Shape given = shape_of(*chosen);
+    if (given != drawn_shape)
+        throw InputError("--input: tensor '" + name + "' has shape " + shape_string(given) + ", but the lesson (" +
+                         config_text(config_) + ") needs shape " + shape_string(drawn_shape));
+    const Array& value = *chosen;
+    const auto bad = std::find_if(value.begin(), value.end(), [](double x) { return !std::isfinite(x); });
+    if (bad != value.end()) {
+        std::size_t flat = static_cast<std::size_t>(bad - value.begin());
+        Shape index(given.size());
+        for (std::size_t k = given.size(); k-- > 0; flat /= given[k]) index[k] = flat % given[k];
+        throw InputError("--input: tensor '" + name + "' holds " + (std::isnan(*bad) ? "NaN" : "an infinity") +
+                         " at " + shape_string(index) + "; inputs and parameters must be finite numbers");
+    }
+    return &value;
+}
+
+Trace Trace::without_measured() const {
+    Trace out = *this;
+    for (auto& s : out.steps_)
+        s.tensors.erase(std::remove_if(s.tensors.begin(), s.tensors.end(),
+                                       [](const TensorRecord& t) { return t.measured; }),
+                        s.tensors.end());
+    return out;
+}
+
+std::vector<std::string> Trace::unused_inputs() const {
+    std::vector<std::string> out;
+    for (const auto& [name, value] : supplied_)
+        if (!used_.count(name)) out.push_back(name);
+    return out;
 }
 
 const Step* Trace::find_step(const std::string& id) const {

@@ -6,6 +6,10 @@
 #include "core/tensor.hpp"
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +21,7 @@ enum class View {
     numbers,  // the numbers only
     heatmap,  // a matrix, also drawn as a shaded grid with its row/column labels
     bars,     // a vector, also drawn as a horizontal bar chart with its labels
+    plot,     // a table whose rows are x values (labels) and columns series: also drawn as a log-log line plot
 };
 
 struct TensorRecord {
@@ -26,6 +31,9 @@ struct TensorRecord {
     std::vector<std::string> rows;  // optional labels of axis 0 (empty or one per row)
     std::vector<std::string> cols;  // optional labels of axis 1 (empty or one per column)
     View view = View::numbers;
+    // A measurement of this machine (a wall time): shown and exported, but never written to or
+    // compared with a golden file.
+    bool measured = false;
 
     Shape shape() const { return shape_of(value); }
 };
@@ -63,6 +71,12 @@ inline bool operator!=(const Config& a, const Config& b) { return !(a == b); }
 // "seed 7, d=6, trials=8": how reports and the reproducibility line name a configuration.
 std::string config_text(const Config& c);
 
+// A tensor the user supplied with --input that does not fit the lesson: the message names the
+// tensor and both shapes.
+struct InputError : std::invalid_argument {
+    using std::invalid_argument::invalid_argument;
+};
+
 class Trace {
 public:
     Trace() = default;
@@ -79,6 +93,35 @@ public:
     // Records an identity check in the current step; returns whether it holds.
     bool check(std::string claim, double max_abs_error, double tolerance);
 
+    // --input: tensors the user supplies in place of the inputs and parameters the lesson would
+    // draw, keyed "<tensor>" or "<step>.<tensor>" (the step is any step: it only tells apart
+    // tensors of one name).
+    void supply_inputs(std::map<std::string, Array> inputs) { supplied_ = std::move(inputs); }
+
+    // An input or parameter of the lesson: the user's tensor `name` when one was supplied (its
+    // shape must equal the drawn one's and its values be finite, else InputError), otherwise `drawn`. Draw it anyway, so
+    // the other tensors of a seed do not depend on what was supplied.
+    template <class T>
+    T input(const std::string& name, T drawn) {
+        if (const Array* given = supplied_input(name, shape_of(drawn))) drawn = *given;
+        return drawn;
+    }
+
+    // Progress of a long measurement ("T = 1024, 5 of 7"); the command decides whether and where
+    // to show it (a lesson never prints).
+    void on_progress(std::function<void(const std::string&)> report) { progress_ = std::move(report); }
+    void progress(const std::string& what) const {
+        if (progress_) progress_(what);
+    }
+
+    // The same trace without its measured tensors: what golden files hold and compare.
+    Trace without_measured() const;
+
+    // The names the lesson takes as inputs, in the order it asked for them.
+    const std::vector<std::string>& input_names() const { return input_names_; }
+    // Keys of supplied tensors the lesson never asked for (a typo, or a tensor it computes itself).
+    std::vector<std::string> unused_inputs() const;
+
     const std::string& lesson() const { return lesson_; }
     const Config& config() const { return config_; }
     const std::vector<Step>& steps() const { return steps_; }
@@ -90,9 +133,15 @@ public:
     bool all_checks_hold() const;
 
 private:
+    const Array* supplied_input(const std::string& name, const Shape& drawn_shape);
+
     std::string lesson_;
     Config config_;
     std::vector<Step> steps_;
+    std::map<std::string, Array> supplied_;
+    std::vector<std::string> input_names_;
+    std::set<std::string> used_;
+    std::function<void(const std::string&)> progress_;
 };
 
 }  // namespace attn

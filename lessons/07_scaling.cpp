@@ -1,0 +1,341 @@
+// Lesson 7: why attention replaced recurrence (Vaswani et al. 2017, section 4 and table 1). A GRU
+// and a self-attention layer read the same T tokens for T = T_min, 2 T_min, ..., T_max: the steps
+// that must run one after another, the multiply-adds, the wall time on this machine, the memory.
+// T = tokens, d = width of the tokens and of the GRU state, n = number of lengths measured.
+#include "registry.hpp"
+#include "support.hpp"
+
+#include "core/rng.hpp"
+#include "nn/rnn.hpp"
+#include "nn/self_attention.hpp"
+
+#include <fmt/format.h>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+namespace {
+
+// The dependent operations of attention in matrix form: S = X X^T / sqrt(d), A = softmax(S), Y = A X.
+// Each must wait for the one before; within each, every entry or row is independent of the others.
+constexpr double attention_chain = 3.0;
+
+constexpr double mebibyte = 1024.0 * 1024.0;
+
+// T_min, 2 T_min, ..., T_max (the limits make both powers of two, T_min <= T_max).
+std::vector<std::size_t> doubling_lengths(std::size_t T_min, std::size_t T_max) {
+    std::vector<std::size_t> out;
+    for (std::size_t T = T_min; T <= T_max; T *= 2) out.push_back(T);
+    return out;
+}
+
+std::vector<std::string> length_labels(const std::vector<std::size_t>& lengths) {
+    std::vector<std::string> out;
+    for (auto T : lengths) out.push_back("T=" + std::to_string(T));
+    return out;
+}
+
+// Weights N(0, 1/d), so that every pre-activation sums d products and stays near unit scale;
+// zero biases.
+nn::GruParams draw_gru(Rng& rng, std::size_t d) {
+    const double s = 1.0 / std::sqrt(as_double(d));
+    nn::GruParams p;
+    p.W_z = rng.normal_mat(d, d, s);
+    p.U_z = rng.normal_mat(d, d, s);
+    p.b_z = xt::zeros<double>({d});
+    p.W_r = rng.normal_mat(d, d, s);
+    p.U_r = rng.normal_mat(d, d, s);
+    p.b_r = xt::zeros<double>({d});
+    p.W_h = rng.normal_mat(d, d, s);
+    p.U_h = rng.normal_mat(d, d, s);
+    p.b_h = xt::zeros<double>({d});
+    return p;
+}
+
+Mat first_rows(const Mat& X, std::size_t T) { return xt::view(X, xt::range(0, T), xt::all()); }
+
+// The fastest of `repeats` runs in milliseconds: other programs can slow a run down, never speed
+// it up. `kept` ends as the last run's result; it is emptied before each run starts, so two
+// results of a T x T size are never held at once.
+template <class Result, class Run>
+double fastest_ms(std::size_t repeats, Result& kept, Run run) {
+    using Clock = std::chrono::steady_clock;
+    double best = std::numeric_limits<double>::infinity();
+    for (std::size_t r = 0; r < repeats; ++r) {
+        kept = Result{};
+        const auto start = Clock::now();
+        kept = run();
+        const std::chrono::duration<double, std::milli> took = Clock::now() - start;
+        best = std::min(best, took.count());
+    }
+    return best;
+}
+
+// What the lesson keeps of the runs at every length: their sizes and times, and the runs at the
+// shortest and the longest length for the checks.
+struct Measurements {
+    Mat table;    // n x 4: GRU steps, attention steps, weights MiB, GRU states MiB
+    Mat timings;  // n x 2: GRU ms, attention ms
+    nn::GruRun shortest_gru, longest_gru;
+    nn::AttentionResult longest_attention;
+    double weights_bytes_error = 0.0, states_bytes_error = 0.0;
+};
+
+Measurements measure(Trace& trace, const Mat& X, const nn::GruParams& gru, const std::vector<std::size_t>& lengths,
+                     std::size_t repeats) {
+    const std::size_t n = lengths.size(), d = X.shape(1);
+    const Vec h0 = xt::zeros<double>({d});
+    Measurements m;
+    m.table = xt::zeros<double>({n, std::size_t{4}});
+    m.timings = xt::zeros<double>({n, std::size_t{2}});
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t T = lengths[i];
+        trace.progress(fmt::format("T = {} ({} of {})", T, i + 1, n));
+        const Mat X_T = first_rows(X, T);
+        nn::GruRun run;
+        nn::AttentionResult attention;
+        m.timings(i, 0) = fastest_ms(repeats, run, [&] { return nn::gru_forward(gru, X_T, h0); });
+        m.timings(i, 1) =
+            fastest_ms(repeats, attention, [&] { return nn::scaled_dot_product_attention(X_T, X_T, X_T); });
+        // steps: one GRU state per step, each computed from the one before; memory: what the runs returned
+        const double weights_bytes = as_double(attention.weights.size() * sizeof(double));
+        const double states_bytes = as_double(run.states.size() * sizeof(double));
+        m.table(i, 0) = as_double(run.states.shape(0));
+        m.table(i, 1) = attention_chain;
+        m.table(i, 2) = weights_bytes / mebibyte;
+        m.table(i, 3) = states_bytes / mebibyte;
+        m.weights_bytes_error = std::max(m.weights_bytes_error, std::abs(weights_bytes - as_double(T * T * 8)));
+        m.states_bytes_error = std::max(m.states_bytes_error, std::abs(states_bytes - as_double(T * d * 8)));
+        if (i == 0) m.shortest_gru = run;
+        if (i + 1 == n) m.longest_gru = std::move(run), m.longest_attention = std::move(attention);
+    }
+    return m;
+}
+
+// The states of a loop in which every call of nn::gru_step is given the state the call before returned.
+Mat states_step_by_step(const nn::GruParams& gru, const Mat& X) {
+    Mat states = xt::empty<double>({X.shape(0), gru.hidden_width()});
+    Vec h = xt::zeros<double>({gru.hidden_width()});
+    for (std::size_t t = 0; t < X.shape(0); ++t) {
+        h = nn::gru_step(gru, xt::row(X, static_cast<std::ptrdiff_t>(t)), h).state;
+        xt::row(states, static_cast<std::ptrdiff_t>(t)) = h;
+    }
+    return states;
+}
+
+// Largest |column c of the table - expected(T)| over the lengths.
+template <class Expected>
+double column_error(const Mat& table, std::size_t c, const std::vector<std::size_t>& lengths, Expected expected) {
+    double worst = 0.0;
+    for (std::size_t i = 0; i < lengths.size(); ++i) worst = std::max(worst, std::abs(table(i, c) - expected(lengths[i])));
+    return worst;
+}
+
+// Multiply-adds per layer, counted from the shapes of the matrices each layer multiplies: every GRU
+// step multiplies x_t by W_z, W_r, W_h and a state by U_z, U_r, U_h; attention forms X X^T (T x d
+// times d x T) and A X (T x T times T x d).
+Mat multiply_adds(const nn::GruParams& gru, const std::vector<std::size_t>& lengths) {
+    const double per_gru_step = as_double(gru.W_z.size() + gru.W_r.size() + gru.W_h.size() + gru.U_z.size() +
+                                          gru.U_r.size() + gru.U_h.size());
+    const double d = as_double(gru.hidden_width());
+    Mat table = xt::zeros<double>({lengths.size(), std::size_t{3}});
+    for (std::size_t i = 0; i < lengths.size(); ++i) {
+        const double T = as_double(lengths[i]);
+        table(i, 0) = T * per_gru_step;
+        table(i, 1) = T * d * T + T * T * d;
+        table(i, 2) = table(i, 1) / table(i, 0);
+    }
+    return table;
+}
+
+// time(T) / time(T/2) for every length after the first: 2 where the time grows like T, 4 like T^2.
+Mat growth_per_doubling(const Mat& timings) {
+    const std::size_t n = timings.shape(0);
+    Mat growth = xt::zeros<double>({n > 0 ? n - 1 : 0, timings.shape(1)});
+    for (std::size_t i = 1; i < n; ++i)
+        for (std::size_t c = 0; c < timings.shape(1); ++c) growth(i - 1, c) = timings(i, c) / timings(i - 1, c);
+    return growth;
+}
+
+double row_sum_error(const Mat& weights) {
+    const Vec sums = xt::sum(weights, {1});
+    return xt::amax(xt::abs(sums - 1.0))();
+}
+
+// Attention for the last `count` queries alone, against all T keys, compared with the same rows
+// of the full run: no row needs another row, so any block of queries could go to another core.
+double block_of_queries_error(const Mat& X, const nn::AttentionResult& full, std::size_t count) {
+    const std::size_t T = X.shape(0);
+    const Mat queries = xt::view(X, xt::range(T - count, T), xt::all());
+    const nn::AttentionResult block = nn::scaled_dot_product_attention(queries, X, X);
+    return max_abs_difference(block.output, xt::view(full.output, xt::range(T - count, T), xt::all()));
+}
+
+std::string mib_text(double bytes) { return fmt::format("{:g} MiB", bytes / mebibyte); }
+
+std::string runs_text(std::size_t runs) { return runs == 1 ? "1 run" : fmt::format("{} runs", runs); }
+
+}  // namespace
+
+void lesson_scaling(Trace& trace, const Config& config) {
+    const std::size_t d = config.size("d"), T_min = config.size("T_min"), T_max = config.size("T_max");
+    const std::size_t repeats = config.size("repeats");
+    const std::vector<std::size_t> lengths = doubling_lengths(T_min, T_max);
+    const std::vector<std::string> labels = length_labels(lengths);
+    Rng rng(config.seed);
+    const Mat X = rng.normal_mat(T_max, d);
+    const nn::GruParams gru = draw_gru(rng, d);
+
+    const Measurements m = measure(trace, X, gru, lengths, repeats);
+
+    trace.step("layers", "A GRU and self-attention over the same tokens",
+               "GRU: h_t = GRU(x_t, h_{t-1}), t = 1 .. T;   attention: Y = softmax(X X^T / sqrt(d)) X",
+               fmt::format(
+                   "Section 4 of Vaswani et al. (2017), \"Why Self-Attention\", weighs layers that turn a sequence "
+                   "of T vectors into another sequence of T vectors on three counts: the work a layer does, how "
+                   "many of its operations must run one after another, and how many steps a signal takes between "
+                   "two positions (their table 1). This lesson counts the first two, times them on this machine, "
+                   "and adds the memory that pays for them. Both layers read the same tokens, the first T rows of "
+                   "X, each d = {0} numbers drawn from the seed, for T = {1}, {2}, ..., {3}.\n"
+                   "The recurrent layer is the GRU of Cho et al. (2014, eqs. 5 to 8), weights N(0, 1/d), zero "
+                   "biases and h_0 = 0 (nn::gru_forward). The attention layer is eq. 1 of Vaswani et al. in its "
+                   "barest form: the tokens are their own queries, keys and values (nn::scaled_dot_product_attention "
+                   "with Q = K = V = X). A trained layer first projects X three times; those products cost T d^2, "
+                   "run side by side, and table 1 leaves them out too.\n"
+                   "The checks show what makes the GRU sequential: a loop that hands each call of nn::gru_step the "
+                   "state the previous call returned gives the states of nn::gru_forward, and the run over {3} "
+                   "tokens begins with exactly the states of the run over {1}, because h_t depends on x_1 .. x_t "
+                   "and on nothing later.",
+                   d, T_min, 2 * T_min, T_max));
+    Vec lengths_vec = xt::zeros<double>({lengths.size()});
+    for (std::size_t i = 0; i < lengths.size(); ++i) lengths_vec(i) = as_double(lengths[i]);
+    trace.tensor("T", "the lengths measured, doubling from T_min to T_max", lengths_vec);
+    trace.check(fmt::format("nn::gru_step in a loop, each call fed the last state, gives nn::gru_forward (T = {})", T_min),
+                max_abs_difference(states_step_by_step(gru, first_rows(X, T_min)), m.shortest_gru.states), 0.0);
+    trace.check(fmt::format("the first {} states of the run over {} tokens are those of the run over {}", T_min, T_max,
+                            T_min),
+                max_abs_difference(first_rows(m.longest_gru.states, T_min), m.shortest_gru.states), 0.0);
+
+    trace.step("steps", "Sequential steps: T for the GRU, 3 for attention",
+               "GRU: h_1 -> h_2 -> ... -> h_T (T steps);   attention: S = X X^T / sqrt(d) -> A = softmax(S) -> Y = A X",
+               fmt::format(
+                   "Count the operations that have to wait for one another. The GRU cannot start h_t before "
+                   "h_{{t-1}} is done, so T tokens take T steps in a row whatever the hardware, and each step is "
+                   "only six d x d matrix-vector products ({0} multiply-adds at d = {1}): too little work to share "
+                   "between cores. Attention in matrix form is a chain of three operations: the scores S, the "
+                   "softmax of each row of S, and the weighted sums A X. Each link waits for the one before, but "
+                   "inside a link every entry of S, every row of the softmax and every row of A X can be computed "
+                   "at the same time. We count one step per link, 3 at every T. This is the middle column of "
+                   "table 1: O(n) sequential operations for a recurrent layer, O(1) for self-attention. The path "
+                   "column follows the same pattern: from x_1 to h_T a signal crosses T - 1 recurrent steps, while "
+                   "in attention every token reads every other through one weight.\n"
+                   "The last two columns are the memory that grows with T: the T x T weights A take T^2 x 8 bytes "
+                   "(the scores S before the softmax are a second matrix of that size), the GRU's T states T d x 8 "
+                   "bytes. At T = d they are equal; every doubling of T doubles the states and quadruples the "
+                   "weights.",
+                   6 * d * d, d));
+    trace.tensor("scaling", fmt::format("one row per length T; d = {}", d), m.table, labels,
+                 {"GRU steps", "attention steps", "T×T weights MiB", "GRU states MiB"});
+    trace.check("the GRU takes T steps (one state per token) and attention 3, at every T",
+                std::max(column_error(m.table, 0, lengths, [](std::size_t T) { return as_double(T); }),
+                         column_error(m.table, 1, lengths, [](std::size_t) { return attention_chain; })),
+                0.0);
+    trace.check("the weights each run returned take T^2 x 8 bytes", m.weights_bytes_error, 0.0);
+    trace.check(fmt::format("the states each run returned take T d x 8 = {} T bytes", 8 * d), m.states_bytes_error, 0.0);
+
+    const Mat work = multiply_adds(gru, lengths);
+    trace.step("work", "Work: 6 T d^2 multiply-adds against 2 T^2 d",
+               "GRU: T x 6 d^2;   attention: T^2 d (X X^T) + T^2 d (A X);   ratio T / 3d",
+               fmt::format(
+                   "Fewer sequential steps is not less work. The first column of table 1 gives the work per layer: "
+                   "O(n d^2) for a recurrent layer, O(n^2 d) for self-attention. The table counts multiply-adds "
+                   "from the shapes of the matrices each layer multiplies. A GRU step multiplies x_t by W_z, W_r "
+                   "and W_h and the previous state by U_z, U_r and U_h, six d x d products: 6 T d^2 for the "
+                   "sequence. Attention forms T^2 scores of d products each, then T outputs that each add up T "
+                   "values of width d: 2 T^2 d. Their ratio is T / 3d, so below T = 3d = {0} attention does less "
+                   "arithmetic than the GRU and above it more, twice as much more with every doubling of T. The "
+                   "T^2 exponentials of the softmax come on top and are not counted.\n"
+                   "Vaswani et al. argue that the usual case favours attention, because sentence lengths are "
+                   "mostly below the width of the representations (d = 512 in their base model). For long "
+                   "sequences they suggest letting each query see only a window of r neighbours: O(r n d) work "
+                   "(the last row of table 1), at the price of a longer path between distant tokens.",
+                   3 * d));
+    trace.tensor("mult-adds", fmt::format("per layer; d = {}", d), work, labels, {"GRU", "attention", "attention / GRU"});
+    trace.check("the counts from the matrix shapes are 6 T d^2 and 2 T^2 d",
+                std::max(column_error(work, 0, lengths, [d](std::size_t T) { return 6.0 * as_double(T * d * d); }),
+                         column_error(work, 1, lengths, [d](std::size_t T) { return 2.0 * as_double(T * T * d); })),
+                0.0);
+
+    // a block of T_min queries (fewer when T_min = T_max, so that the block is not the whole run)
+    const std::size_t block = std::min(T_min, std::max<std::size_t>(1, T_max / 2));
+    trace.step("timing", "Wall time on this machine",
+               fmt::format("time = the fastest of {} (std::chrono::steady_clock);  growth = time(T) / time(T/2)",
+                           runs_text(repeats)),
+               fmt::format(
+                   "Now the clock. At every T each layer is timed over {0} and the fastest is kept, since other "
+                   "programs can only slow a run down. These numbers belong to this machine at this moment: they "
+                   "are shown, but never written to or compared with the golden file, and the next run will differ "
+                   "a little.\n"
+                   "What to look for. The GRU's time grows like T (growth near 2 per doubling), because every step "
+                   "costs the same. Attention's grows towards T^2 (growth near 4) once its T x T work outweighs the "
+                   "fixed cost of each call; that work goes to BLAS matrix products and a row-by-row softmax that "
+                   "use every core. Which layer is faster at a given T depends on the machine. Past T = 3d = {1} "
+                   "the GRU does less arithmetic, yet it spends its time in a long chain of small products that "
+                   "cannot use the hardware well, while attention's extra work runs in large products that can. "
+                   "On a few cores the quadratic growth still makes attention the slower layer beyond some length; "
+                   "a GPU with thousands of arithmetic units moves that length much further out.\n"
+                   "So the case of Vaswani et al. is not that attention is cheaper on one core. With O(1) "
+                   "sequential steps a layer can process all positions of a sequence at once, which is what "
+                   "parallel hardware rewards (they trained on 8 GPUs), and a recurrent layer never can. The checks "
+                   "confirm that the timed attention is what it claims: its rows are distributions, and the last "
+                   "{2} queries computed on their own, as another core would, give the rows of the full run.",
+                   runs_text(repeats), 3 * d, block));
+    TensorRecord& timings = trace.tensor("timings", fmt::format("milliseconds, the fastest of {}", runs_text(repeats)), m.timings,
+                                         labels, {"GRU ms", "attention ms"}, View::plot);
+    timings.measured = true;
+    TensorRecord& growth = trace.tensor("growth", "time(T) / time(T/2): 2 for a time that grows like T, 4 like T^2",
+                                        growth_per_doubling(m.timings),
+                                        std::vector<std::string>(labels.begin() + 1, labels.end()),
+                                        {"GRU", "attention"});
+    growth.measured = true;
+    trace.check(fmt::format("every row of the weights sums to 1 at T = {}", T_max),
+                row_sum_error(m.longest_attention.weights), 1e-12);
+    trace.check(fmt::format("the last {} queries alone give the same outputs as the full run at T = {}", block, T_max),
+                block_of_queries_error(X, m.longest_attention, block), 1e-12);
+
+    const nn::AttentionResult& a = m.longest_attention;
+    const nn::GruRun& g = m.longest_gru;
+    const double T_bytes = as_double(T_max * T_max * 8), states_bytes = as_double(T_max * d * 8);
+    trace.step("memory", "The price: T^2 numbers to hold",
+               fmt::format("weights: T^2 x 8 bytes = {};   GRU states: T d x 8 bytes = {}   (T = {})",
+                           mib_text(T_bytes), mib_text(states_bytes), T_max),
+               fmt::format(
+                   "What attention gains in sequential steps it pays for in memory. At T = {0} the scores and the "
+                   "weights are each a {0} x {0} matrix of {1}, against {2} for all {0} states of the GRU. Double "
+                   "T and the two matrices take four times the space; a layer with h heads holds h pairs of them, "
+                   "and training keeps them for the backward pass. That is why this lesson refuses a T_max whose "
+                   "matrices would not fit in 1 GiB, and why long inputs are the weak side of attention. The "
+                   "restricted self-attention of table 1 keeps a band of r keys per query, r T numbers; later work "
+                   "(Dao et al. 2022, FlashAttention) computes the softmax block by block, so that the T x T "
+                   "matrix is never stored whole. The GRU needs T d numbers for the states it returns, and only d "
+                   "if the last state is all that is wanted.",
+                   T_max, mib_text(T_bytes), mib_text(states_bytes)));
+    trace.tensor("held", fmt::format("MiB held by the runs at T = {}", T_max),
+                 Vec{as_double(a.scores.size()) * 8 / mebibyte, as_double(a.weights.size()) * 8 / mebibyte,
+                     as_double(a.output.size()) * 8 / mebibyte, as_double(g.states.size()) * 8 / mebibyte,
+                     as_double(g.update_gates.size() + g.reset_gates.size() + g.candidates.size()) * 8 / mebibyte},
+                 std::vector<std::string>{"attention scores S (T×T)", "attention weights A (T×T)",
+                                          "attention outputs Y (T×d)", "GRU states (T×d)",
+                                          "GRU gates and candidates (3 T×d)"},
+                 {}, View::bars);
+}
+
+}  // namespace attn

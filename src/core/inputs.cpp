@@ -1,0 +1,53 @@
+#include "core/inputs.hpp"
+
+#include "core/golden.hpp"
+#include "core/npy.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace attn {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& source, const std::string& what) {
+    throw GoldenError(printable_utf8("--input " + source + ": " + what));
+}
+
+std::map<std::string, Array> read_directory(const std::filesystem::path& dir) {
+    std::vector<std::filesystem::path> files;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        const std::string file_name = entry.path().filename().string();
+        if (file_name.empty() || file_name[0] == '.') continue;
+        if (entry.path().extension() != ".npy")
+            fail(entry.path().string(), "is not a .npy file; the folder should hold only <tensor>.npy files");
+        files.push_back(entry.path());
+    }
+    if (files.empty()) fail(dir.string(), "has no <tensor>.npy files");
+    std::sort(files.begin(), files.end());
+    std::map<std::string, Array> inputs;
+    for (const auto& file : files) {
+        const std::string stem = file.stem().string();
+        if (stem.empty() || stem.back() == '.') fail(file.string(), "is not named <tensor>.npy or <step>.<tensor>.npy");
+        // the names reach messages and the terminal
+        if (printable_utf8(stem) != stem) fail(file.string(), "the name is not valid UTF-8");
+        inputs.emplace(stem, read_npy(file));
+    }
+    return inputs;
+}
+
+}  // namespace
+
+std::map<std::string, Array> read_inputs(const std::filesystem::path& path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) fail(path.string(), "no such file or directory");
+    if (std::filesystem::is_directory(path, ec)) return read_directory(path);
+    const Submission sub = parse_submission_json(read_file_bytes(path, "JSON file"), path.string());
+    std::map<std::string, Array> inputs;
+    for (const auto& s : sub.trace.steps())
+        for (const auto& t : s.tensors) inputs.emplace(s.id + "." + t.name, t.value);
+    if (inputs.empty()) fail(path.string(), "holds no tensors");
+    return inputs;
+}
+
+}  // namespace attn

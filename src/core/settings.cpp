@@ -1,0 +1,123 @@
+#include "core/settings.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+namespace attn {
+
+namespace {
+
+bool is_key_char(unsigned char c) { return std::isalnum(c) || c == '_'; }
+
+// What a user typed, quoted and cut short, for messages; control bytes are shown as '?'.
+std::string quoted(const std::string& text) {
+    std::string shown = text.substr(0, 60);
+    for (auto& c : shown)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    return "'" + shown + (text.size() > 60 ? "...'" : "'");
+}
+
+// A decimal integer with an optional sign, or false when the text is not one or does not fit.
+bool parse_integer(const std::string& text, bool allow_sign, unsigned long long limit, bool& negative,
+                   unsigned long long& magnitude) {
+    std::size_t i = 0;
+    negative = false;
+    if (allow_sign && i < text.size() && (text[i] == '-' || text[i] == '+')) negative = text[i++] == '-';
+    if (i == text.size()) return false;
+    magnitude = 0;
+    for (; i < text.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        if (!std::isdigit(c)) return false;
+        const unsigned digit = c - '0';
+        if (magnitude > (limit - digit) / 10) return false;
+        magnitude = magnitude * 10 + digit;
+    }
+    return true;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+}  // namespace
+
+Setting parse_setting(const std::string& text) {
+    const std::size_t eq = text.find('=');
+    if (eq == std::string::npos)
+        throw SettingError(fmt::format("--set {}: expected key=value, such as d_model=16", quoted(text)));
+    Setting s;
+    s.key = text.substr(0, eq);
+    const std::string value = text.substr(eq + 1);
+    if (s.key.empty() || !std::all_of(s.key.begin(), s.key.end(), [](char c) { return is_key_char(c); }))
+        throw SettingError(fmt::format("--set {}: the key must be a parameter name (letters, digits, _), such as "
+                                       "d_model=16",
+                                       quoted(text)));
+    bool negative = false;
+    unsigned long long magnitude = 0;
+    // a negative value reaches one further than a positive one: the smallest is -(max + 1)
+    const auto limit = static_cast<unsigned long long>(std::numeric_limits<long long>::max());
+    if (!parse_integer(value, true, limit + 1, negative, magnitude) || (!negative && magnitude > limit))
+        throw SettingError(fmt::format("--set {}: {} is not a whole number{}", quoted(text), quoted(value),
+                                       value.empty() ? " (the value is missing)" : ""));
+    s.value = negative && magnitude > 0 ? -static_cast<long long>(magnitude - 1) - 1
+                                        : static_cast<long long>(magnitude);
+    return s;
+}
+
+std::uint64_t parse_seed(const std::string& text) {
+    bool negative = false;
+    unsigned long long magnitude = 0;
+    if (!parse_integer(text, false, std::numeric_limits<std::uint64_t>::max(), negative, magnitude))
+        throw SettingError(
+            fmt::format("--seed {}: the seed must be a whole number from 0 to 18446744073709551615", quoted(text)));
+    return magnitude;
+}
+
+Config default_config(const std::vector<Param>& params, std::uint64_t seed) {
+    Config c;
+    c.seed = seed;
+    for (const auto& p : params) c.values.emplace_back(p.key, p.value);
+    return c;
+}
+
+Config apply_settings(const std::vector<Param>& params, std::uint64_t seed, const std::vector<Setting>& settings) {
+    Config c = default_config(params, seed);
+    for (const auto& s : settings) {
+        const auto p = std::find_if(params.begin(), params.end(), [&](const Param& q) { return q.key == s.key; });
+        if (p == params.end()) {
+            std::vector<std::string> keys;
+            std::string best;
+            std::size_t best_distance = 3;
+            for (const auto& q : params) {
+                keys.push_back(q.key);
+                const std::size_t d = edit_distance(s.key, q.key);
+                if (d < best_distance) best = q.key, best_distance = d;
+            }
+            throw SettingError(fmt::format("--set: this lesson has no parameter {}{}; its parameters are: {}",
+                                           quoted(s.key), best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best),
+                                           keys.empty() ? "none" : fmt::format("{}", fmt::join(keys, ", "))));
+        }
+        if (s.value < p->min || s.value > p->max)
+            throw SettingError(fmt::format("--set {}={}: out of range; {} must be from {} to {} ({})", s.key, s.value,
+                                           s.key, p->min, p->max, p->description));
+        for (auto& [k, v] : c.values)
+            if (k == s.key) v = s.value;
+    }
+    return c;
+}
+
+}  // namespace attn

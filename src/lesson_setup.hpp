@@ -1,0 +1,38 @@
+// How `attn run` and `attn export` set a lesson up from the command line: --seed, --set and
+// --input, checked before any work, and the reproducibility line that names the result.
+#pragma once
+
+#include "exercise_status.hpp"
+#include "registry.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+struct LessonSetup {
+    std::string seed;                   // --seed N ("" for the lesson's own, 7)
+    std::vector<std::string> settings;  // --set key=value, in order
+    std::filesystem::path input;        // --input FILE|DIR ("" for none)
+
+    bool given() const { return !seed.empty() || !settings.empty() || !input.empty(); }
+};
+
+// The trace to run `lesson` into, configured as the user asked, or nullopt after reporting on
+// stderr what is wrong (an unknown key, a value out of range, a bad seed, an unreadable input).
+std::optional<Trace> prepare_trace(const Lesson& lesson, const LessonSetup& setup);
+
+// After a run: false after reporting supplied tensors that are not tensors of the lesson at all;
+// a note on stderr for supplied tensors the lesson computes itself (they are ignored).
+bool inputs_were_used(const LessonRun& run, const LessonSetup& setup);
+
+// One line that lets anyone reproduce a run:
+// "attn 0.1.0 · lesson 6 multi-head · seed 3, d_model=16, heads=4 · golden format 1".
+std::string reproducibility_line(const Lesson& lesson, const Config& config, const LessonSetup& setup);
+
+// The parameters of a lesson, one per line, with default, range and description (run --help).
+std::string parameter_help(const Lesson& lesson);
+
+}  // namespace attn

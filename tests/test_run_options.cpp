@@ -1,0 +1,219 @@
+// attn run / export with --seed, --set and --input, as a user types them: exit codes, the
+// reproducibility line, and the user's own tensors in place of the drawn ones.
+// ATTN_BIN names the binary (set by tests/meson.build); every program runs in a fresh
+// temporary directory, removed at the end.
+#include "attn_config.hpp"
+#include "core/golden.hpp"
+#include "core/npy.hpp"
+#include "registry.hpp"
+
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+#include <xtensor/xbuilder.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+
+#include <unistd.h>
+
+using namespace attn;
+using namespace attn::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh temporary directory, the working directory of the programs a test runs.
+struct TempDir {
+    fs::path dir;
+    TempDir() {
+        static int count = 0;
+        dir = fs::temp_directory_path() / fmt::format("attn_run_options_{}_{}", ::getpid(), ++count);
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+    }
+    ~TempDir() { fs::remove_all(dir); }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+
+    // Runs `attn <args>` inside the directory, stderr included in the output.
+    Result attn(const std::string& args) const {
+        const char* bin = std::getenv("ATTN_BIN");
+        REQUIRE(bin != nullptr);
+        return run_command("cd '" + dir.string() + "' && '" + std::string(bin) + "' " + args + " 2>&1");
+    }
+};
+
+void write_npy(const fs::path& file, const Array& value) {
+    std::ofstream out(file, std::ios::binary);
+    out << to_npy(value);
+}
+
+// The one file in `dir` whose name ends with `suffix` (".X.npy").
+fs::path file_ending(const fs::path& dir, const std::string& suffix) {
+    fs::path found;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        const std::string name = entry.path().filename().string();
+        if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+            found = entry.path();
+    }
+    INFO("a file ending " << suffix << " in " << dir);
+    REQUIRE(!found.empty());
+    return found;
+}
+
+// The ids of the steps holding a tensor whose values differ between two runs of one lesson;
+// the steps and their tensors must be the same.
+std::set<std::string> differing_steps(const Trace& a, const Trace& b) {
+    std::set<std::string> out;
+    REQUIRE(a.steps().size() == b.steps().size());
+    for (std::size_t s = 0; s < a.steps().size(); ++s) {
+        const Step &x = a.steps()[s], &y = b.steps()[s];
+        REQUIRE(x.tensors.size() == y.tensors.size());
+        for (std::size_t t = 0; t < x.tensors.size(); ++t)
+            if (!(x.tensors[t].shape() == y.tensors[t].shape() && x.tensors[t].value == y.tensors[t].value))
+                out.insert(x.id);
+    }
+    return out;
+}
+
+std::string golden_name(int number) {
+    const Lesson& l = *find_lesson(std::to_string(number));
+    return golden_file_name(l.number, l.slug);
+}
+
+}  // namespace
+
+TEST_CASE("run --set --seed prints the reproducibility line and exits 0", "[cli][settings]") {
+    const TempDir tmp;
+    const Result r = tmp.attn("run multi-head --set d_model=16 --set heads=4 --seed 3 --color never");
+    INFO(r.output);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.output, Catch::Contains(fmt::format("attn {} · lesson 6 multi-head · seed 3, d_model=16, heads=4 · "
+                                                     "golden format {}",
+                                                     ATTN_VERSION, golden_format_version)));
+    CHECK_THAT(r.output, Catch::Contains("all") && Catch::Contains("identity checks hold"));
+}
+
+TEST_CASE("run refuses d_model=16 with heads=3, naming both", "[cli][settings]") {
+    const TempDir tmp;
+    const Result r = tmp.attn("run multi-head --set d_model=16 --set heads=3");
+    INFO(r.output);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains("d_model=16") && Catch::Contains("heads=3"));
+}
+
+TEST_CASE("--input with a wrong shape exits 2 naming the tensor and both shapes", "[cli][inputs]") {
+    const TempDir tmp;
+    REQUIRE(tmp.attn("export 6 --format npy --out drawn").code == 0);
+    fs::create_directories(tmp.dir / "mine");
+    const fs::path x = file_ending(tmp.dir / "drawn", ".X.npy");
+    fs::copy_file(x, tmp.dir / "mine" / "X.npy");
+    const Shape given = shape_of(read_npy(x));  // T x 6
+    const Result r = tmp.attn("run 6 --set d_model=16 --set heads=4 --input mine");
+    INFO(r.output);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains("'X'"));
+    CHECK_THAT(r.output, Catch::Contains(shape_string(given)));
+    CHECK_THAT(r.output, Catch::Contains(shape_string({given[0], 16})));
+}
+
+TEST_CASE("--input from an export of the same configuration reproduces it exactly", "[cli][inputs]") {
+    const TempDir tmp;
+    for (int number = 1; number <= 6; ++number) {
+        INFO("lesson " << number);
+        const std::string file = golden_name(number);
+        REQUIRE(tmp.attn(fmt::format("export {} --format json --out drawn{}", number, number)).code == 0);
+        const Result again =
+            tmp.attn(fmt::format("export {0} --format json --out again{0} --input drawn{0}/{1}", number, file));
+        INFO(again.output);
+        REQUIRE(again.code == 0);
+        CHECK(read_file(tmp.dir / ("drawn" + std::to_string(number)) / file) ==
+              read_file(tmp.dir / ("again" + std::to_string(number)) / file));
+    }
+    // the same through a directory of .npy files
+    REQUIRE(tmp.attn("export 6 --format npy --out npy6").code == 0);
+    REQUIRE(tmp.attn("export 6 --format json --out again_npy --input npy6").code == 0);
+    CHECK(read_file(tmp.dir / "drawn6" / golden_name(6)) == read_file(tmp.dir / "again_npy" / golden_name(6)));
+}
+
+TEST_CASE("every tensor a lesson draws is an input: another seed's tensors give that seed's numbers",
+          "[cli][inputs]") {
+    // Only lesson 3's measurements draw afresh: their samples are statistics, not inputs.
+    const std::map<int, std::set<std::string>> measured = {{3, {"variance", "saturation"}}};
+    const TempDir tmp;
+    for (int number = 1; number <= 6; ++number) {
+        INFO("lesson " << number);
+        const std::string file = golden_name(number);
+        REQUIRE(tmp.attn(fmt::format("export {0} --seed 8 --format json --out seed8_{0}", number)).code == 0);
+        const Result r =
+            tmp.attn(fmt::format("export {0} --format json --out mine{0} --input seed8_{0}/{1}", number, file));
+        INFO(r.output);
+        REQUIRE(r.code == 0);
+        const Trace theirs = read_golden(tmp.dir / ("seed8_" + std::to_string(number)) / file);
+        const Trace mine = read_golden(tmp.dir / ("mine" + std::to_string(number)) / file);
+        CHECK(mine.config().seed == 7);
+        const auto it = measured.find(number);
+        CHECK(differing_steps(mine, theirs) == (it == measured.end() ? std::set<std::string>{} : it->second));
+    }
+}
+
+TEST_CASE("--input naming no tensor of the lesson exits 2 and lists its inputs", "[cli][inputs]") {
+    const TempDir tmp;
+    fs::create_directories(tmp.dir / "mine");
+    write_npy(tmp.dir / "mine" / "nonsense.npy", Array(xt::zeros<double>({2, 2})));
+    const Result r = tmp.attn("run 6 --input mine");
+    INFO(r.output);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains("nonsense"));
+    CHECK_THAT(r.output, Catch::Contains("X, W_Q, W_K, W_V, W_O"));
+}
+
+TEST_CASE("--set and --input need exactly one lesson", "[cli][settings]") {
+    const TempDir tmp;
+    for (const char* args : {"run all --set d=3", "run 1 2 --set d=3", "run all --input nowhere"}) {
+        INFO(args);
+        const Result r = tmp.attn(args);
+        INFO(r.output);
+        CHECK(r.code == 2);
+        CHECK_THAT(r.output, Catch::Contains("exactly one lesson"));
+    }
+}
+
+TEST_CASE("run <lesson> --help lists the lesson's parameters with their ranges", "[cli][settings]") {
+    const TempDir tmp;
+    const Result r = tmp.attn("run 6 --help");
+    INFO(r.output);
+    CHECK(r.code == 0);
+    for (const auto& p : find_lesson("multi-head")->params) {
+        CHECK_THAT(r.output, Catch::Contains(p.key));
+        CHECK_THAT(r.output, Catch::Contains(fmt::format("{}..{}", p.min, p.max)));
+    }
+    CHECK_THAT(r.output, Catch::Contains("d_model") && Catch::Contains("heads"));
+}
+
+TEST_CASE("check has no --set: it always checks the golden configuration", "[cli][settings]") {
+    const TempDir tmp;
+    const Result r = tmp.attn("check --set d=1");
+    INFO(r.output);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains("--set"));
+}
+
+TEST_CASE("export --set writes a JSON file whose config holds the settings", "[cli][settings]") {
+    const TempDir tmp;
+    const Result r = tmp.attn("export 6 --set d_model=16 --set heads=4 --format json --out out");
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    const Trace exported = read_golden(tmp.dir / "out" / golden_name(6));
+    Config expected;
+    expected.seed = 7;
+    expected.values = {{"d_model", 16}, {"heads", 4}};
+    CHECK(exported.config() == expected);
+}

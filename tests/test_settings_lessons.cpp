@@ -1,0 +1,182 @@
+// Every parameter of lessons 1-6 at both ends of its range: the lesson finishes and every
+// identity check holds. And the settings configure() refuses before any work, with messages
+// that name what is wrong. (Lesson 7, scaling, measures wall time and is not run here.)
+#include "core/settings.hpp"
+#include "registry.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <numeric>
+#include <string>
+#include <vector>
+
+using namespace attn;
+
+namespace {
+
+// Lessons whose width must be divisible by their number of heads: an extreme of one is run with
+// the other moved as little as that needs (everything else stays at its default).
+struct HeadsRule {
+    std::string slug, width, heads;
+};
+const std::vector<HeadsRule> heads_rules = {{"gru-to-attention", "d", "heads"}, {"multi-head", "d_model", "heads"}};
+
+// Settings above these take more than about 2 s on a loaded 2-core machine (measured with
+// attn run; the cost grows linearly in each): skipped, with a WARN, to keep this test short.
+struct SlowSetting {
+    std::string slug, key;
+    long long above;
+};
+const std::vector<SlowSetting> slow_settings = {
+    {"bottleneck", "trials", 2000}, {"scores", "pairs", 50000}, {"scores", "queries", 4000}, {"scores", "keys", 40}};
+
+// key=value, plus the partner a heads rule needs: the smallest multiple of the heads at least the
+// default width, or for a width the largest head count dividing it and the default heads.
+std::vector<Setting> extreme(const Lesson& lesson, const std::string& key, long long value) {
+    std::vector<Setting> settings = {{key, value}};
+    for (const auto& rule : heads_rules) {
+        if (rule.slug != lesson.slug) continue;
+        const long long width = lesson.defaults.get(rule.width), heads = lesson.defaults.get(rule.heads);
+        if (key == rule.heads && width % value != 0) settings.push_back({rule.width, (width + value - 1) / value * value});
+        if (key == rule.width && value % heads != 0) settings.push_back({rule.heads, std::gcd(value, heads)});
+    }
+    return settings;
+}
+
+std::string text(const std::vector<Setting>& settings) {
+    std::string out;
+    for (const auto& s : settings) out += fmt::format("{}{}={}", out.empty() ? "" : " ", s.key, s.value);
+    return out;
+}
+
+bool too_slow(const Lesson& lesson, const std::string& key, long long value) {
+    for (const auto& s : slow_settings)
+        if (s.slug == lesson.slug && s.key == key && value > s.above) return true;
+    return false;
+}
+
+// The claims of the checks that fail, one per line ("" when all hold).
+std::string failed_checks(const Trace& trace) {
+    std::string out;
+    for (const auto& s : trace.steps())
+        for (const auto& c : s.checks)
+            if (!c.holds)
+                out += fmt::format("  {}: {} (error {:.3g} > tolerance {:.3g})\n", s.id, c.claim, c.max_abs_error,
+                                   c.tolerance);
+    return out;
+}
+
+std::string error_of_configure(const Lesson& lesson, const std::vector<Setting>& settings) {
+    try {
+        configure(lesson, lesson.defaults.seed, settings);
+    } catch (const SettingError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("every parameter of lessons 1-6 runs at both ends of its range, all checks holding",
+          "[settings][lessons]") {
+    std::vector<std::string> skipped;
+    const auto start = std::chrono::steady_clock::now();
+    for (const auto& lesson : all_lessons()) {
+        if (lesson.slug == "scaling") continue;
+        for (const auto& p : lesson.params)
+            for (const long long value : {p.min, p.max}) {
+                const std::vector<Setting> settings = extreme(lesson, p.key, value);
+                if (too_slow(lesson, p.key, value)) {
+                    skipped.push_back(fmt::format("lesson {} {}", lesson.slug, text(settings)));
+                    continue;
+                }
+                INFO("lesson " << lesson.slug << " with " << text(settings));
+                const auto began = std::chrono::steady_clock::now();
+                try {
+                    const Trace trace = run_lesson(lesson, configure(lesson, lesson.defaults.seed, settings));
+                    const std::string failed = failed_checks(trace);
+                    INFO("failed identity checks:\n" << failed);
+                    CHECK(failed.empty());
+                } catch (const std::exception& e) {
+                    FAIL_CHECK("threw: " << e.what());
+                }
+                const std::chrono::duration<double> took = std::chrono::steady_clock::now() - began;
+                if (took.count() > 2.0)
+                    WARN("lesson " << lesson.slug << " with " << text(settings) << " took " << took.count() << " s");
+            }
+    }
+    if (!skipped.empty()) WARN("skipped, as they take more than ~2 s: " << fmt::format("{}", fmt::join(skipped, "; ")));
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    if (took.count() > 60.0) WARN("the extremes took " << took.count() << " s, more than the minute this test aims at");
+}
+
+TEST_CASE("configure takes settings in range and keeps the seed", "[settings]") {
+    const Lesson& lesson = *find_lesson("multi-head");
+    const Config c = configure(lesson, 3, {{"d_model", 16}, {"heads", 4}});
+    CHECK(c.seed == 3);
+    CHECK(c.get("d_model") == 16);
+    CHECK(c.get("heads") == 4);
+    CHECK(configure(lesson, 7, {}) == lesson.defaults);
+}
+
+TEST_CASE("configure rejects an unknown key, naming it and the nearest", "[settings]") {
+    const Lesson& lesson = *find_lesson("multi-head");
+    const std::string why = error_of_configure(lesson, {{"d_modle", 16}});
+    CHECK_THAT(why, Catch::Contains("'d_modle'"));
+    CHECK_THAT(why, Catch::Contains("did you mean 'd_model'?"));
+    CHECK_THAT(why, Catch::Contains("d_model, heads"));
+    CHECK_THAT(error_of_configure(*find_lesson("bottleneck"), {{"heads", 2}}), Catch::Contains("'heads'"));
+}
+
+TEST_CASE("configure rejects a value out of range, naming the range", "[settings]") {
+    for (const auto& lesson : all_lessons()) {
+        if (lesson.slug == "scaling") continue;
+        for (const auto& p : lesson.params)
+            for (const long long value : {p.min - 1, p.max + 1}) {
+                INFO("lesson " << lesson.slug << " " << p.key << "=" << value);
+                const std::string why = error_of_configure(lesson, {{p.key, value}});
+                CHECK_THAT(why, Catch::Contains(fmt::format("{}={}", p.key, value)));
+                CHECK_THAT(why, Catch::Contains(fmt::format("from {} to {}", p.min, p.max)));
+            }
+    }
+}
+
+TEST_CASE("multi-head refuses d_model=16 with heads=3, naming both", "[settings]") {
+    const Lesson& lesson = *find_lesson("multi-head");
+    const std::string why = error_of_configure(lesson, {{"d_model", 16}, {"heads", 3}});
+    CHECK_THAT(why, Catch::Contains("d_model=16"));
+    CHECK_THAT(why, Catch::Contains("heads=3"));
+    CHECK_THAT(why, Catch::Contains("1, 2, 4, 8, 16"));
+    CHECK(error_of_configure(*find_lesson("gru-to-attention"), {{"d", 6}, {"heads", 4}}) != "");
+}
+
+TEST_CASE("lessons with sinusoidal positions refuse an odd width before any work", "[settings]") {
+    // PE pairs a sine and a cosine per frequency (Vaswani et al. 2017, section 3.5)
+    CHECK_THAT(error_of_configure(*find_lesson("self-attention"), {{"d", 7}}), Catch::Contains("d=7"));
+    CHECK_THAT(error_of_configure(*find_lesson("gru-to-attention"), {{"d", 3}, {"heads", 3}}), Catch::Contains("d=3"));
+}
+
+TEST_CASE("lesson 1 refuses a demo that would run for minutes, naming the largest trials that fit", "[settings]") {
+    const std::string why = error_of_configure(*find_lesson("bottleneck"), {{"d", 256}, {"trials", 1000}});
+    CHECK_THAT(why, Catch::Contains("trials=1000") && Catch::Contains("d=256") && Catch::Contains("at most 32"));
+    CHECK(error_of_configure(*find_lesson("bottleneck"), {{"d", 256}, {"trials", 32}}).empty());
+}
+
+TEST_CASE("every parameter at its maximum at once fits the caps or is refused naming them", "[settings]") {
+    std::vector<std::string> refused;
+    for (const auto& lesson : all_lessons()) {
+        if (lesson.slug == "scaling") continue;
+        std::vector<Setting> largest;
+        for (const auto& p : lesson.params) largest.push_back({p.key, p.max});
+        INFO("lesson " << lesson.slug << " with " << text(largest));
+        const std::string why = error_of_configure(lesson, largest);
+        if (why.empty()) continue;
+        CHECK_THAT(why, Catch::Contains("above the cap of 1 GiB") || Catch::Contains("would run for minutes"));
+        refused.push_back(lesson.slug);
+    }
+    if (refused.empty()) WARN("no lesson's largest settings reach the memory cap");
+    else WARN("the memory cap refuses the largest settings of: " << fmt::format("{}", fmt::join(refused, ", ")));
+}
