@@ -1,0 +1,275 @@
+#!/usr/bin/python3
+"""attn run <lesson> --svg DIR for every lesson, checked as a reader of the files would.
+
+usage: svg_check.py ATTN_BIN OUT_DIR
+
+1. XML (always): every heatmap tensor of every lesson (from `attn export`) has its file
+   <NN>-<step>-<tensor>.svg, no other file is written, and each file is UTF-8 SVG 1.1 that
+   xml.etree parses, with an <svg> root carrying xmlns, width, height and viewBox, the title
+   "Lesson N · step · tensor", one cell per element, and every row and column label as text.
+2. Browser (when chromium and pdftotext are on PATH): a page showing every SVG is printed to
+   PDF by headless Chromium, and pdftotext must find every visible label in it, Devanagari
+   included (without a Devanagari font Chromium draws boxes, which carry no text); a PNG
+   screenshot of the page is left in OUT_DIR for a human to look at.
+
+Exit 0 when everything ran and passed, 1 on a failure, 77 (skipped) when the XML part passed
+but chromium or pdftotext is missing. Python 3 standard library only.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unicodedata
+import xml.etree.ElementTree as ET
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+XML_DECLARATION = b'<?xml version="1.0" encoding="UTF-8"?>'
+SKIP = 77
+failures = []
+
+
+def fail(message):
+    failures.append(message)
+    print("NOT OK  " + message)
+
+
+def run(command, timeout=300):
+    """Runs a command, returning (exit code, stdout + stderr as text)."""
+    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout,
+                          env=dict(os.environ, NO_COLOR="1"))
+    return done.returncode, done.stdout.decode("utf-8", "replace")
+
+
+def lessons(attn):
+    """(number, slug) of every lesson, from `attn list`."""
+    code, output = run([attn, "list"])
+    found = [(int(m.group(1)), m.group(2)) for m in re.finditer(r"^\s*(\d+)\s+(\S+)\s", output, re.M)]
+    if code != 0 or not found:
+        sys.exit("svg_check: `attn list` failed (exit {}):\n{}".format(code, output))
+    return found
+
+
+def heatmap_tensors(attn, number, scratch):
+    """[(step id, tensor)] of the lesson's heatmap tensors in trace order, from `attn export`."""
+    out = os.path.join(scratch, "export-{}".format(number))
+    code, output = run([attn, "export", str(number), "--out", out])
+    files = [f for f in os.listdir(out) if f.endswith(".json")] if os.path.isdir(out) else []
+    if code != 0 or len(files) != 1:
+        sys.exit("svg_check: `attn export {}` failed (exit {}):\n{}".format(number, code, output))
+    with open(os.path.join(out, files[0]), encoding="utf-8") as f:
+        golden = json.load(f)
+    return [(step["id"], t) for step in golden["steps"] for t in step["tensors"] if t.get("view") == "heatmap"]
+
+
+def safe(text):
+    """The file-name form of an id: each code point outside [A-Za-z0-9_.-] becomes '_'."""
+    return "".join(c if re.fullmatch(r"[A-Za-z0-9_.-]", c) else "_" for c in text)
+
+
+def expected_names(number, tensors):
+    """The file names write_heatmap_svgs gives, collisions (ignoring case) numbered -2, -3, ..."""
+    names, used = [], set()
+    for step, t in tensors:
+        stem = "{:02d}-{}-{}".format(number, safe(step), safe(t["name"]))
+        name, k = stem + ".svg", 2
+        while name.lower() in used:
+            name, k = "{}-{}.svg".format(stem, k), k + 1
+        used.add(name.lower())
+        names.append(name)
+    return names
+
+
+def axis_labels(t):
+    """The row and column labels the picture must show: the tensor's own, or indices."""
+    shape = t["shape"]
+    if len(shape) == 1:  # drawn as one row; axis 0 runs along it
+        return [], t.get("rows") or [str(i) for i in range(shape[0])]
+    if len(shape) != 2:
+        return [], []
+    rows = t.get("rows") or [str(i) for i in range(shape[0])]
+    cols = t.get("cols") or [str(i) for i in range(shape[1])]
+    return rows, cols
+
+
+def check_svg(path, title, t):
+    """The XML checks of one file; returns the visible label texts, for the PDF check."""
+    name = os.path.basename(path)
+    with open(path, "rb") as f:
+        raw = f.read()
+    if not raw.startswith(XML_DECLARATION):
+        fail("{}: does not start with {}".format(name, XML_DECLARATION.decode()))
+    try:
+        raw.decode("utf-8")
+        root = ET.fromstring(raw)
+    except (UnicodeDecodeError, ET.ParseError) as e:
+        fail("{}: not well-formed UTF-8 XML: {}".format(name, e))
+        return []
+    if root.tag != SVG_NS + "svg":
+        fail("{}: root element is {}, not an SVG <svg>".format(name, root.tag))
+        return []
+    box = root.get("viewBox", "").split()
+    if len(box) != 4 or not all(re.fullmatch(r"-?[0-9.]+", v) for v in box) or float(box[2]) <= 0 or float(box[3]) <= 0:
+        fail("{}: viewBox {!r} is not four numbers with a positive size".format(name, root.get("viewBox")))
+    for attribute in ("width", "height"):
+        if not re.fullmatch(r"[0-9.]+", root.get(attribute, "")):
+            fail("{}: <svg> has no numeric {}".format(name, attribute))
+
+    texts = [el.text or "" for el in root.iter(SVG_NS + "text")]
+    tooltips = [el.text or "" for el in root.iter(SVG_NS + "title")]
+    if title not in texts or root.find(SVG_NS + "title") is None or root.find(SVG_NS + "title").text != title:
+        fail("{}: the title {!r} is not shown and given as <title>".format(name, title))
+
+    cells = root.find(".//{0}g[@class='cells']".format(SVG_NS))
+    count = len(cells.findall(SVG_NS + "rect")) if cells is not None else 0
+    elements = 1
+    for n in t["shape"]:
+        elements *= n
+    if count != elements:
+        fail("{}: {} cells drawn for {} elements".format(name, count, elements))
+
+    rows, cols = axis_labels(t)
+    for label in rows + cols:  # visible, or (thinned out or cut short) in a cell's tooltip
+        if label not in texts and not any(label in tip for tip in tooltips):
+            fail("{}: the label {!r} appears nowhere".format(name, label))
+    if not any(x.startswith("max ") for x in texts) and "no finite values" not in texts:
+        fail("{}: the colour bar has no max/min values".format(name))
+
+    visible = []
+    for group in ("row-labels", "col-labels"):
+        g = root.find(".//{0}g[@class='{1}']".format(SVG_NS, group))
+        visible += [el.text for el in (g.iter(SVG_NS + "text") if g is not None else []) if el.text]
+    return visible
+
+
+def check_lesson(attn, number, svg_dir, scratch):
+    """Runs `attn run N --svg svg_dir`; returns [(file, visible labels)] of the lesson."""
+    tensors = heatmap_tensors(attn, number, scratch)
+    code, output = run([attn, "run", str(number), "--svg", svg_dir])
+    if code != 0:
+        fail("attn run {} --svg {}: exit {}\n{}".format(number, svg_dir, code, output[-2000:]))
+        return []
+    names = expected_names(number, tensors)
+    if not names:
+        print("        no heatmap tensors")
+    prefix = "{:02d}-".format(number)
+    written = sorted(f for f in os.listdir(svg_dir) if f.startswith(prefix))
+    extra = sorted(set(written) - set(names))
+    if extra:
+        fail("lesson {}: unexpected files {}".format(number, extra))
+    shown = []
+    for name, (step, t) in zip(names, tensors):
+        path = os.path.join(svg_dir, name)
+        if not os.path.isfile(path):
+            fail("lesson {}: {} was not written (step {}, tensor {})".format(number, name, step, t["name"]))
+            continue
+        before = len(failures)
+        title = "Lesson {} · {} · {}".format(number, step, t["name"])
+        visible = check_svg(path, title, t)
+        if len(failures) == before:
+            print("OK      {}  ({} labels)".format(name, len(visible)))
+        shown.append((name, [title] + visible))
+    return shown
+
+
+# Devanagari vowel signs, virama and nukta. Where the font draws a consonant and its vowel sign
+# as one glyph, or puts the sign before its consonant (कीजिए), Chromium's PDF maps the glyph back
+# to the consonant alone, so pdftotext drops the sign although the picture shows it. A missing
+# font drops the consonants too: that is what the comparison must still catch.
+DEVANAGARI_SIGNS = re.compile("[\u0900-\u0903\u093a-\u094f\u0955-\u0957\u0962\u0963]")
+
+
+def loose(text):
+    """Text compared without Devanagari signs and without white space (pdftotext splits words)."""
+    return re.sub(r"\s+", "", DEVANAGARI_SIGNS.sub("", text))
+
+
+def browser_check(shown, svg_dir, out_dir, chromium, pdftotext):
+    """Prints a page of every SVG to PDF and a PNG; pdftotext must find every visible label."""
+    sizes = []
+    for name, _ in shown:
+        root = ET.parse(os.path.join(svg_dir, name)).getroot()
+        sizes.append((float(root.get("width")), float(root.get("height"))))
+    # The images flow left to right in a page this wide; the screenshot is as tall as the rows.
+    page_width, gap = 1400, 12
+    height, x, row = gap, gap, 0.0
+    for w, h in sizes:
+        if x > gap and x + w + gap > page_width:
+            height, x, row = height + row + gap, gap, 0.0
+        x, row = x + w + gap, max(row, h)
+    height += row + gap
+    images = "\n".join('<img src="svg/{}" width="{:g}" height="{:g}" alt="{}">'.format(name, w, h, name)
+                       for (name, _), (w, h) in zip(shown, sizes))
+    page = os.path.join(out_dir, "svgs.html")
+    with open(page, "w", encoding="utf-8") as f:
+        f.write('<!doctype html>\n<html><head><meta charset="utf-8"><title>attn heatmaps</title>\n'
+                "<style>body {{ margin: 0; padding: {0}px 0 0 {0}px; background: #fff; }}\n"
+                "img {{ margin: 0 {0}px {0}px 0; vertical-align: top; }}</style></head>\n"
+                "<body>\n{1}\n</body></html>\n".format(gap, images))
+    pdf, png = os.path.join(out_dir, "svgs.pdf"), os.path.join(out_dir, "svgs.png")
+    url = "file://" + os.path.abspath(page)
+    with tempfile.TemporaryDirectory(prefix="svg_check_chromium_") as profile:
+        common = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + profile]
+        for flags, made in ((["--no-pdf-header-footer", "--print-to-pdf=" + pdf], pdf),
+                            (["--hide-scrollbars", "--screenshot=" + png,
+                              "--window-size={},{}".format(page_width, int(height))], png)):
+            if os.path.exists(made):
+                os.remove(made)
+            code, output = run(common + flags + [url], timeout=180)
+            if code != 0 or not os.path.isfile(made):
+                fail("chromium did not write {} (exit {}):\n{}".format(made, code, output[-2000:]))
+                return
+    code, text = run([pdftotext, "-enc", "UTF-8", pdf, "-"])
+    if code != 0:
+        fail("pdftotext {}: exit {}\n{}".format(pdf, code, text))
+        return
+    text = unicodedata.normalize("NFKC", text)  # the ligature "ﬀ" of "off" back to "ff"
+    loose_text = loose(text)
+    before, approximate = len(failures), []
+    for name, labels in shown:
+        missing = [label for label in labels if label not in text and loose(label) not in loose_text]
+        approximate += [label for label in labels if label not in text and label not in missing]
+        if missing:
+            fail("{}: not in the rendered PDF text (no font for them?): {}".format(name, missing))
+    if len(failures) > before:
+        return
+    print("OK      the PDF of {} pictures holds every visible label ({})".format(len(shown), pdf))
+    if approximate:
+        print("        found without their vowel signs, which PDF text extraction drops: {}".format(
+            " ".join(sorted(set(approximate)))))
+    print("        screenshot for a human to look at: {}".format(png))
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    attn, out_dir = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    svg_dir = os.path.join(out_dir, "svg")
+    shutil.rmtree(svg_dir, ignore_errors=True)  # stale files would hide a file not written
+    os.makedirs(out_dir, exist_ok=True)
+    shown = []
+    with tempfile.TemporaryDirectory(prefix="svg_check_") as scratch:
+        for number, slug in lessons(attn):
+            print("lesson {} ({})".format(number, slug))
+            shown += check_lesson(attn, number, svg_dir, scratch)
+    if not shown and not failures:
+        fail("no lesson has a heatmap tensor: nothing was checked")
+    if failures:
+        print("{} passed, {} failed".format(len(shown), len(failures)))
+        return 1
+    print("XML: {} SVG files OK".format(len(shown)))
+
+    chromium, pdftotext = shutil.which("chromium"), shutil.which("pdftotext")
+    if not chromium or not pdftotext:
+        missing = [n for n, p in (("chromium", chromium), ("pdftotext (poppler-utils)", pdftotext)) if not p]
+        print("SKIP    browser check: {} not on PATH (the XML checks above passed)".format(" and ".join(missing)))
+        return SKIP
+    browser_check(shown, svg_dir, out_dir, chromium, pdftotext)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,449 @@
+// Tests for core/svg: the document is well-formed UTF-8 XML whatever the labels hold, special
+// values (-inf, NaN, a constant matrix) are drawn without arithmetic on them, big matrices thin
+// their labels, and the files are named, numbered and written as the header promises.
+// tests/svg_check.py parses every lesson's pictures with a real XML parser and renders them.
+#include "core/svg.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+using namespace attn;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+
+TensorRecord heatmap(Array value, std::vector<std::string> rows = {}, std::vector<std::string> cols = {},
+                     std::string name = "alpha") {
+    TensorRecord t;
+    t.name = std::move(name);
+    t.equation = "softmax of each row";
+    t.value = std::move(value);
+    t.rows = std::move(rows);
+    t.cols = std::move(cols);
+    t.view = View::heatmap;
+    return t;
+}
+
+Array matrix(std::size_t rows, std::size_t cols) {
+    Array a = xt::zeros<double>({rows, cols});
+    for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = 0.1 * static_cast<double>(i % 10);
+    return a;
+}
+
+// An independent UTF-8 check (RFC 3629): no stray continuation bytes, no overlong forms, no
+// surrogates, nothing past U+10FFFF.
+bool valid_utf8(const std::string& s) {
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto b = static_cast<unsigned char>(s[i]);
+        std::size_t n = b < 0x80                 ? 0
+                        : b >= 0xC2 && b <= 0xDF ? 1
+                        : b >= 0xE0 && b <= 0xEF ? 2
+                        : b >= 0xF0 && b <= 0xF4 ? 3
+                                                 : 9;
+        if (n == 9 || i + n >= s.size()) return false;
+        if (n == 0) {
+            ++i;
+            continue;
+        }
+        unsigned long cp = b & (0x3F >> n);
+        for (std::size_t k = 1; k <= n; ++k) {
+            const auto c = static_cast<unsigned char>(s[i + k]);
+            if ((c & 0xC0) != 0x80) return false;
+            cp = (cp << 6) | (c & 0x3F);
+        }
+        const unsigned long smallest[] = {0, 0x80, 0x800, 0x10000};
+        if (cp < smallest[n] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+// The first thing an XML parser would refuse that a careless writer produces, or "": invalid
+// UTF-8, a control character, '&' that starts no entity, '<' that starts no tag (a raw '<' in
+// text or an attribute), an element closed out of order or left open.
+std::string xml_problem(const std::string& svg) {
+    if (!valid_utf8(svg)) return "invalid UTF-8";
+    const auto control = std::find_if(svg.begin(), svg.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r';
+    });
+    if (control != svg.end()) return "a control character at byte " + std::to_string(control - svg.begin());
+    for (std::size_t at = svg.find('&'); at != std::string::npos; at = svg.find('&', at + 1)) {
+        const std::string after = svg.substr(at + 1, 5);
+        const bool entity = after.rfind("amp;", 0) == 0 || after.rfind("lt;", 0) == 0 || after.rfind("gt;", 0) == 0 ||
+                            after.rfind("quot;", 0) == 0 || after.rfind("apos;", 0) == 0;
+        if (!entity) return "a bare '&': " + svg.substr(at, 12);
+    }
+    std::vector<std::string> open;
+    for (std::size_t at = svg.find('<'); at != std::string::npos; at = svg.find('<', at + 1)) {
+        const std::size_t end = svg.find('>', at);
+        if (end == std::string::npos) return "an unfinished tag: " + svg.substr(at, 20);
+        const std::string tag = svg.substr(at, end + 1 - at);
+        const bool starts_tag = std::isalpha(static_cast<unsigned char>(tag[1])) || tag[1] == '/' || tag[1] == '?';
+        if (!starts_tag || tag.find('<', 1) != std::string::npos) return "a bare '<': " + tag;
+        if (tag[1] == '?' || tag.compare(tag.size() - 2, 2, "/>") == 0) continue;
+        const bool closing = tag[1] == '/';
+        const std::size_t name_start = closing ? 2 : 1;
+        const std::string name = tag.substr(name_start, tag.find_first_of(" >") - name_start);
+        if (!closing) {
+            open.push_back(name);
+        } else if (open.empty() || open.back() != name) {
+            return tag + " closes " + (open.empty() ? "nothing" : "<" + open.back() + ">");
+        } else {
+            open.pop_back();
+        }
+    }
+    return open.empty() ? "" : "<" + open.back() + "> is never closed";
+}
+
+void require_well_formed(const std::string& svg) { REQUIRE(xml_problem(svg) == ""); }
+
+std::size_t count(const std::string& text, const std::string& piece) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + piece.size())) ++n;
+    return n;
+}
+
+// The number in attribute `name` of the <svg> root element.
+double root_attribute(const std::string& svg, const std::string& name) {
+    const std::size_t root = svg.find("<svg ");
+    const std::string head = svg.substr(root, svg.find('>', root) - root);
+    const std::size_t at = head.find(" " + name + "=\"");
+    REQUIRE(at != std::string::npos);
+    return std::stod(head.substr(at + name.size() + 3));
+}
+
+// The inside of <g class="...">...</g>, or "" when the group is absent.
+std::string group(const std::string& svg, const std::string& cls) {
+    const std::size_t start = svg.find("<g class=\"" + cls + "\"");
+    if (start == std::string::npos) return "";
+    return svg.substr(start, svg.find("</g>", start) - start);
+}
+
+// The values of attribute `name` in the elements of `group_text` that start with `element`.
+std::vector<std::string> attributes(const std::string& group_text, const std::string& element,
+                                    const std::string& name) {
+    std::vector<std::string> values;
+    for (std::size_t at = group_text.find(element); at != std::string::npos; at = group_text.find(element, at + 1)) {
+        const std::string tag = group_text.substr(at, group_text.find('>', at) - at);
+        const std::size_t value = tag.find(" " + name + "=\"");
+        if (value == std::string::npos) continue;
+        const std::size_t start = value + name.size() + 3;
+        values.push_back(tag.substr(start, tag.find('"', start) - start));
+    }
+    return values;
+}
+
+// The fill of every cell, in row-major order.
+std::vector<std::string> cell_fills(const std::string& svg) {
+    return attributes(group(svg, "cells"), "<rect ", "fill");
+}
+
+// The y of each <text> in a group.
+std::vector<double> text_ys(const std::string& svg, const std::string& cls) {
+    std::vector<double> ys;
+    for (const auto& y : attributes(group(svg, cls), "<text ", "y")) ys.push_back(std::stod(y));
+    return ys;
+}
+
+fs::path temp_dir(const std::string& name) {
+    const fs::path dir = fs::temp_directory_path() / ("attn_test_svg_" + std::to_string(::getpid())) / name;
+    fs::remove_all(dir);
+    return dir;
+}
+
+std::string read_file(const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+const std::vector<std::string> hindi_rows = {"लाइट", "बंद", "करो"};
+const std::vector<std::string> english_cols = {"turn", "off", "the", "lights"};
+
+}  // namespace
+
+TEST_CASE("the well-formedness check of these tests catches what it should", "[svg]") {
+    CHECK(xml_problem("<a x=\"1\"><b/>&amp;&lt;</a>") == "");
+    CHECK(xml_problem("<a>&x</a>") != "");
+    CHECK(xml_problem("<a>1 < 2</a>") != "");
+    CHECK(xml_problem("<a x=\"<\"></a>") != "");
+    CHECK(xml_problem("<a><b></a></b>") != "");
+    CHECK(xml_problem("<a>") != "");
+    CHECK(xml_problem("<a>\xFF</a>") != "");
+    CHECK(xml_problem("<a>\xED\xA0\x80</a>") != "");  // a surrogate
+    CHECK(xml_problem("<a>\x01</a>") != "");
+}
+
+TEST_CASE("a heatmap is a standalone SVG 1.1 document with title, labels, values and colour bar", "[svg]") {
+    const std::string svg = heatmap_svg(heatmap(matrix(3, 4), hindi_rows, english_cols), "Lesson 2 · weights · alpha");
+    require_well_formed(svg);
+    CHECK(svg.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
+    CHECK(svg.find("version=\"1.1\"") != std::string::npos);
+    const double width = root_attribute(svg, "width"), height = root_attribute(svg, "height");
+    CHECK(svg.find(fmt::format("viewBox=\"0 0 {} {}\"", width, height)) != std::string::npos);
+    CHECK(svg.find("font-family=\"DejaVu Sans, Noto Sans Devanagari, Lohit Devanagari, sans-serif\"") !=
+          std::string::npos);
+    CHECK(svg.find("<title>Lesson 2 · weights · alpha</title>") != std::string::npos);
+    CHECK(svg.find(">Lesson 2 · weights · alpha</text>") != std::string::npos);
+    CHECK(svg.find(">alpha [3, 4] = softmax of each row</text>") != std::string::npos);
+    for (const auto& label : hindi_rows) CHECK(count(group(svg, "row-labels"), ">" + label + "</text>") == 1);
+    for (const auto& label : english_cols) CHECK(count(group(svg, "col-labels"), ">" + label + "</text>") == 1);
+    CHECK(cell_fills(svg).size() == 12);
+    CHECK(count(group(svg, "values"), "<text ") == 12);
+    CHECK(svg.find(">0.90</text>") != std::string::npos);
+    // the ends of the scale: viridis' first and last colours, from the table in svg.cpp
+    CHECK(cell_fills(svg).front() == "#440154");
+    CHECK(cell_fills(svg)[9] == "#fde725");
+    CHECK(svg.find(">max 0.9000</text>") != std::string::npos);
+    CHECK(svg.find(">min 0.0000</text>") != std::string::npos);
+    CHECK(svg.find(">axis 0 · 3 rows</text>") != std::string::npos);
+    CHECK(svg.find(">axis 1 · 4 columns</text>") != std::string::npos);
+}
+
+TEST_CASE("a tensor without labels is labelled by index", "[svg]") {
+    const std::string svg = heatmap_svg(heatmap(matrix(2, 3)), "t");
+    CHECK(count(group(svg, "row-labels"), "<text ") == 2);
+    CHECK(group(svg, "row-labels").find(">1</text>") != std::string::npos);
+    CHECK(group(svg, "col-labels").find(">2</text>") != std::string::npos);
+}
+
+TEST_CASE("XML specials in labels, names and titles are escaped", "[svg]") {
+    const std::string nasty = "a<b & \"c\" 'd'>";
+    const std::string escaped = "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;";
+    const std::string svg = heatmap_svg(heatmap(matrix(2, 2), {nasty, "<sos>"}, {"x&y", "]]>"}, "A<1>"), "T & <T>");
+    require_well_formed(svg);
+    CHECK(svg.find(nasty) == std::string::npos);
+    CHECK(svg.find(">" + escaped + "</text>") != std::string::npos);
+    CHECK(svg.find(">&lt;sos&gt;</text>") != std::string::npos);
+    CHECK(svg.find(">x&amp;y</text>") != std::string::npos);
+    CHECK(svg.find("]]&gt;") != std::string::npos);
+    CHECK(svg.find("<title>T &amp; &lt;T&gt;</title>") != std::string::npos);
+    CHECK(svg.find(">A&lt;1&gt; [2, 2] = softmax of each row</text>") != std::string::npos);
+}
+
+TEST_CASE("bytes that are not UTF-8 become U+FFFD and the file stays well-formed", "[svg]") {
+    const std::string replacement = "\xEF\xBF\xBD";  // U+FFFD
+    // a stray continuation byte, a lead byte cut short, an overlong '/', a UTF-16 surrogate,
+    // a code point past U+10FFFF, a control character XML forbids, and a lone 0xFF
+    const std::string bad =
+        std::string("a\x80") + "b\xE0\xA4" + "c\xC0\xAF" + "d\xED\xA0\x80" + "e\xF4\x90\x80\x80" + "f\x01" + "g\xFF";
+    const std::string svg = heatmap_svg(heatmap(matrix(2, 2), {bad, "लाइट"}, {"ok", "\xC3"}, "x\xFE"), "title \xFF");
+    require_well_formed(svg);
+    // one U+FFFD per byte that starts no valid sequence: "\xE0\xA4" is 2, "\xF4\x90\x80\x80" is 4
+    const std::string r = replacement;
+    CHECK(svg.find(">a" + r + "b" + r + r + "c" + r + r + "d" + r + r + r + "e" + r + r + r + r + "f" + r + "g" + r +
+                   "</text>") != std::string::npos);
+    CHECK(svg.find(">लाइट</text>") != std::string::npos);  // valid Devanagari passes untouched
+    CHECK(svg.find("<title>title " + r + "</title>") != std::string::npos);
+}
+
+TEST_CASE("text widths count code points, not bytes", "[svg]") {
+    // "लाइट" is 4 code points in 12 bytes: its column must be narrower than 12 Latin letters'
+    const double devanagari = root_attribute(heatmap_svg(heatmap(matrix(1, 1), {"लाइट"}), "t"), "width");
+    const double latin12 = root_attribute(heatmap_svg(heatmap(matrix(1, 1), {"abcdefghijkl"}), "t"), "width");
+    const double latin4 = root_attribute(heatmap_svg(heatmap(matrix(1, 1), {"abcd"}), "t"), "width");
+    CHECK(devanagari < latin12);
+    CHECK(devanagari < latin4 + 15);
+}
+
+TEST_CASE("-inf cells are hatched and named in a legend; +inf and NaN have their own marks", "[svg]") {
+    Array s = matrix(3, 3);
+    s(0, 1) = s(0, 2) = s(1, 2) = -inf;  // a causal mask
+    SECTION("masked") {
+        const std::string svg = heatmap_svg(heatmap(s), "causal");
+        require_well_formed(svg);
+        const auto fills = cell_fills(svg);
+        REQUIRE(fills.size() == 9);
+        CHECK(std::count(fills.begin(), fills.end(), "url(#attn-minus-inf)") == 3);
+        CHECK(svg.find("<pattern id=\"attn-minus-inf\"") != std::string::npos);
+        CHECK(svg.find(">−∞ (masked)</text>") != std::string::npos);
+        CHECK(count(group(svg, "values"), ">−∞</text>") == 3);
+        // the scale spans the finite values only: 0.0 (top left) .. 0.8 (bottom right)
+        CHECK(svg.find(">max 0.8000</text>") != std::string::npos);
+        CHECK(svg.find(">min 0.0000</text>") != std::string::npos);
+        CHECK(fills.front() == "#440154");
+        CHECK(fills.back() == "#fde725");
+        CHECK(svg.find("NaN") == std::string::npos);
+        CHECK(svg.find("+∞") == std::string::npos);
+        CHECK(svg.find("=\"inf") == std::string::npos);  // no coordinate computed from infinity
+        CHECK(svg.find("=\"-inf") == std::string::npos);
+        CHECK(svg.find("nan") == std::string::npos);
+    }
+    SECTION("+inf and NaN") {
+        s(2, 0) = inf;
+        s(2, 1) = std::nan("");
+        const std::string svg = heatmap_svg(heatmap(s), "t");
+        require_well_formed(svg);
+        const auto fills = cell_fills(svg);
+        CHECK(std::count(fills.begin(), fills.end(), "url(#attn-plus-inf)") == 1);
+        CHECK(svg.find(">+∞</text>") != std::string::npos);
+        CHECK(svg.find(">NaN (not a number)</text>") != std::string::npos);
+        CHECK(svg.find("nan") == std::string::npos);
+    }
+    SECTION("nothing finite") {
+        const std::string svg = heatmap_svg(heatmap(Array(xt::ones<double>({2, 2}) * -inf)), "t");
+        require_well_formed(svg);
+        CHECK(svg.find(">no finite values</text>") != std::string::npos);
+        CHECK(svg.find("nan") == std::string::npos);
+    }
+}
+
+TEST_CASE("a constant matrix is drawn in one colour without dividing by zero", "[svg]") {
+    const std::string svg = heatmap_svg(heatmap(Array(xt::ones<double>({3, 4}) * 0.25)), "flat");
+    require_well_formed(svg);
+    const auto fills = cell_fills(svg);
+    REQUIRE(fills.size() == 12);
+    CHECK(std::set<std::string>(fills.begin(), fills.end()).size() == 1);
+    // the middle of the scale, as the middle cell of 0, 0.5, 1 has it
+    const Array ramp = xt::linspace<double>(0, 1, 3);
+    CHECK(fills.front() == cell_fills(heatmap_svg(heatmap(ramp), "ramp"))[1]);
+    CHECK(svg.find(">max 0.2500 (all equal)</text>") != std::string::npos);
+    CHECK(svg.find(">min 0.2500</text>") != std::string::npos);
+    CHECK(svg.find("nan") == std::string::npos);
+}
+
+TEST_CASE("a range as wide as the doubles spans the whole scale without overflow", "[svg]") {
+    const double most = std::numeric_limits<double>::max();
+    const std::string svg = heatmap_svg(heatmap(Array(xt::xarray<double>({-most, 0.0, most}))), "wide");
+    CHECK(cell_fills(svg) == std::vector<std::string>{"#440154", cell_fills(svg)[1], "#fde725"});
+    CHECK(cell_fills(svg)[1] != "#440154");
+    CHECK(svg.find("nan") == std::string::npos);
+}
+
+TEST_CASE("a rank-1 tensor is one row labelled along its length; rank 0 is one cell", "[svg]") {
+    const std::string svg =
+        heatmap_svg(heatmap(Array(xt::linspace<double>(0, 1, 5)), {"a", "b", "c", "d", "e"}, {}, "w"), "t");
+    require_well_formed(svg);
+    CHECK(cell_fills(svg).size() == 5);
+    CHECK(count(group(svg, "col-labels"), "<text ") == 5);
+    CHECK(group(svg, "row-labels").find(">w</text>") != std::string::npos);
+    CHECK(svg.find(">axis 0 · 5 elements</text>") != std::string::npos);
+    CHECK(cell_fills(heatmap_svg(heatmap(Array(0.5)), "t")).size() == 1);
+}
+
+TEST_CASE("a tensor of rank 3 is drawn as its slices, one below the other", "[svg]") {
+    Array heads = xt::zeros<double>({2, 3, 4});
+    const std::string svg = heatmap_svg(heatmap(heads, {"head 1", "head 2"}, {"x", "y", "z"}), "t");
+    require_well_formed(svg);
+    CHECK(cell_fills(svg).size() == 24);
+    CHECK(group(svg, "row-labels").find(">head 2 · z</text>") != std::string::npos);
+    CHECK(count(svg, "class=\"slice-rule\"") == 1);
+}
+
+TEST_CASE("an empty tensor gives a valid document that says so", "[svg]") {
+    const std::string svg = heatmap_svg(heatmap(Array(xt::zeros<double>({0, 3}))), "t");
+    require_well_formed(svg);
+    CHECK(svg.find("empty tensor") != std::string::npos);
+}
+
+TEST_CASE("a 64 x 64 matrix has no cell text and thinned labels that do not overlap", "[svg]") {
+    std::vector<std::string> tokens;
+    for (int i = 0; i < 64; ++i) tokens.push_back("token_" + std::to_string(i));
+    const std::string svg = heatmap_svg(heatmap(matrix(64, 64), tokens, tokens), "big");
+    require_well_formed(svg);
+    CHECK(cell_fills(svg).size() == 64 * 64);
+    CHECK(group(svg, "values").empty());
+    const auto ys = text_ys(svg, "row-labels");
+    REQUIRE(ys.size() >= 2);
+    CHECK(ys.size() < 64);
+    for (std::size_t k = 1; k < ys.size(); ++k) CHECK(ys[k] - ys[k - 1] >= 10 + 2);  // 10 px labels
+    // columns are rotated and thinned; each label says how many are left out
+    CHECK(group(svg, "col-labels").find("rotate(-45)") != std::string::npos);
+    CHECK(count(group(svg, "col-labels"), "<text ") < 64);
+    CHECK(svg.find("labelled</text>") != std::string::npos);
+    // a thinned-out label is still in the tooltip of its cells
+    CHECK(svg.find("<title>token_1 · token_3: ") != std::string::npos);
+}
+
+TEST_CASE("long labels are cut in the picture and kept whole in a tooltip", "[svg]") {
+    const std::string long_label(60, 'x');
+    const std::string svg = heatmap_svg(heatmap(matrix(2, 2), {long_label, "b"}), "t");
+    require_well_formed(svg);
+    CHECK(svg.find(">" + std::string(27, 'x') + "…<title>" + long_label + "</title></text>") != std::string::npos);
+}
+
+TEST_CASE("svg_file_name keeps [A-Za-z0-9_.-] and writes one '_' per other code point", "[svg]") {
+    CHECK(svg_file_name(2, "weights", "alpha") == "02-weights-alpha.svg");
+    CHECK(svg_file_name(12, "head-1", "A_1") == "12-head-1-A_1.svg");
+    CHECK(svg_file_name(4, "causal", "S + M") == "04-causal-S___M.svg");
+    CHECK(svg_file_name(1, "x/y", "लाइट") == "01-x_y-____.svg");  // 4 code points, 12 bytes
+    CHECK(svg_file_name(1, "..", "a\xFF") == "01-..-a_.svg");
+}
+
+TEST_CASE("write_heatmap_svgs writes every heatmap tensor, uniquely named, in trace order", "[svg]") {
+    Trace trace("demo", Config{});
+    trace.step("weights", "Weights", "", "");
+    trace.tensor("E", "scores", matrix(2, 2));  // numbers only: no picture
+    trace.tensor("A", "", matrix(2, 2), {}, {}, View::heatmap);
+    trace.tensor("a", "", matrix(2, 2), {}, {}, View::heatmap);  // the same name but for case
+    trace.tensor("A?", "", matrix(2, 2), {}, {}, View::heatmap);
+    trace.tensor("A_", "", matrix(2, 2), {}, {}, View::heatmap);  // "A?" has taken its name
+    trace.tensor("a?", "", matrix(2, 2), {}, {}, View::heatmap);  // and "A_" the next one
+    trace.step("other", "Other", "", "");
+    trace.tensor("bars", "", Array(xt::ones<double>({3})), {}, {}, View::bars);
+
+    const fs::path dir = temp_dir("write") / "nested" / "svg";
+    const auto written = write_heatmap_svgs(trace, 2, dir);
+    std::vector<std::string> names;
+    for (const auto& p : written) names.push_back(p.filename().string());
+    CHECK(names == std::vector<std::string>{"02-weights-A.svg", "02-weights-a-2.svg", "02-weights-A_.svg",
+                                            "02-weights-A_-2.svg", "02-weights-a_-3.svg"});
+    std::size_t files = 0;
+    for (const auto& entry : fs::directory_iterator(dir)) files += entry.path().extension() == ".svg";
+    CHECK(files == 5);  // and no temporary file left behind
+    CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 5);
+    REQUIRE(written.size() == 5);
+    CHECK(written[0].parent_path() == dir);
+    CHECK(read_file(written[1]) == heatmap_svg(trace.steps()[0].tensors[2], "Lesson 2 · weights · a"));
+
+    // a second run overwrites the same files
+    CHECK(write_heatmap_svgs(trace, 2, dir) == written);
+    fs::remove_all(dir.parent_path().parent_path());
+}
+
+TEST_CASE("write_heatmap_svgs names the path it cannot write", "[svg]") {
+    Trace trace("demo", Config{});
+    trace.step("s", "S", "", "");
+    trace.tensor("A", "", matrix(2, 2), {}, {}, View::heatmap);
+    const fs::path base = temp_dir("errors");
+    fs::create_directories(base);
+    const fs::path file = base / "not_a_directory";
+    std::ofstream(file) << "x";
+
+    const auto message = [&](const fs::path& dir) -> std::string {
+        try {
+            write_heatmap_svgs(trace, 1, dir);
+        } catch (const std::runtime_error& e) {
+            return e.what();
+        }
+        return "(no error)";
+    };
+    SECTION("the directory is a file") {
+        const std::string m = message(file);
+        CHECK_THAT(m, Catch::Contains(file.string()) && Catch::Contains("not a directory"));
+    }
+    SECTION("a parent is a file") {
+        const std::string m = message(file / "svg");
+        CHECK_THAT(m, Catch::Contains((file / "svg").string()));
+    }
+    fs::remove_all(base);
+}
