@@ -148,3 +148,41 @@ TEST_CASE("golden file names are zero-padded", "[golden]") {
     CHECK(golden_file_name(1, "bottleneck") == "01_bottleneck.json");
     CHECK(golden_file_name(12, "x") == "12_x.json");
 }
+
+// Found by fuzzing (tests/fuzz/fuzz_golden.cpp; the inputs are kept in tests/fuzz/regressions/golden):
+// each was an exception other than GoldenError, a crash or an allocation the file did not justify.
+TEST_CASE("fuzzing regressions: hostile golden files are refused with a GoldenError", "[golden][fuzz]") {
+    SECTION("a number beyond the range of a double (nlohmann's out_of_range escaped)") {
+        const std::string msg = error_of(R"({"format": "attn-golden", "version": 1e400})");
+        CHECK_THAT(msg, Catch::StartsWith("golden/99_test.json: not valid JSON: number overflow"));
+        CHECK_THAT(msg, Catch::Contains("1e400"));
+        const std::string text = R"({"steps": [{"id": "a", "tensors": [{"name": "x", "data": -1e400}]}]})";
+        CHECK_THROWS_AS(parse_submission_json(text, "mine.json"), GoldenError);
+    }
+    SECTION("deep nesting (copying or printing the value overflowed the stack)") {
+        const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+        CHECK_THAT(error_of(deep), Catch::Contains("nested deeper than 64 levels"));
+        // a deep value before another member: the parser itself copied it
+        const std::string tensor = R"({"steps": [{"id": "a", "tensors": [{"name": "x", )";
+        CHECK_THAT(error_of(tensor + R"("shape": )" + deep + R"(, "data": 1}]}]})"),
+                   Catch::Contains("nested deeper than 64 levels"));
+        CHECK_THROWS_WITH(parse_submission_json(tensor + R"("data": )" + deep + "}]}]}", "mine.json"),
+                          Catch::Contains("nested deeper than 64 levels"));
+    }
+    SECTION("a shape whose sizes multiply beyond 2^31 next to a 0 (xtensor's strides overflowed)") {
+        const std::string text =
+            R"({"steps": [{"id": "a", "tensors": [{"name": "x", "shape": [0, 2147483648, 2147483648], "data": []}]}]})";
+        CHECK_THROWS_WITH(parse_submission_json(text, "mine.json"), Catch::Contains("is too large"));
+    }
+    SECTION("a shape of 2^31 elements with no data behind it (16 GB were reserved up front)") {
+        const std::string text =
+            R"({"steps": [{"id": "a", "tensors": [{"name": "x", "shape": [2147483648], "data": [1]}]}]})";
+        CHECK_THROWS_WITH(parse_submission_json(text, "mine.json"),
+                          Catch::Contains("should be a list of 2147483648 entries"));
+    }
+    SECTION("a configuration value above the largest long long (it wrapped to a negative number)") {
+        std::string text = to_golden_json(sample_trace(1));
+        text.replace(text.find("\"d\": 3"), 6, "\"d\": 18446744073709551615");
+        CHECK_THAT(error_of(text), Catch::Contains("config \"d\" is 18446744073709551615, above the largest setting"));
+    }
+}

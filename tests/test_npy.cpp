@@ -110,3 +110,18 @@ TEST_CASE("a student's JSON may leave out everything but steps, names and data",
                                             "ragged.json"),
                       Catch::Contains("should be a list of 1 entries"));
 }
+
+// Found by fuzzing (tests/fuzz/fuzz_npy.cpp; the inputs are kept in tests/fuzz/regressions/npy).
+TEST_CASE("fuzzing regressions: a lying .npy header is refused, never allocated", "[npy][fuzz]") {
+    SECTION("sizes that multiply beyond 2^40 next to a 0 (xtensor's strides overflowed)") {
+        CHECK_THAT(error_of(npy_bytes("<f8", "False", "(0, 99999999999, 99999999999)", "")),
+                   Catch::Contains("the .npy shape (0, 99999999999, 99999999999) is too large"));
+    }
+    SECTION("2^60 elements, as one size or as a product, with 16 bytes of data; 10^11 elements") {
+        const std::string data = raw<double>({1, 2});
+        CHECK_THAT(error_of(npy_bytes("<f8", "False", "(1152921504606846976,)", data)), Catch::Contains("too large"));
+        CHECK_THAT(error_of(npy_bytes("<f8", "False", "(1073741824, 1073741824)", data)), Catch::Contains("too large"));
+        CHECK_THAT(error_of(npy_bytes("<f8", "False", "(99999999999,)", data)),
+                   Catch::Contains("says shape [99999999999] (799999999992 data bytes) but the file holds 16"));
+    }
+}

@@ -71,6 +71,7 @@ const char* view_name(View v) {
     switch (v) {
         case View::heatmap: return "heatmap";
         case View::bars: return "bars";
+        case View::plot: return "plot";
         case View::numbers: break;
     }
     return "numbers";
@@ -85,6 +86,7 @@ void write_tensor(std::ostringstream& out, const TensorRecord& t) {
     if (!t.rows.empty()) out << in << "  \"rows\": " << string_list(t.rows) << ",\n";
     if (!t.cols.empty()) out << in << "  \"cols\": " << string_list(t.cols) << ",\n";
     if (t.view != View::numbers) out << in << "  \"view\": \"" << view_name(t.view) << "\",\n";
+    if (t.measured) out << in << "  \"measured\": true,\n";
     out << in << "  \"data\": ";
     const Array contiguous = t.value;  // row-major copy, whatever the source layout
     const double* p = contiguous.data();
@@ -100,8 +102,18 @@ void write_check(std::ostringstream& out, const CheckRecord& c) {
 
 // ---- reading ---------------------------------------------------------------
 
+// "64 MiB", "200.5 MiB"
+std::string mib_text(std::uintmax_t bytes) {
+    char text[32];
+    if (bytes % (1 << 20) == 0)
+        std::snprintf(text, sizeof text, "%ju MiB", bytes >> 20);
+    else
+        std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+    return text;
+}
+
 [[noreturn]] void fail(const std::string& source, const std::string& what) {
-    throw GoldenError(source + ": " + what);
+    throw GoldenError(printable_utf8(source + ": " + what));
 }
 
 const json& member(const json& obj, const char* key, const std::string& where, const std::string& source) {
@@ -170,6 +182,7 @@ View parse_view(const std::string& s, const std::string& where, const std::strin
     if (s.empty() || s == "numbers") return View::numbers;
     if (s == "heatmap") return View::heatmap;
     if (s == "bars") return View::bars;
+    if (s == "plot") return View::plot;
     fail(source, where + ": unknown view \"" + s + "\"");
 }
 
@@ -192,18 +205,20 @@ TensorRecord parse_tensor(const json& t, const std::string& where, const std::st
     const json shape_json = infer ? inferred_shape(member(t, "data", here, source)) : member(t, "shape", here, source);
     if (!shape_json.is_array()) fail(source, here + ": \"shape\" must be a list of sizes");
     Shape shape;
-    std::size_t total = 1;
+    // The product of the non-zero sizes is bounded too: [0, 2^31, 2^31, 2^31] holds no number,
+    // but its strides would overflow.
+    std::size_t span = 1;
     for (const auto& s : shape_json) {
         if (!s.is_number_unsigned()) fail(source, here + ": \"shape\" must hold non-negative integers");
         const auto n = s.get<std::uint64_t>();
-        if (n > (std::uint64_t{1} << 31) || (n > 0 && total > (std::size_t{1} << 31) / n))
+        if (n > (std::uint64_t{1} << 31) || (n > 0 && span > (std::size_t{1} << 31) / n))
             fail(source, here + ": shape " + shape_json.dump() + " is too large");
         shape.push_back(static_cast<std::size_t>(n));
-        total *= static_cast<std::size_t>(n);
+        if (n > 0) span *= static_cast<std::size_t>(n);
     }
     if (shape.size() > 8) fail(source, here + ": rank " + std::to_string(shape.size()) + " is above 8");
+    // No reserve() for the size the shape claims: the data, checked entry by entry, may be far shorter.
     std::vector<double> flat;
-    flat.reserve(total);
     std::vector<std::size_t> index;
     read_data(member(t, "data", here, source), shape, index, flat, here, source);
     rec.value = xt::empty<double>(shape);
@@ -215,6 +230,10 @@ TensorRecord parse_tensor(const json& t, const std::string& where, const std::st
     if (!rec.cols.empty() && (shape.size() < 2 || rec.cols.size() != shape[1]))
         fail(source, here + ": " + std::to_string(rec.cols.size()) + " column labels for shape " + shape_string(shape));
     rec.view = parse_view(string_member(t, "view", here, source, true), here, source);
+    if (t.contains("measured")) {
+        if (!t["measured"].is_boolean()) fail(source, here + ": \"measured\" must be true or false");
+        rec.measured = t["measured"].get<bool>();
+    }
     return rec;
 }
 
@@ -226,6 +245,11 @@ CheckRecord parse_check(const json& c, const std::string& where, const std::stri
     const json& holds = member(c, "holds", where, source);
     if (!holds.is_boolean()) fail(source, where + ": \"holds\" must be true or false");
     rec.holds = holds.get<bool>();
+    // as Trace::check decides it, so a NaN error never holds
+    if (rec.holds != (rec.max_abs_error <= rec.tolerance))
+        fail(source, where + ": \"holds\" is " + (rec.holds ? "true" : "false") + ", but max_abs_error " +
+                         number_text(rec.max_abs_error) + " <= tolerance " + number_text(rec.tolerance) + " is " +
+                         (rec.holds ? "false" : "true"));
     return rec;
 }
 
@@ -234,6 +258,10 @@ Config parse_config(const json& c, const std::string& source) {
     Config config;
     for (const auto& [key, value] : c.items()) {
         if (!value.is_number_integer()) fail(source, "config \"" + key + "\" must be an integer");
+        if (key != "seed" && value.is_number_unsigned() &&
+            value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<long long>::max()))
+            fail(source, "config \"" + key + "\" is " + value.dump() + ", above the largest setting " +
+                             std::to_string(std::numeric_limits<long long>::max()));
         if (key == "seed") {
             if (!value.is_number_unsigned()) fail(source, "config \"seed\" must be a non-negative integer");
             config.seed = value.get<std::uint64_t>();
@@ -259,6 +287,31 @@ std::string position_text(std::string_view text, std::size_t byte) {
 }
 
 }  // namespace
+
+std::string printable_utf8(std::string_view text) {
+    const auto at = [&](std::size_t k) { return k < text.size() ? static_cast<unsigned char>(text[k]) : 0u; };
+    std::string out;
+    for (std::size_t i = 0; i < text.size();) {
+        // the length of the well-formed sequence at i (Unicode 15, table 3-7), or 0
+        const unsigned c = at(i);
+        std::size_t n = c < 0x80 ? 1 : c < 0xC2 ? 0 : c <= 0xDF ? 2 : c <= 0xEF ? 3 : c <= 0xF4 ? 4 : 0;
+        const unsigned low = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+        const unsigned high = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+        if (n > 1 && (at(i + 1) < low || at(i + 1) > high)) n = 0;
+        for (std::size_t k = 2; k < n; ++k)
+            if (at(i + k) < 0x80 || at(i + k) > 0xBF) n = 0;
+        if (n == 0) {
+            char escaped[8];
+            std::snprintf(escaped, sizeof escaped, "\\x%02X", c);
+            out += escaped;
+            ++i;
+        } else {
+            out.append(text.substr(i, n));
+            i += n;
+        }
+    }
+    return out;
+}
 
 std::string golden_file_name(int number, const std::string& slug) {
     char prefix[16];
@@ -308,15 +361,35 @@ namespace {
 // Reads golden JSON; `partial` relaxes it to what a student's file needs: format, version,
 // lesson, config, titles, shapes and checks become optional (validated when present).
 Submission parse_json(std::string_view text, const std::string& source, bool partial) {
+    // Copying, comparing and dump() of a JSON value recurse once per level of nesting (so does the
+    // parser, for an object member that is not the last): deeper than any golden file, refused.
+    const int max_depth = 64;
+    const auto limit_depth = [&](int depth, json::parse_event_t, json&) {
+        if (depth > max_depth)
+            fail(source, "not a golden file: nested deeper than " + std::to_string(max_depth) + " levels");
+        return true;
+    };
+    if (text.substr(0, 6) == std::string_view("\x93NUMPY", 6))
+        fail(source, "this is a .npy file, not JSON: .npy files go in a directory, named <step>.<tensor>.npy");
     json doc;
     try {
-        doc = json::parse(text.begin(), text.end());
+        doc = json::parse(text.begin(), text.end(), limit_depth);
     } catch (const json::parse_error& e) {
-        // e.what() repeats the byte offset; the line and column are what a person can use
+        // e.what() is "[json...] parse error at line L, column C: <why>" with L and C counted in bytes;
+        // keep <why> (whose quoted token may itself hold ": ") and count columns in characters
         std::string why = e.what();
-        const auto colon = why.rfind(": ");
+        const auto colon = why.find(": ");
         if (colon != std::string::npos) why = why.substr(colon + 2);
+        // Python's json module writes NaN and Infinity bare
+        if (why.find("invalid literal") != std::string::npos)
+            why += " (NaN and Infinity are not JSON: write \"nan\", \"inf\" or \"-inf\")";
         fail(source, "not valid JSON at " + position_text(text, e.byte == 0 ? 0 : e.byte - 1) + ": " + why);
+    } catch (const json::out_of_range& e) {
+        // a number beyond the range of a double (1e400) is an out_of_range error, not a parse_error
+        std::string why = e.what();
+        const auto bracket = why.find("] ");
+        if (bracket != std::string::npos) why = why.substr(bracket + 2);
+        fail(source, "not valid JSON: " + why + " (a number must fit a double; infinity is written \"inf\")");
     }
     if (!doc.is_object()) fail(source, "the top level must be a JSON object");
     const auto has = [&](const char* key) { return doc.find(key) != doc.end(); };
@@ -379,6 +452,8 @@ Submission read_npy_directory(const std::filesystem::path& dir) {
         const auto dot = stem.find('.');
         if (dot == std::string::npos || dot == 0 || dot + 1 == stem.size())
             fail(file.string(), "is not named <step>.<tensor>.npy");
+        // the names reach reports and the terminal
+        if (printable_utf8(stem) != stem) fail(file.string(), "the name is not valid UTF-8");
         const std::string step_id = stem.substr(0, dot), name = stem.substr(dot + 1);
         auto& steps = sub.trace.steps();
         if (steps.empty() || steps.back().id != step_id) {
@@ -392,15 +467,25 @@ Submission read_npy_directory(const std::filesystem::path& dir) {
 
 }  // namespace
 
-std::string read_file_bytes(const std::filesystem::path& file, const std::string& kind) {
+std::string read_file_bytes(const std::filesystem::path& file, const std::string& kind, std::uintmax_t max_bytes) {
     std::error_code ec;
     if (std::filesystem::is_directory(file, ec)) fail(file.string(), "is a directory, not a " + kind);
+    const std::string limit = "the " + mib_text(max_bytes) + " limit for a " + kind;
+    // Refused before reading: a 200 MB file would otherwise be read and parsed for seconds.
+    const std::uintmax_t size = std::filesystem::file_size(file, ec);
+    if (!ec && size > max_bytes) fail(file.string(), "the file is " + mib_text(size) + ", above " + limit);
     std::ifstream in(file, std::ios::binary);
     if (!in) fail(file.string(), std::string("cannot open: ") + std::strerror(errno));
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
+    // Read in pieces, the limit checked again: a device or a pipe (/dev/zero) has no size beforehand.
+    std::string bytes;
+    if (!ec) bytes.reserve(static_cast<std::size_t>(size));
+    char piece[1 << 16];
+    while (in.read(piece, sizeof piece) || in.gcount() > 0) {
+        bytes.append(piece, static_cast<std::size_t>(in.gcount()));
+        if (bytes.size() > max_bytes) fail(file.string(), "the file goes on beyond " + limit);
+    }
     if (in.bad()) fail(file.string(), "read error");
-    return buffer.str();
+    return bytes;
 }
 
 Trace parse_golden_json(std::string_view text, const std::string& source) {

@@ -4,6 +4,7 @@
 
 #include "core/trace.hpp"
 
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -46,9 +47,19 @@ Submission parse_submission_json(std::string_view text, const std::string& sourc
 // A submission file (relaxed golden JSON) or a directory of "<step>.<tensor>.npy" files.
 Submission read_submission(const std::filesystem::path& path);
 
+// What read_file_bytes reads at most unless told otherwise: golden files are under 100 KB, so a
+// larger JSON file is a mistake, not worth reading and parsing for seconds.
+inline constexpr std::uintmax_t max_file_bytes = std::uintmax_t{64} << 20;
+
 // The bytes of a file; throws GoldenError naming it when it is a directory ("is a directory,
-// not a <kind>") or cannot be opened or read.
-std::string read_file_bytes(const std::filesystem::path& file, const std::string& kind);
+// not a <kind>"), cannot be opened or read, or holds more than `max_bytes` (refused before
+// reading when the size is known, so a huge file costs no time).
+std::string read_file_bytes(const std::filesystem::path& file, const std::string& kind,
+                            std::uintmax_t max_bytes = max_file_bytes);
+
+// `text` with every byte that is not part of well-formed UTF-8 written as \xHH: messages quote
+// files and paths, and must never put invalid UTF-8 on a terminal. (Every GoldenError is made so.)
+std::string printable_utf8(std::string_view text);
 
 // Writes `content` to a temporary file beside `file`, flushes it, then renames it over
 // `file`: readers see the old or the new content, never a mixture. Throws

@@ -12,7 +12,8 @@ namespace attn {
 namespace {
 
 [[noreturn]] void fail(const std::string& source, const std::string& what) {
-    throw GoldenError(source + ": " + what);
+    // the header's text is quoted as it is, so bytes that are not UTF-8 are escaped
+    throw GoldenError(printable_utf8(source + ": " + what));
 }
 
 // The value of `key` in the header dict, as the raw text up to the next top-level comma or brace.
@@ -42,7 +43,9 @@ Shape parse_shape(const std::string& text, const std::string& source) {
         fail(source, "the .npy shape " + text + " is not a tuple");
     Shape shape;
     std::size_t i = 1;
-    std::uint64_t total = 1;
+    // The product of the non-zero sizes, bounded: (0, 10^11, 10^11) holds no number, but its
+    // strides would overflow.
+    std::uint64_t span = 1;
     while (i + 1 < text.size()) {
         while (i + 1 < text.size() && (text[i] == ' ' || text[i] == ',')) ++i;
         if (i + 1 >= text.size()) break;
@@ -52,9 +55,10 @@ Shape parse_shape(const std::string& text, const std::string& source) {
             n = n * 10 + static_cast<std::uint64_t>(text[i] - '0');
             ++i, ++digits;
         }
-        if (digits == 0 || digits == 12) fail(source, "the .npy shape " + text + " is not a tuple of sizes");
-        if (n > 0 && total > (std::uint64_t{1} << 40) / n) fail(source, "the .npy shape " + text + " is too large");
-        total *= n;
+        if (digits == 0) fail(source, "the .npy shape " + text + " is not a tuple of sizes");
+        if (digits == 12) fail(source, "the .npy shape " + text + " is too large");
+        if (n > 0 && span > (std::uint64_t{1} << 40) / n) fail(source, "the .npy shape " + text + " is too large");
+        if (n > 0) span *= n;
         shape.push_back(static_cast<std::size_t>(n));
     }
     if (shape.size() > 8) fail(source, "the .npy array has rank " + std::to_string(shape.size()) + ", above 8");
@@ -154,7 +158,7 @@ Array parse_npy(std::string_view bytes, const std::string& source) {
 }
 
 Array read_npy(const std::filesystem::path& file) {
-    return parse_npy(read_file_bytes(file, ".npy file"), file.string());
+    return parse_npy(read_file_bytes(file, ".npy file", max_npy_bytes), file.string());
 }
 
 }  // namespace attn

@@ -4,6 +4,7 @@
 
 #include "core/tensor.hpp"
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -19,7 +20,10 @@ std::string to_npy(const Array& a);
 // whose shape disagrees with the number of data bytes.
 Array parse_npy(std::string_view bytes, const std::string& source);
 
-// Reads and parses a .npy file (GoldenError when missing, a directory, or corrupt).
+// The largest .npy file read_npy reads: one tensor of a lesson at its memory cap (1 GiB), and a header.
+inline constexpr std::uintmax_t max_npy_bytes = (std::uintmax_t{1} << 30) + (std::uintmax_t{1} << 20);
+
+// Reads and parses a .npy file (GoldenError when missing, a directory, larger than max_npy_bytes, or corrupt).
 Array read_npy(const std::filesystem::path& file);
 
 }  // namespace attn

@@ -1,0 +1,103 @@
+// Replays a fuzz target over saved inputs, without libFuzzer: `fuzz_replay_<name> <dir>...` runs
+// LLVMFuzzerTestOneInput on every regular file in each directory (README* and dot files skipped),
+// in name order, and prints "OK <n> inputs". It fails when a directory is missing or has no
+// entries at all, when there is no input in any of them, or when the target throws; a target
+// that finds a broken property calls abort(), and the name of the input is printed first.
+#include <algorithm>
+#include <csignal>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The input being run, for the message of a crash (a signal handler may only write(2)).
+char current[4096];
+
+extern "C" void report_crash(int sig) {
+    const char before[] = "CRASH while replaying ";
+    [[maybe_unused]] auto a = ::write(2, before, sizeof before - 1);
+    [[maybe_unused]] auto b = ::write(2, current, std::strlen(current));
+    [[maybe_unused]] auto c = ::write(2, "\n", 1);
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+}
+
+bool is_input(const fs::directory_entry& entry) {
+    const std::string name = entry.path().filename().string();
+    return entry.is_regular_file() && name.rfind("README", 0) != 0 && name.front() != '.';
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: %s <corpus dir>...\n", argv[0]);
+        return 2;
+    }
+    std::signal(SIGABRT, report_crash);
+    std::signal(SIGSEGV, report_crash);
+    std::signal(SIGFPE, report_crash);
+
+    std::size_t count = 0;
+    int status = 0;
+    for (int i = 1; i < argc; ++i) {
+        const fs::path dir = argv[i];
+        std::error_code ec;
+        if (!fs::is_directory(dir, ec)) {
+            std::fprintf(stderr, "FAIL %s: not a directory\n", argv[i]);
+            status = 1;
+            continue;
+        }
+        std::vector<fs::path> files;
+        bool any_entry = false;
+        for (const auto& entry : fs::directory_iterator(dir)) {
+            any_entry = true;
+            if (is_input(entry)) files.push_back(entry.path());
+        }
+        if (!any_entry) {
+            std::fprintf(stderr, "FAIL %s: the directory is empty\n", argv[i]);
+            status = 1;
+        }
+        std::sort(files.begin(), files.end());
+        for (const auto& file : files) {
+            std::ifstream in(file, std::ios::binary);
+            const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            if (in.bad()) {
+                std::fprintf(stderr, "FAIL %s: cannot read\n", file.c_str());
+                status = 1;
+                continue;
+            }
+            std::snprintf(current, sizeof current, "%s", file.c_str());
+            try {
+                LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "FAIL %s: uncaught exception: %s\n", file.c_str(), e.what());
+                status = 1;
+            } catch (...) {
+                std::fprintf(stderr, "FAIL %s: uncaught exception of an unknown type\n", file.c_str());
+                status = 1;
+            }
+            ++count;
+        }
+    }
+    if (count == 0) {
+        std::fprintf(stderr, "FAIL: no inputs\n");
+        status = 1;
+    }
+    if (status == 0) std::printf("OK %zu inputs\n", count);
+    return status;
+}
