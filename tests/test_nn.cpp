@@ -3,13 +3,19 @@
 #include "nn/linalg.hpp"
 #include "nn/rnn.hpp"
 #include "nn/softmax.hpp"
+#include "nn/softmax_kernels.hpp"
 
 #include <catch2/catch.hpp>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <limits>
+#include <utility>
+#include <vector>
 
 using namespace attn;
 using Catch::Matchers::WithinAbs;
@@ -99,6 +105,126 @@ TEST_CASE("softmax survives huge logits, masks and fully masked rows", "[nn][sof
         const Vec a = nn::softmax(Vec{0.0, std::nan("")});
         CHECK(std::isnan(a(0)));
     }
+}
+
+TEST_CASE("softmax_rows of a large matrix, on two threads, equals the softmax of each row alone", "[nn][softmax]") {
+    const double inf = std::numeric_limits<double>::infinity();
+    // rows x cols above the threaded size (2^15 entries) with rows of odd length (the kernels'
+    // tails), then one row and two rows, which cannot be split or split only once
+    const auto shape = GENERATE(std::make_pair(std::size_t{300}, std::size_t{257}),
+                                std::make_pair(std::size_t{1}, std::size_t{40001}),
+                                std::make_pair(std::size_t{2}, std::size_t{20001}));
+    const std::size_t rows = shape.first, cols = shape.second;
+    INFO(rows << " x " << cols);
+    Rng rng(21);
+    Mat logits = rng.normal_mat(rows, cols, 3.0);
+    if (rows > 3) {
+        logits(0, cols / 2) = std::nan("");           // a NaN row
+        xt::row(logits, 1) = -inf;                    // fully masked
+        logits(2, 0) = logits(2, cols - 1) = inf;     // two +inf entries share the weight
+        for (std::size_t j = 0; j < cols; j += 2) logits(3, j) = -inf;  // masked every other entry
+    }
+    const Mat alpha = nn::softmax_rows(logits);
+    for (std::size_t i = 0; i < rows; ++i) {
+        INFO("row " << i);
+        const Vec row = xt::row(logits, static_cast<std::ptrdiff_t>(i));
+        const Vec alone = nn::softmax(row);  // one thread, one row
+        bool identical = true;
+        for (std::size_t j = 0; j < cols; ++j)
+            identical = identical && (alpha(i, j) == alone(j) || (std::isnan(alpha(i, j)) && std::isnan(alone(j))));
+        CHECK(identical);
+    }
+    const std::size_t first_plain_row = rows > 3 ? 4 : 0;
+    for (std::size_t i = first_plain_row; i < rows; ++i) {
+        double total = 0;
+        for (std::size_t j = 0; j < cols; ++j) total += alpha(i, j);
+        CHECK_THAT(total, WithinAbs(1.0, 1e-12));
+    }
+    const Mat plain = xt::view(logits, xt::range(first_plain_row, rows), xt::all());
+    CHECK(max_abs_difference(xt::view(alpha, xt::range(first_plain_row, rows), xt::all()), naive_softmax(plain)) <
+          1e-12);
+    if (rows > 3) {
+        for (std::size_t j = 0; j < cols; ++j) {
+            CHECK(std::isnan(alpha(0, j)));
+            CHECK(alpha(1, j) == 0.0);
+            CHECK(alpha(2, j) == (j == 0 || j == cols - 1 ? 0.5 : 0.0));
+            if (j % 2 == 0) CHECK(alpha(3, j) == 0.0);
+        }
+    }
+}
+
+TEST_CASE("softmax_span: a special value in any place of short rows, in place or not", "[nn][softmax]") {
+    const double inf = std::numeric_limits<double>::infinity();
+    // lengths 1 to 9 cover the four-at-a-time and two-at-a-time loops and every tail
+    for (std::size_t n = 1; n <= 9; ++n)
+        for (std::size_t at = 0; at < n; ++at) {
+            INFO("n " << n << ", special value at " << at);
+            Rng rng(n * 10 + at);
+            std::vector<double> logits(n), out(n);
+            for (double& x : logits) x = 2.0 * rng.normal();
+            nn::softmax_span(logits.data(), out.data(), n);
+            std::vector<double> in_place = logits;
+            nn::softmax_span(in_place.data(), in_place.data(), n);
+            CHECK(in_place == out);
+            const double largest = *std::max_element(logits.begin(), logits.end());
+            double total = 0;
+            for (double x : logits) total += std::exp(x - largest);
+            for (std::size_t j = 0; j < n; ++j)
+                CHECK_THAT(out[j], WithinAbs(std::exp(logits[j] - largest) / total, 1e-15));
+
+            std::vector<double> with_nan = logits;
+            with_nan[at] = std::nan("");
+            nn::softmax_span(with_nan.data(), out.data(), n);
+            for (double a : out) CHECK(std::isnan(a));
+
+            std::vector<double> with_inf = logits;
+            with_inf[at] = inf;
+            nn::softmax_span(with_inf.data(), out.data(), n);
+            for (std::size_t j = 0; j < n; ++j) CHECK(out[j] == (j == at ? 1.0 : 0.0));
+
+            std::vector<double> masked = logits;
+            masked[at] = -inf;
+            nn::softmax_span(masked.data(), out.data(), n);
+            CHECK(out[at] == 0.0);
+            if (n == 1) CHECK(out[0] == 0.0);  // fully masked
+        }
+}
+
+TEST_CASE("scale_and_mask_span divides, then masks the way masked_scores does", "[nn][softmax]") {
+    const double inf = std::numeric_limits<double>::infinity();
+    const std::vector<double> in = {1.0, -3.0, inf, 5.0, 7.0}, mask = {0.0, -inf, -inf, 2.0, 0.0};
+    std::vector<double> out(5);
+    nn::scale_and_mask_span(in.data(), 2.0, mask.data(), out.data(), 5);
+    CHECK(out == std::vector<double>{0.5, -inf, -inf, 4.5, 3.5});  // +inf masked stays -inf, not NaN
+    nn::scale_and_mask_span(in.data(), 1.0, nullptr, out.data(), 5);
+    CHECK(out == in);
+    std::vector<double> in_place = in;
+    nn::scale_and_mask_span(in_place.data(), 3.0, nullptr, in_place.data(), 5);
+    for (std::size_t j = 0; j < 5; ++j) CHECK(in_place[j] == in[j] / 3.0);  // the quotient itself, bit for bit
+
+    // a whole matrix, over two threads: each entry as the span computes it
+    Rng rng(4);
+    const Mat S = rng.normal_mat(300, 130, 5.0), M = xt::where(rng.normal_mat(300, 130) > 0.5, -inf, 0.0);
+    for (const double divisor : {std::sqrt(6.0), 8.0}) {
+        Mat rows = S;
+        nn::scale_and_mask_rows(rows, divisor, &M);
+        bool identical = true;
+        for (std::size_t i = 0; i < 300; ++i)
+            for (std::size_t j = 0; j < 130; ++j)
+                identical = identical && rows(i, j) == (M(i, j) == -inf ? -inf : S(i, j) / divisor + M(i, j));
+        CHECK(identical);
+    }
+}
+
+TEST_CASE("for_each_row visits every row once, on one thread or two", "[nn][softmax]") {
+    const auto shape = GENERATE(std::make_pair(std::size_t{0}, std::size_t{5}),
+                                std::make_pair(std::size_t{1}, std::size_t{1}),
+                                std::make_pair(std::size_t{7}, std::size_t{3}),
+                                std::make_pair(std::size_t{1001}, std::size_t{64}));
+    INFO(shape.first << " x " << shape.second);
+    std::vector<std::atomic<int>> visits(shape.first);
+    nn::for_each_row(shape.first, shape.second, [&](std::size_t r) { ++visits[r]; });
+    for (const auto& v : visits) CHECK(v.load() == 1);
 }
 
 TEST_CASE("gru_step equals the loop form of Cho et al.'s equations", "[nn][gru]") {

@@ -7,6 +7,8 @@
 #include "core/rng.hpp"
 #include "nn/linalg.hpp"
 #include "nn/positional.hpp"
+#include "nn/scores.hpp"
+#include "nn/softmax.hpp"
 #include "nn/self_attention.hpp"
 #include "nn/structured.hpp"
 #include "registry.hpp"
@@ -14,6 +16,7 @@
 #include <catch2/catch.hpp>
 #include <xtensor/xview.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -263,6 +266,49 @@ TEST_CASE("scaled dot-product attention equals explicit loops", "[self_attention
     const nn::AttentionResult p = nn::scaled_dot_product_attention(Q, K, V, M);
     CHECK(max_abs_difference(p.weights, padded.weights) <= loop_tolerance);
     CHECK(max_abs_difference(p.output, padded.output) <= loop_tolerance);
+}
+
+TEST_CASE("large causal attention, on two threads, equals the simple form", "[self_attention][mask]") {
+    // T x T = 65536 scores, above the size the row kernels split over two threads
+    const std::size_t T = 256, d_k = 16, d_v = 8;
+    Rng rng(17);
+    const Mat Q = rng.normal_mat(T, d_k), K = rng.normal_mat(T, d_k), V = rng.normal_mat(T, d_v);
+    const Mat M = nn::causal_mask(T);
+    const nn::AttentionResult r = nn::scaled_dot_product_attention(Q, K, V, M);
+
+    SECTION("the simple form: scores, mask, softmax, product, one op after another, bit for bit") {
+        const Mat S = nn::masked_scores(nn::scaled_dot_scores(Q, K), M);
+        const Mat A = nn::softmax_rows(S);
+        CHECK(max_abs_difference(r.scores, S) == 0.0);
+        CHECK(max_abs_difference(r.weights, A) == 0.0);
+        CHECK(max_abs_difference(r.output, nn::matmul(A, V, "A V")) == 0.0);
+        CHECK(max_abs_difference(nn::masked_softmax(nn::scaled_dot_scores(Q, K), M), A) == 0.0);
+    }
+    SECTION("explicit loops") {
+        const LoopAttention loop = loop_attention(Q, K, V, M);
+        CHECK(max_abs_difference(r.weights, loop.weights) <= loop_tolerance);
+        CHECK(max_abs_difference(r.output, loop.output) <= loop_tolerance);
+    }
+    SECTION("rows sum to 1, zeros above the diagonal") {
+        std::size_t nonzero_above = 0;
+        double worst_sum_error = 0.0;
+        for (std::size_t i = 0; i < T; ++i) {
+            double total = 0.0;
+            for (std::size_t j = 0; j < T; ++j) {
+                total += r.weights(i, j);
+                if (j > i && r.weights(i, j) != 0.0) ++nonzero_above;  // exp(-inf) is exactly 0
+            }
+            worst_sum_error = std::max(worst_sum_error, std::abs(total - 1.0));
+        }
+        CHECK(nonzero_above == 0);
+        CHECK(worst_sum_error <= 1e-12);
+    }
+    SECTION("unmasked, the same") {
+        const nn::AttentionResult open = nn::scaled_dot_product_attention(Q, K, V);
+        const Mat A = nn::softmax_rows(nn::scaled_dot_scores(Q, K));
+        CHECK(max_abs_difference(open.weights, A) == 0.0);
+        CHECK(max_abs_difference(open.output, nn::matmul(A, V, "A V")) == 0.0);
+    }
 }
 
 TEST_CASE("attention rejects keys and values of different lengths", "[self_attention]") {

@@ -5,7 +5,7 @@
 #include "nn/multihead.hpp"
 
 #include "nn/linalg.hpp"
-#include "nn/softmax.hpp"
+#include "nn/softmax_kernels.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -57,23 +57,21 @@ MultiHeadResult multi_head_attention(const Mat& X_q, const Mat& X_kv, const Mult
 
     // Head by head, each with its own blocks of the projections. The products and multiply-adds are
     // those of one projection split into heads (see split_heads), but at most one head's
-    // projections and T_q x T_k matrices exist at a time: about 3 T_q T_k doubles at T_k = d_model.
+    // projections and one T_q x T_k matrix exist at a time: with the results, about 2.4 T_q T_k
+    // doubles at T_k = d_model (HeadWeights::keep adds h T_q T_k).
     MultiHeadResult r;
     if (keep == HeadWeights::keep) r.weights = xt::empty<double>({heads, T_q, T_k});
     r.concat = xt::empty<double>({T_q, d_model});
     for (std::size_t i = 0; i < heads; ++i) {
-        Mat weights;
-        {
-            // 1. scores, 2. mask in place (-inf + finite = -inf), 3. softmax along each row;
-            // the scores are freed before the values are projected
-            Mat scores = head_scores(X_q, X_kv, p, i, d_k);
-            if (mask) {
-                double* s = scores.data();
-                const double* m = mask->data();
-                for (std::size_t n = 0; n < T_q * T_k; ++n) s[n] += m[n];
-            }
-            weights = softmax_rows(scores);
-        }
+        // 1. scores, 2. mask (-inf wherever M is), 3. softmax along each row, in place and row by
+        // row: the scores become the weights without a second T_q x T_k matrix (the same numbers as
+        // masked_scores and softmax_rows)
+        Mat weights = head_scores(X_q, X_kv, p, i, d_k);
+        for_each_row(T_q, T_k, [&](std::size_t t) {
+            double* row = weights.data() + t * T_k;
+            if (mask) scale_and_mask_span(row, 1.0, mask->data() + t * T_k, row, T_k);
+            softmax_span(row, row, T_k);
+        });
         // 4. head_i = A_i V_i, into its d_v columns of Concat(head_1, ..., head_h)
         const Mat V_i = matmul(X_kv, head_columns(p.W_V, i, d_k), "X_kv W_i^V");
         const Mat head = matmul(weights, V_i, "A_i V_i");

@@ -7,6 +7,9 @@
 #include "nn/linalg.hpp"
 #include "nn/scores.hpp"
 #include "nn/softmax.hpp"
+#include "nn/softmax_kernels.hpp"
+
+#include <cmath>
 
 namespace attn::nn {
 
@@ -20,10 +23,13 @@ void expect_values_per_key(const Mat& K, const Mat& V) {
 
 }  // namespace
 
+// 1. scores Q K^T, 2. divided by sqrt(d_k) (and masked) in place: the numbers of scaled_dot_scores
+// (and masked_scores) without their T_q x T_k temporaries, 3. softmax along each row, 4. outputs.
 AttentionResult scaled_dot_product_attention(const Mat& Q, const Mat& K, const Mat& V) {
     expect_values_per_key(K, V);
     AttentionResult r;
-    r.scores = scaled_dot_scores(Q, K);
+    r.scores = dot_scores(Q, K);
+    scale_and_mask_rows(r.scores, std::sqrt(static_cast<double>(K.shape(1))), nullptr);
     r.weights = softmax_rows(r.scores);
     r.output = matmul(r.weights, V, "A V");
     return r;
@@ -32,7 +38,9 @@ AttentionResult scaled_dot_product_attention(const Mat& Q, const Mat& K, const M
 AttentionResult scaled_dot_product_attention(const Mat& Q, const Mat& K, const Mat& V, const Mat& mask) {
     expect_values_per_key(K, V);
     AttentionResult r;
-    r.scores = masked_scores(scaled_dot_scores(Q, K), mask);
+    r.scores = dot_scores(Q, K);
+    expect_shape("attention mask", mask, shape_of(r.scores));
+    scale_and_mask_rows(r.scores, std::sqrt(static_cast<double>(K.shape(1))), &mask);
     r.weights = softmax_rows(r.scores);
     r.output = matmul(r.weights, V, "A V");
     return r;

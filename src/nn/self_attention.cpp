@@ -1,16 +1,13 @@
 #include "nn/self_attention.hpp"
 
-#include <limits>
+#include "nn/softmax_kernels.hpp"
 
 namespace attn::nn {
 
 Mat masked_scores(const Mat& scores, const Mat& mask) {
-    const double minus_inf = -std::numeric_limits<double>::infinity();
     expect_shape("attention mask", mask, shape_of(scores));
-    Mat out = scores + mask;
-    for (std::size_t i = 0; i < out.shape(0); ++i)
-        for (std::size_t j = 0; j < out.shape(1); ++j)
-            if (mask(i, j) == minus_inf) out(i, j) = minus_inf;
+    Mat out = xt::empty<double>({scores.shape(0), scores.shape(1)});
+    scale_and_mask_span(scores.data(), 1.0, mask.data(), out.data(), scores.size());
     return out;
 }
 

@@ -1,0 +1,327 @@
+// Attention against its floor (issue 7): the time of each op next to the time of the same GEMMs
+// alone (same shapes, same BLAS), and the op's peak extra memory.
+// T = positions, d = query/key/value width, h = heads, d_model = model width, d_k = d_model / h.
+//
+// Cases: (a) scaled dot-product attention, T = 1024, d = 64; (b) the same with a causal mask;
+// (c) multi-head attention, T = 512, d_model = 512, h = 8, without keeping the heads' weights.
+// Targets: time <= 1.3 x the GEMMs (whatever the op does besides them: scaling, softmax, masks,
+// copies, allocation) and peak extra memory <= 3 T^2 doubles besides the inputs.
+//
+// Run with meson test --benchmark -C build (see tests/bench/meson.build), or by hand; Google
+// Benchmark's flags work, e.g. --benchmark_repetitions=5. After Google Benchmark's table come a
+// ratio table (medians when repeated) and a memory table.
+#include "core/rng.hpp"
+#include "nn/multihead.hpp"
+#include "nn/self_attention.hpp"
+
+#include <benchmark/benchmark.h>
+#include <fmt/core.h>
+#include <xtensor-blas/xblas.hpp>
+#include <xtensor/xview.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <new>
+#include <string>
+#include <vector>
+
+// ---- Counting allocator: every operator new of the program adds its bytes, every delete takes
+// them off. A header in front of each block remembers its size, since not every delete is sized.
+
+namespace {
+
+std::atomic<std::int64_t> bytes_now{0};   // bytes allocated with new and not yet deleted
+std::atomic<std::int64_t> bytes_peak{0};  // the largest bytes_now since the last reset
+
+void* counted_alloc(std::size_t size, std::size_t align) {
+    // The header takes `align` bytes (at least 16, the default new alignment) so the block stays aligned.
+    const std::size_t header = std::max<std::size_t>(align, alignof(std::max_align_t));
+    const std::size_t total = (size + header + header - 1) / header * header;
+    void* raw = std::aligned_alloc(header, total);
+    if (!raw) throw std::bad_alloc();
+    *static_cast<std::size_t*>(raw) = size;
+    const std::int64_t now = bytes_now.fetch_add(static_cast<std::int64_t>(size)) + static_cast<std::int64_t>(size);
+    std::int64_t peak = bytes_peak.load();
+    while (now > peak && !bytes_peak.compare_exchange_weak(peak, now)) {
+    }
+    return static_cast<char*>(raw) + header;
+}
+
+void counted_free(void* p, std::size_t align) {
+    if (!p) return;
+    const std::size_t header = std::max<std::size_t>(align, alignof(std::max_align_t));
+    void* raw = static_cast<char*>(p) - header;
+    bytes_now.fetch_sub(static_cast<std::int64_t>(*static_cast<std::size_t*>(raw)));
+    std::free(raw);
+}
+
+}  // namespace
+
+void* operator new(std::size_t size) { return counted_alloc(size, 0); }
+void* operator new[](std::size_t size) { return counted_alloc(size, 0); }
+void* operator new(std::size_t size, std::align_val_t a) { return counted_alloc(size, static_cast<std::size_t>(a)); }
+void* operator new[](std::size_t size, std::align_val_t a) { return counted_alloc(size, static_cast<std::size_t>(a)); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+    try {
+        return counted_alloc(size, 0);
+    } catch (const std::bad_alloc&) {
+        return nullptr;
+    }
+}
+void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept { return operator new(size, tag); }
+void operator delete(void* p) noexcept { counted_free(p, 0); }
+void operator delete[](void* p) noexcept { counted_free(p, 0); }
+void operator delete(void* p, std::size_t) noexcept { counted_free(p, 0); }
+void operator delete[](void* p, std::size_t) noexcept { counted_free(p, 0); }
+void operator delete(void* p, std::align_val_t a) noexcept { counted_free(p, static_cast<std::size_t>(a)); }
+void operator delete[](void* p, std::align_val_t a) noexcept { counted_free(p, static_cast<std::size_t>(a)); }
+void operator delete(void* p, std::size_t, std::align_val_t a) noexcept {
+    counted_free(p, static_cast<std::size_t>(a));
+}
+void operator delete[](void* p, std::size_t, std::align_val_t a) noexcept {
+    counted_free(p, static_cast<std::size_t>(a));
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept { counted_free(p, 0); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { counted_free(p, 0); }
+
+namespace {
+
+using namespace attn;
+
+constexpr std::size_t attention_T = 1024, attention_d = 64;
+constexpr std::size_t multi_head_T = 512, multi_head_d_model = 512, multi_head_h = 8;
+constexpr double time_target = 1.3, memory_target = 3.0;
+
+// ---- Inputs, deterministic: the same numbers on every run and machine.
+
+struct AttentionInputs {
+    Mat Q, K, V, causal;
+};
+
+AttentionInputs attention_inputs() {
+    Rng rng(7);
+    AttentionInputs in;
+    in.Q = rng.normal_mat(attention_T, attention_d);
+    in.K = rng.normal_mat(attention_T, attention_d);
+    in.V = rng.normal_mat(attention_T, attention_d);
+    in.causal = nn::causal_mask(attention_T);
+    return in;
+}
+
+struct MultiHeadInputs {
+    Mat X;
+    nn::MultiHeadParams p;
+};
+
+MultiHeadInputs multi_head_inputs() {
+    Rng rng(11);
+    // 1/sqrt(d_model) keeps the projections, and so the scores, near unit variance
+    const double scale = 1.0 / std::sqrt(static_cast<double>(multi_head_d_model));
+    MultiHeadInputs in;
+    in.X = rng.normal_mat(multi_head_T, multi_head_d_model);
+    in.p.W_Q = rng.normal_mat(multi_head_d_model, multi_head_d_model, scale);
+    in.p.W_K = rng.normal_mat(multi_head_d_model, multi_head_d_model, scale);
+    in.p.W_V = rng.normal_mat(multi_head_d_model, multi_head_d_model, scale);
+    in.p.W_O = rng.normal_mat(multi_head_d_model, multi_head_d_model, scale);
+    return in;
+}
+
+// ---- The ops under test, one call each.
+
+void run_attention(const AttentionInputs& in) {
+    benchmark::DoNotOptimize(nn::scaled_dot_product_attention(in.Q, in.K, in.V));
+}
+
+void run_causal_attention(const AttentionInputs& in) {
+    benchmark::DoNotOptimize(nn::scaled_dot_product_attention(in.Q, in.K, in.V, in.causal));
+}
+
+void run_multi_head(const MultiHeadInputs& in) {
+    benchmark::DoNotOptimize(nn::multi_head_attention(in.X, in.X, in.p, multi_head_h, nullptr, nn::HeadWeights::drop));
+}
+
+// ---- The floors: the GEMMs each op makes, into matrices allocated beforehand. Their operands'
+// values do not change a GEMM's speed, so each floor computes on fixed operands of the right shapes.
+
+// S = Q K^T (T x d times d x T), O = A V (T x T times T x d).
+struct AttentionGemms {
+    Mat Q, K_t, S, V, O;
+};
+
+AttentionGemms attention_gemms() {
+    Rng rng(13);
+    const std::size_t T = attention_T, d = attention_d;
+    return {rng.normal_mat(T, d), rng.normal_mat(d, T), rng.normal_mat(T, T), rng.normal_mat(T, d),
+            rng.normal_mat(T, d)};
+}
+
+void run_attention_gemms(AttentionGemms& g) {
+    xt::blas::gemm(g.Q, g.K_t, g.S);
+    xt::blas::gemm(g.S, g.V, g.O);
+    benchmark::DoNotOptimize(g.O.data());
+}
+
+// Per head: Q_i = X W_i^Q, K_i = X W_i^K, V_i = X W_i^V (T x d_model times d_model x d_k),
+// S_i = Q_i K_i^T (T x d_k times d_k x T), head_i = A_i V_i (T x T times T x d_k); then
+// Concat(heads) W^O (T x d_model times d_model x d_model).
+struct MultiHeadGemms {
+    Mat X, W_i, Q_i, K_i, K_i_t, V_i, S_i, head, concat, W_O, output;
+};
+
+MultiHeadGemms multi_head_gemms() {
+    Rng rng(17);
+    const std::size_t T = multi_head_T, d_model = multi_head_d_model, d_k = d_model / multi_head_h;
+    return {rng.normal_mat(T, d_model), rng.normal_mat(d_model, d_k), rng.normal_mat(T, d_k),
+            rng.normal_mat(T, d_k),     rng.normal_mat(d_k, T),       rng.normal_mat(T, d_k),
+            rng.normal_mat(T, T),       rng.normal_mat(T, d_k),       rng.normal_mat(T, d_model),
+            rng.normal_mat(d_model, d_model), rng.normal_mat(T, d_model)};
+}
+
+void run_multi_head_gemms(MultiHeadGemms& g) {
+    for (std::size_t i = 0; i < multi_head_h; ++i) {
+        xt::blas::gemm(g.X, g.W_i, g.Q_i);
+        xt::blas::gemm(g.X, g.W_i, g.K_i);
+        xt::blas::gemm(g.Q_i, g.K_i_t, g.S_i);
+        xt::blas::gemm(g.X, g.W_i, g.V_i);
+        xt::blas::gemm(g.S_i, g.V_i, g.head);
+    }
+    xt::blas::gemm(g.concat, g.W_O, g.output);
+    benchmark::DoNotOptimize(g.output.data());
+}
+
+// ---- Google Benchmark's cases. Real time, not CPU time: BLAS and the softmax use other threads.
+
+void BM_attention(benchmark::State& state) {
+    const AttentionInputs in = attention_inputs();
+    for (auto _ : state) run_attention(in);
+}
+
+void BM_causal_attention(benchmark::State& state) {
+    const AttentionInputs in = attention_inputs();
+    for (auto _ : state) run_causal_attention(in);
+}
+
+void BM_attention_gemms(benchmark::State& state) {
+    AttentionGemms g = attention_gemms();
+    for (auto _ : state) run_attention_gemms(g);
+}
+
+void BM_multi_head(benchmark::State& state) {
+    const MultiHeadInputs in = multi_head_inputs();
+    for (auto _ : state) run_multi_head(in);
+}
+
+void BM_multi_head_gemms(benchmark::State& state) {
+    MultiHeadGemms g = multi_head_gemms();
+    for (auto _ : state) run_multi_head_gemms(g);
+}
+
+// The rows of the ratio table: the op's benchmark, its floor's, and T for the memory units.
+struct Case {
+    std::string name, op, floor;
+    std::size_t T;
+    std::function<double()> peak_extra_bytes;  // one call, counted
+};
+
+// Bytes allocated at the peak of one call of `call`, above what was allocated before it (the inputs).
+template <class F>
+double peak_extra_bytes(F call) {
+    const std::int64_t before = bytes_now.load();
+    bytes_peak.store(before);
+    call();
+    return static_cast<double>(bytes_peak.load() - before);
+}
+
+// Forwards to Google Benchmark's own display, and keeps every run's real time in ms.
+class RecordingReporter : public benchmark::BenchmarkReporter {
+public:
+    explicit RecordingReporter(benchmark::BenchmarkReporter* display) : display_(display) {}
+
+    bool ReportContext(const Context& context) override { return display_->ReportContext(context); }
+
+    void ReportRuns(const std::vector<Run>& runs) override {
+        display_->ReportRuns(runs);
+        for (const Run& run : runs) {
+            if (run.error_occurred) continue;
+            const std::string& name = run.run_name.function_name;
+            if (run.run_type == Run::RT_Iteration)
+                times_[name].push_back(run.GetAdjustedRealTime());
+            else if (run.aggregate_name == "median")
+                medians_[name] = run.GetAdjustedRealTime();
+        }
+    }
+
+    void Finalize() override { display_->Finalize(); }
+
+    // The median real time of `name` in ms, or NaN when it did not run (a --benchmark_filter).
+    double median_ms(const std::string& name) const {
+        if (const auto m = medians_.find(name); m != medians_.end()) return m->second;
+        const auto t = times_.find(name);
+        if (t == times_.end() || t->second.empty()) return std::nan("");
+        std::vector<double> v = t->second;
+        std::sort(v.begin(), v.end());
+        const std::size_t n = v.size();
+        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    }
+
+private:
+    benchmark::BenchmarkReporter* display_;
+    std::map<std::string, std::vector<double>> times_;
+    std::map<std::string, double> medians_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+
+    for (const auto& [name, fn] : std::vector<std::pair<std::string, void (*)(benchmark::State&)>>{
+             {"attention", BM_attention},
+             {"attention_gemms", BM_attention_gemms},
+             {"causal_attention", BM_causal_attention},
+             {"multi_head", BM_multi_head},
+             {"multi_head_gemms", BM_multi_head_gemms}})
+        benchmark::RegisterBenchmark(name.c_str(), fn)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+    RecordingReporter reporter(benchmark::CreateDefaultDisplayReporter());
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    benchmark::Shutdown();
+
+    const AttentionInputs attention = attention_inputs();
+    const MultiHeadInputs multi_head = multi_head_inputs();
+    const std::vector<Case> cases = {
+        {fmt::format("attention T={} d={}", attention_T, attention_d), "attention", "attention_gemms", attention_T,
+         [&] { return peak_extra_bytes([&] { run_attention(attention); }); }},
+        {fmt::format("causal attention T={} d={}", attention_T, attention_d), "causal_attention", "attention_gemms",
+         attention_T, [&] { return peak_extra_bytes([&] { run_causal_attention(attention); }); }},
+        {fmt::format("multi-head T={} d_model={} h={}", multi_head_T, multi_head_d_model, multi_head_h), "multi_head",
+         "multi_head_gemms", multi_head_T, [&] { return peak_extra_bytes([&] { run_multi_head(multi_head); }); }},
+    };
+
+    // Times are Google Benchmark's medians (one run each unless --benchmark_repetitions); the
+    // floor of the causal case is the full Q K^T and A V, as without the mask.
+    fmt::print("\n{:<36}{:>14}{:>10}{:>8}  (target <= {})\n", "case", "attention_ms", "gemm_ms", "ratio", time_target);
+    for (const Case& c : cases) {
+        const double op = reporter.median_ms(c.op), floor = reporter.median_ms(c.floor);
+        const double ratio = op / floor;
+        fmt::print("{:<36}{:>14.2f}{:>10.2f}{:>8.2f}  {}\n", c.name, op, floor, ratio,
+                   std::isnan(ratio) ? "not run" : ratio <= time_target ? "ok" : "OVER");
+    }
+
+    // Peak memory of one call each, besides the inputs (which exist before the call; for the
+    // causal case that includes the T x T mask). The results count: they are allocated by the call.
+    fmt::print("\n{:<36}{:>14}  (target <= {} T^2 doubles besides the inputs)\n", "case", "peak_T^2", memory_target);
+    for (const Case& c : cases) {
+        const double T2_bytes = static_cast<double>(c.T * c.T * sizeof(double));
+        const double peak = c.peak_extra_bytes() / T2_bytes;
+        fmt::print("{:<36}{:>14.3f}  {}\n", c.name, peak, peak <= memory_target ? "ok" : "OVER");
+    }
+    return 0;
+}
