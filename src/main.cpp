@@ -3,6 +3,7 @@
 #include "attn_config.hpp"
 #include "command_support.hpp"
 #include "commands.hpp"
+#include "core/allocator.hpp"
 #include "program.hpp"
 
 #include <CLI/CLI.hpp>
@@ -51,6 +52,7 @@ std::string version_text(const Program& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    tune_allocator_for_tensors();
     const Program& program = this_program();
     CLI::App app{program.exercise_build
                      ? program.name + ": attn built with the exercise files of " + program.exercises_dir.string() +

@@ -10,6 +10,10 @@
 
 namespace attn::nn {
 
+// out_j = exp(x_j) for n values (`out` may be `x`): the exp of the softmax, within 2 ulp of std::exp,
+// with exp(-inf) = 0, exp(+inf) = +inf, exp(NaN) = NaN, and subnormal results rounded once.
+void exp_span(const double* x, double* out, std::size_t n);
+
 // alpha_j = exp(e_j - max_k e_k) / sum_k exp(e_k - max_k e_k) for n contiguous logits, into `out`
 // (which may be `logits`), with the semantics of nn::softmax (nn/softmax.hpp): -inf gets weight 0,
 // a row that is -inf everywhere gets zeros, +inf entries share the weight, NaN gives a NaN row.

@@ -10,6 +10,7 @@
 // Run with meson test --benchmark -C build (see tests/bench/meson.build), or by hand; Google
 // Benchmark's flags work, e.g. --benchmark_repetitions=5. After Google Benchmark's table come a
 // ratio table (medians when repeated) and a memory table.
+#include "core/allocator.hpp"
 #include "core/rng.hpp"
 #include "nn/multihead.hpp"
 #include "nn/self_attention.hpp"
@@ -279,6 +280,8 @@ private:
 }  // namespace
 
 int main(int argc, char** argv) {
+    // The same malloc tuning that attn runs with (src/main.cpp), so the ops are timed as attn runs them.
+    tune_allocator_for_tensors();
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
 
