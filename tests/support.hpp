@@ -13,6 +13,7 @@
 #include <string>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace attn::test {
 
@@ -31,6 +32,27 @@ inline Result run_command(const std::string& command) {
     while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
     const int status = ::pclose(pipe);
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+// A command that runs `bin` so that permission bits stop it as they stop a user. An ordinary
+// user runs `bin` itself. Root ignores permission bits, so it runs a copy of `bin` in `scratch`
+// (created, and open to all: the build directory may not be) as nobody, through setpriv. Empty,
+// with the reason in `why`, when root cannot become nobody here.
+inline std::string unprivileged_command(const std::filesystem::path& bin, const std::filesystem::path& scratch,
+                                        std::string& why) {
+    namespace fs = std::filesystem;
+    if (::geteuid() != 0) return "'" + bin.string() + "'";
+    fs::create_directories(scratch);
+    fs::permissions(scratch, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                 fs::perms::others_read | fs::perms::others_exec);
+    const fs::path copy = scratch / bin.filename();
+    fs::copy_file(bin, copy, fs::copy_options::overwrite_existing);
+    const std::string command = "setpriv --reuid=65534 --regid=65534 --clear-groups '" + copy.string() + "'";
+    const Result probe = run_command(command + " --version 2>&1");
+    if (probe.code != 0)
+        why = "running as root, which ignores permission bits, and it cannot run attn as nobody here (" + command +
+              " --version: exit " + std::to_string(probe.code) + ", " + probe.output + ")";
+    return probe.code == 0 ? command : std::string();
 }
 
 inline std::string read_file(const std::filesystem::path& file) {

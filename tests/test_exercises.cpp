@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 using namespace attn;
 using namespace attn::test;
@@ -238,7 +239,8 @@ TEST_CASE("the instructor check holds", "[exercises]") {
 
     SECTION("and catches a starter that ships solved or broken") {
         // attn-wrong-softmax stands in for two starters: its gru-step is solved, its softmax wrong
-        const fs::path dir = fs::temp_directory_path() / "attn_instructor_check_starters";
+        // one directory per process: test runs of other build directories may run at the same time
+        const fs::path dir = fs::temp_directory_path() / ("attn_instructor_check_starters_" + std::to_string(::getpid()));
         fs::remove_all(dir);
         fs::create_directories(dir);
         for (const auto& id : table_ids())
