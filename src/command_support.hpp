@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/compare.hpp"
+#include "core/names.hpp"
 #include "exercise_status.hpp"
 
 #include <filesystem>
@@ -12,9 +13,6 @@ namespace attn {
 
 // False after reporting a bad --rtol or --atol.
 bool tolerance_ok(const Tolerance& tol);
-
-// The candidate `name` most likely meant (one it begins, or one at most 2 edits away), or "".
-std::string closest_name(const std::string& name, const std::vector<std::string>& candidates);
 
 // `path` relative to the working directory when it lies inside it ("lessons/exercises"), else as it is.
 std::string shown_path(const std::filesystem::path& path);

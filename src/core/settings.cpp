@@ -1,5 +1,7 @@
 #include "core/settings.hpp"
 
+#include "core/names.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -36,21 +38,6 @@ bool parse_integer(const std::string& text, bool allow_sign, unsigned long long 
         magnitude = magnitude * 10 + digit;
     }
     return true;
-}
-
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t above = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diagonal = above;
-        }
-    }
-    return row[b.size()];
 }
 
 }  // namespace
@@ -100,13 +87,8 @@ Config apply_settings(const std::vector<Param>& params, std::uint64_t seed, cons
         const auto p = std::find_if(params.begin(), params.end(), [&](const Param& q) { return q.key == s.key; });
         if (p == params.end()) {
             std::vector<std::string> keys;
-            std::string best;
-            std::size_t best_distance = 3;
-            for (const auto& q : params) {
-                keys.push_back(q.key);
-                const std::size_t d = edit_distance(s.key, q.key);
-                if (d < best_distance) best = q.key, best_distance = d;
-            }
+            for (const auto& q : params) keys.push_back(q.key);
+            const std::string best = closest_name(s.key, keys);
             throw SettingError(fmt::format("--set: this lesson has no parameter {}{}; its parameters are: {}",
                                            quoted(s.key), best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best),
                                            keys.empty() ? "none" : fmt::format("{}", fmt::join(keys, ", "))));
