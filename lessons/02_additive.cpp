@@ -5,6 +5,7 @@
 #include "registry.hpp"
 #include "support.hpp"
 
+#include "core/portable_math.hpp"
 #include "core/rng.hpp"
 #include "nn/attention.hpp"
 #include "nn/linalg.hpp"
@@ -121,7 +122,7 @@ ScoreParts scores_from_projections(const Vec& query, const Mat& keys, const Vec&
     ScoreParts parts{query, keys, xt::empty<double>({T_x, d_a}), xt::zeros<double>({T_x})};
     for (std::size_t j = 0; j < T_x; ++j)
         for (std::size_t a = 0; a < d_a; ++a) {
-            parts.hidden(j, a) = std::tanh(query(a) + keys(j, a));
+            parts.hidden(j, a) = portable::tanh(query(a) + keys(j, a));
             parts.scores(j) += v(a) * parts.hidden(j, a);
         }
     return parts;
@@ -270,7 +271,7 @@ void lesson_additive(Trace& trace, const Config& config) {
     trace.tensor("H", "h_j = [h→_j; h←_j], T_x x 2u", H, source_sentence);
 
     const nn::GruParams decoder_gru = unstack(decoder);
-    const Vec s0 = xt::tanh(nn::matvec(W_s, xt::row(encoder.backward.states, 0), "W_s h←_1"));
+    const Vec s0 = nn::tanh_each(nn::matvec(W_s, xt::row(encoder.backward.states, 0), "W_s h←_1"));
     trace.step("decoder-start", "The decoder and the state it starts from",
                "s_0 = tanh(W_s h←_1),  s_i = GRU([y_{i-1}; c_i], s_{i-1})",
                "The decoder is a GRU of width n whose input is the previous target word next to a context "

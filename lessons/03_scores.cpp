@@ -6,6 +6,7 @@
 #include "support.hpp"
 
 #include "core/rng.hpp"
+#include "nn/activations.hpp"
 #include "nn/attention.hpp"
 #include "nn/linalg.hpp"
 #include "nn/scores.hpp"
@@ -99,7 +100,7 @@ Mat partner_weights(const std::vector<Mat>& weights) {
 Mat attentional_states_by_parts(const Mat& C, const Mat& H, const Mat& W_c1, const Mat& W_c2) {
     const Mat from_context = nn::matmul(C, nn::transposed(W_c1), "C W_c1^T");
     const Mat from_state = nn::matmul(H, nn::transposed(W_c2), "H W_c2^T");
-    return xt::tanh(from_context + from_state);
+    return nn::tanh_each(from_context + from_state);
 }
 
 double sample_variance(const Vec& x) {

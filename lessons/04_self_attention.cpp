@@ -6,6 +6,7 @@
 #include "registry.hpp"
 #include "support.hpp"
 
+#include "core/portable_math.hpp"
 #include "core/rng.hpp"
 #include "nn/linalg.hpp"
 #include "nn/positional.hpp"
@@ -272,7 +273,7 @@ Vec encoding_dot_by_offset(std::size_t n, std::size_t d) {
     Vec out = xt::zeros<double>({n});
     for (std::size_t k = 0; k < n; ++k)
         for (std::size_t i = 0; i < d / 2; ++i)
-            out(k) += std::cos(as_double(k) / std::pow(10000.0, as_double(2 * i) / as_double(d)));
+            out(k) += portable::cos(as_double(k) / portable::pow10000(as_double(2 * i) / as_double(d)));
     return out;
 }
 

@@ -4,11 +4,13 @@
 #include "command_support.hpp"
 #include "commands.hpp"
 #include "core/allocator.hpp"
+#include "nn/kernels.hpp"
 #include "program.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <map>
@@ -53,6 +55,10 @@ std::string version_text(const Program& p) {
 
 int main(int argc, char** argv) {
     tune_allocator_for_tensors();
+    if (const std::string problem = nn::kernel_path_problem(); !problem.empty()) {
+        std::fprintf(stderr, "attn: %s\n", problem.c_str());
+        return exit_usage;
+    }
     const Program& program = this_program();
     CLI::App app{program.exercise_build
                      ? program.name + ": attn built with the exercise files of " + program.exercises_dir.string() +

@@ -13,7 +13,9 @@ usage: svg_check.py ATTN_BIN OUT_DIR
    screenshot of the page is left in OUT_DIR for a human to look at.
 
 Exit 0 when everything ran and passed, 1 on a failure, 77 (skipped) when the XML part passed
-but chromium or pdftotext is missing. Python 3 standard library only.
+but chromium or pdftotext is missing; under CI=true (where .ci/run installs them) their absence
+is a failure instead, so that CI never passes with the browser part left out. Python 3 standard
+library only.
 """
 
 import json
@@ -265,6 +267,10 @@ def main():
     chromium, pdftotext = shutil.which("chromium"), shutil.which("pdftotext")
     if not chromium or not pdftotext:
         missing = [n for n, p in (("chromium", chromium), ("pdftotext (poppler-utils)", pdftotext)) if not p]
+        if os.environ.get("CI", "") == "true":
+            print("FAIL    browser check: {} not on PATH under CI=true (bash .ci/install-deps --ci installs "
+                  "them)".format(" and ".join(missing)))
+            return 1
         print("SKIP    browser check: {} not on PATH (the XML checks above passed)".format(" and ".join(missing)))
         return SKIP
     browser_check(shown, svg_dir, out_dir, chromium, pdftotext)

@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -179,6 +181,47 @@ TEST_CASE("bless refuses under CI and is byte-stable without a code change", "[c
             CHECK(read_file(golden.file()) == stale);
         }
     }
+}
+
+TEST_CASE("every lesson blesses to 'no change' whatever BLAS kernel, libm variant or vector width the CPU gets",
+          "[cli][determinism]") {
+    // The golden files promise the same bytes on every x86-64 machine with Debian 12's libraries.
+    // These environments make this machine pick what another CPU would: OpenBLAS's kernels for
+    // each core type OpenBLAS 0.3.21 accepts (attn must not depend on them at all), glibc's
+    // libm without its AVX2 and FMA variants, and each copy of attn's own kernels it can run.
+    std::vector<std::string> environments;
+    for (const char* core : {"Prescott", "Nehalem", "Sandybridge", "Haswell", "SkylakeX", "Zen"})
+        environments.push_back(std::string("OPENBLAS_CORETYPE=") + core);
+    environments.push_back("GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2,-FMA");
+    environments.push_back("GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2,-FMA,-AVX512F ATTN_KERNELS=baseline");
+    for (const char* path : {"baseline", "avx2", "avx512"}) {
+        const Result probe = run_attn("list", std::string("ATTN_KERNELS=") + path);
+        if (probe.code == 0)
+            environments.push_back(std::string("ATTN_KERNELS=") + path);
+        else
+            WARN("this processor cannot run the " << path << " kernels: not compared here");
+    }
+    GoldenCopy golden;
+    std::vector<std::string> before;
+    for (const auto& entry : fs::directory_iterator(golden.dir)) before.push_back(read_file(entry.path()));
+    for (const std::string& env : environments) {
+        INFO("environment: " << env);
+        const Result r = run_attn("bless all " + golden.arg(), "CI= " + env);
+        INFO(r.output);
+        CHECK(r.code == 0);
+        std::istringstream lines(r.output);
+        std::size_t unchanged = 0;
+        for (std::string line; std::getline(lines, line);) {
+            if (line.find(": no change (") != std::string::npos)
+                ++unchanged;
+            else
+                FAIL_CHECK("not 'no change': " << line);
+        }
+        CHECK(unchanged == before.size());
+    }
+    std::vector<std::string> after;
+    for (const auto& entry : fs::directory_iterator(golden.dir)) after.push_back(read_file(entry.path()));
+    CHECK(after == before);
 }
 
 namespace {

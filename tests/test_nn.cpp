@@ -3,7 +3,7 @@
 #include "nn/linalg.hpp"
 #include "nn/rnn.hpp"
 #include "nn/softmax.hpp"
-#include "nn/softmax_kernels.hpp"
+#include "nn/kernels.hpp"
 
 #include <catch2/catch.hpp>
 #include <xtensor/xmath.hpp>
@@ -14,7 +14,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <tuple>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -269,6 +272,116 @@ TEST_CASE("scale_and_mask_span divides, then masks the way masked_scores does", 
                 identical = identical && rows(i, j) == (M(i, j) == -inf ? -inf : S(i, j) / divisor + M(i, j));
         CHECK(identical);
     }
+}
+
+namespace {
+
+// Whether two arrays hold the same bytes (NaN included, which == would call unequal).
+bool same_bytes(const std::vector<double>& a, const std::vector<double>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+// Logits with every kind of entry the kernels treat apart: ordinary ones, large ones whose
+// unshifted exp would overflow, -inf (masked) runs at the end and in the middle, subnormals.
+std::vector<double> awkward_logits(Rng& rng, std::size_t n) {
+    const double inf = std::numeric_limits<double>::infinity();
+    std::vector<double> x(n);
+    for (auto& v : x) {
+        const double u = rng.uniform();
+        v = u < 0.1 ? -inf : u < 0.15 ? rng.normal() * 800.0 : u < 0.17 ? 4.9e-320 : rng.normal() * 4.0;
+    }
+    for (std::size_t j = n - n / 3; j < n; ++j) x[j] = -inf;  // a causal row's masked tail
+    return x;
+}
+
+}  // namespace
+
+TEST_CASE("every copy of the kernels (baseline, AVX2, AVX-512) gives the same bytes", "[nn][kernels]") {
+    const std::vector<nn::KernelPath> paths = nn::kernel_paths_supported();
+    REQUIRE(paths.front() == nn::KernelPath::baseline);
+    // the processor's copies must all be tested somewhere: say which ran here
+    std::string names;
+    for (const nn::KernelPath p : paths) names += std::string(" ") + nn::kernel_path_name(p);
+    WARN("kernel copies compared on this processor:" << names);
+    if (paths.size() == 1) WARN("only the baseline copy runs here: nothing to compare it with");
+    const nn::KernelPath in_use = nn::kernel_path();
+    // lengths around every vector width and unrolling (2, 4, 8 doubles; 4 rows at once; blocks of
+    // 256 columns), and longer ones
+    const std::vector<std::size_t> lengths = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 255, 257, 1000};
+    struct Outputs {
+        std::vector<std::vector<double>> results;
+    };
+    const auto run_all = [&](nn::KernelPath path) {
+        nn::use_kernel_path(path);
+        Rng rng(2024);
+        Outputs o;
+        for (const std::size_t n : lengths) {
+            const std::vector<double> logits = awkward_logits(rng, n);
+            std::vector<double> out(n);
+            nn::softmax_span(logits.data(), out.data(), n);
+            o.results.push_back(out);
+            nn::exp_span(logits.data(), out.data(), n);
+            o.results.push_back(out);
+            std::vector<double> mask(n, 0.0);
+            for (std::size_t j = 0; j < n; j += 3) mask[j] = -std::numeric_limits<double>::infinity();
+            for (const double divisor : {1.0, 8.0, 2.449489742783178}) {  // 1, a power of two, sqrt(6)
+                nn::scale_and_mask_span(logits.data(), divisor, mask.data(), out.data(), n);
+                o.results.push_back(out);
+            }
+            // products: m x k times k x n with m, k and n from the lengths
+            const std::size_t m = lengths[(n * 7) % lengths.size()] % 70 + 1, k = n % 97 + 1;
+            std::vector<double> A(m * k), B(k * n), C(m * n);
+            for (auto& v : A) v = rng.normal();
+            for (auto& v : B) v = rng.normal();
+            nn::matmul_span(A.data(), B.data(), C.data(), m, k, n);
+            o.results.push_back(C);
+        }
+        return o;
+    };
+    const Outputs baseline = run_all(nn::KernelPath::baseline);
+    for (const nn::KernelPath path : paths) {
+        INFO("the " << nn::kernel_path_name(path) << " copy against the baseline");
+        const Outputs other = run_all(path);
+        REQUIRE(other.results.size() == baseline.results.size());
+        std::size_t differing = 0;
+        for (std::size_t i = 0; i < baseline.results.size(); ++i)
+            if (!same_bytes(other.results[i], baseline.results[i])) ++differing;
+        CHECK(differing == 0);
+    }
+    nn::use_kernel_path(in_use);
+}
+
+TEST_CASE("use_kernel_path refuses a copy the processor cannot run, and names are stable", "[nn][kernels]") {
+    CHECK(std::string(nn::kernel_path_name(nn::KernelPath::baseline)) == "baseline");
+    CHECK(std::string(nn::kernel_path_name(nn::KernelPath::avx2)) == "avx2");
+    CHECK(std::string(nn::kernel_path_name(nn::KernelPath::avx512)) == "avx512");
+    const std::vector<nn::KernelPath> paths = nn::kernel_paths_supported();
+    for (const nn::KernelPath p : {nn::KernelPath::avx2, nn::KernelPath::avx512})
+        if (std::find(paths.begin(), paths.end(), p) == paths.end())
+            CHECK_THROWS_AS(nn::use_kernel_path(p), std::invalid_argument);
+    if (!std::getenv("ATTN_KERNELS")) CHECK(nn::kernel_path() == paths.back());  // the widest by default
+}
+
+TEST_CASE("matmul adds the products in the order of k, as the textbook triple loop does", "[nn][linalg]") {
+    // Shapes around the kernel's 4-row groups and 256-column blocks, large enough for two threads.
+    const auto shape = GENERATE(std::make_tuple(1, 1, 1), std::make_tuple(3, 5, 2), std::make_tuple(9, 17, 300),
+                                std::make_tuple(130, 64, 520), std::make_tuple(5, 0, 4));
+    const auto [m, k, n] = shape;
+    const auto um = static_cast<std::size_t>(m), uk = static_cast<std::size_t>(k), un = static_cast<std::size_t>(n);
+    Rng rng(3);
+    const Mat A = rng.normal_mat(um, uk), B = rng.normal_mat(uk, un);
+    Mat loop = xt::zeros<double>({um, un});
+    for (std::size_t i = 0; i < um; ++i)
+        for (std::size_t j = 0; j < un; ++j) {
+            double sum = 0.0;
+            for (std::size_t p = 0; p < uk; ++p) sum += A(i, p) * B(p, j);
+            loop(i, j) = sum;
+        }
+    const Mat product = nn::matmul(A, B, "A B");
+    INFO(m << " x " << k << " times " << k << " x " << n);
+    REQUIRE(product.shape(0) == um);
+    REQUIRE(product.shape(1) == un);
+    CHECK(std::memcmp(product.data(), loop.data(), product.size() * sizeof(double)) == 0);
 }
 
 TEST_CASE("for_each_row visits every row once, on one thread or two", "[nn][softmax]") {

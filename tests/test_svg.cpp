@@ -17,6 +17,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <system_error>
 #include <string>
 #include <vector>
 
@@ -163,8 +164,19 @@ std::vector<double> text_ys(const std::string& svg, const std::string& cls) {
     return ys;
 }
 
+// Every test's files go under one directory of this process, removed when the program ends, also
+// after a failed test (Catch2 returns from main then; only a crash would leave it).
+fs::path temp_root() { return fs::temp_directory_path() / ("attn_test_svg_" + std::to_string(::getpid())); }
+
+struct RemoveTempRootAtExit {
+    ~RemoveTempRootAtExit() {
+        std::error_code ignored;
+        fs::remove_all(temp_root(), ignored);
+    }
+} remove_temp_root_at_exit;
+
 fs::path temp_dir(const std::string& name) {
-    const fs::path dir = fs::temp_directory_path() / ("attn_test_svg_" + std::to_string(::getpid())) / name;
+    const fs::path dir = temp_root() / name;
     fs::remove_all(dir);
     return dir;
 }

@@ -11,12 +11,14 @@
 // (declared in src/nn/scores.hpp). W_q q_i does not depend on j, nor W_k k_j on i: project
 // every query and every key once, then combine each pair.
 // Available: nn::matmul(A, B, "name") (A B, with a shape check naming it), xt::transpose,
-// std::tanh, element access M(i, j) and v(a).
+// portable::tanh (core/portable_math.hpp: attn's own, the reference's; std::tanh passes too,
+// within the tolerance), element access M(i, j) and v(a).
 //
 // Then: meson compile -C build attn-student && build/attn-student check additive-score
 #include "nn/scores.hpp"
 
 #include "core/exercise.hpp"
+#include "core/portable_math.hpp"
 #include "nn/linalg.hpp"
 
 #include <xtensor/xmanipulation.hpp>

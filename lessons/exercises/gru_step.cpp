@@ -11,7 +11,8 @@
 //
 // where * is elementwise, and return all four in a GruStep (declared in src/nn/rnn.hpp).
 // Available: nn::sigmoid(v), nn::matvec(W, x, "name") (W x, with a shape check naming it),
-// xt::tanh(v), and Vec arithmetic (+, -, * elementwise; 1.0 - v).
+// nn::tanh_each(v) (attn's own tanh, the reference's: the same bits on every machine; xt::tanh
+// passes too, within the tolerance), and Vec arithmetic (+, -, * elementwise; 1.0 - v).
 //
 // Then: meson compile -C build attn-student && build/attn-student check gru-step
 #include "nn/rnn.hpp"

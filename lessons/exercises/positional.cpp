@@ -9,12 +9,15 @@
 //
 // for pos = 0 .. T-1 and i = 0 .. d/2 - 1: columns 2i and 2i+1 share one angle. Throw
 // ShapeError (core/tensor.hpp) when d is 0 or odd.
-// Available: std::sin, std::cos, std::pow, xt::empty<double>({T, d}), element access M(p, c).
+// Available: portable::sin, portable::cos and portable::pow10000(x) = 10000^x (core/portable_math.hpp:
+// attn's own, the reference's; std::sin, std::cos and std::pow pass too, within the tolerance),
+// xt::empty<double>({T, d}), element access M(p, c).
 //
 // Then: meson compile -C build attn-student && build/attn-student check positional
 #include "nn/positional.hpp"
 
 #include "core/exercise.hpp"
+#include "core/portable_math.hpp"
 
 #include <cmath>
 #include <string>

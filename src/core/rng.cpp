@@ -1,5 +1,7 @@
 #include "core/rng.hpp"
 
+#include "core/portable_math.hpp"
+
 #include <cmath>
 #include <stdexcept>
 
@@ -51,7 +53,7 @@ double Rng::normal() {
         v = 2.0 * uniform() - 1.0;
         s = u * u + v * v;
     } while (s >= 1.0 || s == 0.0);
-    const double factor = std::sqrt(-2.0 * std::log(s) / s);
+    const double factor = std::sqrt(-2.0 * portable::log(s) / s);
     spare_ = v * factor;
     has_spare_ = true;
     return u * factor;

@@ -3,6 +3,8 @@
 // T_q = queries, T_k = keys, d_a = width of the tanh layer.
 #include "nn/scores.hpp"
 
+#include "core/portable_math.hpp"
+
 #include "nn/linalg.hpp"
 
 #include <xtensor/xmanipulation.hpp>
@@ -23,7 +25,7 @@ Mat additive_scores(const Mat& Q, const Mat& K, const Mat& W_q, const Mat& W_k, 
     for (std::size_t i = 0; i < Q.shape(0); ++i)
         for (std::size_t j = 0; j < K.shape(0); ++j) {
             double e = 0.0;
-            for (std::size_t a = 0; a < d_a; ++a) e += v(a) * std::tanh(projected_q(i, a) + projected_k(j, a));
+            for (std::size_t a = 0; a < d_a; ++a) e += v(a) * portable::tanh(projected_q(i, a) + projected_k(j, a));
             scores(i, j) = e;
         }
     return scores;

@@ -1,5 +1,6 @@
 #include "nn/attention.hpp"
 
+#include "nn/activations.hpp"
 #include "nn/linalg.hpp"
 #include "nn/softmax.hpp"
 
@@ -22,7 +23,7 @@ Mat attentional_states(const Mat& contexts, const Mat& states, const Mat& W_c) {
     xt::view(joined, xt::all(), xt::range(d_c, d_c + d_h)) = states;
     // 2. one matrix on the concatenation, then the nonlinearity
     const Mat pre_activation = matmul(joined, xt::eval(xt::transpose(W_c)), "[C H] W_c^T");
-    return xt::tanh(pre_activation);
+    return tanh_each(pre_activation);
 }
 
 namespace {
@@ -42,12 +43,12 @@ bool in_window(std::size_t j, double p, std::size_t half_width) {
 
 Vec predicted_positions(const Mat& states, const Mat& W_p, const Vec& v_p, std::size_t source_length) {
     expect_shape("local-p weight W_p", W_p, {v_p.size(), states.shape(1)});
-    const Mat hidden = xt::tanh(matmul(states, xt::eval(xt::transpose(W_p)), "H W_p^T"));
+    const Mat hidden = tanh_each(matmul(states, xt::eval(xt::transpose(W_p)), "H W_p^T"));
     Vec positions = xt::empty<double>({states.shape(0)});
     for (std::size_t t = 0; t < states.shape(0); ++t) {
         double logit = 0.0;
         for (std::size_t a = 0; a < v_p.size(); ++a) logit += v_p(a) * hidden(t, a);
-        positions(t) = static_cast<double>(source_length) / (1.0 + std::exp(-logit));
+        positions(t) = static_cast<double>(source_length) / (1.0 + portable::exp(-logit));
     }
     return positions;
 }
@@ -68,7 +69,7 @@ Mat gaussian_factors(const Vec& positions, std::size_t source_length, std::size_
     for (std::size_t t = 0; t < positions.size(); ++t)
         for (std::size_t j = 0; j < source_length; ++j) {
             const double distance = position_of(j) - positions(t);
-            factors(t, j) = std::exp(-distance * distance / (2.0 * sigma * sigma));
+            factors(t, j) = portable::exp(-distance * distance / (2.0 * sigma * sigma));
         }
     return factors;
 }

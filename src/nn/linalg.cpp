@@ -1,8 +1,13 @@
 #include "nn/linalg.hpp"
 
-#include <xtensor-blas/xblas.hpp>
-#include <xtensor-blas/xlinalg.hpp>
+#include "nn/kernels.hpp"
+
 #include <xtensor/xview.hpp>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
 
 namespace attn::nn {
 
@@ -10,11 +15,8 @@ Mat matmul(const Mat& A, const Mat& B, const char* what) {
     if (A.shape(1) != B.shape(0))
         throw ShapeError(std::string(what) + ": cannot multiply " + shape_string(shape_of(A)) + " by " +
                          shape_string(shape_of(B)));
-    // BLAS wants every leading dimension >= 1; an empty product is all zeros anyway.
-    if (A.size() == 0 || B.size() == 0) return xt::zeros<double>({A.shape(0), B.shape(1)});
-    // gemm straight into a Mat: xt::linalg::dot returns an xarray that would be copied again.
     Mat product = xt::empty<double>({A.shape(0), B.shape(1)});
-    xt::blas::gemm(A, B, product);
+    matmul_span(A.data(), B.data(), product.data(), A.shape(0), A.shape(1), B.shape(1));
     return product;
 }
 
@@ -31,13 +33,87 @@ Mat gather_rows(const Mat& table, const std::vector<std::size_t>& ids) {
 
 Mat transposed(const Mat& M) { return xt::eval(xt::transpose(M)); }
 
+namespace {
+
+// A^T = Q R for A^T (n x k, n >= k) by Householder reflections (Golub & Van Loan, Matrix
+// Computations, algorithm 5.2.1), every sum in the order of its index. Q is n x k with orthonormal
+// columns, R is k x k upper triangular.
+struct QR {
+    Mat Q, R;
+};
+
+QR householder_qr(Mat W) {
+    const std::size_t n = W.shape(0), k = W.shape(1);
+    std::vector<Vec> reflectors;  // v_c over rows c .. n-1; H_c = I - 2 v v^T / (v^T v)
+    for (std::size_t c = 0; c < k; ++c) {
+        double norm_squared = 0.0;
+        for (std::size_t i = c; i < n; ++i) norm_squared += W(i, c) * W(i, c);
+        const double norm = std::sqrt(norm_squared);
+        // the sign that adds magnitudes rather than cancelling them
+        const double alpha = W(c, c) >= 0.0 ? -norm : norm;
+        Vec v = xt::empty<double>({n - c});
+        for (std::size_t i = c; i < n; ++i) v(i - c) = W(i, c);
+        v(0) -= alpha;
+        double v_squared = 0.0;
+        for (std::size_t i = 0; i < v.size(); ++i) v_squared += v(i) * v(i);
+        if (v_squared > 0.0)
+            for (std::size_t j = c; j < k; ++j) {
+                double dot = 0.0;
+                for (std::size_t i = c; i < n; ++i) dot += v(i - c) * W(i, j);
+                const double factor = 2.0 * dot / v_squared;
+                for (std::size_t i = c; i < n; ++i) W(i, j) -= factor * v(i - c);
+            }
+        reflectors.push_back(std::move(v));
+    }
+    QR qr{xt::zeros<double>({n, k}), xt::zeros<double>({k, k})};
+    for (std::size_t r = 0; r < k; ++r)
+        for (std::size_t c = r; c < k; ++c) qr.R(r, c) = W(r, c);
+    // Q = H_0 H_1 ... H_{k-1} times the first k columns of the identity, the last reflection first
+    for (std::size_t c = 0; c < k; ++c) qr.Q(c, c) = 1.0;
+    for (std::size_t c = k; c-- > 0;) {
+        const Vec& v = reflectors[c];
+        double v_squared = 0.0;
+        for (std::size_t i = 0; i < v.size(); ++i) v_squared += v(i) * v(i);
+        if (v_squared == 0.0) continue;
+        for (std::size_t j = 0; j < k; ++j) {
+            double dot = 0.0;
+            for (std::size_t i = c; i < n; ++i) dot += v(i - c) * qr.Q(i, j);
+            const double factor = 2.0 * dot / v_squared;
+            for (std::size_t i = c; i < n; ++i) qr.Q(i, j) -= factor * v(i - c);
+        }
+    }
+    return qr;
+}
+
+}  // namespace
+
 Mat linear_map_sending(const Mat& A, const Mat& B) {
     if (A.shape(0) != B.shape(0))
         throw ShapeError("linear map: " + shape_string(shape_of(A)) + " inputs and " + shape_string(shape_of(B)) +
                          " outputs must have as many rows");
-    const Mat gram = matmul(A, transposed(A), "A A^T");
-    const Mat solved = xt::linalg::solve(gram, A);
-    return matmul(transposed(B), solved, "B^T (A A^T)^{-1} A");
+    const std::size_t k = A.shape(0), n = A.shape(1), m = B.shape(1);
+    if (k > n)
+        throw std::invalid_argument("linear map: " + std::to_string(k) + " inputs of width " + std::to_string(n) +
+                                    " cannot be linearly independent");
+    const QR qr = householder_qr(transposed(A));
+    // a diagonal entry of R at rounding level of the largest: the rows of A are (numerically) dependent
+    double largest = 0.0;
+    for (std::size_t r = 0; r < k; ++r) largest = std::max(largest, std::abs(qr.R(r, r)));
+    const double negligible = static_cast<double>(n) * std::numeric_limits<double>::epsilon() * largest;
+    // Y = R^{-T} B by forward substitution: R^T is lower triangular
+    Mat Y = xt::zeros<double>({k, m});
+    for (std::size_t r = 0; r < k; ++r) {
+        if (!(std::abs(qr.R(r, r)) > negligible))
+            throw std::invalid_argument("linear map: the inputs are linearly dependent (input " +
+                                        std::to_string(r + 1) + " is a combination of the ones before)");
+        for (std::size_t c = 0; c < m; ++c) {
+            double rest = B(r, c);
+            for (std::size_t s = 0; s < r; ++s) rest -= qr.R(s, r) * Y(s, c);
+            Y(r, c) = rest / qr.R(r, r);
+        }
+    }
+    // M = (Q Y)^T
+    return transposed(matmul(qr.Q, Y, "Q R^{-T} B"));
 }
 
 }  // namespace attn::nn

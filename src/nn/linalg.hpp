@@ -8,7 +8,8 @@
 namespace attn::nn {
 
 // A B for A (r x k) and B (k x c); `what` names the product in a shape error ("Q K^T").
-// Goes to BLAS (dgemm) through xtensor-blas: the operands are evaluated and contiguous.
+// Fixed order of operations (nn::matmul_span): the same bits on every processor, unlike BLAS, whose
+// kernels sum in an order that depends on the processor it picks them for.
 Mat matmul(const Mat& A, const Mat& B, const char* what);
 
 // Row i of the result is row ids[i] of `table`: an embedding lookup (table: V x d).
@@ -19,7 +20,11 @@ Mat gather_rows(const Mat& table, const std::vector<std::size_t>& ids);
 Mat transposed(const Mat& M);
 
 // The minimum-norm linear map M with M a_r = b_r for every row r of A:  M = B^T (A A^T)^{-1} A.
-// Exact when the rows of A are linearly independent (A: k x n, B: k x m, M: m x n).
+// Exact when the rows of A are linearly independent (A: k x n, B: k x m, M: m x n); throws
+// std::invalid_argument when they are not. Solved through a Householder QR factorisation of A^T
+// in a fixed order (no LAPACK, whose path depends on the processor): A^T = Q R gives
+// (A A^T)^{-1} A = R^{-1} Q^T, so M = (Q R^{-T} B)^T, without forming A A^T, which would square
+// the condition number.
 Mat linear_map_sending(const Mat& A, const Mat& B);
 
 }  // namespace attn::nn

@@ -5,7 +5,7 @@
 #include "nn/multihead.hpp"
 
 #include "nn/linalg.hpp"
-#include "nn/softmax_kernels.hpp"
+#include "nn/kernels.hpp"
 
 #include <algorithm>
 #include <cmath>

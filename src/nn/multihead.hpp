@@ -40,7 +40,7 @@ struct MultiHeadResult {
 // MultiHead = Concat(head_1, ..., head_h) W^O,  head_i = Attention(X_q W_i^Q, X_kv W_i^K, X_kv W_i^V)
 // — Vaswani et al. 2017, section 3.2.2 (Attention is eq. 1). Goes head by head, so that besides
 // its results only one head's projections and T_q x T_k matrices are held at a time; every product
-// is a BLAS call on contiguous operands. X_q: T_q x d_model, X_kv: T_k x d_model; mask: T_q x T_k
+// is nn::matmul on contiguous operands. X_q: T_q x d_model, X_kv: T_k x d_model; mask: T_q x T_k
 // of 0 and -inf added to every head's scores before the softmax (section 3.2.3), or nullptr.
 MultiHeadResult multi_head_attention(const Mat& X_q, const Mat& X_kv, const MultiHeadParams& p, std::size_t heads,
                                      const Mat* mask = nullptr, HeadWeights keep = HeadWeights::keep);

@@ -2,7 +2,7 @@
 // The classroom exercise positional; the student's version is lessons/exercises/positional.cpp.
 #include "nn/positional.hpp"
 
-#include <cmath>
+#include "core/portable_math.hpp"
 
 namespace attn::nn {
 
@@ -14,9 +14,9 @@ Mat sinusoidal_encoding(std::size_t T, std::size_t d) {
         for (std::size_t i = 0; i < d / 2; ++i) {
             // each pair (2i, 2i+1) turns at its own frequency, from 1 down to 1/10000
             const double angle = static_cast<double>(pos) /
-                                 std::pow(10000.0, static_cast<double>(2 * i) / static_cast<double>(d));
-            pe(pos, 2 * i) = std::sin(angle);
-            pe(pos, 2 * i + 1) = std::cos(angle);
+                                 portable::pow10000(static_cast<double>(2 * i) / static_cast<double>(d));
+            pe(pos, 2 * i) = portable::sin(angle);
+            pe(pos, 2 * i + 1) = portable::cos(angle);
         }
     return pe;
 }

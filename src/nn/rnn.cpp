@@ -7,8 +7,6 @@
 
 namespace attn::nn {
 
-Vec sigmoid(const Vec& x) { return 1.0 / (1.0 + xt::exp(-x)); }
-
 Vec matvec(const Mat& W, const Vec& x, const char* what) {
     if (W.shape(1) != x.size())
         throw ShapeError(std::string(what) + ": matrix " + shape_string(shape_of(W)) + " cannot multiply vector " +

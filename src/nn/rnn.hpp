@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/tensor.hpp"
+#include "nn/activations.hpp"
 
 namespace attn::nn {
 
@@ -59,9 +60,6 @@ struct BiGruRun {
 
 // Runs both GRUs over the rows of X (T x d_in); both must take inputs of width d_in.
 BiGruRun bigru_forward(const GruParams& fwd, const GruParams& bwd, const Mat& X);
-
-// Elementwise logistic function 1 / (1 + exp(-x)).
-Vec sigmoid(const Vec& x);
 
 // W x for a matrix and a vector; the shapes are checked and named.
 Vec matvec(const Mat& W, const Vec& x, const char* what);

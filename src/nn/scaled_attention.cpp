@@ -7,7 +7,7 @@
 #include "nn/linalg.hpp"
 #include "nn/scores.hpp"
 #include "nn/softmax.hpp"
-#include "nn/softmax_kernels.hpp"
+#include "nn/kernels.hpp"
 
 #include <cmath>
 

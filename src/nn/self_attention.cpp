@@ -1,6 +1,6 @@
 #include "nn/self_attention.hpp"
 
-#include "nn/softmax_kernels.hpp"
+#include "nn/kernels.hpp"
 
 namespace attn::nn {
 

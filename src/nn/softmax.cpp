@@ -3,7 +3,7 @@
 // n = entries of a vector, T_q x T_k = rows x columns.
 #include "nn/softmax.hpp"
 
-#include "nn/softmax_kernels.hpp"
+#include "nn/kernels.hpp"
 
 namespace attn::nn {
 

@@ -42,7 +42,7 @@ void check_candidate_params(const CandidateParams& p, std::size_t d_in) {
 
 // h~_t = tanh(W x_t + U h_{t-1} + b)
 Vec candidate(const CandidateParams& p, const Vec& x, const Vec& h_prev) {
-    return xt::tanh(matvec(p.W, x, "W x_t") + matvec(p.U, h_prev, "U h_{t-1}") + p.b);
+    return tanh_each(matvec(p.W, x, "W x_t") + matvec(p.U, h_prev, "U h_{t-1}") + p.b);
 }
 
 Mat row_matrix(const Vec& v) { return xt::eval(xt::view(v, xt::newaxis(), xt::all())); }
@@ -145,7 +145,7 @@ Mat attention_by_positions(const Mat& Q, const Mat& K, const Mat& V, Span span) 
         // 2. softmax; subtracting the largest score keeps exp() from overflowing
         const double largest = *std::max_element(score.begin(), score.end());
         double total = 0.0;
-        for (auto& s : score) total += (s = std::exp(s - largest));
+        for (auto& s : score) total += (s = portable::exp(s - largest));
         // 3. the weighted sum of the values
         for (std::size_t i = 0; i < visible; ++i)
             for (std::size_t c = 0; c < d_v; ++c) out(t, c) += score[i] / total * V(i, c);

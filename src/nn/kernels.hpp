@@ -1,0 +1,71 @@
+// Row-by-row kernels behind the matrix products, the softmax and the attention ops: plain loops
+// over contiguous memory, with large matrices split between two threads. Not an exercise: the
+// exercised functions call them.
+// n = entries of one row, T_q x T_k = rows x columns of a matrix of scores, m x k times k x n for a product.
+//
+// Every number a lesson records passes through these kernels, and each gives the same bits on
+// every x86-64 processor: each output is computed by the same IEEE operations in the same order
+// whichever vector width runs them (the order is fixed per output entry, and vectors only compute
+// several entries side by side), and no fused multiply-add (-ffp-contract=off). Each kernel is
+// compiled three times: for baseline x86-64 (SSE2), for AVX2 and for AVX-512; the fastest copy
+// the processor runs is used, unless the environment variable ATTN_KERNELS names another
+// (baseline, avx2 or avx512): tests/test_kernels.cpp runs every copy and compares the bytes.
+#pragma once
+
+#include "core/tensor.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace attn::nn {
+
+// The copies of the kernels, from the narrowest vectors to the widest.
+enum class KernelPath { baseline, avx2, avx512 };
+
+// "baseline", "avx2", "avx512"
+const char* kernel_path_name(KernelPath path);
+
+// The copies this processor can run, narrowest first (always at least the baseline).
+std::vector<KernelPath> kernel_paths_supported();
+
+// The copy in use: ATTN_KERNELS when it is set (and names a copy this processor runs), otherwise
+// the widest supported one. Chosen once, at the first call.
+KernelPath kernel_path();
+
+// Why ATTN_KERNELS cannot be honoured ("" when it is unset or fine): an unknown name, or a copy
+// this processor cannot run. The command line refuses to start then (exit 2).
+std::string kernel_path_problem();
+
+// Makes `path` the copy in use (tests compare the copies); throws std::invalid_argument when the
+// processor cannot run it.
+void use_kernel_path(KernelPath path);
+
+// out_j = exp(x_j) for n values (`out` may be `x`), by portable::exp (core/portable_math.hpp).
+void exp_span(const double* x, double* out, std::size_t n);
+
+// alpha_j = exp(e_j - max_k e_k) / sum_k exp(e_k - max_k e_k) for n contiguous logits, into `out`
+// (which may be `logits`), with the semantics of nn::softmax (nn/softmax.hpp): -inf gets weight 0,
+// a row that is -inf everywhere gets zeros, +inf entries share the weight, NaN gives a NaN row.
+void softmax_span(const double* logits, double* out, std::size_t n);
+
+// s_j = e_j / divisor, then -inf wherever m_j = -inf and s_j + m_j elsewhere (the rule of
+// nn::masked_scores: +inf + -inf would be NaN). `mask` may be nullptr (no mask); `out` may be `in`.
+void scale_and_mask_span(const double* in, double divisor, const double* mask, double* out, std::size_t n);
+
+// The same for every row of a T_q x T_k matrix of scores, in place: Q K^T becomes the scaled,
+// masked scores of attention without a second T_q x T_k matrix. `mask` is T_q x T_k or nullptr.
+void scale_and_mask_rows(Mat& scores, double divisor, const Mat* mask);
+
+// C = A B for row-major A (m x k), B (k x n) and C (m x n, not overlapping A or B):
+// C_ij = (((0 + A_i0 B_0j) + A_i1 B_1j) + ...) + A_i,k-1 B_k-1,j, the products added in the order
+// of k, exactly the numbers of the textbook triple loop (and of nn::matvec for n = 1).
+void matmul_span(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n);
+
+// Calls row(r) once for every r in [0, rows), on two threads when the rows x cols matrix is large
+// enough to repay starting one. row(r) must touch row r only: then the result is the same, bit for
+// bit, whichever thread computes which row.
+void for_each_row(std::size_t rows, std::size_t cols, const std::function<void(std::size_t)>& row);
+
+}  // namespace attn::nn
