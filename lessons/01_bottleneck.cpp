@@ -2,6 +2,7 @@
 // (Sutskever et al. 2014; Cho et al. 2014), and the measured cost of doing so.
 // n = source tokens, m = target tokens, d = embedding and hidden width, V = vocabulary size.
 #include "registry.hpp"
+#include "gru.hpp"
 #include "support.hpp"
 
 #include "core/rng.hpp"
@@ -39,50 +40,9 @@ std::vector<std::string> length_labels() {
     return out;
 }
 
-// Weights with variance 1/fan_in keep pre-activations near unit scale; the update-gate bias
-// starts the GRU leaning towards keeping its state, as trained encoders learn to.
-nn::GruParams draw_gru(Rng& rng, std::size_t d_in, std::size_t d, double update_bias) {
-    const double sw = 1.0 / std::sqrt(static_cast<double>(d_in)), su = 1.0 / std::sqrt(static_cast<double>(d));
-    nn::GruParams p;
-    p.W_z = rng.normal_mat(d, d_in, sw);
-    p.U_z = rng.normal_mat(d, d, su);
-    p.b_z = xt::full_like(Vec(xt::empty<double>({d})), update_bias);
-    p.W_r = rng.normal_mat(d, d_in, sw);
-    p.U_r = rng.normal_mat(d, d, su);
-    p.b_r = xt::zeros<double>({d});
-    p.W_h = rng.normal_mat(d, d_in, sw);
-    p.U_h = rng.normal_mat(d, d, su);
-    p.b_h = xt::zeros<double>({d});
-    return p;
-}
-
-// The GRU's nine tensors, each replaceable by --input as "<step>.<name>": the encoder and the
-// decoder use the same names, so the step recording them tells them apart.
-nn::GruParams supplied_gru(Trace& trace, const std::string& step, nn::GruParams p) {
-    const auto supplied = [&](const char* name, auto& value) { value = trace.input(step + "." + name, value); };
-    supplied("W_z", p.W_z);
-    supplied("U_z", p.U_z);
-    supplied("b_z", p.b_z);
-    supplied("W_r", p.W_r);
-    supplied("U_r", p.U_r);
-    supplied("b_r", p.b_r);
-    supplied("W_h", p.W_h);
-    supplied("U_h", p.U_h);
-    supplied("b_h", p.b_h);
-    return p;
-}
-
-void record_gru_params(Trace& trace, const nn::GruParams& p, const std::string& input) {
-    trace.tensor("W_z", "update gate, input weights (" + input + ")", p.W_z);
-    trace.tensor("U_z", "update gate, state weights", p.U_z);
-    trace.tensor("b_z", "update gate bias", p.b_z);
-    trace.tensor("W_r", "reset gate, input weights (" + input + ")", p.W_r);
-    trace.tensor("U_r", "reset gate, state weights", p.U_r);
-    trace.tensor("b_r", "reset gate bias", p.b_r);
-    trace.tensor("W_h", "candidate, input weights (" + input + ")", p.W_h);
-    trace.tensor("U_h", "candidate, state weights", p.U_h);
-    trace.tensor("b_h", "candidate bias", p.b_h);
-}
+// Weights with variance 1/fan_in keep pre-activations near unit scale; the update-gate bias of 2
+// starts the GRU leaning towards keeping its state, as trained encoders learn to. No other biases.
+GruInit gru_init(std::size_t d_in, std::size_t d) { return fan_in_init(GruInit::Order::by_gate, d_in, d, 0.0, 2.0); }
 
 Vec final_state(const nn::GruParams& encoder, const Mat& X) {
     const Mat H = nn::gru_forward(encoder, X, xt::zeros<double>({encoder.hidden_width()})).states;
@@ -213,8 +173,8 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
     // attn run --input may replace any of these with the user's own (same shapes)
     const Mat E_src = trace.input("E_src", rng.normal_mat(vocab.size(), d));
     const Mat E_tgt = trace.input("E_tgt", rng.normal_mat(target_vocab.size(), d));
-    const nn::GruParams encoder = supplied_gru(trace, "encoder-params", draw_gru(rng, d, d, 2.0));
-    const nn::GruParams decoder = supplied_gru(trace, "decoder-params", draw_gru(rng, 2 * d, d, 2.0));
+    const nn::GruParams encoder = supplied_by_gate(trace, "encoder-params", draw_gru(rng, d, d, gru_init(d, d)));
+    const nn::GruParams decoder = supplied_by_gate(trace, "decoder-params", draw_gru(rng, 2 * d, d, gru_init(2 * d, d)));
     const Mat W_o =
         trace.input("W_o", rng.normal_mat(target_vocab.size(), d, 1.0 / std::sqrt(static_cast<double>(d))));
 
@@ -233,7 +193,7 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
                "gate z decides how much of the old state to keep, the reset gate r how much of it the candidate "
                "may see, and the candidate h~ is the new content. The update-gate bias starts at +2, so the "
                "encoder keeps about 88% of each state feature per step: it is built to remember.");
-    record_gru_params(trace, encoder, "x_t");
+    record_by_gate(trace, encoder, "x_t");
 
     trace.step("encoder", "Reading the source, one token at a time",
                "h_t = z_t * h_{t-1} + (1 - z_t) * h~_t,  h~_t = tanh(W_h x_t + U_h (r_t * h_{t-1}) + b_h)",
@@ -262,7 +222,7 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
                "The decoder is a second GRU. Its input is the previous target token's embedding concatenated "
                "with the context, so its input weights are d x 2d. W_o turns a state into one score per "
                "target word.");
-    record_gru_params(trace, decoder, "[y_{i-1}; c]");
+    record_by_gate(trace, decoder, "[y_{i-1}; c]");
     trace.tensor("W_o", "output projection, V_tgt x d", W_o, target_vocab);
 
     trace.step("decoder", "Teacher-forced decoding, one c for every step",

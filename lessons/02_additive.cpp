@@ -3,6 +3,7 @@
 // T_x = source tokens, T_y = target tokens, d = embedding width, u = width of each encoder
 // direction (annotations are 2u wide), n = decoder state width, d_a = alignment layer width (= T_x).
 #include "registry.hpp"
+#include "gru.hpp"
 #include "support.hpp"
 
 #include "core/portable_math.hpp"
@@ -63,43 +64,10 @@ std::vector<std::size_t> planned_sources(const Mat& Q_plan) {
     return out;
 }
 
-// A GRU's weights as three stacked blocks, gates in the order z, r, h~ (Cho et al. 2014):
-// W = [W_z; W_r; W_h] is 3w x d_in, U = [U_z; U_r; U_h] is 3w x w, b = [b_z; b_r; b_h].
-struct StackedGru {
-    Mat W, U;
-    Vec b;
-};
-
-// Variance 1/fan_in keeps every pre-activation near unit scale.
-StackedGru draw_gru(Rng& rng, std::size_t d_in, std::size_t w) {
-    return {rng.normal_mat(3 * w, d_in, 1.0 / std::sqrt(static_cast<double>(d_in))),
-            rng.normal_mat(3 * w, w, 1.0 / std::sqrt(static_cast<double>(w))), rng.normal_vec(3 * w, 0.5)};
-}
-
-nn::GruParams unstack(const StackedGru& g) {
-    const std::size_t w = g.U.shape(1);
-    const auto rows = [w](std::size_t k) { return xt::range(k * w, (k + 1) * w); };
-    return {xt::view(g.W, rows(0), xt::all()), xt::view(g.U, rows(0), xt::all()), xt::view(g.b, rows(0)),
-            xt::view(g.W, rows(1), xt::all()), xt::view(g.U, rows(1), xt::all()), xt::view(g.b, rows(1)),
-            xt::view(g.W, rows(2), xt::all()), xt::view(g.U, rows(2), xt::all()), xt::view(g.b, rows(2))};
-}
-
-// The stacked weights, each replaceable by --input as W_<which>, U_<which>, b_<which>.
-StackedGru supplied_gru(Trace& trace, const std::string& which, StackedGru g) {
-    g.W = trace.input("W_" + which, g.W);
-    g.U = trace.input("U_" + which, g.U);
-    g.b = trace.input("b_" + which, g.b);
-    return g;
-}
-
-void record_gru(Trace& trace, const std::string& which, const StackedGru& g, const std::string& input) {
-    const std::size_t w = g.U.shape(1);
-    std::vector<std::string> gates = numbered("z", 1, w);
-    for (const auto* prefix : {"r", "h~"})
-        for (const auto& label : numbered(prefix, 1, w)) gates.push_back(label);
-    trace.tensor("W_" + which, "[W_z; W_r; W_h], applied to " + input, g.W, gates);
-    trace.tensor("U_" + which, "[U_z; U_r; U_h], applied to the previous state", g.U, gates);
-    trace.tensor("b_" + which, "[b_z; b_r; b_h]", g.b, gates);
+// A GRU drawn stacked, [W_z; W_r; W_h] then U then b (Cho et al. 2014's gates z, r, h~):
+// weights with variance 1/fan_in, biases N(0, 1/4); --input may replace W_<which>, U_<which>, b_<which>.
+StackedGru drawn_gru(Trace& trace, Rng& rng, const GruNames& names, std::size_t d_in, std::size_t w) {
+    return supplied(trace, names, stacked(draw_gru(rng, d_in, w, fan_in_init(GruInit::Order::stacked, d_in, w, 0.5, 0.0))));
 }
 
 // The three weights of the alignment model a(s_{i-1}, h_j) — Bahdanau et al. 2015, appendix A.1.2.
@@ -235,9 +203,10 @@ void lesson_additive(Trace& trace, const Config& config) {
     // attn run --input may replace any of these with the user's own (same shapes)
     const Mat X = trace.input("X", rng.normal_mat(T_x, d));
     const Mat Y_in = trace.input("Y_in", rng.normal_mat(T_y, d));
-    const StackedGru forward = supplied_gru(trace, "fwd", draw_gru(rng, d, u));
-    const StackedGru backward = supplied_gru(trace, "bwd", draw_gru(rng, d, u));
-    const StackedGru decoder = supplied_gru(trace, "dec", draw_gru(rng, d + 2 * u, n));
+    const GruNames fwd = gru_names("fwd", "x_j"), bwd = gru_names("bwd", "x_j"), dec = gru_names("dec", "[y_{i-1}; c_i]");
+    const StackedGru forward = drawn_gru(trace, rng, fwd, d, u);
+    const StackedGru backward = drawn_gru(trace, rng, bwd, d, u);
+    const StackedGru decoder = drawn_gru(trace, rng, dec, d + 2 * u, n);
     const Mat W_s = trace.input("W_s", rng.normal_mat(n, u, 1.0 / std::sqrt(static_cast<double>(u))));
     // the plan of step [alignment-model] is built by rule, not drawn; it can be replaced too
     const Mat K_plan = trace.input("K_plan", planned_keys());
@@ -262,15 +231,15 @@ void lesson_additive(Trace& trace, const Config& config) {
                "T_x annotations.\n"
                "Each GRU's weights are stored as three stacked blocks, W = [W_z; W_r; W_h] and likewise U and "
                "b, rows labelled by gate: z the update gate, r the reset gate, h~ the candidate, as in lesson 1.");
-    record_gru(trace, "fwd", forward, "x_j");
-    record_gru(trace, "bwd", backward, "x_j");
-    const nn::BiGruRun encoder = nn::bigru_forward(unstack(forward), unstack(backward), X);
+    record(trace, fwd, forward);
+    record(trace, bwd, backward);
+    const nn::BiGruRun encoder = nn::bigru_forward(unstacked(forward), unstacked(backward), X);
     const Mat& H = encoder.annotations;
     trace.tensor("H_fwd", "h→_j, has read x_1 .. x_j", encoder.forward.states, source_sentence);
     trace.tensor("H_bwd", "h←_j, has read x_T .. x_j", encoder.backward.states, source_sentence);
     trace.tensor("H", "h_j = [h→_j; h←_j], T_x x 2u", H, source_sentence);
 
-    const nn::GruParams decoder_gru = unstack(decoder);
+    const nn::GruParams decoder_gru = unstacked(decoder);
     const Vec s0 = nn::tanh_each(nn::matvec(W_s, xt::row(encoder.backward.states, 0), "W_s h←_1"));
     trace.step("decoder-start", "The decoder and the state it starts from",
                "s_0 = tanh(W_s h←_1),  s_i = GRU([y_{i-1}; c_i], s_{i-1})",
@@ -283,7 +252,7 @@ void lesson_additive(Trace& trace, const Config& config) {
                "Mind the index: the decoder chooses y_i while it still holds s_{i-1}, so that is the state "
                "the scores compare with the annotations, e_ij = a(s_{i-1}, h_j) (section 3.1). Writing s_i "
                "there, or s_{j-1} as some notes do, breaks the order of the computation: s_i needs c_i.");
-    record_gru(trace, "dec", decoder, "[y_{i-1}; c_i]");
+    record(trace, dec, decoder);
     trace.tensor("W_s", "initial-state weights, n x u", W_s);
     trace.tensor("s_0", "s_0 = tanh(W_s h←_1)", s0);
 

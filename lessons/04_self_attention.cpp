@@ -4,6 +4,7 @@
 // n = tokens, d = embedding width (d_model), u = width of each encoder direction (states are 2u
 // wide), d_a = width of Lin's tanh layer, r = attention hops, d_k = query, key and value width.
 #include "registry.hpp"
+#include "gru.hpp"
 #include "support.hpp"
 
 #include "core/portable_math.hpp"
@@ -49,57 +50,11 @@ std::vector<std::string> permuted(const std::vector<std::string>& words, const s
 
 // ---------------------------------------------------------------- the encoder
 
-// Variance 1/fan_in keeps every pre-activation near unit scale.
-nn::GruParams draw_gru(Rng& rng, std::size_t d_in, std::size_t u) {
-    const double sx = 1.0 / std::sqrt(as_double(d_in)), sh = 1.0 / std::sqrt(as_double(u)), sb = 0.5;
-    nn::GruParams p;
-    p.W_z = rng.normal_mat(u, d_in, sx);
-    p.U_z = rng.normal_mat(u, u, sh);
-    p.b_z = rng.normal_vec(u, sb);
-    p.W_r = rng.normal_mat(u, d_in, sx);
-    p.U_r = rng.normal_mat(u, u, sh);
-    p.b_r = rng.normal_vec(u, sb);
-    p.W_h = rng.normal_mat(u, d_in, sx);
-    p.U_h = rng.normal_mat(u, u, sh);
-    p.b_h = rng.normal_vec(u, sb);
-    return p;
-}
-
-// The three gates' weights stacked as in lesson 2: [A_z; A_r; A_h], rows labelled by gate.
-template <class T>
-Array stacked(const T& z, const T& r, const T& h) {
-    return xt::concatenate(xt::xtuple(Array(z), Array(r), Array(h)), 0);
-}
-
-// The GRU's weights, each replaceable by --input in the stacked form they are recorded in:
-// W_<which> = [W_z; W_r; W_h], likewise U_<which> and b_<which>.
-nn::GruParams supplied_gru(Trace& trace, const std::string& which, nn::GruParams p) {
-    const std::size_t u = p.hidden_width();
-    const Array W = trace.input("W_" + which, stacked(p.W_z, p.W_r, p.W_h));
-    const Array U = trace.input("U_" + which, stacked(p.U_z, p.U_r, p.U_h));
-    const Array b = trace.input("b_" + which, stacked(p.b_z, p.b_r, p.b_h));
-    const auto gate = [u](std::size_t k) { return xt::range(k * u, (k + 1) * u); };
-    p.W_z = xt::view(W, gate(0), xt::all());
-    p.U_z = xt::view(U, gate(0), xt::all());
-    p.b_z = xt::view(b, gate(0));
-    p.W_r = xt::view(W, gate(1), xt::all());
-    p.U_r = xt::view(U, gate(1), xt::all());
-    p.b_r = xt::view(b, gate(1));
-    p.W_h = xt::view(W, gate(2), xt::all());
-    p.U_h = xt::view(U, gate(2), xt::all());
-    p.b_h = xt::view(b, gate(2));
-    return p;
-}
-
-void record_gru(Trace& trace, const std::string& which, const nn::GruParams& p) {
-    const std::size_t u = p.hidden_width();
-    std::vector<std::string> gates = numbered("z", 1, u);
-    for (const auto* prefix : {"r", "h~"})
-        for (const auto& label : numbered(prefix, 1, u)) gates.push_back(label);
-    trace.tensor("W_" + which, "[W_z; W_r; W_h], applied to x_t", stacked(p.W_z, p.W_r, p.W_h), gates);
-    trace.tensor("U_" + which, "[U_z; U_r; U_h], applied to the previous state", stacked(p.U_z, p.U_r, p.U_h),
-                 gates);
-    trace.tensor("b_" + which, "[b_z; b_r; b_h]", stacked(p.b_z, p.b_r, p.b_h), gates);
+// A GRU drawn gate by gate, weights with variance 1/fan_in and biases N(0, 1/4), then shown (and
+// replaceable by --input) stacked as in lesson 2: W_<which> = [W_z; W_r; W_h], likewise U and b.
+nn::GruParams drawn_gru(Trace& trace, Rng& rng, const std::string& which, std::size_t d_in, std::size_t u) {
+    const nn::GruParams p = draw_gru(rng, d_in, u, fan_in_init(GruInit::Order::by_gate, d_in, u, 0.5, 0.0));
+    return unstacked(supplied(trace, gru_names(which, "x_t"), stacked(p)));
 }
 
 // ---------------------------------------------------------------- structured self-attention
@@ -312,8 +267,8 @@ Mat record_encoder(Trace& trace, const nn::GruParams& forward, const nn::GruPara
                "GRU, which plays the same part. Each row h_t joins a forward state, which has read the words up "
                "to t, and a backward state, which has read them from the end back to t. The two \"the\" rows of "
                "H now differ: each carries its own surroundings.");
-    record_gru(trace, "fwd", forward);
-    record_gru(trace, "bwd", backward);
+    record(trace, gru_names("fwd", "x_t"), stacked(forward));
+    record(trace, gru_names("bwd", "x_t"), stacked(backward));
     trace.tensor("H", "h_t = [h→_t; h←_t], n x 2u", H, rows_n);
     return H;
 }
@@ -593,8 +548,8 @@ void lesson_self_attention(Trace& trace, const Config& config) {
     Rng rng(config.seed);
     // attn run --input may replace any of these with the user's own (same shapes)
     const Mat E = trace.input("E", rng.normal_mat(vocabulary.size(), d));
-    const nn::GruParams forward = supplied_gru(trace, "fwd", draw_gru(rng, d, u));
-    const nn::GruParams backward = supplied_gru(trace, "bwd", draw_gru(rng, d, u));
+    const nn::GruParams forward = drawn_gru(trace, rng, "fwd", d, u);
+    const nn::GruParams backward = drawn_gru(trace, rng, "bwd", d, u);
     const Mat W_s1 = trace.input("W_s1", rng.normal_mat(d_a, 2 * u, 1.0 / std::sqrt(as_double(2 * u))));
     // Lin's second layer is drawn large so that untrained hops already prefer some tokens; with
     // variance 1/d_a every weight vector would be close to uniform.

@@ -3,6 +3,7 @@
 // T = tokens, d = width of inputs, states and layer outputs, N = heads, d_h = d / N = width of
 // one head, d_ff = hidden width of the feed-forward network, V = vocabulary size.
 #include "registry.hpp"
+#include "gru.hpp"
 #include "support.hpp"
 
 #include "core/rng.hpp"
@@ -77,12 +78,14 @@ std::vector<std::string> head_features(std::size_t heads, std::size_t d_h) {
     return out;
 }
 
-// Rows of a GRU weight stacked by gate, [u; r; h~], one block of d rows each.
-std::vector<std::string> gate_rows(std::size_t d) {
-    std::vector<std::string> out;
-    for (const auto* gate : {"u", "r", "h~"})
-        for (const auto& label : numbered(gate, 1, d)) out.push_back(label);
-    return out;
+// The GRU's weights, stacked by gate as [W_u; W_r; W] (the update gate is u here, and the
+// candidate's weights bare, as in the stages below), recorded and replaceable as W, U and b.
+GruNames stacked_names() {
+    GruNames names{"W", "U", "b"};
+    names.subscripts = {"u", "r", ""};
+    names.row_letters = {"u", "r", "h~"};
+    names.state = "h_{t-1}";
+    return names;
 }
 
 // The query, key and value maps, d x d each; head n of N uses rows n d_h .. (n + 1) d_h - 1.
@@ -94,8 +97,7 @@ struct Maps {
 struct Parameters {
     Mat E;                  // V x d embedding table
     Vec h0;                 // d, the GRU's initial state
-    Mat W_gru, U_gru;       // 3d x d each, stacked by gate [u; r; h~]
-    Vec b_gru;              // 3d
+    StackedGru gru;         // 3d x d, 3d x d and 3d, stacked by gate [u; r; h~]
     Mat F;                  // d x d, f(x) = F x
     Maps maps;              // stages 4 to 8
     nn::FeedForward g;      // stage 8
@@ -107,10 +109,7 @@ Parameters draw_parameters(Rng& rng, std::size_t d, std::size_t d_ff) {
     Parameters p;
     p.E = rng.normal_mat(vocabulary.size(), d);
     p.h0 = rng.normal_vec(d, 0.5);
-    p.W_gru = rng.normal_mat(3 * d, d, s);
-    p.U_gru = rng.normal_mat(3 * d, d, s);
-    p.b_gru = rng.normal_vec(3 * d, 0.5);
-    xt::view(p.b_gru, xt::range(0, d)) += update_bias;
+    p.gru = stacked(draw_gru(rng, d, d, fan_in_init(GruInit::Order::stacked, d, d, 0.5, update_bias)));
     p.F = rng.normal_mat(d, d, s);
     p.maps = {rng.normal_mat(d, d, s), rng.normal_mat(d, d, s), rng.normal_mat(d, d, s)};
     p.g = {rng.normal_mat(d_ff, d, s), rng.normal_vec(d_ff, 0.1),
@@ -121,9 +120,7 @@ Parameters draw_parameters(Rng& rng, std::size_t d, std::size_t d_ff) {
 // The drawn parameters, each replaceable by --input under the name it is recorded with.
 Parameters supplied_parameters(Trace& trace, Parameters p) {
     p.E = trace.input("E", p.E);
-    p.W_gru = trace.input("W", p.W_gru);
-    p.U_gru = trace.input("U", p.U_gru);
-    p.b_gru = trace.input("b", p.b_gru);
+    p.gru = supplied(trace, stacked_names(), p.gru);
     p.h0 = trace.input("h_0", p.h0);
     p.F = trace.input("F", p.F);
     p.maps.W_Q = trace.input("W_Q", p.maps.W_Q);
@@ -136,22 +133,7 @@ Parameters supplied_parameters(Trace& trace, Parameters p) {
     return p;
 }
 
-// Block `gate` (0 = u, 1 = r, 2 = h~) of a weight stacked by gate.
-Mat gate_block(const Mat& stacked, std::size_t gate) {
-    const std::size_t d = stacked.shape(0) / 3;
-    return xt::view(stacked, xt::range(gate * d, (gate + 1) * d), xt::all());
-}
-
-Vec gate_block(const Vec& stacked, std::size_t gate) {
-    const std::size_t d = stacked.size() / 3;
-    return xt::view(stacked, xt::range(gate * d, (gate + 1) * d));
-}
-
-nn::GruParams full_gru(const Parameters& p) {
-    return {gate_block(p.W_gru, 0), gate_block(p.U_gru, 0), gate_block(p.b_gru, 0),
-            gate_block(p.W_gru, 1), gate_block(p.U_gru, 1), gate_block(p.b_gru, 1),
-            gate_block(p.W_gru, 2), gate_block(p.U_gru, 2), gate_block(p.b_gru, 2)};
-}
+nn::GruParams full_gru(const Parameters& p) { return unstacked(p.gru); }
 
 // The same GRU with the reset gate saturated open: W_r = 0, U_r = 0, b_r = 40, so r_t = 1.
 nn::GruParams reset_held_open(const Parameters& p) {
@@ -163,8 +145,8 @@ nn::GruParams reset_held_open(const Parameters& p) {
 }
 
 nn::UpdateOnlyGru update_only_gru(const Parameters& p) {
-    return {gate_block(p.W_gru, 0), gate_block(p.U_gru, 0), gate_block(p.b_gru, 0),
-            {gate_block(p.W_gru, 2), gate_block(p.U_gru, 2), gate_block(p.b_gru, 2)}};
+    const nn::GruParams g = full_gru(p);
+    return {g.W_z, g.U_z, g.b_z, {g.W_h, g.U_h, g.b_h}};
 }
 
 // How far any feature of h_t lies outside the interval between h_{t-1} and h~_t (0 when none does).
@@ -421,9 +403,7 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
                "The weights are stacked by gate, W = [W_u; W_r; W], likewise U and b. The update-gate biases are "
                "raised by 1, so the GRU keeps roughly three quarters of each feature per step. h_0 is not zero (think "
                "of a state left by an earlier sentence), so every formula below must account for it.");
-    trace.tensor("W", "[W_u; W_r; W], applied to x_t", p.W_gru, gate_rows(d));
-    trace.tensor("U", "[U_u; U_r; U], applied to h_{t-1}", p.U_gru, gate_rows(d));
-    trace.tensor("b", "[b_u; b_r; b]", p.b_gru, gate_rows(d));
+    record(trace, stacked_names(), p.gru);
     trace.tensor("h_0", "the initial state, entries N(0, 0.25)", p.h0);
     trace.tensor("R", "r_t = sigmoid(W_r x_t + U_r h_{t-1} + b_r)", full.reset_gates, numbered("r_", 1, T));
     trace.tensor("H_gru", "h_t of the full GRU", full.states, states);

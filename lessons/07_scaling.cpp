@@ -3,6 +3,7 @@
 // that must run one after another, the multiply-adds, the wall time on this machine, the memory.
 // T = tokens, d = width of the tokens and of the GRU state, n = number of lengths measured.
 #include "registry.hpp"
+#include "gru.hpp"
 #include "support.hpp"
 
 #include "core/rng.hpp"
@@ -43,22 +44,6 @@ std::vector<std::string> length_labels(const std::vector<std::size_t>& lengths) 
     return out;
 }
 
-// Weights N(0, 1/d), so that every pre-activation sums d products and stays near unit scale;
-// zero biases.
-nn::GruParams draw_gru(Rng& rng, std::size_t d) {
-    const double s = 1.0 / std::sqrt(as_double(d));
-    nn::GruParams p;
-    p.W_z = rng.normal_mat(d, d, s);
-    p.U_z = rng.normal_mat(d, d, s);
-    p.b_z = xt::zeros<double>({d});
-    p.W_r = rng.normal_mat(d, d, s);
-    p.U_r = rng.normal_mat(d, d, s);
-    p.b_r = xt::zeros<double>({d});
-    p.W_h = rng.normal_mat(d, d, s);
-    p.U_h = rng.normal_mat(d, d, s);
-    p.b_h = xt::zeros<double>({d});
-    return p;
-}
 
 Mat first_rows(const Mat& X, std::size_t T) { return xt::view(X, xt::range(0, T), xt::all()); }
 
@@ -192,7 +177,8 @@ void lesson_scaling(Trace& trace, const Config& config) {
     const std::vector<std::string> labels = length_labels(lengths);
     Rng rng(config.seed);
     const Mat X = rng.normal_mat(T_max, d);
-    const nn::GruParams gru = draw_gru(rng, d);
+    // weights N(0, 1/d), so that every pre-activation sums d products and stays near unit scale; no biases
+    const nn::GruParams gru = draw_gru(rng, d, d, fan_in_init(GruInit::Order::by_gate, d, d, 0.0, 0.0));
 
     const Measurements m = measure(trace, X, gru, lengths, repeats);
 
