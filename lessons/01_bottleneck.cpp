@@ -22,6 +22,27 @@ namespace attn {
 
 namespace {
 
+// ---------------------------------------------------------------- parameters (--set)
+
+namespace param {
+const Param d{"d", 6, 1, 256, "width of the word embeddings and of the encoder and decoder states"};
+const Param trials{"trials", 8, 1, 1000, "random sentences per length in the measured bottleneck demo"};
+}  // namespace param
+
+std::string limits(const Config& c) {
+    // the demo encodes `trials` sentences of up to 64 tokens with d-wide states: trials d^2 sets the
+    // time (2^21 is about 5 s here), trials d the memory
+    const double d = as_double(c.size(param::d)), trials = as_double(c.size(param::trials));
+    const double work = trials * d * d, most_work = 2097152.0;
+    if (work > most_work)
+        return fmt::format("trials={} with d={} would run for minutes (trials x d^2 = {:.0f}, above {:.0f}): "
+                           "choose fewer trials, at most {:.0f} with d={}",
+                           c.size(param::trials), c.size(param::d), work, most_work, std::floor(most_work / (d * d)),
+                           c.size(param::d));
+    return memory_limit(trials * 64.0 * d * 4.0 + 40.0 * d * d, "lesson 1");
+}
+
+
 const std::vector<std::string> source_sentence = {"turn", "off", "the", "lights"};
 const std::vector<std::string> target_sentence = {"लाइट", "बंद", "करो"};
 const std::vector<std::string> target_vocab = {"<sos>", "लाइट", "बंद", "करो", "<eos>"};
@@ -167,7 +188,7 @@ double largest_increase(const Vec& values) {
 }  // namespace
 
 void lesson_bottleneck(Trace& trace, const Config& config) {
-    const std::size_t d = config.size("d"), trials = config.size("trials");
+    const std::size_t d = config.size(param::d), trials = config.size(param::trials);
     Rng rng(config.seed);
     const auto vocab = source_vocab();
     // attn run --input may replace any of these with the user's own (same shapes)
@@ -279,6 +300,11 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
     }
     trace.tensor("numbers_carried", "n, n x d in, d out, compression n x d / d = n", counts, length_labels(),
                  {"n", "in", "out", "ratio"});
+}
+
+Lesson bottleneck_lesson() {
+    return make_lesson(1, "bottleneck", "The fixed-context bottleneck of seq2seq", "Sutskever et al. 2014; Cho et al. 2014",
+                       {param::d, param::trials}, limits, lesson_bottleneck);
 }
 
 }  // namespace attn

@@ -14,6 +14,7 @@
 #include "nn/scores.hpp"
 #include "nn/softmax.hpp"
 
+#include <fmt/format.h>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
@@ -27,6 +28,25 @@
 namespace attn {
 
 namespace {
+
+// ---------------------------------------------------------------- parameters (--set)
+
+namespace param {
+const Param d{"d", 6, 1, 256, "width of the word embeddings"};
+const Param n{"n", 6, 4, 256,
+              "width of the decoder state s_i; at least 4, so that W_a can send the 3 states s_{i-1} to their "
+              "planned queries exactly"};
+const Param u{"u", 3, 3, 128,
+              "width of each encoder direction (annotations h_j are 2u wide); at least 3, so that U_a can send "
+              "the 4 annotations to their planned keys exactly"};
+}  // namespace param
+
+std::string limits(const Config& c) {
+    const double widest = std::max({as_double(c.size(param::d)), as_double(c.size(param::n)),
+                                    2.0 * as_double(c.size(param::u))});
+    return memory_limit(20.0 * widest * widest, "lesson 2");
+}
+
 
 const std::vector<std::string> source_sentence = {"turn", "off", "the", "lights"};
 const std::vector<std::string> target_sentence = {"लाइट", "बंद", "करो"};
@@ -197,7 +217,7 @@ double outside_annotation_range(const Mat& C, const Mat& H) {
 }  // namespace
 
 void lesson_additive(Trace& trace, const Config& config) {
-    const std::size_t d = config.size("d"), u = config.size("u"), n = config.size("n");
+    const std::size_t d = config.size(param::d), u = config.size(param::u), n = config.size(param::n);
     const std::size_t T_x = source_sentence.size(), T_y = target_sentence.size();
     Rng rng(config.seed);
     // attn run --input may replace any of these with the user's own (same shapes)
@@ -368,6 +388,11 @@ void lesson_additive(Trace& trace, const Config& config) {
                 1e-12);
     trace.check("every c_i lies within the range of the annotations, coordinate by coordinate",
                 outside_annotation_range(C, H), 1e-12);
+}
+
+Lesson additive_lesson() {
+    return make_lesson(2, "additive", "Additive attention: a context for every word", "Bahdanau et al. 2015",
+                       {param::d, param::n, param::u}, limits, lesson_additive);
 }
 
 }  // namespace attn

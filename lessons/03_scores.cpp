@@ -26,6 +26,26 @@ namespace attn {
 
 namespace {
 
+// ---------------------------------------------------------------- parameters (--set)
+
+namespace param {
+const Param d{"d", 6, 1, 256, "width of the queries and keys"};
+const Param D{"D", 2, 1, 8, "half-width of the local-attention window (2D + 1 positions)"};
+const Param pairs{"pairs", 2000, 100, 20000, "random (q, k) pairs per width in the variance measurement"};
+const Param queries{"queries", 400, 100, 2000, "random queries per width in the saturation measurement"};
+const Param keys{"keys", 10, 8, 16,
+                 "keys each query is scored against in the saturation measurement (the checks' thresholds are "
+                 "set for 8 to 16)"};
+}  // namespace param
+
+std::string limits(const Config& c) {
+    const double d = as_double(c.size(param::d));
+    return memory_limit(as_double(c.size(param::pairs)) * 2.0 * 512.0 +
+                            as_double(c.size(param::queries)) * as_double(c.size(param::keys)) * 8.0 + 100.0 * d * d,
+                        "lesson 3");
+}
+
+
 const std::vector<std::string> source_sentence = {"could", "you", "please", "turn", "off",
                                                   "the",   "lights", "in", "the", "kitchen"};
 const std::vector<std::string> target_sentence = {"रसोई", "की", "लाइट", "बंद", "कीजिए"};
@@ -203,7 +223,7 @@ Mat featured_comparison(const Vec& positions, const Mat& global, const Mat& gaus
 }  // namespace
 
 void lesson_scores(Trace& trace, const Config& config) {
-    const std::size_t d = config.size("d"), D = config.size("D"), S = source_sentence.size();
+    const std::size_t d = config.size(param::d), D = config.size(param::D), S = source_sentence.size();
     Rng rng(config.seed);
     const auto keys = prefixed("k_", source_sentence);
     const auto queries = prefixed("q_", target_sentence);
@@ -277,7 +297,7 @@ void lesson_scores(Trace& trace, const Config& config) {
     trace.check("scaled score equals dot score / sqrt(d)",
                 max_abs_difference(e_scaled, nn::dot_scores(Q, K) / std::sqrt(as_double(d))), 1e-12);
 
-    const std::size_t pairs = config.size("pairs");
+    const std::size_t pairs = config.size(param::pairs);
     trace.step("variance", "Why sqrt(d): the variance of q^T k is d", "Var(q^T k) = d  for q, k ~ N(0, I_d)",
                "With independent entries of mean 0 and variance 1, q^T k is a sum of d products of variance 1, "
                "so its variance is d (Vaswani et al. 2017, section 3.2.1, footnote 4). We measure it with " +
@@ -296,7 +316,7 @@ void lesson_scores(Trace& trace, const Config& config) {
     trace.check("var(q.k) / d = 1 within 4 sqrt(3.5 / pairs)",
                 xt::amax(xt::abs(relative - 1.0))(), 4.0 * std::sqrt(3.5 / as_double(pairs)));
 
-    const std::size_t demo_queries = config.size("queries"), demo_keys = config.size("keys");
+    const std::size_t demo_queries = config.size(param::queries), demo_keys = config.size(param::keys);
     const SaturationDemo saturation = measure_saturation(rng, demo_queries, demo_keys);
     trace.step("saturation", "Why sqrt(d): unscaled, the softmax saturates",
                "max_s a(s)  and  |J|,  J_ij = d a_i / d e_j = a_i (delta_ij - a_j)",
@@ -385,6 +405,11 @@ void lesson_scores(Trace& trace, const Config& config) {
     trace.check("local weights are exactly 0 outside the window", largest_outside_window(a_local, window), 0.0);
     trace.check("in the window: local = gaussian * global / window mass",
                 local_from_global_error(a_local, a_dot, window, gaussian), 1e-12);
+}
+
+Lesson scores_lesson() {
+    return make_lesson(3, "scores", "Score functions, scaling, local attention", "Luong et al. 2015; Vaswani et al. 2017",
+                       {param::d, param::D, param::pairs, param::queries, param::keys}, limits, lesson_scores);
 }
 
 }  // namespace attn

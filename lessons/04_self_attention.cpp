@@ -16,6 +16,7 @@
 #include "nn/softmax.hpp"
 #include "nn/structured.hpp"
 
+#include <fmt/format.h>
 #include <xtensor/xbuilder.hpp>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
@@ -28,6 +29,25 @@
 namespace attn {
 
 namespace {
+
+// ---------------------------------------------------------------- parameters (--set)
+
+namespace param {
+const Param d{"d", 6, 2, 256, "width of the token embeddings (d_model); even, for the sinusoidal positions"};
+const Param u{"u", 3, 1, 128, "width of each direction of Lin's bidirectional GRU (states are 2u wide)"};
+const Param d_a{"d_a", 4, 1, 256, "width of the tanh layer of Lin's attention"};
+const Param r{"r", 3, 1, 7, "attention hops of Lin's structured embedding; at most one per token (7)"};
+const Param d_k{"d_k", 4, 1, 256, "width of the queries, keys and values"};
+}  // namespace param
+
+std::string limits(const Config& c) {
+    if (auto why = even(c, param::d); !why.empty()) return why;
+    const double widest = std::max({as_double(c.size(param::d)), 2.0 * as_double(c.size(param::u)),
+                                    as_double(c.size(param::d_a)), as_double(c.size(param::d_k)),
+                                    as_double(c.size(param::r))});
+    return memory_limit(40.0 * widest * widest, "lesson 4");
+}
+
 
 const std::vector<std::string> vocabulary = {"turn", "off", "the", "lights", "in", "kitchen", "<pad>"};
 const std::vector<std::string> sentence = {"turn", "off", "the", "lights", "in", "the", "kitchen"};
@@ -543,8 +563,8 @@ void record_positions(Trace& trace, const Projections& proj, const Mat& X, const
 }  // namespace
 
 void lesson_self_attention(Trace& trace, const Config& config) {
-    const std::size_t d = config.size("d"), u = config.size("u"), d_a = config.size("d_a"), r = config.size("r"),
-                      d_k = config.size("d_k"), n = sentence.size();
+    const std::size_t d = config.size(param::d), u = config.size(param::u), d_a = config.size(param::d_a), r = config.size(param::r),
+                      d_k = config.size(param::d_k), n = sentence.size();
     Rng rng(config.seed);
     // attn run --input may replace any of these with the user's own (same shapes)
     const Mat E = trace.input("E", rng.normal_mat(vocabulary.size(), d));
@@ -578,6 +598,12 @@ void lesson_self_attention(Trace& trace, const Config& config) {
     const SelfAttention self = record_self_attention(trace, proj, X);
     record_masks(trace, proj, E, X, X_other, self);
     record_positions(trace, proj, X, self.result);
+}
+
+Lesson self_attention_lesson() {
+    return make_lesson(4, "self-attention", "Self-attention: Q, K, V, masks and positions",
+                       "Lin et al. 2017; Vaswani et al. 2017", {param::d, param::u, param::d_a, param::r, param::d_k},
+                       limits, lesson_self_attention);
 }
 
 }  // namespace attn

@@ -28,6 +28,23 @@ namespace attn {
 
 namespace {
 
+// ---------------------------------------------------------------- parameters (--set)
+
+namespace param {
+const Param d{"d", 4, 2, 256,
+              "width of the inputs, the states and the layer outputs; even, for the sinusoidal positions"};
+const Param heads{"heads", 2, 2, 64, "attention heads; at least 2, to split, and must divide d"};
+const Param d_ff{"d_ff", 8, 1, 1024, "hidden width of the feed-forward network"};
+}  // namespace param
+
+std::string limits(const Config& c) {
+    if (auto why = even(c, param::d); !why.empty()) return why;
+    if (auto why = divisible(c, param::d, param::heads, 2); !why.empty()) return why;
+    const double d = as_double(c.size(param::d));
+    return memory_limit(40.0 * d * std::max(d, as_double(c.size(param::d_ff))), "lesson 5");
+}
+
+
 const std::vector<std::string> vocabulary = {"the", "cat", "sat", "on", "mat"};
 const std::vector<std::size_t> sentence_ids = {0, 1, 2, 3, 0, 4};  // "the cat sat on the mat"
 constexpr std::size_t first_the = 0, second_the = 4;               // x_1 = x_5
@@ -366,7 +383,7 @@ Mat recap_counts(const std::vector<Mat>& dependencies, std::size_t T) {
 }  // namespace
 
 void lesson_gru_to_attention(Trace& trace, const Config& config) {
-    const std::size_t d = config.size("d"), heads = config.size("heads"), d_ff = config.size("d_ff");
+    const std::size_t d = config.size(param::d), heads = config.size(param::heads), d_ff = config.size(param::d_ff);
     const std::size_t T = sentence_ids.size(), d_h = d / heads;
     Rng rng(config.seed);
     // attn run --input may replace any of the parameters with the user's own (same shapes)
@@ -709,6 +726,12 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
                  std::vector<std::string>{"steps", "h_1 reads"});
     trace.tensor("order", "reversal gap of each stage", as_vec(gaps), stage_names, {},
                  View::bars);
+}
+
+Lesson gru_to_attention_lesson() {
+    return make_lesson(5, "gru-to-attention", "From a GRU to a self-attention layer",
+                       "Cho et al. 2014; Bahdanau et al. 2015; Vaswani et al. 2017", {param::d, param::heads, param::d_ff},
+                       limits, lesson_gru_to_attention);
 }
 
 }  // namespace attn

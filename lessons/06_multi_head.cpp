@@ -22,6 +22,20 @@ namespace attn {
 
 namespace {
 
+// ---------------------------------------------------------------- parameters (--set)
+
+namespace param {
+const Param d_model{"d_model", 6, 1, 2048, "width of the model: of every token vector and of W^Q, W^K, W^V, W^O"};
+const Param heads{"heads", 2, 1, 256, "attention heads h; must divide d_model (each head is d_model / h wide)"};
+}  // namespace param
+
+std::string limits(const Config& c) {
+    if (auto why = divisible(c, param::d_model, param::heads, 1); !why.empty()) return why;
+    const double d_model = as_double(c.size(param::d_model));
+    return memory_limit(12.0 * d_model * d_model, "lesson 6");
+}
+
+
 const std::vector<std::string> sentence = {"turn", "off", "the", "lights", "in", "the", "kitchen"};
 
 // "h2:3" names feature 3 of head 2: the label of a column of W^Q, Q or Concat, and of a row of W^O.
@@ -202,7 +216,7 @@ double earlier_outputs_moved(Rng& rng, const Mat& X, const nn::MultiHeadParams& 
 }  // namespace
 
 void lesson_multi_head(Trace& trace, const Config& config) {
-    const std::size_t d_model = config.size("d_model"), h = config.size("heads"), T = sentence.size();
+    const std::size_t d_model = config.size(param::d_model), h = config.size(param::heads), T = sentence.size();
     const std::size_t d_k = nn::head_width(d_model, h);
     Rng rng(config.seed);
     // attn run --input may replace any of these with the user's own (same shapes)
@@ -389,6 +403,11 @@ void lesson_multi_head(Trace& trace, const Config& config) {
                 max_abs_difference(xt::row(causal.output, -1), xt::row(layer.output, -1)), 1e-12);
     trace.check("changing \"kitchen\" leaves the outputs of the earlier tokens unchanged",
                 earlier_outputs_moved(rng, X, p, h, mask, causal.output), 1e-12);
+}
+
+Lesson multi_head_lesson() {
+    return make_lesson(6, "multi-head", "Multi-head attention", "Vaswani et al. 2017", {param::d_model, param::heads},
+                       limits, lesson_multi_head);
 }
 
 }  // namespace attn

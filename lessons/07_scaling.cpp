@@ -25,6 +25,44 @@ namespace attn {
 
 namespace {
 
+// ---------------------------------------------------------------- parameters (--set)
+
+namespace param {
+const Param d{"d", 64, 1, 1024, "width of the tokens and of the GRU state"};
+const Param T_min{"T_min", 64, 1, 16384, "shortest sequence measured; a power of two"};
+const Param T_max{"T_max", 4096, 1, 16384,
+                  "longest sequence measured; a power of two, at least T_min (T doubles up to it)"};
+const Param repeats{"repeats", 3, 1, 100, "timed runs of each layer at each length; the fastest is kept"};
+}  // namespace param
+
+bool power_of_two(long long n) { return n > 0 && (n & (n - 1)) == 0; }
+
+// The powers of two on either side of n (n itself is not one), for a message.
+std::string nearest_powers_of_two(long long n) {
+    long long below = 1;
+    while (below * 2 < n) below *= 2;
+    return n < 1 ? "1" : fmt::format("{} or {}", below, below * 2);
+}
+
+std::string limits(const Config& c) {
+    for (const Param* p : {&param::T_min, &param::T_max}) {
+        const long long T = c.get(p->key);
+        if (!power_of_two(T))
+            return fmt::format("{}={} is not a power of two: the lengths double from T_min to T_max, so both must be "
+                               "powers of two; {} would do",
+                               p->key, T, nearest_powers_of_two(T));
+    }
+    if (c.size(param::T_min) > c.size(param::T_max))
+        return fmt::format("T_min={} is larger than T_max={}: the lengths run from T_min up to T_max",
+                           c.size(param::T_min), c.size(param::T_max));
+    // the T_max x T_max scores and weights of the attention run, the T_min x T_max pair of the check
+    // that reruns a block of queries, and the T_max x d inputs, states and gates
+    const double T = as_double(c.size(param::T_max));
+    return memory_limit(2.0 * T * T + 2.0 * as_double(c.size(param::T_min)) * T + 6.0 * T * as_double(c.size(param::d)),
+                        fmt::format("the {0} x {0} attention scores and weights at T_max={0}", c.size(param::T_max)));
+}
+
+
 // The dependent operations of attention in matrix form: S = X X^T / sqrt(d), A = softmax(S), Y = A X.
 // Each must wait for the one before; within each, every entry or row is independent of the others.
 constexpr double attention_chain = 3.0;
@@ -171,8 +209,8 @@ std::string runs_text(std::size_t runs) { return runs == 1 ? "1 run" : fmt::form
 }  // namespace
 
 void lesson_scaling(Trace& trace, const Config& config) {
-    const std::size_t d = config.size("d"), T_min = config.size("T_min"), T_max = config.size("T_max");
-    const std::size_t repeats = config.size("repeats");
+    const std::size_t d = config.size(param::d), T_min = config.size(param::T_min), T_max = config.size(param::T_max);
+    const std::size_t repeats = config.size(param::repeats);
     const std::vector<std::size_t> lengths = doubling_lengths(T_min, T_max);
     const std::vector<std::string> labels = length_labels(lengths);
     Rng rng(config.seed);
@@ -323,6 +361,12 @@ void lesson_scaling(Trace& trace, const Config& config) {
                                           "attention outputs Y (T×d)", "GRU states (T×d)",
                                           "GRU gates and candidates (3 T×d)"},
                  {}, View::bars);
+}
+
+Lesson scaling_lesson() {
+    return make_lesson(7, "scaling", "Why attention replaced recurrence: steps, time and memory",
+                       "Vaswani et al. 2017, section 4; Cho et al. 2014", {param::d, param::T_min, param::T_max, param::repeats},
+                       limits, lesson_scaling, {{"d", 1}, {"T_min", 1}, {"T_max", 2}, {"repeats", 1}});
 }
 
 }  // namespace attn

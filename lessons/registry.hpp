@@ -44,13 +44,27 @@ const Lesson* find_lesson(const std::string& number_or_slug);
 // Runs a lesson with a configuration and returns what it recorded.
 Trace run_lesson(const Lesson& lesson, const Config& config);
 
-// The lesson functions, one per file in lessons/.
-void lesson_bottleneck(Trace& trace, const Config& config);
-void lesson_additive(Trace& trace, const Config& config);
-void lesson_scores(Trace& trace, const Config& config);
-void lesson_self_attention(Trace& trace, const Config& config);
-void lesson_gru_to_attention(Trace& trace, const Config& config);
-void lesson_multi_head(Trace& trace, const Config& config);
-void lesson_scaling(Trace& trace, const Config& config);
+// A lesson's record, with the defaults of its parameters and its cheapest configuration (the
+// `quick` settings) filled in. Each lesson file builds its own from the parameters it declares
+// next to the code that reads them.
+Lesson make_lesson(int number, std::string slug, std::string title, std::string sources, std::vector<Param> params,
+                   LessonLimits limits, LessonFn fn, std::vector<Setting> quick = {});
+
+// The lessons, one per file in lessons/, in course order.
+Lesson bottleneck_lesson();
+Lesson additive_lesson();
+Lesson scores_lesson();
+Lesson self_attention_lesson();
+Lesson gru_to_attention_lesson();
+Lesson multi_head_lesson();
+Lesson scaling_lesson();
+
+// Rules the lessons' limits share; each returns "" when the configuration is fine.
+// `doubles` under the memory cap, else a message naming the estimate of `what`.
+std::string memory_limit(double doubles, const std::string& what);
+// `width` divisible by `heads`, else which head counts would do (from `fewest_heads` up).
+std::string divisible(const Config& c, const Param& width, const Param& heads, long long fewest_heads);
+// `width` even, as the sinusoidal positions need (a sine and a cosine per frequency).
+std::string even(const Config& c, const Param& width);
 
 }  // namespace attn

@@ -435,7 +435,7 @@ TEST_CASE("lesson 3's recorded tensors recompute each other", "[scores][lessons]
     REQUIRE(lesson);
     const Trace trace = run_lesson(*lesson, lesson->defaults);
     const double d = static_cast<double>(lesson->defaults.get("d"));
-    const std::size_t D = lesson->defaults.size("D");
+    const std::size_t D = static_cast<std::size_t>(lesson->defaults.get("D"));
     const Mat Q = recorded(trace, "inputs", "Q"), K = recorded(trace, "inputs", "K");
     // Weights and scores are recorded one column per query: transpose back.
     const Mat e_dot = xt::transpose(Mat(recorded(trace, "dot", "e_dot")));

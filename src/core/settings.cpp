@@ -74,6 +74,8 @@ std::uint64_t parse_seed(const std::string& text) {
     return magnitude;
 }
 
+std::size_t Config::size(const Param& param) const { return static_cast<std::size_t>(get(param.key)); }
+
 Config default_config(const std::vector<Param>& params, std::uint64_t seed) {
     Config c;
     c.seed = seed;

@@ -16,6 +16,8 @@
 
 namespace attn {
 
+struct Param;
+
 // How the renderer shows a tensor, in addition to its numbers.
 enum class View {
     numbers,  // the numbers only
@@ -61,7 +63,9 @@ struct Config {
 
     // The value of `key`; throws std::out_of_range naming the key when it is absent.
     long long get(const std::string& key) const;
-    std::size_t size(const std::string& key) const { return static_cast<std::size_t>(get(key)); }
+    // The value of a lesson's parameter. Lessons read their parameters only this way, through the
+    // Param they declare (core/settings.hpp), so that a misspelt parameter does not compile.
+    std::size_t size(const Param& param) const;
 };
 
 // Same seed and the same settings in the same order.
