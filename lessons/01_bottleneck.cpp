@@ -185,20 +185,8 @@ double largest_increase(const Vec& values) {
     return worst;
 }
 
-}  // namespace
-
-void lesson_bottleneck(Trace& trace, const Config& config) {
-    const std::size_t d = config.size(param::d), trials = config.size(param::trials);
-    Rng rng(config.seed);
-    const auto vocab = source_vocab();
-    // attn run --input may replace any of these with the user's own (same shapes)
-    const Mat E_src = trace.input("E_src", rng.normal_mat(vocab.size(), d));
-    const Mat E_tgt = trace.input("E_tgt", rng.normal_mat(target_vocab.size(), d));
-    const nn::GruParams encoder = supplied_by_gate(trace, "encoder-params", draw_gru(rng, d, d, gru_init(d, d)));
-    const nn::GruParams decoder = supplied_by_gate(trace, "decoder-params", draw_gru(rng, 2 * d, d, gru_init(2 * d, d)));
-    const Mat W_o =
-        trace.input("W_o", rng.normal_mat(target_vocab.size(), d, 1.0 / std::sqrt(static_cast<double>(d))));
-
+// Step [embeddings]: the two embedding tables and X, the source sentence looked up in E_src.
+Mat record_embeddings(Trace& trace, const std::vector<std::string>& vocab, const Mat& E_src, const Mat& E_tgt) {
     trace.step("embeddings", "Tokens become vectors", "x_j = E_src[w_j],  y_i = E_tgt[w'_i]",
                "We translate \"turn off the lights\" into Hindi, \"लाइट बंद करो\". Each token is looked up "
                "in an embedding table: one row of d numbers per word. The tables here are drawn from the seed, "
@@ -208,7 +196,11 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
     trace.tensor("E_tgt", "target embedding table, V_tgt x d", E_tgt, target_vocab);
     const Mat X = nn::gather_rows(E_src, {0, 1, 2, 3});
     trace.tensor("X", "x_j = E_src[w_j], one row per source token", X, source_sentence);
+    return X;
+}
 
+// Steps [encoder-params] and [encoder]: the encoder GRU's weights and its run over X from h_0 = 0.
+nn::GruRun record_encoder(Trace& trace, const nn::GruParams& encoder, const Mat& X) {
     trace.step("encoder-params", "The encoder's weights", "GRU(x_t, h_{t-1}) with W: d x d, U: d x d, b: d",
                "The encoder is a gated recurrent unit (Cho et al. 2014). It owns three weight sets: the update "
                "gate z decides how much of the old state to keep, the reset gate r how much of it the candidate "
@@ -223,7 +215,7 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
                "h' = (1 - z) * n + z * h, the same convention). The states must be computed in order: h_3 "
                "needs h_2, which needs h_1. The same update can be read as the candidate corrected towards the "
                "old state, h_t = h~_t + z_t * (h_{t-1} - h~_t); the check recomputes every state that way.");
-    const nn::GruRun enc = nn::gru_forward(encoder, X, xt::zeros<double>({d}));
+    const nn::GruRun enc = nn::gru_forward(encoder, X, xt::zeros<double>({encoder.hidden_width()}));
     trace.tensor("Z", "z_t = sigmoid(W_z x_t + U_z h_{t-1} + b_z)", enc.update_gates, prefixed("z_", source_sentence));
     trace.tensor("R", "r_t = sigmoid(W_r x_t + U_r h_{t-1} + b_r)", enc.reset_gates, prefixed("r_", source_sentence));
     trace.tensor("H_cand", "h~_t = tanh(W_h x_t + U_h (r_t * h_{t-1}) + b_h)", enc.candidates,
@@ -231,14 +223,22 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
     trace.tensor("H", "h_t = z_t * h_{t-1} + (1 - z_t) * h~_t,  h_0 = 0", enc.states, prefixed("h_", source_sentence));
     trace.check("h_t = h~_t + z_t * (h_{t-1} - h~_t) reproduces every encoder state", interpolation_form_error(enc),
                 1e-12);
+    return enc;
+}
 
+// Step [context]: c = h_n, the only thing the decoder is told about the source.
+Vec record_context(Trace& trace, const nn::GruRun& enc) {
     trace.step("context", "The whole sentence in one vector", "c = s_0 = h_n",
                "Sutskever et al. (2014) hand the decoder nothing but the encoder's last state. Whatever the "
                "decoder will ever know about \"turn off the lights\" must fit in these d numbers. Cho et al. "
                "(2014) also feed the same c into every decoder step; we do both.");
     const Vec c = xt::row(enc.states, -1);
     trace.tensor("c", "c = h_n (the last row of H)", c);
+    return c;
+}
 
+// Steps [decoder-params] and [decoder]: the decoder's weights and its teacher-forced run from s_0 = c.
+void record_decoder(Trace& trace, const nn::GruParams& decoder, const Mat& W_o, const Mat& E_tgt, const Vec& c) {
     trace.step("decoder-params", "The decoder's weights", "GRU([y_{i-1}; c], s_{i-1}),  logits_i = W_o s_i",
                "The decoder is a second GRU. Its input is the previous target token's embedding concatenated "
                "with the context, so its input weights are d x 2d. W_o turns a state into one score per "
@@ -265,7 +265,11 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
     trace.check("each row of P sums to 1",
                 max_abs_difference(Vec(xt::sum(probabilities, {1})), xt::ones<double>({target_sentence.size()})),
                 1e-12);
+}
 
+// Step [bottleneck]: draws the demo sentences (replaceable by --input) and measures how far
+// replacing their first or last token moves c.
+void record_bottleneck(Trace& trace, Rng& rng, const nn::GruParams& encoder, const Mat& E_src, std::size_t trials) {
     trace.step("bottleneck", "Measured: the first word fades from c",
                "Δ_first(n) = mean_k |c(w_1..w_n) - c(w'_1, w_2..w_n)|,  Δ_last(n) likewise for w_n",
                "Take random sentences of n tokens, encode them, then replace only the first token and encode "
@@ -274,7 +278,7 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
                "0.88^n, while the last word always moves c a lot. Long sentences reach the decoder as a summary "
                "of their ending: the performance drop on long sentences that Cho et al. (2014) measured, and "
                "the reason Sutskever et al. (2014) reversed the source.");
-    DemoSentences demo = draw_sentences(rng, vocab.size(), trials);
+    DemoSentences demo = draw_sentences(rng, E_src.shape(0), trials);
     demo.sentences = trace.input("sentences", demo.sentences);
     demo.substitutes = trace.input("substitutes", demo.substitutes);
     const Mat table = measure_bottleneck(encoder, E_src, demo);
@@ -284,12 +288,10 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
     const Vec first_change = xt::col(table, 1);
     trace.tensor("first_token_influence", "Δ_first(n)", first_change, length_labels(), {}, View::bars);
     trace.check("replacing the first token moves c less and less as n grows", largest_increase(first_change), 0.0);
+}
 
-    trace.step("capacity", "What the one vector must carry", "n x d numbers in, d numbers out",
-               "The encoder reads n vectors of d numbers and must pass on d. Here that is 4 x 6 = 24 numbers "
-               "squeezed into 6, and the squeeze grows with every token. The next lesson removes the squeeze: "
-               "the decoder keeps all the encoder states and, at every step, decides which ones to look at "
-               "(Bahdanau et al. 2015).");
+// One row per demo length n: n, the n x d numbers read, the d passed on, and their ratio n.
+Mat numbers_carried(std::size_t d) {
     Mat counts = xt::empty<double>({demo_lengths.size(), std::size_t{4}});
     for (std::size_t i = 0; i < demo_lengths.size(); ++i) {
         const auto n = static_cast<double>(demo_lengths[i]);
@@ -298,8 +300,41 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
         counts(i, 2) = static_cast<double>(d);
         counts(i, 3) = n;
     }
-    trace.tensor("numbers_carried", "n, n x d in, d out, compression n x d / d = n", counts, length_labels(),
-                 {"n", "in", "out", "ratio"});
+    return counts;
+}
+
+// Step [capacity]: how many numbers go in and how many come out of the encoder, per length.
+void record_capacity(Trace& trace, std::size_t d) {
+    trace.step("capacity", "What the one vector must carry", "n x d numbers in, d numbers out",
+               "The encoder reads n vectors of d numbers and must pass on d. Here that is 4 x 6 = 24 numbers "
+               "squeezed into 6, and the squeeze grows with every token. The next lesson removes the squeeze: "
+               "the decoder keeps all the encoder states and, at every step, decides which ones to look at "
+               "(Bahdanau et al. 2015).");
+    trace.tensor("numbers_carried", "n, n x d in, d out, compression n x d / d = n", numbers_carried(d),
+                 length_labels(), {"n", "in", "out", "ratio"});
+}
+
+}  // namespace
+
+void lesson_bottleneck(Trace& trace, const Config& config) {
+    const std::size_t d = config.size(param::d), trials = config.size(param::trials);
+    Rng rng(config.seed);
+    const auto vocab = source_vocab();
+    // attn run --input may replace any of these with the user's own (same shapes)
+    const Mat E_src = trace.input("E_src", rng.normal_mat(vocab.size(), d));
+    const Mat E_tgt = trace.input("E_tgt", rng.normal_mat(target_vocab.size(), d));
+    const nn::GruParams encoder = supplied_by_gate(trace, "encoder-params", draw_gru(rng, d, d, gru_init(d, d)));
+    const nn::GruParams decoder =
+        supplied_by_gate(trace, "decoder-params", draw_gru(rng, 2 * d, d, gru_init(2 * d, d)));
+    const Mat W_o =
+        trace.input("W_o", rng.normal_mat(target_vocab.size(), d, 1.0 / std::sqrt(static_cast<double>(d))));
+
+    const Mat X = record_embeddings(trace, vocab, E_src, E_tgt);
+    const nn::GruRun enc = record_encoder(trace, encoder, X);
+    const Vec c = record_context(trace, enc);
+    record_decoder(trace, decoder, W_o, E_tgt, c);
+    record_bottleneck(trace, rng, encoder, E_src, trials);
+    record_capacity(trace, d);
 }
 
 Lesson bottleneck_lesson() {

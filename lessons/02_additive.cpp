@@ -87,7 +87,8 @@ std::vector<std::size_t> planned_sources(const Mat& Q_plan) {
 // A GRU drawn stacked, [W_z; W_r; W_h] then U then b (Cho et al. 2014's gates z, r, h~):
 // weights with variance 1/fan_in, biases N(0, 1/4); --input may replace W_<which>, U_<which>, b_<which>.
 StackedGru drawn_gru(Trace& trace, Rng& rng, const GruNames& names, std::size_t d_in, std::size_t w) {
-    return supplied(trace, names, stacked(draw_gru(rng, d_in, w, fan_in_init(GruInit::Order::stacked, d_in, w, 0.5, 0.0))));
+    return supplied(trace, names,
+                    stacked(draw_gru(rng, d_in, w, fan_in_init(GruInit::Order::stacked, d_in, w, 0.5, 0.0))));
 }
 
 // The three weights of the alignment model a(s_{i-1}, h_j) — Bahdanau et al. 2015, appendix A.1.2.
@@ -214,26 +215,16 @@ double outside_annotation_range(const Mat& C, const Mat& H) {
     return worst;
 }
 
-}  // namespace
+// The real decoder run: the scores of step i compare s_{i-1} with every annotation through the model.
+DecoderRun decode_with(const AlignmentModel& model, const nn::GruParams& decoder, const Vec& s0, const Mat& Y_in,
+                       const Mat& H) {
+    return decode(decoder, s0, Y_in, H, [&](std::size_t, const Vec& s_prev) {
+        return scores_by_hand(s_prev, H, model).scores;
+    });
+}
 
-void lesson_additive(Trace& trace, const Config& config) {
-    const std::size_t d = config.size(param::d), u = config.size(param::u), n = config.size(param::n);
-    const std::size_t T_x = source_sentence.size(), T_y = target_sentence.size();
-    Rng rng(config.seed);
-    // attn run --input may replace any of these with the user's own (same shapes)
-    const Mat X = trace.input("X", rng.normal_mat(T_x, d));
-    const Mat Y_in = trace.input("Y_in", rng.normal_mat(T_y, d));
-    const GruNames fwd = gru_names("fwd", "x_j"), bwd = gru_names("bwd", "x_j"), dec = gru_names("dec", "[y_{i-1}; c_i]");
-    const StackedGru forward = drawn_gru(trace, rng, fwd, d, u);
-    const StackedGru backward = drawn_gru(trace, rng, bwd, d, u);
-    const StackedGru decoder = drawn_gru(trace, rng, dec, d + 2 * u, n);
-    const Mat W_s = trace.input("W_s", rng.normal_mat(n, u, 1.0 / std::sqrt(static_cast<double>(u))));
-    // the plan of step [alignment-model] is built by rule, not drawn; it can be replaced too
-    const Mat K_plan = trace.input("K_plan", planned_keys());
-    const Mat Q_plan = trace.input("Q_plan", planned_queries());
-    const Vec v_a = trace.input("v_a", Vec(score_scale * xt::ones<double>({T_x})));
-    const std::vector<std::size_t> planned_source = planned_sources(Q_plan);
-
+// Step [embeddings]: the source words X and the target words Y_in fed to the decoder.
+void record_embeddings(Trace& trace, const Mat& X, const Mat& Y_in) {
     trace.step("embeddings", "The sentence pair as vectors", "x_j = E_src[w_j],  y_{i-1} = E_tgt[w'_{i-1}]",
                "The same pair as lesson 1: \"turn off the lights\" becomes \"लाइट बंद करो\". Each source word is "
                "a row of d numbers drawn from the seed, and so is each target word the decoder is fed. Training "
@@ -241,7 +232,11 @@ void lesson_additive(Trace& trace, const Config& config) {
                "the last word, करो, is only ever an output.");
     trace.tensor("X", "x_j, one row per source word", X, source_sentence);
     trace.tensor("Y_in", "y_{i-1}, the word fed in before y_i is emitted", Y_in, decoder_inputs);
+}
 
+// Step [encoder]: the annotations H = [H_fwd H_bwd] of the bidirectional GRU over X.
+nn::BiGruRun record_encoder(Trace& trace, const GruNames& fwd, const StackedGru& forward, const GruNames& bwd,
+                            const StackedGru& backward, const Mat& X) {
     trace.step("encoder", "Annotations: the sentence read in both directions",
                "h_j = [h→_j; h←_j],  h→_j = GRU→(x_j, h→_{j-1}),  h←_j = GRU←(x_j, h←_{j+1})",
                "A forward GRU reads turn → lights and a backward GRU reads lights → turn, both from zero "
@@ -254,12 +249,15 @@ void lesson_additive(Trace& trace, const Config& config) {
     record(trace, fwd, forward);
     record(trace, bwd, backward);
     const nn::BiGruRun encoder = nn::bigru_forward(unstacked(forward), unstacked(backward), X);
-    const Mat& H = encoder.annotations;
     trace.tensor("H_fwd", "h→_j, has read x_1 .. x_j", encoder.forward.states, source_sentence);
     trace.tensor("H_bwd", "h←_j, has read x_T .. x_j", encoder.backward.states, source_sentence);
-    trace.tensor("H", "h_j = [h→_j; h←_j], T_x x 2u", H, source_sentence);
+    trace.tensor("H", "h_j = [h→_j; h←_j], T_x x 2u", encoder.annotations, source_sentence);
+    return encoder;
+}
 
-    const nn::GruParams decoder_gru = unstacked(decoder);
+// Step [decoder-start]: the decoder's weights and s_0 = tanh(W_s h←_1), the state it starts from.
+Vec record_decoder_start(Trace& trace, const GruNames& dec, const StackedGru& decoder, const Mat& W_s,
+                         const nn::BiGruRun& encoder) {
     const Vec s0 = nn::tanh_each(nn::matvec(W_s, xt::row(encoder.backward.states, 0), "W_s h←_1"));
     trace.step("decoder-start", "The decoder and the state it starts from",
                "s_0 = tanh(W_s h←_1),  s_i = GRU([y_{i-1}; c_i], s_{i-1})",
@@ -275,8 +273,13 @@ void lesson_additive(Trace& trace, const Config& config) {
     record(trace, dec, decoder);
     trace.tensor("W_s", "initial-state weights, n x u", W_s);
     trace.tensor("s_0", "s_0 = tanh(W_s h←_1)", s0);
+    return s0;
+}
 
-    const AlignmentModel model = build_alignment_model(decoder_gru, s0, Y_in, H, Q_plan, K_plan, v_a);
+// Step [alignment-model]: W_a, U_a and v_a built to realise the planned keys and queries.
+AlignmentModel record_alignment_model(Trace& trace, const nn::GruParams& decoder, const Vec& s0, const Mat& Y_in,
+                                      const Mat& H, const Mat& Q_plan, const Mat& K_plan, const Vec& v_a) {
+    const AlignmentModel model = build_alignment_model(decoder, s0, Y_in, H, Q_plan, K_plan, v_a);
     trace.step("alignment-model", "The alignment model, built by a rule",
                "a(s_{i-1}, h_j) = v_a^T tanh(W_a s_{i-1} + U_a h_j)",
                "Nothing in this lesson is trained. We decide which source word each target word should read "
@@ -300,10 +303,11 @@ void lesson_additive(Trace& trace, const Config& config) {
     trace.tensor("v_a", "2 for every feature", model.v_a, feature_names);
     trace.check("U_a h_j equals the planned key k_j for every source word",
                 max_abs_difference(nn::matmul(H, nn::transposed(model.U_a), "H U_a^T"), K_plan), 1e-12);
+    return model;
+}
 
-    const DecoderRun run = decode(decoder_gru, s0, Y_in, H, [&](std::size_t, const Vec& s_prev) {
-        return scores_by_hand(s_prev, H, model).scores;
-    });
+// Step [first-word]: query, keys, tanh layer, scores, weights and context of y_1 written out.
+void record_first_word(Trace& trace, const DecoderRun& run, const Vec& s0, const Mat& H, const AlignmentModel& model) {
     const ScoreParts first = scores_by_hand(s0, H, model);
     const Mat W_joined = joined_weights(model);
     trace.step("first-word", "The first word, one score at a time",
@@ -328,7 +332,10 @@ void lesson_additive(Trace& trace, const Config& config) {
     trace.check("the concat form v_a^T tanh(W [s_0; h_j]) equals the split form v_a^T tanh(W_a s_0 + U_a h_j)",
                 max_abs_difference(nn::concat_scores(as_row(s0), H, W_joined, model.v_a), as_row(first.scores)),
                 1e-12);
+}
 
+// Step [decoder]: the decoder inputs and states, and the check that W_a produced the planned queries.
+void record_decoder(Trace& trace, const DecoderRun& run, const AlignmentModel& model, const Mat& Q_plan) {
     trace.step("decoder", "The decoder loop: score, weigh, sum, update",
                "s_i = GRU([y_{i-1}; c_i], s_{i-1}),  c_i from e_ij = a(s_{i-1}, h_j)",
                "c_1 goes into the decoder next to y_0 = <sos>, and the GRU update gives s_1, the state that "
@@ -338,11 +345,15 @@ void lesson_additive(Trace& trace, const Config& config) {
                "of step [alignment-model]: the real decoder, using W_a, produces exactly the planned queries.");
     trace.tensor("D_in", "row i: [y_{i-1}; c_i]", run.inputs,
                  std::vector<std::string>{"<sos> ; c_1", "लाइट ; c_2", "बंद ; c_3"});
-    trace.tensor("S", "s_i = GRU([y_{i-1}; c_i], s_{i-1})", run.states, numbered("s_", 1, T_y));
+    trace.tensor("S", "s_i = GRU([y_{i-1}; c_i], s_{i-1})", run.states, numbered("s_", 1, target_sentence.size()));
     trace.check("W_a s_{i-1} equals the planned query q_i at every step",
                 max_abs_difference(nn::matmul(run.queries, nn::transposed(model.W_a), "S_prev W_a^T"), Q_plan),
                 1e-12);
+}
 
+// Step [scores]: E, all T_y x T_x scores in one call, against those of the decoder loop.
+Mat record_scores(Trace& trace, const DecoderRun& run, const Mat& H, const AlignmentModel& model) {
+    const std::size_t T_x = source_sentence.size(), T_y = target_sentence.size();
     const Mat E = nn::additive_scores(run.queries, H, model.W_a, model.U_a, model.v_a);
     trace.step("scores", "Every score at once", "E = [e_ij],  e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j)",
                "The loop could not score all words at once, because s_1 needed c_1 first. Once it has run, "
@@ -356,7 +367,13 @@ void lesson_additive(Trace& trace, const Config& config) {
                  std::vector<std::string>{"T_x", "T_y", "T_x * T_y"});
     trace.check("the matrix of scores equals the scores computed one step at a time",
                 max_abs_difference(E, run.scores), 1e-12);
+    return E;
+}
 
+// Step [weights]: alpha = softmax(E) row by row, and each target word's peak on its planned source word.
+Mat record_weights(Trace& trace, const Mat& E, const Mat& Q_plan) {
+    const std::size_t T_y = target_sentence.size();
+    const std::vector<std::size_t> planned_source = planned_sources(Q_plan);
     const Mat alpha = nn::softmax_rows(E);
     const Vec row_sums = xt::sum(alpha, {1});
     trace.step("weights", "Attention weights: the alignment", "alpha_ij = exp(e_ij) / sum_k exp(e_ik)",
@@ -375,7 +392,11 @@ void lesson_additive(Trace& trace, const Config& config) {
         trace.check(target_sentence[i] + " gives its largest weight to \"" + source_sentence[planned_source[i]] +
                         "\"",
                     misaligned(alpha, i, planned_source[i]), 0.0);
+    return alpha;
+}
 
+// Step [context]: C = alpha H, every context at once, against the decoder loop's.
+void record_context(Trace& trace, const Mat& alpha, const Mat& H, const DecoderRun& run) {
     const Mat C = nn::context_vectors(alpha, H);
     trace.step("context", "Context vectors: one per target word", "c_i = sum_j alpha_ij h_j,  C = alpha H",
                "Each context is a weighted average of the annotations. Because the weights are non-negative "
@@ -383,11 +404,45 @@ void lesson_additive(Trace& trace, const Config& config) {
                "the largest value of that coordinate over the h_j. All T_y contexts at once are one matrix "
                "product, alpha H, which must equal the loop over j that the decoder ran. This is what the "
                "decoder gains over lesson 1: a summary of the sentence made for each word it writes.");
-    trace.tensor("C", "c_i = sum_j alpha_ij h_j", C, numbered("c_", 1, T_y));
+    trace.tensor("C", "c_i = sum_j alpha_ij h_j", C, numbered("c_", 1, target_sentence.size()));
     trace.check("the matrix form alpha H equals the loop sum_j alpha_ij h_j", max_abs_difference(C, run.contexts),
                 1e-12);
     trace.check("every c_i lies within the range of the annotations, coordinate by coordinate",
                 outside_annotation_range(C, H), 1e-12);
+}
+
+}  // namespace
+
+void lesson_additive(Trace& trace, const Config& config) {
+    const std::size_t d = config.size(param::d), u = config.size(param::u), n = config.size(param::n);
+    const std::size_t T_x = source_sentence.size(), T_y = target_sentence.size();
+    Rng rng(config.seed);
+    // attn run --input may replace any of these with the user's own (same shapes)
+    const Mat X = trace.input("X", rng.normal_mat(T_x, d));
+    const Mat Y_in = trace.input("Y_in", rng.normal_mat(T_y, d));
+    const GruNames fwd = gru_names("fwd", "x_j"), bwd = gru_names("bwd", "x_j");
+    const GruNames dec = gru_names("dec", "[y_{i-1}; c_i]");
+    const StackedGru forward = drawn_gru(trace, rng, fwd, d, u);
+    const StackedGru backward = drawn_gru(trace, rng, bwd, d, u);
+    const StackedGru decoder = drawn_gru(trace, rng, dec, d + 2 * u, n);
+    const Mat W_s = trace.input("W_s", rng.normal_mat(n, u, 1.0 / std::sqrt(static_cast<double>(u))));
+    // the plan of step [alignment-model] is built by rule, not drawn; it can be replaced too
+    const Mat K_plan = trace.input("K_plan", planned_keys());
+    const Mat Q_plan = trace.input("Q_plan", planned_queries());
+    const Vec v_a = trace.input("v_a", Vec(score_scale * xt::ones<double>({T_x})));
+
+    record_embeddings(trace, X, Y_in);
+    const nn::BiGruRun encoder = record_encoder(trace, fwd, forward, bwd, backward, X);
+    const Mat& H = encoder.annotations;
+    const nn::GruParams decoder_gru = unstacked(decoder);
+    const Vec s0 = record_decoder_start(trace, dec, decoder, W_s, encoder);
+    const AlignmentModel model = record_alignment_model(trace, decoder_gru, s0, Y_in, H, Q_plan, K_plan, v_a);
+    const DecoderRun run = decode_with(model, decoder_gru, s0, Y_in, H);
+    record_first_word(trace, run, s0, H, model);
+    record_decoder(trace, run, model, Q_plan);
+    const Mat E = record_scores(trace, run, H, model);
+    const Mat alpha = record_weights(trace, E, Q_plan);
+    record_context(trace, alpha, H, run);
 }
 
 Lesson additive_lesson() {

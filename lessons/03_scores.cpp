@@ -220,14 +220,10 @@ Mat featured_comparison(const Vec& positions, const Mat& global, const Mat& gaus
     return out;
 }
 
-}  // namespace
-
-void lesson_scores(Trace& trace, const Config& config) {
-    const std::size_t d = config.size(param::d), D = config.size(param::D), S = source_sentence.size();
-    Rng rng(config.seed);
+// Step [inputs]: the keys K and the queries Q, each planted near the key of the word it translates.
+void record_inputs(Trace& trace, const Mat& K, const Mat& Q) {
     const auto keys = prefixed("k_", source_sentence);
     const auto queries = prefixed("q_", target_sentence);
-
     trace.step("inputs", "Queries and keys", "q_t = h_t (decoder state),  k_s = h̄_s (encoder state)",
                "Luong et al. (2015) score the decoder state h_t against every encoder state h̄_s. Vaswani et al. "
                "(2017) call the vector that asks a query and the vectors it is compared with keys; here the keys "
@@ -236,14 +232,14 @@ void lesson_scores(Trace& trace, const Config& config) {
                "so the word order runs backwards. Nothing is trained in this lesson: the keys are random "
                "directions of equal length, and each query is planted near the key of the word it translates, "
                "so that the pictures have something to find.");
-    // attn run --input may replace K, Q and every weight below with the user's own (same shapes)
-    const Mat K = trace.input("K", keys_of_equal_length(rng, S, d));
     trace.tensor("K", "k_s: random directions, each of length sqrt(d)", K, keys);
     trace.tensor("partner", "the source position s that target word t translates", partner_positions(),
                  target_sentence);
-    const Mat Q = trace.input("Q", planted_queries(rng, K));
     trace.tensor("Q", "q_t = k_partner(t) + 0.5 noise, noise ~ N(0, I)", Q, queries);
+}
 
+// Step [dot]: the weights of the dot score q_t^T k_s, which later steps compare with.
+Mat record_dot(Trace& trace, const Mat& Q, const Mat& K) {
     trace.step("dot", "Dot score", "e_t(s) = q_t^T k_s",
                "The simplest score has no parameters: the dot product, large when q_t and k_s point the same "
                "way (Luong et al. 2015, eq. 8). A softmax over the source turns one query's scores into weights "
@@ -251,29 +247,33 @@ void lesson_scores(Trace& trace, const Config& config) {
                "is the weighted average of the keys. The dot product also grows with length, q^T k <= |q| |k|: "
                "with keys of unequal length a long key can outscore the query's own partner. Ours are equally "
                "long, so only direction counts.");
-    const Mat a_dot = record_global_attention(trace, "dot", "e_t(s) = q_t^T k_s", nn::dot_scores(Q, K), K);
+    return record_global_attention(trace, "dot", "e_t(s) = q_t^T k_s", nn::dot_scores(Q, K), K);
+}
 
+// Step [general]: the bilinear score q_t^T W_g k_s and its weights.
+Mat record_general(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_g) {
+    const std::size_t d = K.shape(1);
     trace.step("general", "General (bilinear) score", "e_t(s) = q_t^T W_g k_s",
                "Luong's \"general\" score puts a learned d x d matrix between query and key (eq. 8), so a query "
                "can look for something other than itself: W_g may rotate, stretch or mix features before the "
                "comparison. Our W_g is random, so it has no reason to favour the planted partner. With W_g = I "
                "the general score is the dot score, as the check confirms.");
-    const Mat W_g = trace.input("W_g", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(d))));
     trace.tensor("W_g", "W_g, d x d, entries N(0, 1/d)", W_g);
     const Mat a_general =
         record_global_attention(trace, "general", "e_t(s) = q_t^T W_g k_s", nn::general_scores(Q, W_g, K), K);
     trace.check("general score with W_g = I equals the dot score",
                 max_abs_difference(nn::general_scores(Q, xt::eye<double>(d), K), nn::dot_scores(Q, K)), 1e-12);
+    return a_general;
+}
 
+// Step [concat]: Luong's concat score with W_a = [W_q W_k], checked against the additive score.
+Mat record_concat(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_q, const Mat& W_k, const Vec& v_a) {
     trace.step("concat", "Concat (additive) score", "e_t(s) = v_a^T tanh(W_a [q_t; k_s])",
                "Luong's \"concat\" score (eq. 8) feeds query and key together through one tanh layer and reads "
                "a single number out with v_a. Splitting W_a = [W_q W_k] shows that it is the additive score of "
                "Bahdanau et al. (2015, appendix A.1.2), v_a^T tanh(W_q q_t + W_k k_s); the check computes it "
                "that way. The tanh bounds every score by the sum of |v_a|, so unlike a dot product it cannot "
                "grow with d. Untrained, W_a and v_a favour no partner either.");
-    const Mat W_q = trace.input("W_q", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d))));
-    const Mat W_k = trace.input("W_k", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d))));
-    const Vec v_a = trace.input("v_a", rng.normal_vec(d));
     trace.tensor("W_q", "query half of W_a = [W_q W_k], d_a x d, entries N(0, 1/(2d))", W_q);
     trace.tensor("W_k", "key half of W_a, d_a x d, entries N(0, 1/(2d))", W_k);
     trace.tensor("v_a", "v_a, d_a, entries N(0, 1)", v_a);
@@ -282,7 +282,13 @@ void lesson_scores(Trace& trace, const Config& config) {
         record_global_attention(trace, "concat", "e_t(s) = v_a^T tanh(W_a [q_t; k_s])", e_concat, K);
     trace.check("concat equals additive v_a^T tanh(W_q q + W_k k)",
                 max_abs_difference(e_concat, nn::additive_scores(Q, K, W_q, W_k, v_a)), 1e-12);
+    return a_concat;
+}
 
+// Step [scaled]: the scaled dot score, and the weight each of the four scores gives the planted partner.
+void record_scaled(Trace& trace, const Mat& Q, const Mat& K, const Mat& a_dot, const Mat& a_general,
+                   const Mat& a_concat) {
+    const std::size_t d = K.shape(1);
     trace.step("scaled", "Scaled dot score", "e_t(s) = q_t^T k_s / sqrt(d)",
                "Vaswani et al. (2017, eq. 1) divide the dot score by the square root of the width d of the "
                "keys. Dividing all of a query's scores by one number keeps their order, so the same word wins; "
@@ -296,8 +302,10 @@ void lesson_scores(Trace& trace, const Config& config) {
                  partner_weights({a_dot, a_general, a_concat, a_scaled}), target_sentence, score_names);
     trace.check("scaled score equals dot score / sqrt(d)",
                 max_abs_difference(e_scaled, nn::dot_scores(Q, K) / std::sqrt(as_double(d))), 1e-12);
+}
 
-    const std::size_t pairs = config.size(param::pairs);
+// Step [variance]: Var(q^T k) measured over `pairs` random pairs per width.
+void record_variance(Trace& trace, Rng& rng, std::size_t pairs) {
     trace.step("variance", "Why sqrt(d): the variance of q^T k is d", "Var(q^T k) = d  for q, k ~ N(0, I_d)",
                "With independent entries of mean 0 and variance 1, q^T k is a sum of d products of variance 1, "
                "so its variance is d (Vaswani et al. 2017, section 3.2.1, footnote 4). We measure it with " +
@@ -315,8 +323,11 @@ void lesson_scores(Trace& trace, const Config& config) {
     const Vec relative = xt::col(variance, 1);
     trace.check("var(q.k) / d = 1 within 4 sqrt(3.5 / pairs)",
                 xt::amax(xt::abs(relative - 1.0))(), 4.0 * std::sqrt(3.5 / as_double(pairs)));
+}
 
-    const std::size_t demo_queries = config.size(param::queries), demo_keys = config.size(param::keys);
+// Step [saturation]: the largest softmax weight and the Jacobian's size, unscaled and scaled. The
+// measurement comes first because the step's explanation quotes its largest standard error.
+void record_saturation(Trace& trace, Rng& rng, std::size_t demo_queries, std::size_t demo_keys) {
     const SaturationDemo saturation = measure_saturation(rng, demo_queries, demo_keys);
     trace.step("saturation", "Why sqrt(d): unscaled, the softmax saturates",
                "max_s a(s)  and  |J|,  J_ij = d a_i / d e_j = a_i (delta_ij - a_j)",
@@ -324,7 +335,8 @@ void lesson_scores(Trace& trace, const Config& config) {
                "and the others to 0. Then the weights hardly respond to the scores any more: the Jacobian J of "
                "the softmax shrinks towards 0 (|J| is the root of the sum of its squared entries), and so does "
                "every gradient that passes through it. These are the \"extremely small gradients\" that Vaswani "
-               "et al. (2017, section 3.2.1) suspected, and the reason they scale. We draw " + std::to_string(demo_queries) + " queries per width, each against " +
+               "et al. (2017, section 3.2.1) suspected, and the reason they scale. We draw " +
+                   std::to_string(demo_queries) + " queries per width, each against " +
                    std::to_string(demo_keys) + " random keys, and average. Scaled, both measures stay put.\n" +
                    fmt::format("The second table gives each mean's standard error; the largest is {:.4f}. The "
                                "checks' tolerances are round numbers many standard errors away from the "
@@ -345,14 +357,16 @@ void lesson_scores(Trace& trace, const Config& config) {
                 xt::amax(largest_scaled)() - xt::amin(largest_scaled)(), 0.1);
     trace.check("d = 512: |J| / |J| scaled below 1/3 (ratio shown)", jacobian(widest) / jacobian_scaled(widest),
                 1.0 / 3.0);
+}
 
+// Step [attentional-state]: Luong's h~_t from the dot-score contexts, by the whole W_c and by its halves.
+void record_attentional_state(Trace& trace, const Mat& Q, const Mat& K, const Mat& a_dot, const Mat& W_c1,
+                              const Mat& W_c2) {
     trace.step("attentional-state", "Luong's attentional state", "h~_t = tanh(W_c [c_t; h_t])",
                "Luong et al. (2015, eq. 5) join the context and the decoder state and pass them through one "
                "layer; h~_t then predicts the next word (eq. 6) and is fed to the next step. One matrix on the "
                "concatenation is the same as two matrices on the parts, W_c [c; h] = W_c1 c + W_c2 h with "
                "W_c = [W_c1 W_c2], which is how many implementations write it. We use the dot-score contexts.");
-    const Mat W_c1 = trace.input("W_c1", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d))));
-    const Mat W_c2 = trace.input("W_c2", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d))));
     trace.tensor("W_c1", "context half of W_c = [W_c1 W_c2], d x d, entries N(0, 1/(2d))", W_c1);
     trace.tensor("W_c2", "state half of W_c, d x d, entries N(0, 1/(2d))", W_c2);
     const Mat C_dot = nn::context_vectors(a_dot, K);
@@ -361,7 +375,21 @@ void lesson_scores(Trace& trace, const Config& config) {
                  prefixed("h~_", target_sentence));
     trace.check("tanh(W_c [c; h]) equals tanh(W_c1 c + W_c2 h)",
                 max_abs_difference(H_tilde, attentional_states_by_parts(C_dot, Q, W_c1, W_c2)), 1e-12);
+}
 
+// Local-p's predicted positions and, for each query (row) and source word (column), its window
+// (1 inside, 0 outside) and its Gaussian factor.
+struct LocalWindow {
+    Vec p;         // T
+    Mat window;    // T x S
+    Mat gaussian;  // T x S
+};
+
+// Step [window]: the positions p_t that local-p predicts, and the window and Gaussian around each.
+LocalWindow record_window(Trace& trace, const Mat& Q, const Mat& W_p, const Vec& v_p, std::size_t D) {
+    const std::size_t S = source_sentence.size();
+    const auto keys = prefixed("k_", source_sentence);
+    const auto queries = prefixed("q_", target_sentence);
     trace.step("window", "Local-p: predict a position, open a window",
                "p_t = S sigmoid(v_p^T tanh(W_p h_t)),  window |s - p_t| <= D,  sigma = D / 2",
                "Global attention scores every source word at every step. Local attention (Luong et al. 2015, "
@@ -371,8 +399,6 @@ void lesson_scores(Trace& trace, const Config& config) {
                "fewer positions. A Gaussian with sigma = D / 2 then favours the positions nearest p_t (eq. 11). "
                "Our W_p and v_p are random, so p_t lands wherever they send it; training would teach them to "
                "aim at the partner.");
-    const Mat W_p = trace.input("W_p", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(d))));
-    const Vec v_p = trace.input("v_p", rng.normal_vec(d));
     trace.tensor("W_p", "W_p, d_p x d, entries N(0, 1/d)", W_p);
     trace.tensor("v_p", "v_p, d_p, entries N(0, 1)", v_p);
     const Vec p = nn::predicted_positions(Q, W_p, v_p, S);
@@ -383,7 +409,12 @@ void lesson_scores(Trace& trace, const Config& config) {
                  one_column_per_query(window), keys, target_sentence);
     trace.tensor("gaussian", "exp(-(s - p_t)^2 / (2 sigma^2)), sigma = D / 2", one_column_per_query(gaussian), keys,
                  target_sentence);
+    return {p, window, gaussian};
+}
 
+// Step [local]: the local-p weights beside the global dot-score weights.
+void record_local(Trace& trace, const Mat& Q, const Mat& K, const Mat& a_dot, const LocalWindow& w, std::size_t D) {
+    const auto keys = prefixed("k_", source_sentence);
     trace.step("local", "Local-p weights beside global weights",
                "a_t(s) = softmax_window(e_t)(s) exp(-(s - p_t)^2 / (2 sigma^2)),  0 outside",
                "The weights come from the dot scores of the words inside the window only: a softmax over the "
@@ -391,20 +422,53 @@ void lesson_scores(Trace& trace, const Config& config) {
                "them. Luong et al. (eq. 11) stop there and do not renormalise again, and neither do we: a "
                "column sums to less than 1, and the context is a shrunken average. Words outside the window "
                "get exactly 0, even a partner that the window missed.");
-    const Mat a_local = nn::local_p_weights(nn::dot_scores(Q, K), p, D);
+    const Mat a_local = nn::local_p_weights(nn::dot_scores(Q, K), w.p, D);
     trace.tensor("a_local", "local-p weights; row s, column t", one_column_per_query(a_local), keys,
                  target_sentence, View::heatmap);
     trace.tensor("step_" + std::to_string(featured_query + 1),
                  fmt::format("query {} ({}), p_t = {:.2f}, position by position", featured_query + 1,
-                             target_sentence[featured_query], p(featured_query)),
-                 featured_comparison(p, a_dot, gaussian, a_local), keys, {"s - p_t", "global", "gaussian", "local"});
+                             target_sentence[featured_query], w.p(featured_query)),
+                 featured_comparison(w.p, a_dot, w.gaussian, a_local), keys,
+                 {"s - p_t", "global", "gaussian", "local"});
     trace.tensor("local_mass", "sum_s a_t(s), below 1: no renormalising after the Gaussian",
                  Vec(xt::sum(a_local, {1})), target_sentence);
     trace.tensor("c_local", "c_t = sum_s a_t(s) k_s over the window", nn::context_vectors(a_local, K),
                  prefixed("c_", target_sentence));
-    trace.check("local weights are exactly 0 outside the window", largest_outside_window(a_local, window), 0.0);
+    trace.check("local weights are exactly 0 outside the window", largest_outside_window(a_local, w.window), 0.0);
     trace.check("in the window: local = gaussian * global / window mass",
-                local_from_global_error(a_local, a_dot, window, gaussian), 1e-12);
+                local_from_global_error(a_local, a_dot, w.window, w.gaussian), 1e-12);
+}
+
+}  // namespace
+
+void lesson_scores(Trace& trace, const Config& config) {
+    const std::size_t d = config.size(param::d), D = config.size(param::D), S = source_sentence.size();
+    Rng rng(config.seed);
+    // attn run --input may replace K, Q and every weight below with the user's own (same shapes)
+    const Mat K = trace.input("K", keys_of_equal_length(rng, S, d));
+    const Mat Q = trace.input("Q", planted_queries(rng, K));
+    record_inputs(trace, K, Q);
+
+    const Mat a_dot = record_dot(trace, Q, K);
+    const Mat W_g = trace.input("W_g", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(d))));
+    const Mat a_general = record_general(trace, Q, K, W_g);
+    const Mat W_q = trace.input("W_q", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d))));
+    const Mat W_k = trace.input("W_k", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d))));
+    const Vec v_a = trace.input("v_a", rng.normal_vec(d));
+    const Mat a_concat = record_concat(trace, Q, K, W_q, W_k, v_a);
+    record_scaled(trace, Q, K, a_dot, a_general, a_concat);
+
+    // The measurements draw fresh queries and keys from rng, between the weights above and below.
+    record_variance(trace, rng, config.size(param::pairs));
+    record_saturation(trace, rng, config.size(param::queries), config.size(param::keys));
+
+    const Mat W_c1 = trace.input("W_c1", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d))));
+    const Mat W_c2 = trace.input("W_c2", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(2 * d))));
+    record_attentional_state(trace, Q, K, a_dot, W_c1, W_c2);
+    const Mat W_p = trace.input("W_p", rng.normal_mat(d, d, 1.0 / std::sqrt(as_double(d))));
+    const Vec v_p = trace.input("v_p", rng.normal_vec(d));
+    const LocalWindow window = record_window(trace, Q, W_p, v_p, D);
+    record_local(trace, Q, K, a_dot, window, D);
 }
 
 Lesson scores_lesson() {

@@ -380,19 +380,26 @@ Mat recap_counts(const std::vector<Mat>& dependencies, std::size_t T) {
     return out;
 }
 
-}  // namespace
+// Row and column labels the stages share: "x_1 the" .. for tokens, h_t for outputs, x_j for inputs.
+struct Labels {
+    std::vector<std::string> tokens, states, inputs;
+};
 
-void lesson_gru_to_attention(Trace& trace, const Config& config) {
-    const std::size_t d = config.size(param::d), heads = config.size(param::heads), d_ff = config.size(param::d_ff);
-    const std::size_t T = sentence_ids.size(), d_h = d / heads;
-    Rng rng(config.seed);
-    // attn run --input may replace any of the parameters with the user's own (same shapes)
-    const Parameters p = supplied_parameters(trace, draw_parameters(rng, d, d_ff));
-    const auto tokens = token_labels(forwards(T));
-    const auto states = numbered("h_", 1, T), inputs = numbered("x_", 1, T);
-    std::vector<Mat> dependencies;  // one per stage, for the recap
-    std::vector<double> gaps;       // reversal gaps, likewise
+// What the recap reads of every stage, one entry per stage in order: which inputs each output
+// reads, and how far reversing the input is from reversing the output.
+struct StageProbes {
+    std::vector<Mat> dependencies;
+    std::vector<double> gaps;
+};
 
+// Measures `layer` as the next stage of the recap.
+void probe_stage(StageProbes& probes, const Layer& layer, const Mat& X) {
+    probes.dependencies.push_back(measured_dependency(layer, X));
+    probes.gaps.push_back(reversal_gap(layer, X));
+}
+
+// Step [tokens]: X, the embeddings of the six tokens every stage reads.
+Mat record_tokens(Trace& trace, const Parameters& p, const Labels& labels) {
     trace.step("tokens", "Six tokens", "x_i = E[w_i],  i = 1 .. T",
                "Every stage of this lesson reads the same six tokens, \"the cat sat on the mat\", each a row of an "
                "embedding table E drawn from the seed. Nothing is trained: the lesson is about which quantity depends "
@@ -402,8 +409,13 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
                "at a time: u_t is the update gate, h~_t the candidate, h_t the state at position t.");
     trace.tensor("E", "embedding table, V x d, entries N(0, 1)", p.E, vocabulary);
     const Mat X = nn::gather_rows(p.E, sentence_ids);
-    trace.tensor("X", "x_i = E[w_i], one row per token", X, tokens);
+    trace.tensor("X", "x_i = E[w_i], one row per token", X, labels.tokens);
+    return X;
+}
 
+// Step [gru]: the full GRU, reset gate included, whose update stays between h_{t-1} and h~_t.
+void record_full_gru(Trace& trace, const Parameters& p, const Mat& X, const Labels& labels) {
+    const std::size_t T = X.shape(0);
     const nn::GruRun full = nn::gru_forward(full_gru(p), X, p.h0);
     trace.step("gru", "Stage 0 · The GRU's additive update",
                "h_t = u_t*h_{t-1} + (1-u_t)*h~_t,  h~_t = tanh(W x_t + U (r_t*h_{t-1}) + b)",
@@ -423,14 +435,17 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
     record(trace, stacked_names(), p.gru);
     trace.tensor("h_0", "the initial state, entries N(0, 0.25)", p.h0);
     trace.tensor("R", "r_t = sigmoid(W_r x_t + U_r h_{t-1} + b_r)", full.reset_gates, numbered("r_", 1, T));
-    trace.tensor("H_gru", "h_t of the full GRU", full.states, states);
+    trace.tensor("H_gru", "h_t of the full GRU", full.states, labels.states);
     trace.check("every feature of h_t lies between those of h_{t-1} and h~_t",
                 outside_interpolation(full.states, full.candidates, p.h0), 0.0);
+}
 
-    const nn::UpdateOnlyGru gru = update_only_gru(p);
+// Step [no-reset]: stage 0, the GRU without its reset gate, and what each of its states reads.
+nn::UpdateOnlyRun record_update_only_gru(Trace& trace, const Parameters& p, const nn::UpdateOnlyGru& gru, const Mat& X,
+                                         const Labels& labels, StageProbes& probes) {
+    const std::size_t T = X.shape(0);
     const nn::UpdateOnlyRun run = nn::update_only_gru_forward(gru, X, p.h0);
-    dependencies.push_back(measured_dependency(gru_layer(gru, p.h0), X));
-    gaps.push_back(reversal_gap(gru_layer(gru, p.h0), X));
+    probe_stage(probes, gru_layer(gru, p.h0), X);
     trace.step("no-reset", "Stage 0 · Dropping the reset gate",
                "h~_t = tanh(W x_t + U h_{t-1} + b):  r_t = 1, the rest as in step [gru]",
                "The derivation drops the reset gate to keep the algebra short: r_t = 1, so the candidate sees all of "
@@ -442,12 +457,24 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
                "h_1, h_2, ..., h_{t-1}: T steps that must run one after another.");
     trace.tensor("U_gates", "u_t, one row per step", run.update_gates, numbered("u_", 1, T));
     trace.tensor("H_cand", "h~_t = tanh(W x_t + U h_{t-1} + b)", run.candidates, numbered("h~_", 1, T));
-    trace.tensor("H", "h_t = u_t * h_{t-1} + (1 - u_t) * h~_t", run.states, states);
-    trace.tensor("D_0", "1 where nudging x_j moves h_t", dependencies.back(), states, inputs);
+    trace.tensor("H", "h_t = u_t * h_{t-1} + (1 - u_t) * h~_t", run.states, labels.states);
+    trace.tensor("D_0", "1 where nudging x_j moves h_t", probes.dependencies.back(), labels.states, labels.inputs);
     trace.check("nn::gru_forward with the reset gate held open gives the same states",
                 max_abs_difference(nn::gru_forward(reset_held_open(p), X, p.h0).states, run.states), 1e-12);
-    trace.check("no h_t depends on a later input x_j, j > t", reads_later_inputs(dependencies.back()), 0.0);
+    trace.check("no h_t depends on a later input x_j, j > t", reads_later_inputs(probes.dependencies.back()), 0.0);
+    return run;
+}
 
+// The unrolled weights A of stage 1 and the states they rebuild, for the wrong forms to be compared with.
+struct Unrolled {
+    nn::Tensor3 A;
+    Mat H_closed;
+};
+
+// Step [unroll]: stage 1, h_t as a weighted sum of h_0 and the candidates.
+Unrolled record_unrolled_weights(Trace& trace, const Parameters& p, const nn::UpdateOnlyRun& run,
+                                 const Labels& labels) {
+    const std::size_t T = run.states.shape(0);
     const nn::Tensor3 A = nn::unrolled_weights(run.update_gates);
     const Mat H_closed = nn::weighted_states(A, p.h0, run.candidates);
     trace.step("unroll", "Stage 1 · Unrolled into a weighted sum",
@@ -463,13 +490,21 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
                "... u_1 = 1. So h_t is a weighted average of h_0 and the candidates so far, with non-negative weights "
                "that sum to 1, which is exactly what a softmax produces.");
     const auto columns = unrolled_columns(T);
-    trace.tensor("A_1", "a_{t,i} of feature 1; row t, column h_0 or h~_i", feature_weights(A, 0), states, columns,
-                 View::heatmap);
-    trace.tensor("A_2", "a_{t,i} of feature 2", feature_weights(A, 1), states, columns);
+    trace.tensor("A_1", "a_{t,i} of feature 1; row t, column h_0 or h~_i", feature_weights(A, 0), labels.states,
+                 columns, View::heatmap);
+    trace.tensor("A_2", "a_{t,i} of feature 2", feature_weights(A, 1), labels.states, columns);
     trace.check("for every t and feature, the closed form equals the recursion",
                 max_abs_difference(H_closed, run.states), 1e-12);
     trace.check("for every t and feature, the weights sum to 1", row_sum_error(A), 1e-12);
+    return {A, H_closed};
+}
 
+// Step [wrong-range]: the write-up's closed form and an off-by-one one, against the corrected form.
+void record_wrong_closed_forms(Trace& trace, const Parameters& p, const nn::UpdateOnlyRun& run,
+                               const Unrolled& unrolled, const Labels& labels) {
+    const nn::Tensor3& A = unrolled.A;
+    const Mat& H_closed = unrolled.H_closed;
+    const auto columns = unrolled_columns(run.states.shape(0));
     const nn::Tensor3 A_wrong = nn::write_up_unrolled_weights(run.update_gates);
     const nn::Tensor3 A_early = nn::off_by_one_unrolled_weights(run.update_gates);
     const Mat errors = errors_per_step(run.states, {H_closed, nn::weighted_states(A_wrong, p.h0, run.candidates),
@@ -490,18 +525,22 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
                "1 tell the same story: only the corrected weights sum to 1. A check that two things differ by more "
                "than 0.01 reports how far the difference falls short of 0.01 (its shortfall) as its error, so 0 means "
                "the claim holds.");
-    trace.tensor("A_wrong_1", "the write-up's a_{t,i}, feature 1", feature_weights(A_wrong, 0), states, columns);
-    trace.tensor("row_sums", "sum_i a_{t,i} of feature 1", first_feature_row_sums({A, A_wrong, A_early}), states,
+    trace.tensor("A_wrong_1", "the write-up's a_{t,i}, feature 1", feature_weights(A_wrong, 0), labels.states, columns);
+    trace.tensor("row_sums", "sum_i a_{t,i} of feature 1", first_feature_row_sums({A, A_wrong, A_early}), labels.states,
                  forms);
-    trace.tensor("errors", "max over features |closed form - recursion|", errors, states, forms);
+    trace.tensor("errors", "max over features |closed form - recursion|", errors, labels.states, forms);
     trace.check("the write-up's form misses h_t by > 0.01 at every t (error: shortfall)",
                 shortfall(smallest(xt::col(errors, 1)), clear_gap), 0.0);
     trace.check("the product from j = i misses h_t by > 0.01 (error: shortfall)",
                 shortfall(xt::amax(xt::col(errors, 2))(), clear_gap), 0.0);
+}
 
+// Step [free-weights]: stage 2, softmax weights in place of the products of gates.
+void record_free_weights(Trace& trace, const Parameters& p, const nn::UpdateOnlyGru& gru, const Mat& X,
+                         const Labels& labels, StageProbes& probes) {
+    const std::size_t T = X.shape(0);
     const nn::CandidateAttentionRun freed = nn::candidate_attention_forward(gru.candidate, X, p.h0);
-    dependencies.push_back(measured_dependency(candidate_attention_layer(gru.candidate, p.h0), X));
-    gaps.push_back(reversal_gap(candidate_attention_layer(gru.candidate, p.h0), X));
+    probe_stage(probes, candidate_attention_layer(gru.candidate, p.h0), X);
     trace.step("free-weights", "Stage 2 · Free the weights",
                "h_t = sum_{i<=t} alpha_{t,i} h~_i,  alpha_{t,i} ∝ exp(ATT(h~_i, x_t))",
                "The weights of stage 1 are products of gates, and every gate u_j was computed from h_{j-1}: the "
@@ -516,22 +555,32 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
                "x_t + U h_{t-1} + b) with stage 0's W, U and b, so the loop still runs T steps in order. Once it has "
                "run, the weights of all steps are one masked matrix computation over the recorded candidates (second "
                "check); but the candidates could not have been computed that way.");
-    trace.tensor("alpha_2", "alpha_{t,i}; row t, column i; 0 for i > t", freed.weights, states, inputs,
+    trace.tensor("alpha_2", "alpha_{t,i}; row t, column i; 0 for i > t", freed.weights, labels.states, labels.inputs,
                  View::heatmap);
     trace.tensor("H_cand_2", "h~_t = tanh(W x_t + U h_{t-1} + b), this stage's h_{t-1}", freed.candidates,
                  numbered("h~_", 1, T));
-    trace.tensor("H_2", "h_t = sum_{i<=t} alpha_{t,i} h~_i", freed.states, states);
-    trace.tensor("D_2", "1 where nudging x_j moves h_t", dependencies.back(), states, inputs);
+    trace.tensor("H_2", "h_t = sum_{i<=t} alpha_{t,i} h~_i", freed.states, labels.states);
+    trace.tensor("D_2", "1 where nudging x_j moves h_t", probes.dependencies.back(), labels.states, labels.inputs);
     const Vec weight_sums = xt::sum(freed.weights, {1});
     trace.check("every row of alpha sums to 1", max_abs_difference(weight_sums, xt::ones<double>({T})), 1e-12);
     trace.check("softmax(X H~^T / sqrt(d) + causal mask) gives the step-by-step weights",
                 max_abs_difference(weights_from_candidates(X, freed.candidates), freed.weights), 1e-12);
-    trace.check("no h_t depends on a later input x_j, j > t", reads_later_inputs(dependencies.back()), 0.0);
+    trace.check("no h_t depends on a later input x_j, j > t", reads_later_inputs(probes.dependencies.back()), 0.0);
+}
 
+// Stage 3's inputs Z = f(X) and its attention, which stage 4 starts from.
+struct TiedAttention {
+    Mat Z;
+    nn::AttentionResult result;
+};
+
+// Step [free-candidates]: stage 3, f(x_i) as query, key and value at once.
+TiedAttention record_tied_attention(Trace& trace, const Parameters& p, const Mat& X, const Labels& labels,
+                                    StageProbes& probes) {
+    const std::size_t T = X.shape(0);
     const Mat Z = attention_inputs(p.F, X, false);
     const nn::AttentionResult tied = attend({Z, Z, Z}, nn::Span::causal);
-    dependencies.push_back(measured_dependency(tied_attention_layer(p.F), X));
-    gaps.push_back(reversal_gap(tied_attention_layer(p.F), X));
+    probe_stage(probes, tied_attention_layer(p.F), X);
     trace.step("free-candidates", "Stage 3 · Free the candidates",
                "h_t = sum_{i<=t} softmax_i(f(x_i) . f(x_t) / sqrt(d)) f(x_i),  f(x) = F x",
                "The candidate h~_i still reads h_{i-1}, and through it every earlier candidate. Replace it by f(x_i), "
@@ -546,20 +595,28 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
                "(sequential_steps): the matrix form does the loop's arithmetic, but none of it waits for a previous "
                "position.");
     trace.tensor("F", "f(x) = F x, d x d, entries N(0, 1/d)", p.F);
-    trace.tensor("Z", "z_i = f(x_i): key, value and query at once", Z, tokens);
-    trace.tensor("alpha_3", "softmax(Z Z^T / sqrt(d) + M), row t", tied.weights, states, inputs, View::heatmap);
-    trace.tensor("H_3", "h_t = sum_{i<=t} alpha_{t,i} f(x_i)", tied.output, states);
-    trace.tensor("D_3", "1 where nudging x_j moves h_t", dependencies.back(), states, inputs);
+    trace.tensor("Z", "z_i = f(x_i): key, value and query at once", Z, labels.tokens);
+    trace.tensor("alpha_3", "softmax(Z Z^T / sqrt(d) + M), row t", tied.weights, labels.states, labels.inputs,
+                 View::heatmap);
+    trace.tensor("H_3", "h_t = sum_{i<=t} alpha_{t,i} f(x_i)", tied.output, labels.states);
+    trace.tensor("D_3", "1 where nudging x_j moves h_t", probes.dependencies.back(), labels.states, labels.inputs);
     trace.tensor("sequential_steps", "steps that must wait for the previous one",
                  Vec{as_double(T), as_double(T), 1.0}, std::vector<std::string>{"GRU", "stage 2", "stage 3"});
     trace.check("the loop over t equals the masked matrix form",
                 max_abs_difference(nn::attention_by_positions(Z, Z, Z, nn::Span::causal), tied.output), 1e-12);
-    trace.check("no h_t depends on a later input x_j, j > t", reads_later_inputs(dependencies.back()), 0.0);
+    trace.check("no h_t depends on a later input x_j, j > t", reads_later_inputs(probes.dependencies.back()), 0.0);
+    return {Z, tied};
+}
 
+// Step [qkv]: stage 4, one map each for the query, the key and the value.
+nn::AttentionResult record_single_head(Trace& trace, const Parameters& p, const Mat& X, const TiedAttention& stage_3,
+                                       const Labels& labels, StageProbes& probes) {
+    const std::size_t d = X.shape(1);
+    const Mat& Z = stage_3.Z;
+    const nn::AttentionResult& tied = stage_3.result;
     const Projections qkv = project(Z, p.maps);
     const nn::AttentionResult single = attend(qkv, nn::Span::causal);
-    dependencies.push_back(measured_dependency(single_head_layer(p.F, p.maps), X));
-    gaps.push_back(reversal_gap(single_head_layer(p.F, p.maps), X));
+    probe_stage(probes, single_head_layer(p.F, p.maps), X);
     trace.step("qkv", "Stage 4 · Queries, keys and values",
                "H = softmax(Q K^T / sqrt(d) + M) V,  Q = Z W_Q^T,  K = Z W_K^T,  V = Z W_V^T",
                "In stage 3 a token's query, key and value were one vector. A token then scores itself |f(x_t)|^2 / "
@@ -572,24 +629,31 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
     trace.tensor("W_Q", "query map, d x d, entries N(0, 1/d)", p.maps.W_Q);
     trace.tensor("W_K", "key map", p.maps.W_K);
     trace.tensor("W_V", "value map", p.maps.W_V);
-    trace.tensor("Q", "q_t = W_Q f(x_t)", qkv.Q, tokens);
-    trace.tensor("K", "k_i = W_K f(x_i)", qkv.K, tokens);
-    trace.tensor("V", "v_i = W_V f(x_i)", qkv.V, tokens);
-    trace.tensor("alpha_4", "softmax(Q K^T / sqrt(d) + M), row t", single.weights, states, inputs, View::heatmap);
-    trace.tensor("H_4", "h_t = sum_{i<=t} alpha_{t,i} v_i", single.output, states);
-    trace.tensor("D_4", "1 where nudging x_j moves h_t", dependencies.back(), states, inputs);
+    trace.tensor("Q", "q_t = W_Q f(x_t)", qkv.Q, labels.tokens);
+    trace.tensor("K", "k_i = W_K f(x_i)", qkv.K, labels.tokens);
+    trace.tensor("V", "v_i = W_V f(x_i)", qkv.V, labels.tokens);
+    trace.tensor("alpha_4", "softmax(Q K^T / sqrt(d) + M), row t", single.weights, labels.states, labels.inputs,
+                 View::heatmap);
+    trace.tensor("H_4", "h_t = sum_{i<=t} alpha_{t,i} v_i", single.output, labels.states);
+    trace.tensor("D_4", "1 where nudging x_j moves h_t", probes.dependencies.back(), labels.states, labels.inputs);
     const Mat I = xt::eye<double>(d);
     trace.check("the loop over t equals the masked matrix form",
                 max_abs_difference(nn::attention_by_positions(qkv.Q, qkv.K, qkv.V, nn::Span::causal), single.output),
                 1e-12);
     trace.check("with W_Q = W_K = W_V = I, stage 4 gives stage 3",
                 max_abs_difference(single_head_layer(p.F, {I, I, I})(X), tied.output), 1e-12);
-    trace.check("no h_t depends on a later input x_j, j > t", reads_later_inputs(dependencies.back()), 0.0);
+    trace.check("no h_t depends on a later input x_j, j > t", reads_later_inputs(probes.dependencies.back()), 0.0);
+    return single;
+}
 
+// Step [heads]: stage 5, the maps split into heads that normalise their scores separately.
+void record_split_heads(Trace& trace, const Parameters& p, const Mat& X, const Mat& Z,
+                        const nn::AttentionResult& single, std::size_t heads, const Labels& labels,
+                        StageProbes& probes) {
+    const std::size_t d_h = X.shape(1) / heads;
     const HeadsRun split = concatenated_heads(Z, p.maps, heads, nn::Span::causal);
     const Layer causal_heads = heads_layer(p.F, p.maps, heads, nn::Span::causal, false);
-    dependencies.push_back(measured_dependency(causal_heads, X));
-    gaps.push_back(reversal_gap(causal_heads, X));
+    probe_stage(probes, causal_heads, X);
     const Vec split_change = xt::amax(xt::abs(split.H - single.output), {1});
     trace.step("heads", "Stage 5 · Several heads, side by side",
                "H = [H^1 ... H^N],  H^n = softmax(Q^n (K^n)^T / sqrt(d_h) + M) V^n",
@@ -605,11 +669,11 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
                "cannot change: there both heads read nothing but v_1. The matrix form calls the single-head attention "
                "once per head; the loop form slices columns of Q, K and V instead of rows of the maps.");
     trace.tensor("alpha_5", "alpha^n_{t,i}, one T x T matrix per head; row t", split.weights,
-                 numbered("head ", 1, heads), states);
-    trace.tensor("H_5", "[h_t^1; h_t^2]; column n.k is feature k of head n", split.H, states,
+                 numbered("head ", 1, heads), labels.states);
+    trace.tensor("H_5", "[h_t^1; h_t^2]; column n.k is feature k of head n", split.H, labels.states,
                  head_features(heads, d_h));
-    trace.tensor("split_change", "max_k |H_5 - H_4| for each t", split_change, states);
-    trace.tensor("D_5", "1 where nudging x_j moves h_t", dependencies.back(), states, inputs);
+    trace.tensor("split_change", "max_k |H_5 - H_4| for each t", split_change, labels.states);
+    trace.tensor("D_5", "1 where nudging x_j moves h_t", probes.dependencies.back(), labels.states, labels.inputs);
     trace.check("the loop over t equals the matrix form, head by head",
                 max_abs_difference(concatenated_heads_by_positions(Z, p.maps, heads, nn::Span::causal), split.H),
                 1e-12);
@@ -618,12 +682,16 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
     trace.check("h_1 does not change when the maps are split", split_change(0), 1e-12);
     trace.check("splitting changes the output by > 0.01 (error: shortfall)",
                 shortfall(xt::amax(split_change)(), clear_gap), 0.0);
-    trace.check("no h_t depends on a later input x_j, j > t", reads_later_inputs(dependencies.back()), 0.0);
+    trace.check("no h_t depends on a later input x_j, j > t", reads_later_inputs(probes.dependencies.back()), 0.0);
+}
 
+// Step [non-causal]: stage 6, the heads without the mask, which no longer see the order.
+void record_non_causal_heads(Trace& trace, const Parameters& p, const Mat& X, const Mat& Z, std::size_t heads,
+                             const Labels& labels, StageProbes& probes) {
+    const std::size_t T = X.shape(0), d_h = X.shape(1) / heads;
     const HeadsRun everywhere = concatenated_heads(Z, p.maps, heads, nn::Span::full);
     const Layer full_heads = heads_layer(p.F, p.maps, heads, nn::Span::full, false);
-    dependencies.push_back(measured_dependency(full_heads, X));
-    gaps.push_back(reversal_gap(full_heads, X));
+    probe_stage(probes, full_heads, X);
     const auto reversed = backwards(T);
     trace.step("non-causal", "Stage 6 · Attend to all positions",
                "H^n = softmax(Q^n (K^n)^T / sqrt(d_h)) V^n:  no mask, i runs over 1 .. T",
@@ -638,27 +706,37 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
                "causal layer of stage 5 did not have this problem: its mask told every position how many came before "
                "it, as the last check shows.");
     trace.tensor("alpha_6", "alpha^n_{t,i} over all i; row t", everywhere.weights, numbered("head ", 1, heads),
-                 states);
+                 labels.states);
     trace.tensor("H_6", "[h_t^1; h_t^2], no mask", everywhere.H, token_labels(forwards(T)), head_features(heads, d_h));
     trace.tensor("H_6_rev", "the same layer on x_T .. x_1", full_heads(nn::gather_rows(X, reversed)),
                  token_labels(reversed), head_features(heads, d_h));
-    trace.tensor("D_6", "1 where nudging x_j moves h_t", dependencies.back(), states, inputs);
-    trace.tensor("reversal_gap", "max |layer(reversed x) - reversed layer(x)|", Vec{gaps[4], gaps[5]},
+    trace.tensor("D_6", "1 where nudging x_j moves h_t", probes.dependencies.back(), labels.states, labels.inputs);
+    trace.tensor("reversal_gap", "max |layer(reversed x) - reversed layer(x)|", Vec{probes.gaps[4], probes.gaps[5]},
                  std::vector<std::string>{"stage 5, causal", "stage 6, no mask"});
     trace.check("the loop over t equals the matrix form, head by head",
                 max_abs_difference(concatenated_heads_by_positions(Z, p.maps, heads, nn::Span::full), everywhere.H),
                 1e-12);
-    trace.check("h_t depends on every x_j", max_abs_difference(dependencies.back(), full_pattern(T)), 0.0);
-    trace.check("reversing the input just reverses the output", gaps[5], 1e-12);
+    trace.check("h_t depends on every x_j", max_abs_difference(probes.dependencies.back(), full_pattern(T)), 0.0);
+    trace.check("reversing the input just reverses the output", probes.gaps[5], 1e-12);
     trace.check("the two \"the\" tokens get the same output", row_gap(everywhere.H, first_the, second_the), 1e-12);
     trace.check("stage 5, causal: reversal gap > 0.01 (error: shortfall)",
-                shortfall(gaps[4], clear_gap), 0.0);
+                shortfall(probes.gaps[4], clear_gap), 0.0);
+}
 
+// Stage 7's layer and its outputs, which the feed-forward network of stage 8 reads.
+struct PositionedHeads {
+    Layer layer;
+    Mat H;
+};
+
+// Step [positions]: stage 7, sinusoidal positions added to the inputs of stage 6.
+PositionedHeads record_positional_heads(Trace& trace, const Parameters& p, const Mat& X, std::size_t heads,
+                                        const Labels& labels, StageProbes& probes) {
+    const std::size_t T = X.shape(0), d = X.shape(1), d_h = d / heads;
     const Mat Z_pos = attention_inputs(p.F, X, true);
     const HeadsRun positioned = concatenated_heads(Z_pos, p.maps, heads, nn::Span::full);
     const Layer positioned_heads = heads_layer(p.F, p.maps, heads, nn::Span::full, true);
-    dependencies.push_back(measured_dependency(positioned_heads, X));
-    gaps.push_back(reversal_gap(positioned_heads, X));
+    probe_stage(probes, positioned_heads, X);
     trace.step("positions", "Stage 7 · Positional encodings",
                "z_i = f(x_i) + p(i),  then the heads of stage 6 on Z",
                "Add to every input a vector p(i) that depends on its position alone. We use the sinusoids of Vaswani "
@@ -671,25 +749,30 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
                "Now reversing the sentence changes which word sits at which position, so the outputs are no longer "
                "the old ones reversed, and the two tokens \"the\" differ.");
     trace.tensor("P", "p(i): PE(i - 1, .), sinusoids", nn::sinusoidal_encoding(T, d), numbered("p_", 1, T));
-    trace.tensor("Z_7", "z_i = f(x_i) + p(i)", Z_pos, tokens);
+    trace.tensor("Z_7", "z_i = f(x_i) + p(i)", Z_pos, labels.tokens);
     trace.tensor("alpha_7", "alpha^n_{t,i} over all i; row t", positioned.weights, numbered("head ", 1, heads),
-                 states);
-    trace.tensor("H_7", "[h_t^1; h_t^2], positions added", positioned.H, tokens, head_features(heads, d_h));
-    trace.tensor("D_7", "1 where nudging x_j moves h_t", dependencies.back(), states, inputs);
+                 labels.states);
+    trace.tensor("H_7", "[h_t^1; h_t^2], positions added", positioned.H, labels.tokens, head_features(heads, d_h));
+    trace.tensor("D_7", "1 where nudging x_j moves h_t", probes.dependencies.back(), labels.states, labels.inputs);
     trace.check("the loop over t equals the matrix form, head by head",
                 max_abs_difference(concatenated_heads_by_positions(Z_pos, p.maps, heads, nn::Span::full), positioned.H),
                 1e-12);
     trace.check("reversal gap > 0.01: the order matters again (error: shortfall)",
-                shortfall(gaps.back(), clear_gap), 0.0);
+                shortfall(probes.gaps.back(), clear_gap), 0.0);
     trace.check("the two \"the\" tokens differ by > 0.01 (error: shortfall)",
                 shortfall(row_gap(positioned.H, first_the, second_the), clear_gap), 0.0);
-    trace.check("h_t depends on every x_j", max_abs_difference(dependencies.back(), full_pattern(T)), 0.0);
+    trace.check("h_t depends on every x_j", max_abs_difference(probes.dependencies.back(), full_pattern(T)), 0.0);
+    return {positioned_heads, positioned.H};
+}
 
+// Step [feed-forward]: stage 8, the position-wise network g after the heads.
+void record_feed_forward(Trace& trace, const Parameters& p, const Mat& X, const PositionedHeads& positioned,
+                         std::size_t d_ff, const Labels& labels, StageProbes& probes) {
+    const std::size_t T = X.shape(0);
     const Mat Y = nn::position_wise_feed_forward(p.g, positioned.H);
-    const Layer layer = full_layer(positioned_heads, p.g);
+    const Layer layer = full_layer(positioned.layer, p.g);
     const Mat D_g = measured_dependency(feed_forward_layer(p.g), positioned.H);
-    dependencies.push_back(measured_dependency(layer, X));
-    gaps.push_back(reversal_gap(layer, X));
+    probe_stage(probes, layer, X);
     trace.step("feed-forward", "Stage 8 · A position-wise network",
                "y_t = g(h_t) = W_2 max(0, W_1 h_t + b_1) + b_2",
                "Each h_t is still a weighted average of linear maps of the inputs: the only non-linearity is in how "
@@ -708,13 +791,17 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
     trace.tensor("b_1", "d_ff, entries N(0, 0.01)", p.g.b_1);
     trace.tensor("W_2", "d x d_ff, entries N(0, 1/d_ff)", p.g.W_2);
     trace.tensor("b_2", "d, entries N(0, 0.01)", p.g.b_2);
-    trace.tensor("Y", "y_t = g(h_t), the layer's output", Y, tokens);
-    trace.tensor("D_g", "1 where nudging row j of H_7 moves y_t", D_g, numbered("y_", 1, T), states);
-    trace.tensor("D_8", "1 where nudging x_j moves y_t", dependencies.back(), numbered("y_", 1, T), inputs);
+    trace.tensor("Y", "y_t = g(h_t), the layer's output", Y, labels.tokens);
+    trace.tensor("D_g", "1 where nudging row j of H_7 moves y_t", D_g, numbered("y_", 1, T), labels.states);
+    trace.tensor("D_8", "1 where nudging x_j moves y_t", probes.dependencies.back(), numbered("y_", 1, T),
+                 labels.inputs);
     trace.check("g applied row by row equals g applied to the whole matrix",
                 max_abs_difference(feed_forward_row_by_row(p.g, positioned.H), Y), 1e-12);
     trace.check("g is position-wise: no y_t moves with another row of its input", reads_other_rows(D_g), 0.0);
+}
 
+// Step [recap]: the sequential steps, the inputs h_1 reads and the reversal gap of every stage.
+void record_recap(Trace& trace, const StageProbes& probes, std::size_t T) {
     trace.step("recap", "Recap: what each stage depends on",
                "h_t = u_t*h_{t-1} + (1-u_t)*h~_t  ->  y_t = g([sum_i alpha^n_{t,i} v^n_i]_n)",
                "One row per stage, each number measured above (stage 1 rewrote the GRU without changing it). "
@@ -722,10 +809,37 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
                "once none is. Inputs h_1 reads: 1 under the causal mask, all T without it. The reversal gap: how far "
                "reading the sentence backwards is from just reversing the outputs; 0 means the layer cannot tell the "
                "order. Only stage 6, non-causal without positions, has lost it.");
-    trace.tensor("stages", "sequential steps; inputs that h_1 reads", recap_counts(dependencies, T), stage_names,
+    trace.tensor("stages", "sequential steps; inputs that h_1 reads", recap_counts(probes.dependencies, T), stage_names,
                  std::vector<std::string>{"steps", "h_1 reads"});
-    trace.tensor("order", "reversal gap of each stage", as_vec(gaps), stage_names, {},
+    trace.tensor("order", "reversal gap of each stage", as_vec(probes.gaps), stage_names, {},
                  View::bars);
+}
+
+}  // namespace
+
+void lesson_gru_to_attention(Trace& trace, const Config& config) {
+    const std::size_t d = config.size(param::d), heads = config.size(param::heads), d_ff = config.size(param::d_ff);
+    const std::size_t T = sentence_ids.size();
+    Rng rng(config.seed);
+    // attn run --input may replace any of the parameters with the user's own (same shapes)
+    const Parameters p = supplied_parameters(trace, draw_parameters(rng, d, d_ff));
+    const Labels labels{token_labels(forwards(T)), numbered("h_", 1, T), numbered("x_", 1, T)};
+    StageProbes probes;
+
+    const Mat X = record_tokens(trace, p, labels);
+    record_full_gru(trace, p, X, labels);
+    const nn::UpdateOnlyGru gru = update_only_gru(p);
+    const nn::UpdateOnlyRun run = record_update_only_gru(trace, p, gru, X, labels, probes);
+    const Unrolled unrolled = record_unrolled_weights(trace, p, run, labels);
+    record_wrong_closed_forms(trace, p, run, unrolled, labels);
+    record_free_weights(trace, p, gru, X, labels, probes);
+    const TiedAttention stage_3 = record_tied_attention(trace, p, X, labels, probes);
+    const nn::AttentionResult stage_4 = record_single_head(trace, p, X, stage_3, labels, probes);
+    record_split_heads(trace, p, X, stage_3.Z, stage_4, heads, labels, probes);
+    record_non_causal_heads(trace, p, X, stage_3.Z, heads, labels, probes);
+    const PositionedHeads stage_7 = record_positional_heads(trace, p, X, heads, labels, probes);
+    record_feed_forward(trace, p, X, stage_7, d_ff, labels, probes);
+    record_recap(trace, probes, T);
 }
 
 Lesson gru_to_attention_lesson() {

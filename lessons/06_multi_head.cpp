@@ -213,21 +213,9 @@ double earlier_outputs_moved(Rng& rng, const Mat& X, const nn::MultiHeadParams& 
                               xt::view(output, xt::range(0, T - 1), xt::all()));
 }
 
-}  // namespace
-
-void lesson_multi_head(Trace& trace, const Config& config) {
-    const std::size_t d_model = config.size(param::d_model), h = config.size(param::heads), T = sentence.size();
-    const std::size_t d_k = nn::head_width(d_model, h);
-    Rng rng(config.seed);
-    // attn run --input may replace any of these with the user's own (same shapes)
-    const Mat X = trace.input("X", rng.normal_mat(T, d_model));
-    nn::MultiHeadParams p = draw_params(rng, d_model);
-    p.W_Q = trace.input("W_Q", p.W_Q);
-    p.W_K = trace.input("W_K", p.W_K);
-    p.W_V = trace.input("W_V", p.W_V);
-    p.W_O = trace.input("W_O", p.W_O);
-    const auto features = head_features(d_model, h);
-
+// Step [inputs]: the tokens X and the sizes T, d_model, h and d_k = d_model / h.
+void record_inputs(Trace& trace, const Mat& X, std::size_t h) {
+    const std::size_t T = X.shape(0), d_model = X.shape(1), d_k = nn::head_width(d_model, h);
     trace.step("inputs", "The tokens, the model width, the heads", "X: T x d_model,  d_k = d_v = d_model / h",
                fmt::format(
                    "A multi-head attention layer takes a sequence of vectors and returns a sequence of the same "
@@ -243,7 +231,11 @@ void lesson_multi_head(Trace& trace, const Config& config) {
     trace.tensor("X", "one row per token", X, sentence);
     trace.tensor("sizes", "T, d_model, h, d_k", Vec{as_double(T), as_double(d_model), as_double(h), as_double(d_k)},
                  std::vector<std::string>{"T", "d_model", "h", "d_k"});
+}
 
+// Step [params]: W^Q, W^K, W^V and W^O, labelled by the head each column or row belongs to.
+void record_params(Trace& trace, const nn::MultiHeadParams& p, std::size_t h) {
+    const auto features = head_features(p.W_Q.shape(0), h);
     trace.step("params", "Four projections, one block per head",
                "W_i^Q = columns (i-1) d_k + 1 .. i d_k of W^Q;  likewise W_i^K, W_i^V",
                "Vaswani et al. (2017, section 3.2.2) give head i its own projections W_i^Q and W_i^K, d_model x "
@@ -258,7 +250,11 @@ void lesson_multi_head(Trace& trace, const Config& config) {
     trace.tensor("W_K", "[W_1^K ... W_h^K], d_model x h d_k", p.W_K, {}, features);
     trace.tensor("W_V", "[W_1^V ... W_h^V], d_model x h d_v", p.W_V, {}, features);
     trace.tensor("W_O", "[W_1^O; ...; W_h^O], h d_v x d_model", p.W_O, features);
+}
 
+// Steps [head-1] and [heads]: every head's attention, one head at a time as the paper writes it.
+LoopForm record_heads(Trace& trace, const Mat& X, const nn::MultiHeadParams& p, std::size_t h) {
+    const std::size_t T = X.shape(0), d_k = nn::head_width(X.shape(1), h);
     const LoopForm loop = heads_one_by_one(X, p, h);
     const nn::AttentionResult& first = loop.heads.front();
     trace.step("head-1", "Head 1, written out",
@@ -295,7 +291,18 @@ void lesson_multi_head(Trace& trace, const Config& config) {
                      sentence, View::heatmap);
         trace.tensor("head_" + n, "A_" + n + " V_" + n, loop.heads[i].output, sentence);
     }
+    return loop;
+}
 
+// The batched form and all heads' queries X W^Q before the split: step [concat] checks both.
+struct Batched {
+    BatchedForm form;
+    Mat Q;  // T x d_model
+};
+
+// Step [batched]: the heads from one product per projection, split into slices.
+Batched record_batched(Trace& trace, const Mat& X, const nn::MultiHeadParams& p, std::size_t h, const LoopForm& loop) {
+    const auto features = head_features(X.shape(1), h);
     const BatchedForm batched = heads_batched(X, p, h);
     trace.step("batched", "One projection, then a reshape into heads",
                "Q = X W^Q,  split_heads(Q): T x d_model -> h x T x d_k,  slice i = X W_i^Q",
@@ -314,7 +321,14 @@ void lesson_multi_head(Trace& trace, const Config& config) {
                 1e-12);
     trace.check("the batched form gives every head the weights of the loop", weights_error(batched.heads, loop.heads),
                 1e-12);
+    return {batched, Q};
+}
 
+// Step [concat]: the heads joined and mixed by W^O; returns nn::multi_head_attention's result.
+nn::MultiHeadResult record_concat(Trace& trace, const Mat& X, const nn::MultiHeadParams& p, std::size_t h,
+                                  const LoopForm& loop, const Batched& batched) {
+    const std::size_t d_k = nn::head_width(X.shape(1), h);
+    const auto features = head_features(X.shape(1), h);
     const nn::MultiHeadResult layer = nn::multi_head_attention(X, X, p, h);
     trace.step("concat", "Join the heads, then mix them with W^O",
                "MultiHead(X) = Concat(head_1, ..., head_h) W^O = sum_i head_i W_i^O",
@@ -327,17 +341,22 @@ void lesson_multi_head(Trace& trace, const Config& config) {
                    "feature. nn::multi_head_attention goes head by head like the loop, which keeps only one head's "
                    "matrices in memory at a time; the last check compares it with the loop.",
                    d_k));
-    trace.tensor("Concat", "[head_1 ... head_h], T x h d_v", batched.concat, sentence, features);
-    trace.tensor("Y", "Concat W^O, T x d_model", batched.output, sentence);
+    trace.tensor("Concat", "[head_1 ... head_h], T x h d_v", batched.form.concat, sentence, features);
+    trace.tensor("Y", "Concat W^O, T x d_model", batched.form.output, sentence);
     trace.check("merge_heads(split_heads(Q)) gives Q back",
-                max_abs_difference(nn::merge_heads(nn::split_heads(Q, h)), Q), 0.0);
+                max_abs_difference(nn::merge_heads(nn::split_heads(batched.Q, h)), batched.Q), 0.0);
     trace.check("merge_heads in the batched form equals the loop's side-by-side placement",
-                max_abs_difference(batched.concat, loop.concat), 1e-12);
+                max_abs_difference(batched.form.concat, loop.concat), 1e-12);
     trace.check("Concat W^O equals sum_i head_i W_i^O",
                 max_abs_difference(sum_of_head_contributions(loop, p.W_O), loop.output), 1e-12);
     trace.check("nn::multi_head_attention gives the output of the loop", max_abs_difference(layer.output, loop.output),
                 1e-12);
+    return layer;
+}
 
+// Step [one-head]: with h = 1 the layer is plain scaled dot-product attention followed by W^O.
+void record_one_head(Trace& trace, const Mat& X, const nn::MultiHeadParams& p, std::size_t h) {
+    const std::size_t d_model = X.shape(1), d_k = nn::head_width(d_model, h);
     const nn::MultiHeadResult single = nn::multi_head_attention(X, X, p, 1);
     const nn::AttentionResult plain = nn::scaled_dot_product_attention(
         nn::matmul(X, p.W_Q, "X W^Q"), nn::matmul(X, p.W_K, "X W^K"), nn::matmul(X, p.W_V, "X W^V"));
@@ -355,7 +374,10 @@ void lesson_multi_head(Trace& trace, const Config& config) {
     trace.tensor("Y_1", "MultiHead(X) with h = 1", single.output, sentence);
     trace.check("multi-head attention with h = 1 equals Attention(X W^Q, X W^K, X W^V) W^O",
                 max_abs_difference(single.output, nn::matmul(plain.output, p.W_O, "Attention W^O")), 1e-12);
+}
 
+// Step [cost]: parameters, multiply-adds and softmax entries for every head count that divides d_model.
+void record_cost(Trace& trace, std::size_t T, std::size_t d_model) {
     const std::vector<std::size_t> head_counts = divisors_of(d_model);
     const Mat cost = cost_by_head_count(T, d_model, head_counts);
     const std::size_t full_params = 4 * d_model * d_model;
@@ -378,7 +400,12 @@ void lesson_multi_head(Trace& trace, const Config& config) {
                 column_spread(cost, 1, as_double(full_params)), 0.0);
     trace.check(fmt::format("every h needs the {} multiply-adds of one full head", full_mult_adds),
                 column_spread(cost, 2, as_double(full_mult_adds)), 0.0);
+}
 
+// Step [causal]: the layer under a causal mask; rng draws the replacement vector of the last token.
+void record_causal(Trace& trace, Rng& rng, const Mat& X, const nn::MultiHeadParams& p, std::size_t h,
+                   const nn::MultiHeadResult& layer) {
+    const std::size_t T = X.shape(0);
     const Mat mask = nn::causal_mask(T);
     const nn::MultiHeadResult causal = nn::multi_head_attention(X, X, p, h, &mask);
     trace.step("causal", "Causal multi-head attention: no peeking ahead",
@@ -403,6 +430,29 @@ void lesson_multi_head(Trace& trace, const Config& config) {
                 max_abs_difference(xt::row(causal.output, -1), xt::row(layer.output, -1)), 1e-12);
     trace.check("changing \"kitchen\" leaves the outputs of the earlier tokens unchanged",
                 earlier_outputs_moved(rng, X, p, h, mask, causal.output), 1e-12);
+}
+
+}  // namespace
+
+void lesson_multi_head(Trace& trace, const Config& config) {
+    const std::size_t d_model = config.size(param::d_model), h = config.size(param::heads), T = sentence.size();
+    Rng rng(config.seed);
+    // attn run --input may replace any of these with the user's own (same shapes)
+    const Mat X = trace.input("X", rng.normal_mat(T, d_model));
+    nn::MultiHeadParams p = draw_params(rng, d_model);
+    p.W_Q = trace.input("W_Q", p.W_Q);
+    p.W_K = trace.input("W_K", p.W_K);
+    p.W_V = trace.input("W_V", p.W_V);
+    p.W_O = trace.input("W_O", p.W_O);
+
+    record_inputs(trace, X, h);
+    record_params(trace, p, h);
+    const LoopForm loop = record_heads(trace, X, p, h);
+    const Batched batched = record_batched(trace, X, p, h, loop);
+    const nn::MultiHeadResult layer = record_concat(trace, X, p, h, loop, batched);
+    record_one_head(trace, X, p, h);
+    record_cost(trace, T, d_model);
+    record_causal(trace, rng, X, p, h, layer);
 }
 
 Lesson multi_head_lesson() {

@@ -158,7 +158,8 @@ Mat states_step_by_step(const nn::GruParams& gru, const Mat& X) {
 template <class Expected>
 double column_error(const Mat& table, std::size_t c, const std::vector<std::size_t>& lengths, Expected expected) {
     double worst = 0.0;
-    for (std::size_t i = 0; i < lengths.size(); ++i) worst = std::max(worst, std::abs(table(i, c) - expected(lengths[i])));
+    for (std::size_t i = 0; i < lengths.size(); ++i)
+        worst = std::max(worst, std::abs(table(i, c) - expected(lengths[i])));
     return worst;
 }
 
@@ -206,20 +207,10 @@ std::string mib_text(double bytes) { return fmt::format("{:g} MiB", bytes / mebi
 
 std::string runs_text(std::size_t runs) { return runs == 1 ? "1 run" : fmt::format("{} runs", runs); }
 
-}  // namespace
-
-void lesson_scaling(Trace& trace, const Config& config) {
-    const std::size_t d = config.size(param::d), T_min = config.size(param::T_min), T_max = config.size(param::T_max);
-    const std::size_t repeats = config.size(param::repeats);
-    const std::vector<std::size_t> lengths = doubling_lengths(T_min, T_max);
-    const std::vector<std::string> labels = length_labels(lengths);
-    Rng rng(config.seed);
-    const Mat X = rng.normal_mat(T_max, d);
-    // weights N(0, 1/d), so that every pre-activation sums d products and stays near unit scale; no biases
-    const nn::GruParams gru = draw_gru(rng, d, d, fan_in_init(GruInit::Order::by_gate, d, d, 0.0, 0.0));
-
-    const Measurements m = measure(trace, X, gru, lengths, repeats);
-
+// Step [layers]: the two layers and the lengths, with the checks that the GRU runs in order.
+void record_layers(Trace& trace, const Mat& X, const nn::GruParams& gru, const std::vector<std::size_t>& lengths,
+                   const Measurements& m, std::size_t T_min) {
+    const std::size_t T_max = X.shape(0), d = X.shape(1);
     trace.step("layers", "A GRU and self-attention over the same tokens",
                "GRU: h_t = GRU(x_t, h_{t-1}), t = 1 .. T;   attention: Y = softmax(X X^T / sqrt(d)) X",
                fmt::format(
@@ -242,12 +233,17 @@ void lesson_scaling(Trace& trace, const Config& config) {
     Vec lengths_vec = xt::zeros<double>({lengths.size()});
     for (std::size_t i = 0; i < lengths.size(); ++i) lengths_vec(i) = as_double(lengths[i]);
     trace.tensor("T", "the lengths measured, doubling from T_min to T_max", lengths_vec);
-    trace.check(fmt::format("nn::gru_step in a loop, each call fed the last state, gives nn::gru_forward (T = {})", T_min),
+    trace.check(fmt::format("nn::gru_step in a loop, each call fed the last state, gives nn::gru_forward (T = {})",
+                            T_min),
                 max_abs_difference(states_step_by_step(gru, first_rows(X, T_min)), m.shortest_gru.states), 0.0);
     trace.check(fmt::format("the first {} states of the run over {} tokens are those of the run over {}", T_min, T_max,
                             T_min),
                 max_abs_difference(first_rows(m.longest_gru.states, T_min), m.shortest_gru.states), 0.0);
+}
 
+// Step [steps]: the sequential steps of each layer and the memory its result takes at every length.
+void record_sequential_steps(Trace& trace, const Measurements& m, const std::vector<std::size_t>& lengths,
+                             const std::vector<std::string>& labels, std::size_t d) {
     trace.step("steps", "Sequential steps: T for the GRU, 3 for attention",
                "GRU: h_1 -> h_2 -> ... -> h_T (T steps);   attention: S = X X^T / sqrt(d) -> A = softmax(S) -> Y = A X",
                fmt::format(
@@ -273,8 +269,14 @@ void lesson_scaling(Trace& trace, const Config& config) {
                          column_error(m.table, 1, lengths, [](std::size_t) { return attention_chain; })),
                 0.0);
     trace.check("the weights each run returned take T^2 x 8 bytes", m.weights_bytes_error, 0.0);
-    trace.check(fmt::format("the states each run returned take T d x 8 = {} T bytes", 8 * d), m.states_bytes_error, 0.0);
+    trace.check(fmt::format("the states each run returned take T d x 8 = {} T bytes", 8 * d), m.states_bytes_error,
+                0.0);
+}
 
+// Step [work]: the multiply-adds of each layer, 6 T d^2 against 2 T^2 d.
+void record_work(Trace& trace, const nn::GruParams& gru, const std::vector<std::size_t>& lengths,
+                 const std::vector<std::string>& labels) {
+    const std::size_t d = gru.hidden_width();
     const Mat work = multiply_adds(gru, lengths);
     trace.step("work", "Work: 6 T d^2 multiply-adds against 2 T^2 d",
                "GRU: T x 6 d^2;   attention: T^2 d (X X^T) + T^2 d (A X);   ratio T / 3d",
@@ -292,12 +294,18 @@ void lesson_scaling(Trace& trace, const Config& config) {
                    "sequences they suggest letting each query see only a window of r neighbours: O(r n d) work "
                    "(the last row of table 1), at the price of a longer path between distant tokens.",
                    3 * d));
-    trace.tensor("mult-adds", fmt::format("per layer; d = {}", d), work, labels, {"GRU", "attention", "attention / GRU"});
+    trace.tensor("mult-adds", fmt::format("per layer; d = {}", d), work, labels,
+                 {"GRU", "attention", "attention / GRU"});
     trace.check("the counts from the matrix shapes are 6 T d^2 and 2 T^2 d",
                 std::max(column_error(work, 0, lengths, [d](std::size_t T) { return 6.0 * as_double(T * d * d); }),
                          column_error(work, 1, lengths, [d](std::size_t T) { return 2.0 * as_double(T * T * d); })),
                 0.0);
+}
 
+// Step [timing]: the wall time of each layer on this machine, shown but never compared.
+void record_timing(Trace& trace, const Mat& X, const Measurements& m, const std::vector<std::string>& labels,
+                   std::size_t repeats, std::size_t T_min) {
+    const std::size_t T_max = X.shape(0), d = X.shape(1);
     // a block of T_min queries (fewer when T_min = T_max, so that the block is not the whole run)
     const std::size_t block = std::min(T_min, std::max<std::size_t>(1, T_max / 2));
     trace.step("timing", "Wall time on this machine",
@@ -312,7 +320,8 @@ void lesson_scaling(Trace& trace, const Config& config) {
                    "costs the same. Attention's grows towards T^2 (growth near 4) once its T x T work outweighs the "
                    "fixed cost of each call; that work goes to matrix products and a row-by-row softmax that use "
                    "every core (attn's own products, which add in a fixed order so that every recorded number is "
-                   "the same on every processor; a tuned BLAS library is several times faster). Which layer is faster at a given T depends on the machine. Past T = 3d = {1} "
+                   "the same on every processor; a tuned BLAS library is several times faster). "
+                   "Which layer is faster at a given T depends on the machine. Past T = 3d = {1} "
                    "the GRU does less arithmetic, yet it spends its time in a long chain of small products that "
                    "cannot use the hardware well, while attention's extra work runs in large products that can. "
                    "On a few cores the quadratic growth still makes attention the slower layer beyond some length; "
@@ -323,8 +332,8 @@ void lesson_scaling(Trace& trace, const Config& config) {
                    "confirm that the timed attention is what it claims: its rows are distributions, and the last "
                    "{2} queries computed on their own, as another core would, give the rows of the full run.",
                    runs_text(repeats), 3 * d, block));
-    TensorRecord& timings = trace.tensor("timings", fmt::format("milliseconds, the fastest of {}", runs_text(repeats)), m.timings,
-                                         labels, {"GRU ms", "attention ms"}, View::plot);
+    TensorRecord& timings = trace.tensor("timings", fmt::format("milliseconds, the fastest of {}", runs_text(repeats)),
+                                         m.timings, labels, {"GRU ms", "attention ms"}, View::plot);
     timings.measured = true;
     TensorRecord& growth = trace.tensor("growth", "time(T) / time(T/2): 2 for a time that grows like T, 4 like T^2",
                                         growth_per_doubling(m.timings),
@@ -335,7 +344,10 @@ void lesson_scaling(Trace& trace, const Config& config) {
                 row_sum_error(m.longest_attention.weights), 1e-12);
     trace.check(fmt::format("the last {} queries alone give the same outputs as the full run at T = {}", block, T_max),
                 block_of_queries_error(X, m.longest_attention, block), 1e-12);
+}
 
+// Step [memory]: the bytes the runs at T_max hold, T^2 for attention against T d for the GRU.
+void record_memory(Trace& trace, const Measurements& m, std::size_t T_max, std::size_t d) {
     const nn::AttentionResult& a = m.longest_attention;
     const nn::GruRun& g = m.longest_gru;
     const double T_bytes = as_double(T_max * T_max * 8), states_bytes = as_double(T_max * d * 8);
@@ -361,6 +373,26 @@ void lesson_scaling(Trace& trace, const Config& config) {
                                           "attention outputs Y (T×d)", "GRU states (T×d)",
                                           "GRU gates and candidates (3 T×d)"},
                  {}, View::bars);
+}
+
+}  // namespace
+
+void lesson_scaling(Trace& trace, const Config& config) {
+    const std::size_t d = config.size(param::d), T_min = config.size(param::T_min), T_max = config.size(param::T_max);
+    const std::size_t repeats = config.size(param::repeats);
+    const std::vector<std::size_t> lengths = doubling_lengths(T_min, T_max);
+    const std::vector<std::string> labels = length_labels(lengths);
+    Rng rng(config.seed);
+    const Mat X = rng.normal_mat(T_max, d);
+    // weights N(0, 1/d), so that every pre-activation sums d products and stays near unit scale; no biases
+    const nn::GruParams gru = draw_gru(rng, d, d, fan_in_init(GruInit::Order::by_gate, d, d, 0.0, 0.0));
+
+    const Measurements m = measure(trace, X, gru, lengths, repeats);
+    record_layers(trace, X, gru, lengths, m, T_min);
+    record_sequential_steps(trace, m, lengths, labels, d);
+    record_work(trace, gru, lengths, labels);
+    record_timing(trace, X, m, labels, repeats, T_min);
+    record_memory(trace, m, T_max, d);
 }
 
 Lesson scaling_lesson() {

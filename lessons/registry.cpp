@@ -71,10 +71,4 @@ Config configure(const Lesson& lesson, std::uint64_t seed, const std::vector<Set
     return c;
 }
 
-Trace run_lesson(const Lesson& lesson, const Config& config) {
-    Trace trace(lesson.slug, config);
-    lesson.fn(trace, config);
-    return trace;
-}
-
 }  // namespace attn

@@ -41,9 +41,6 @@ const std::vector<Lesson>& all_lessons();
 // The lesson named by number ("1", "01") or slug ("bottleneck"), or nullptr.
 const Lesson* find_lesson(const std::string& number_or_slug);
 
-// Runs a lesson with a configuration and returns what it recorded.
-Trace run_lesson(const Lesson& lesson, const Config& config);
-
 // A lesson's record, with the defaults of its parameters and its cheapest configuration (the
 // `quick` settings) filled in. Each lesson file builds its own from the parameters it declares
 // next to the code that reads them.

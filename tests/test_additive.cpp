@@ -7,7 +7,7 @@
 #include "nn/rnn.hpp"
 #include "nn/scores.hpp"
 #include "nn/softmax.hpp"
-#include "registry.hpp"
+#include "run.hpp"
 
 #include "support.hpp"
 

@@ -6,7 +6,7 @@
 #include "attn_config.hpp"
 #include "core/render.hpp"
 #include "core/side_by_side.hpp"
-#include "exercise_status.hpp"
+#include "exercises/status.hpp"
 
 #include "support.hpp"
 

@@ -5,7 +5,7 @@
 #include "nn/rnn.hpp"
 #include "nn/self_attention.hpp"
 #include "nn/unroll.hpp"
-#include "registry.hpp"
+#include "run.hpp"
 
 #include <catch2/catch.hpp>
 #include <xtensor/xview.hpp>

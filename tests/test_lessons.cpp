@@ -2,7 +2,7 @@
 #include "attn_config.hpp"
 #include "core/compare.hpp"
 #include "core/golden.hpp"
-#include "registry.hpp"
+#include "run.hpp"
 
 #include <catch2/catch.hpp>
 

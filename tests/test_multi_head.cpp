@@ -5,7 +5,7 @@
 #include "nn/linalg.hpp"
 #include "nn/multihead.hpp"
 #include "nn/self_attention.hpp"
-#include "registry.hpp"
+#include "run.hpp"
 
 #include "support.hpp"
 

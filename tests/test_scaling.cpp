@@ -4,7 +4,7 @@
 #include "core/compare.hpp"
 #include "core/golden.hpp"
 #include "core/render.hpp"
-#include "registry.hpp"
+#include "run.hpp"
 
 #include "support.hpp"
 

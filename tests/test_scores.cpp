@@ -5,7 +5,7 @@
 #include "nn/attention.hpp"
 #include "nn/scores.hpp"
 #include "nn/softmax.hpp"
-#include "registry.hpp"
+#include "run.hpp"
 
 #include <catch2/catch.hpp>
 #include <xtensor/xsort.hpp>

@@ -11,7 +11,7 @@
 #include "nn/softmax.hpp"
 #include "nn/self_attention.hpp"
 #include "nn/structured.hpp"
-#include "registry.hpp"
+#include "run.hpp"
 
 #include <catch2/catch.hpp>
 #include <xtensor/xview.hpp>

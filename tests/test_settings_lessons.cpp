@@ -2,7 +2,7 @@
 // identity check holds. And the settings configure() refuses before any work, with messages
 // that name what is wrong. (Lesson 7, scaling, measures wall time and is not run here.)
 #include "core/settings.hpp"
-#include "registry.hpp"
+#include "run.hpp"
 
 #include <catch2/catch.hpp>
 

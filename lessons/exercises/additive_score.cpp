@@ -17,7 +17,7 @@
 // Then: meson compile -C build attn-student && build/attn-student check additive-score
 #include "nn/scores.hpp"
 
-#include "core/exercise.hpp"
+#include "exercises/not_done.hpp"
 #include "core/portable_math.hpp"
 #include "nn/linalg.hpp"
 

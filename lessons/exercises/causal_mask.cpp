@@ -16,7 +16,7 @@
 // Then: meson compile -C build attn-student && build/attn-student check causal-mask
 #include "nn/self_attention.hpp"
 
-#include "core/exercise.hpp"
+#include "exercises/not_done.hpp"
 
 #include <limits>
 #include <string>

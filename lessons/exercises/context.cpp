@@ -14,7 +14,7 @@
 // Then: meson compile -C build attn-student && build/attn-student check context
 #include "nn/attention.hpp"
 
-#include "core/exercise.hpp"
+#include "exercises/not_done.hpp"
 #include "nn/linalg.hpp"
 
 namespace attn::nn {

@@ -16,7 +16,7 @@
 // Then: meson compile -C build attn-student && build/attn-student check dot-scores
 #include "nn/scores.hpp"
 
-#include "core/exercise.hpp"
+#include "exercises/not_done.hpp"
 #include "nn/linalg.hpp"
 
 #include <xtensor/xmanipulation.hpp>

@@ -17,7 +17,7 @@
 // Then: meson compile -C build attn-student && build/attn-student check gru-step
 #include "nn/rnn.hpp"
 
-#include "core/exercise.hpp"
+#include "exercises/not_done.hpp"
 
 #include <xtensor/xmath.hpp>
 

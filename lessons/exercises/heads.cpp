@@ -15,7 +15,7 @@
 // Then: meson compile -C build attn-student && build/attn-student check heads
 #include "nn/multihead.hpp"
 
-#include "core/exercise.hpp"
+#include "exercises/not_done.hpp"
 
 namespace attn::nn {
 

@@ -16,7 +16,7 @@
 // Then: meson compile -C build attn-student && build/attn-student check lin-penalty
 #include "nn/structured.hpp"
 
-#include "core/exercise.hpp"
+#include "exercises/not_done.hpp"
 #include "nn/linalg.hpp"
 
 #include <xtensor/xbuilder.hpp>

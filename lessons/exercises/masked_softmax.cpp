@@ -17,7 +17,7 @@
 // Then: meson compile -C build attn-student && build/attn-student check masked-softmax
 #include "nn/self_attention.hpp"
 
-#include "core/exercise.hpp"
+#include "exercises/not_done.hpp"
 #include "nn/softmax.hpp"
 
 #include <limits>

@@ -19,7 +19,7 @@
 // Then: meson compile -C build attn-student && build/attn-student check multi-head
 #include "nn/multihead.hpp"
 
-#include "core/exercise.hpp"
+#include "exercises/not_done.hpp"
 #include "nn/linalg.hpp"
 #include "nn/softmax.hpp"
 

@@ -16,7 +16,7 @@
 // Then: meson compile -C build attn-student && build/attn-student check positional
 #include "nn/positional.hpp"
 
-#include "core/exercise.hpp"
+#include "exercises/not_done.hpp"
 #include "core/portable_math.hpp"
 
 #include <cmath>

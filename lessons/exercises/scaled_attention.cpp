@@ -19,7 +19,7 @@
 // Then: meson compile -C build attn-student && build/attn-student check scaled-attention
 #include "nn/self_attention.hpp"
 
-#include "core/exercise.hpp"
+#include "exercises/not_done.hpp"
 #include "nn/linalg.hpp"
 #include "nn/scores.hpp"
 #include "nn/softmax.hpp"

@@ -16,7 +16,7 @@
 // Then: meson compile -C build attn-student && build/attn-student check softmax
 #include "nn/softmax.hpp"
 
-#include "core/exercise.hpp"
+#include "exercises/not_done.hpp"
 
 namespace attn::nn {
 

@@ -1,4 +1,4 @@
-#include "core/allocator.hpp"
+#include "allocator.hpp"
 
 #include <cstdlib>  // any C library header: defines __GLIBC__ where the C library is glibc
 

@@ -1,4 +1,4 @@
-#include "core/compare.hpp"
+#include "compare.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 // allclose semantics (numpy's assert_allclose) and the mismatch report.
 #pragma once
 
-#include "core/trace.hpp"
+#include "trace.hpp"
 
 #include <cstddef>
 #include <string>

@@ -1,6 +1,6 @@
-#include "core/golden.hpp"
+#include "golden.hpp"
 
-#include "core/npy.hpp"
+#include "npy.hpp"
 
 #include <nlohmann/json.hpp>
 

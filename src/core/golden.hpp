@@ -2,7 +2,7 @@
 // bit-identically, and written atomically so no file is ever half-written.
 #pragma once
 
-#include "core/trace.hpp"
+#include "trace.hpp"
 
 #include <cstdint>
 #include <filesystem>

@@ -1,7 +1,7 @@
-#include "core/inputs.hpp"
+#include "inputs.hpp"
 
-#include "core/golden.hpp"
-#include "core/npy.hpp"
+#include "golden.hpp"
+#include "npy.hpp"
 
 #include <algorithm>
 #include <vector>

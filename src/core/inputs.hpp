@@ -2,7 +2,7 @@
 // and parameters a lesson draws from its seed.
 #pragma once
 
-#include "core/tensor.hpp"
+#include "tensor.hpp"
 
 #include <filesystem>
 #include <map>

@@ -1,4 +1,4 @@
-#include "core/names.hpp"
+#include "names.hpp"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
-#include "core/npy.hpp"
+#include "npy.hpp"
 
-#include "core/golden.hpp"
+#include "golden.hpp"
 
 #include <xtensor/xnpy.hpp>
 

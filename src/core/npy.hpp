@@ -2,7 +2,7 @@
 // and a student's arrays read back for comparison.
 #pragma once
 
-#include "core/tensor.hpp"
+#include "tensor.hpp"
 
 #include <cstdint>
 #include <filesystem>

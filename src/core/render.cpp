@@ -19,7 +19,7 @@
 //            "└──┬──" with the numbers of the row labels centred under the ticks, then a legend
 //            "  o GRU ms · * attention ms · x: T, doubling (log2 spacing) · y: log scale"
 // A summarised axis shows its first and last halves around a "…" row or column.
-#include "core/render.hpp"
+#include "render.hpp"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,7 @@
 // Pure functions from records to text, so tests can compare exact strings.
 #pragma once
 
-#include "core/trace.hpp"
+#include "trace.hpp"
 
 #include <cstddef>
 #include <string>

@@ -1,6 +1,6 @@
-#include "core/rng.hpp"
+#include "rng.hpp"
 
-#include "core/portable_math.hpp"
+#include "portable_math.hpp"
 
 #include <cmath>
 #include <stdexcept>

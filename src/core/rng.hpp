@@ -8,7 +8,7 @@
 // Normal: Marsaglia's polar method (Marsaglia & Bray 1964), which needs only log and sqrt.
 #pragma once
 
-#include "core/tensor.hpp"
+#include "tensor.hpp"
 
 #include <array>
 #include <cstdint>

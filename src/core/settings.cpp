@@ -1,6 +1,6 @@
-#include "core/settings.hpp"
+#include "settings.hpp"
 
-#include "core/names.hpp"
+#include "names.hpp"
 
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 // divisible by heads, a memory cap) are checked by the lesson's registry entry.
 #pragma once
 
-#include "core/trace.hpp"
+#include "trace.hpp"
 
 #include <cstdint>
 #include <stdexcept>

@@ -1,6 +1,6 @@
-#include "core/side_by_side.hpp"
+#include "side_by_side.hpp"
 
-#include "core/render.hpp"
+#include "render.hpp"
 
 #include <algorithm>
 #include <vector>

@@ -2,7 +2,7 @@
 // close marked with '*': the picture a student needs beside the mismatch report.
 #pragma once
 
-#include "core/compare.hpp"
+#include "compare.hpp"
 
 #include <cstddef>
 #include <string>

@@ -9,10 +9,10 @@
 //   row caption | row labels | cells       values in the cells up to 12 x 12
 //                                 colour bar "max", "min"; notes for -inf, +inf, NaN below it
 // Labels are thinned to every k-th (k = 1, 2, 5, 10, 20, ...) when cells are smaller than text.
-#include "core/svg.hpp"
+#include "svg.hpp"
 
-#include "core/golden.hpp"
-#include "core/render.hpp"
+#include "golden.hpp"
+#include "render.hpp"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,7 @@
 // tensor whose view is View::heatmap, for slides and handouts.
 #pragma once
 
-#include "core/trace.hpp"
+#include "trace.hpp"
 
 #include <filesystem>
 #include <string>

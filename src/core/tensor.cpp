@@ -1,4 +1,4 @@
-#include "core/tensor.hpp"
+#include "tensor.hpp"
 
 #include <cmath>
 #include <limits>

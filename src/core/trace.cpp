@@ -1,4 +1,4 @@
-#include "core/trace.hpp"
+#include "trace.hpp"
 
 #include <algorithm>
 #include <cmath>

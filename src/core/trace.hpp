@@ -3,7 +3,7 @@
 // comparisons (attn check, tests) come out of one Trace.
 #pragma once
 
-#include "core/tensor.hpp"
+#include "tensor.hpp"
 
 #include <cstdint>
 #include <functional>

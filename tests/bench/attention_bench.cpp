@@ -280,7 +280,7 @@ private:
 }  // namespace
 
 int main(int argc, char** argv) {
-    // The same malloc tuning that attn runs with (src/main.cpp), so the ops are timed as attn runs them.
+    // The same malloc tuning that attn runs with (src/cli/main.cpp), so the ops are timed as attn runs them.
     tune_allocator_for_tensors();
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;

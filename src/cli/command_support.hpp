@@ -1,9 +1,9 @@
-// Helpers shared by the command files (commands.cpp, exercise_commands.cpp).
+// Helpers shared by the command files (cli/commands.cpp, exercises/commands.cpp).
 #pragma once
 
 #include "core/compare.hpp"
 #include "core/names.hpp"
-#include "exercise_status.hpp"
+#include "exercises/status.hpp"
 
 #include <filesystem>
 #include <string>
@@ -16,9 +16,6 @@ bool tolerance_ok(const Tolerance& tol);
 
 // `path` relative to the working directory when it lies inside it ("lessons/exercises"), else as it is.
 std::string shown_path(const std::filesystem::path& path);
-
-// Runs a lesson as the program should: an exercise build catches what a student's code throws.
-LessonRun run_for_command(const Lesson& lesson);
 
 // One line on why a stopped lesson stopped: the not-done message (naming the file to edit) or the error.
 std::string stop_message(const LessonRun& run);

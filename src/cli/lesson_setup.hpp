@@ -2,7 +2,7 @@
 // --input, checked before any work, and the reproducibility line that names the result.
 #pragma once
 
-#include "exercise_status.hpp"
+#include "exercises/status.hpp"
 #include "registry.hpp"
 
 #include <filesystem>

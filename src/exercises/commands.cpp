@@ -1,13 +1,13 @@
 // The exercise commands of an exercise build (attn-student, attn-starter-<id>): `exercises`, the
 // exercise `check` and `hint`; and the instructor's `attn instructor-check`.
-#include "commands.hpp"
+#include "cli/commands.hpp"
 
 #include "attn_config.hpp"
-#include "command_support.hpp"
+#include "cli/command_support.hpp"
 #include "core/golden.hpp"
 #include "core/render.hpp"
 #include "core/side_by_side.hpp"
-#include "program.hpp"
+#include "cli/program.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

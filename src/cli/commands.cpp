@@ -7,7 +7,7 @@
 #include "core/npy.hpp"
 #include "core/svg.hpp"
 #include "program.hpp"
-#include "exercise_table.hpp"
+#include "exercises/table.hpp"
 #include "registry.hpp"
 
 #include <fmt/format.h>
@@ -98,7 +98,7 @@ std::optional<LessonRun> run_as_set_up(const Lesson& l, const LessonSetup& setup
     }
     report_progress(*prepared);
     try {
-        LessonRun run = run_until_stopped(l, this_program().exercise_build, std::move(*prepared));
+        LessonRun run = run_lesson(l, std::move(*prepared), this_program().exercise_build);
         end_progress();
         run.trace.on_progress({});
         if (!inputs_were_used(run, setup)) {
@@ -172,8 +172,6 @@ std::string shown_path(const std::filesystem::path& path) {
     return inside ? relative.string() : path.string();
 }
 
-LessonRun run_for_command(const Lesson& lesson) { return run_until_stopped(lesson, this_program().exercise_build); }
-
 std::string stop_message(const LessonRun& run) {
     const auto& steps = run.trace.steps();
     const std::string where =
@@ -200,7 +198,7 @@ int cmd_list() {
     std::vector<std::string> stops;
     for (const auto& l : all_lessons()) {
         // the smallest sizes have the same steps, and do not measure for seconds
-        const LessonRun run = run_until_stopped(l, this_program().exercise_build, Trace(l.slug, l.quick));
+        const LessonRun run = run_lesson(l, Trace(l.slug, l.quick), this_program().exercise_build);
         line(std::to_string(l.number), l.slug, run.stopped() ? "?" : std::to_string(run.trace.steps().size()),
              l.title, l.sources);
         if (run.stopped()) stops.push_back(stop_message(run));
@@ -307,7 +305,7 @@ int cmd_check(const GoldenOptions& o) {
             code = exit_golden;
             continue;
         }
-        const LessonRun run = run_for_command(*l);
+        const LessonRun run = run_lesson(*l, Trace(l->slug, l->defaults), this_program().exercise_build);
         if (run.stopped()) {
             fmt::print("{}\n", stop_message(run));
             if (code == exit_ok) code = exit_mismatch;

@@ -1,5 +1,5 @@
 // attn: derives attention mechanisms step by step in the terminal.
-// This file only parses the command line (CLI11) and dispatches to src/commands.cpp.
+// This file only parses the command line (CLI11) and dispatches to src/cli/commands.cpp.
 #include "attn_config.hpp"
 #include "command_support.hpp"
 #include "commands.hpp"

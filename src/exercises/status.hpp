@@ -4,31 +4,15 @@
 #pragma once
 
 #include "core/compare.hpp"
-#include "exercise_table.hpp"
+#include "exercises/table.hpp"
 #include "registry.hpp"
+#include "run.hpp"
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
 namespace attn {
-
-// A lesson run that an exercise not done yet, or a student's code, may stop.
-struct LessonRun {
-    Trace trace;           // the steps recorded; when stopped, the last one may be incomplete
-    std::string not_done;  // the id of the exercise whose starter stopped it, if one did
-    std::string error;     // why it stopped ("" when it ran to the end)
-
-    bool stopped() const { return !error.empty(); }
-};
-
-// Runs a lesson with its default configuration. ExerciseNotDone always stops it; any other
-// exception only when `catch_errors` (a student's code may throw, the reference must not).
-LessonRun run_until_stopped(const Lesson& lesson, bool catch_errors);
-
-// The same with a prepared trace: its configuration, --input tensors and progress report. An
-// InputError (a supplied tensor of the wrong shape) always escapes: it is the user's to fix.
-LessonRun run_until_stopped(const Lesson& lesson, bool catch_errors, Trace prepared);
 
 // "exercise softmax is not done yet: write it in <folder>/softmax.cpp"
 std::string not_done_message(const std::string& exercise_id, const std::filesystem::path& exercises_dir);

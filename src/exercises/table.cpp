@@ -1,4 +1,4 @@
-#include "exercise_table.hpp"
+#include "exercises/table.hpp"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
-#include "exercise_status.hpp"
+#include "exercises/status.hpp"
 
-#include "core/exercise.hpp"
+#include "exercises/not_done.hpp"
 #include "core/golden.hpp"
 
 #include <fmt/format.h>
@@ -29,7 +29,7 @@ LessonFacts study(const Lesson& lesson, const std::filesystem::path& golden_dir,
         facts.golden_error = e.what();
         return facts;
     }
-    facts.run = run_until_stopped(lesson, catch_errors);
+    facts.run = run_lesson(lesson, Trace(lesson.slug, lesson.defaults), catch_errors);
     return facts;
 }
 
@@ -165,27 +165,6 @@ ExerciseStatus evaluate(const Exercise& x, const LessonFacts& facts, const std::
 }
 
 }  // namespace
-
-LessonRun run_until_stopped(const Lesson& lesson, bool catch_errors) {
-    return run_until_stopped(lesson, catch_errors, Trace(lesson.slug, lesson.defaults));
-}
-
-LessonRun run_until_stopped(const Lesson& lesson, bool catch_errors, Trace prepared) {
-    LessonRun run{std::move(prepared), "", ""};
-    const Config config = run.trace.config();
-    try {
-        lesson.fn(run.trace, config);
-    } catch (const InputError&) {
-        throw;
-    } catch (const ExerciseNotDone& e) {
-        run.not_done = e.exercise;
-        run.error = e.what();
-    } catch (const std::exception& e) {
-        if (!catch_errors) throw;
-        run.error = e.what();
-    }
-    return run;
-}
 
 std::string not_done_message(const std::string& exercise_id, const std::filesystem::path& exercises_dir) {
     const Exercise* x = find_exercise(exercise_id);

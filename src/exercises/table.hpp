@@ -6,7 +6,7 @@
 // Adding an exercise: move the function into its own file under src/nn/, write the starter
 // lessons/exercises/<file> (the task and equation in a comment, then `throw
 // ExerciseNotDone("<id>")`), add [id, reference file] to the `exercises` list in meson.build
-// and a row to the table in exercise_table.cpp. `attn instructor-check` then proves that the
+// and a row to the table in src/exercises/table.cpp. `attn instructor-check` then proves that the
 // reference passes and the starter reports itself not done.
 #pragma once
 
