@@ -6,7 +6,7 @@
 
 #include "core/rng.hpp"
 #include "nn/linalg.hpp"
-#include "nn/multihead.hpp"
+#include "nn/multi_head.hpp"
 #include "nn/self_attention.hpp"
 
 #include <fmt/format.h>

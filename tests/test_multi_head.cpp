@@ -3,7 +3,7 @@
 // written with explicit loops, the h = 1 and causal special cases, shape errors, and the lesson.
 #include "core/rng.hpp"
 #include "nn/linalg.hpp"
-#include "nn/multihead.hpp"
+#include "nn/multi_head.hpp"
 #include "nn/self_attention.hpp"
 #include "run.hpp"
 

@@ -3,7 +3,7 @@
 // Checked by lesson 6 (multi-head), steps [batched] (Q_heads = split_heads(X W^Q)) and [concat]
 // (Concat = merge_heads of the head outputs): both must match the golden file.
 //
-// Task: write both functions (declared in src/nn/multihead.hpp), with d_k = d_model / h:
+// Task: write both functions (declared in src/nn/multi_head.hpp), with d_k = d_model / h:
 //
 //   split_heads(X, h):  T x d_model -> h x T x d_k,   out(i, t, a) = X(t, i d_k + a)
 //   merge_heads(H):     h x T x d_v -> T x h d_v,     out(t, i d_v + a) = H(i, t, a)
@@ -13,7 +13,7 @@
 // Available: xt::empty<double>({h, T, d_k}), element access X(t, c), out(i, t, a).
 //
 // Then: meson compile -C build attn-student && build/attn-student check heads
-#include "nn/multihead.hpp"
+#include "nn/multi_head.hpp"
 
 #include "exercises/not_done.hpp"
 

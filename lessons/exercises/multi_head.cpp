@@ -4,7 +4,7 @@
 // must match the golden file.
 //
 // Task: for X_q (T_q x d_model), X_kv (T_k x d_model), the d_model x d_model matrices of p and
-// h heads of width d_k = d_model / h, fill a MultiHeadResult (declared in src/nn/multihead.hpp):
+// h heads of width d_k = d_model / h, fill a MultiHeadResult (declared in src/nn/multi_head.hpp):
 //
 //   head_i = softmax(Q_i K_i^T / sqrt(d_k) + M) V_i,   Q_i = X_q W_i^Q,  K_i = X_kv W_i^K,  V_i = X_kv W_i^V
 //   concat = Concat(head_1, ..., head_h)  (T_q x d_model, head i in columns [i d_k, (i+1) d_k))
@@ -17,7 +17,7 @@
 // nn::matmul, nn::transposed, nn::softmax_rows, xt::view(H, i, xt::all(), xt::all()).
 //
 // Then: meson compile -C build attn-student && build/attn-student check multi-head
-#include "nn/multihead.hpp"
+#include "nn/multi_head.hpp"
 
 #include "exercises/not_done.hpp"
 #include "nn/linalg.hpp"

@@ -1,8 +1,8 @@
 // Multi-head attention, Concat(head_1, ..., head_h) W^O — Vaswani et al. 2017, section 3.2.2 (see
-// nn/multihead.hpp).
+// nn/multi_head.hpp).
 // The classroom exercise multi-head; the student's version is lessons/exercises/multi_head.cpp.
 // h = heads, T_q = queries, T_k = keys/values, d_model = model width, d_k = d_v = d_model / h.
-#include "nn/multihead.hpp"
+#include "nn/multi_head.hpp"
 
 #include "nn/linalg.hpp"
 #include "nn/kernels.hpp"

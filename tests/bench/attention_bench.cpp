@@ -12,7 +12,7 @@
 // ratio table (medians when repeated) and a memory table.
 #include "core/allocator.hpp"
 #include "core/rng.hpp"
-#include "nn/multihead.hpp"
+#include "nn/multi_head.hpp"
 #include "nn/self_attention.hpp"
 
 #include <benchmark/benchmark.h>

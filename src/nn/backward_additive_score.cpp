@@ -1,5 +1,5 @@
 // The backward of the additive score of Bahdanau et al. 2015 (see nn/backward.hpp; the forward is
-// nn/additive_score.cpp). An exercise-sized function; a student's version would replace this file.
+// nn/scores_additive.cpp). An exercise-sized function; a student's version would replace this file.
 // T_q = queries, T_k = keys, d_q / d_k = their widths, d_a = width of the tanh layer.
 #include "nn/backward.hpp"
 

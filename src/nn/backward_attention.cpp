@@ -1,5 +1,5 @@
 // The backward of scaled dot-product attention (see nn/backward.hpp; the forward is
-// nn/scaled_attention.cpp). An exercise-sized function; a student's version would replace this file.
+// nn/self_attention_scaled.cpp). An exercise-sized function; a student's version would replace this file.
 // T_q = queries, T_k = keys/values, d_k = query/key width, d_v = value width.
 #include "nn/backward.hpp"
 

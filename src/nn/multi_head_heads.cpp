@@ -1,7 +1,7 @@
-// Splitting a T x d_model matrix into h heads and merging them back (see nn/multihead.hpp).
+// Splitting a T x d_model matrix into h heads and merging them back (see nn/multi_head.hpp).
 // The classroom exercise heads; the student's version is lessons/exercises/heads.cpp.
 // h = heads, T = rows, d_model = model width, d_k = d_model / h.
-#include "nn/multihead.hpp"
+#include "nn/multi_head.hpp"
 
 #include <algorithm>
 

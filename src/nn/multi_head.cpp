@@ -1,4 +1,4 @@
-#include "nn/multihead.hpp"
+#include "nn/multi_head.hpp"
 
 #include <string>
 
