@@ -19,6 +19,10 @@
 #include <string>
 #include <vector>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_additive {
+
 using namespace attn;
 using attn::test::recorded;
 using Catch::Matchers::WithinAbs;
@@ -367,3 +371,5 @@ TEST_CASE("lesson 2's heatmap keeps its columns aligned with the Devanagari labe
     REQUIRE_FALSE(header.empty());
     CHECK(display_width(header) == display_width(number_rows[0]));
 }
+
+}  // namespace test_additive

@@ -20,6 +20,10 @@
 #include <utility>
 #include <vector>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_backward {
+
 using namespace attn;
 
 namespace {
@@ -427,3 +431,5 @@ TEST_CASE("backward passes reject gradients of the wrong shape, naming them", "[
     CHECK_THROWS_WITH(nn::gru_step_backward(p, x, h, nn::gru_step(p, x, h), rng.normal_vec(2), wrong),
                       Catch::Contains("dW_z"));
 }
+
+}  // namespace test_backward

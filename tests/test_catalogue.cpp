@@ -29,6 +29,10 @@
 #include <string>
 #include <vector>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_catalogue {
+
 using namespace attn;
 using namespace attn::test;
 namespace fs = std::filesystem;
@@ -447,3 +451,5 @@ TEST_CASE("bless into a read-only golden directory fails clearly and keeps the o
     CHECK(read_file(golden / "01_bottleneck.json") == stale);
     CHECK(listing(golden) == before);  // no temporary file left behind
 }
+
+}  // namespace test_catalogue

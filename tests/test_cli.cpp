@@ -20,6 +20,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_cli {
+
 using namespace attn;
 using namespace attn::test;
 namespace fs = std::filesystem;
@@ -335,3 +339,5 @@ TEST_CASE("grade writes one row per student and exercise, whatever the submissio
     CHECK_THAT(json, Catch::Contains("\"result\": \"fail\""));
     CHECK_THAT(json, Catch::Contains("\"first_diverging_step\": \"encoder\""));
 }
+
+}  // namespace test_cli

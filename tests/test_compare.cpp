@@ -6,6 +6,10 @@
 
 #include <limits>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_compare {
+
 using namespace attn;
 
 namespace {
@@ -133,3 +137,5 @@ TEST_CASE("a lesson comparison stops at the first diverging step", "[compare]") 
         CHECK_THAT(changes[0], Catch::Contains("second.b: 2 / 4 elements changed"));
     }
 }
+
+}  // namespace test_compare

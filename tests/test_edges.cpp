@@ -16,6 +16,10 @@
 #include <map>
 #include <string>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_edges {
+
 using namespace attn;
 using Catch::Matchers::WithinAbs;
 
@@ -173,3 +177,5 @@ TEST_CASE("a NaN can never make a check pass", "[edges][nan]") {
         }
     }
 }
+
+}  // namespace test_edges

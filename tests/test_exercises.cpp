@@ -22,6 +22,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_exercises {
+
 using namespace attn;
 using namespace attn::test;
 namespace fs = std::filesystem;
@@ -256,3 +260,5 @@ TEST_CASE("the instructor check holds", "[exercises]") {
         CHECK_THAT(bad.output, Catch::Contains("OK      context: the untouched starter says"));
     }
 }
+
+}  // namespace test_exercises

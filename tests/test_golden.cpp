@@ -12,6 +12,10 @@
 
 #include <unistd.h>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_golden {
+
 using namespace attn;
 namespace fs = std::filesystem;
 
@@ -186,3 +190,5 @@ TEST_CASE("fuzzing regressions: hostile golden files are refused with a GoldenEr
         CHECK_THAT(error_of(text), Catch::Contains("config \"d\" is 18446744073709551615, above the largest setting"));
     }
 }
+
+}  // namespace test_golden

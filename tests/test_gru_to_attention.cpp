@@ -15,6 +15,10 @@
 #include <string>
 #include <vector>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_gru_to_attention {
+
 using namespace attn;
 using Catch::Matchers::WithinAbs;
 
@@ -481,3 +485,5 @@ TEST_CASE("lesson 5: the measured dependency tables", "[gru_to_attention][lesson
             CHECK(order(s) > 0.01);
     }
 }
+
+}  // namespace test_gru_to_attention

@@ -6,6 +6,10 @@
 
 #include <catch2/catch.hpp>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_lessons {
+
 using namespace attn;
 
 TEST_CASE("every lesson matches its golden file", "[lessons]") {
@@ -57,3 +61,5 @@ TEST_CASE("lessons are found by number or slug", "[lessons]") {
     CHECK(find_lesson("0") == nullptr);
     CHECK(find_lesson("") == nullptr);
 }
+
+}  // namespace test_lessons

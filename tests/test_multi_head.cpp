@@ -18,6 +18,10 @@
 #include <string>
 #include <vector>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_multi_head {
+
 using namespace attn;
 using attn::test::recorded;
 using Catch::Matchers::Contains;
@@ -301,3 +305,5 @@ TEST_CASE("lesson 6 runs with other head counts and refuses a non-divisor", "[mu
     CHECK_THROWS_WITH(run_lesson(*lesson, Config{7, {{"d_model", 6}, {"heads", 4}}}),
                       Contains("d_model = 6") && Contains("h = 4"));
 }
+
+}  // namespace test_multi_head

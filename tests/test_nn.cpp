@@ -22,6 +22,10 @@
 #include <utility>
 #include <vector>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_nn {
+
 using namespace attn;
 using Catch::Matchers::WithinAbs;
 
@@ -447,3 +451,5 @@ TEST_CASE("linear_map_sending sends every row of A to the same row of B", "[nn][
     CHECK(max_abs_difference(nn::matmul(A, nn::transposed(M), "A M^T"), B) < 1e-12);
     CHECK_THROWS_WITH(nn::linear_map_sending(A, rng.normal_mat(2, 4)), Catch::Contains("as many rows"));
 }
+
+}  // namespace test_nn

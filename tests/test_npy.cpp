@@ -10,6 +10,10 @@
 #include <cstring>
 #include <limits>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_npy {
+
 using namespace attn;
 
 namespace {
@@ -125,3 +129,5 @@ TEST_CASE("fuzzing regressions: a lying .npy header is refused, never allocated"
                    Catch::Contains("says shape [99999999999] (799999999992 data bytes) but the file holds 16"));
     }
 }
+
+}  // namespace test_npy

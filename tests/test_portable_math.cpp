@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_portable_math {
+
 namespace {
 
 namespace portable = attn::portable;
@@ -167,3 +171,5 @@ TEST_CASE("portable::pow10000 is within 1 ulp for the frequencies of the positio
     CHECK(portable::pow10000(-2.0) == 1e-8);
     CHECK_THROWS_AS(portable::pow10000(65.0), std::domain_error);
 }
+
+}  // namespace test_portable_math

@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_render {
+
 using namespace attn;
 
 namespace {
@@ -318,3 +322,5 @@ TEST_CASE("plots stay within the line width, and colour only when asked", "[rend
         CHECK_THAT(render_tensor(none, RenderOptions{}), Catch::EndsWith("  plot: no finite values\n"));
     }
 }
+
+}  // namespace test_render

@@ -9,6 +9,10 @@
 #include <cmath>
 #include <set>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_rng {
+
 using attn::Rng;
 using Catch::Matchers::WithinAbs;
 using Catch::Matchers::WithinRel;
@@ -71,3 +75,5 @@ TEST_CASE("different seeds give different streams; the same seed the same", "[rn
     CHECK(va == vb);
     CHECK_FALSE(va == vc);
 }
+
+}  // namespace test_rng

@@ -23,6 +23,10 @@
 
 #include <unistd.h>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_run_options {
+
 using namespace attn;
 using namespace attn::test;
 namespace fs = std::filesystem;
@@ -217,3 +221,5 @@ TEST_CASE("export --set writes a JSON file whose config holds the settings", "[c
     expected.values = {{"d_model", 16}, {"heads", 4}};
     CHECK(exported.config() == expected);
 }
+
+}  // namespace test_run_options

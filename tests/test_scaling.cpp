@@ -14,6 +14,10 @@
 #include <string>
 #include <vector>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_scaling {
+
 using namespace attn;
 using attn::test::recorded;
 
@@ -162,3 +166,5 @@ TEST_CASE("lesson 7's limits: powers of two, T_min <= T_max, the T x T memory", 
     CHECK(setting_error({{"T_min", 1}, {"T_max", 1}}).empty());
     CHECK(setting_error({{"T_min", 32}, {"T_max", 32}, {"d", 3}}).empty());
 }
+
+}  // namespace test_scaling

@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_scores {
+
 using namespace attn;
 using Catch::Matchers::WithinAbs;
 using Catch::Matchers::WithinRel;
@@ -472,3 +476,5 @@ TEST_CASE("lesson 3's recorded tensors recompute each other", "[scores][lessons]
         }
     }
 }
+
+}  // namespace test_scores

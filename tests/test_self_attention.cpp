@@ -24,6 +24,10 @@
 #include <utility>
 #include <vector>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_self_attention {
+
 using namespace attn;
 using Catch::Matchers::WithinAbs;
 
@@ -506,3 +510,5 @@ TEST_CASE("lesson 4 holds all its checks and shows what it claims", "[self_atten
         CHECK(mismatch(t, 1) > 1e-3);
     }
 }
+
+}  // namespace test_self_attention

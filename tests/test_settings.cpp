@@ -7,6 +7,10 @@
 #include <climits>
 #include <string>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_settings {
+
 using namespace attn;
 
 namespace {
@@ -83,3 +87,5 @@ TEST_CASE("apply_settings applies in order and checks keys and ranges", "[settin
         CHECK_THROWS_AS(apply_settings(params, 7, {{"d_model", 0}}), SettingError);
     }
 }
+
+}  // namespace test_settings

@@ -13,6 +13,10 @@
 #include <string>
 #include <vector>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_settings_lessons {
+
 using namespace attn;
 
 namespace {
@@ -180,3 +184,5 @@ TEST_CASE("every parameter at its maximum at once fits the caps or is refused na
     if (refused.empty()) WARN("no lesson's largest settings reach the memory cap");
     else WARN("the memory cap refuses the largest settings of: " << fmt::format("{}", fmt::join(refused, ", ")));
 }
+
+}  // namespace test_settings_lessons

@@ -23,6 +23,10 @@
 
 #include <unistd.h>
 
+// Everything of this file in a namespace of its own: the test program is built as a few
+// unity files (tests/meson.build), where the helpers of two files must not meet.
+namespace test_svg {
+
 using namespace attn;
 namespace fs = std::filesystem;
 
@@ -459,3 +463,5 @@ TEST_CASE("write_heatmap_svgs names the path it cannot write", "[svg]") {
     }
     fs::remove_all(base);
 }
+
+}  // namespace test_svg

@@ -1,0 +1,16 @@
+// Precompiled for the libraries whose every file parses xtensor (meson.build, cpp_pch): the
+// third-party headers they share, compiled once per library instead of once per file. Only
+// headers from outside the project, so that editing our own never rebuilds it.
+#include <fmt/format.h>
+#include <xtensor/xarray.hpp>
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xtensor.hpp>
+#include <xtensor/xview.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <vector>
