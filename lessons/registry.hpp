@@ -55,6 +55,7 @@ Lesson self_attention_lesson();
 Lesson gru_to_attention_lesson();
 Lesson multi_head_lesson();
 Lesson scaling_lesson();
+Lesson backprop_lesson();
 
 // Rules the lessons' limits share; each returns "" when the configuration is fine.
 // `doubles` under the memory cap, else a message naming the estimate of `what`.
