@@ -182,7 +182,8 @@ struct AttentionSolution {
     nn::AttentionResult forward;
     double loss = 0.0;
     Mat dO;
-    nn::AttentionGrads grads;  // dQ, dK, dV, dP, dS
+    Mat dP, dS;                // step [softmax-backward]: the softmax's own backward
+    nn::AttentionGrads grads;  // step [attention-backward]: dQ, dK, dV (and dP, dS again)
     Mat dW_Q, dW_K, dW_V, dX;
 };
 
@@ -193,6 +194,15 @@ AttentionSolution solve_attention(const AttentionProblem& p) {
     s.loss = half_squared_distance(s.forward.output, p.Y);
     // d(1/2 |o - y|^2) / do = o - y
     s.dO = s.forward.output - p.Y;
+    // the softmax's share first, on its own: the exercises softmax-backward and attention-backward
+    // are then checked in their own steps, each reached without the other
+    s.dP = nn::matmul(s.dO, nn::transposed(s.x.V), "dO V^T");
+    s.dS = nn::softmax_rows_backward(s.forward.weights, s.dP);
+    return s;
+}
+
+// The whole backward pass of attention, then on through the projections to the weights and X.
+void add_attention_gradients(const AttentionProblem& p, AttentionSolution& s) {
     s.grads = nn::scaled_dot_product_attention_backward(s.x.Q, s.x.K, s.x.V, s.forward, s.dO);
     // Q = X W_Q: the weight's gradient is X^T dQ; X feeds all three projections and collects all three
     const Mat X_t = nn::transposed(p.X);
@@ -202,7 +212,6 @@ AttentionSolution solve_attention(const AttentionProblem& p) {
     s.dX = nn::matmul(s.grads.dQ, nn::transposed(p.W_Q), "dQ W_Q^T") +
            nn::matmul(s.grads.dK, nn::transposed(p.W_K), "dK W_K^T") +
            nn::matmul(s.grads.dV, nn::transposed(p.W_V), "dV W_V^T");
-    return s;
 }
 
 double largest_above_diagonal(const Mat& A) {
@@ -750,7 +759,7 @@ void record_loss(Trace& trace, const AttentionProblem& p, const AttentionSolutio
 // Step [softmax-backward]: the Jacobian of one row, and the vector form that never builds it.
 void record_softmax_backward(Trace& trace, const AttentionSolution& s) {
     const Mat& P = s.forward.weights;
-    const Mat& dP = s.grads.dP;
+    const Mat& dP = s.dP;
     const std::size_t T = P.shape(0);
     const Vec p = row_of(P, T - 1);
     const Mat J = nn::softmax_jacobian(p);
@@ -781,17 +790,17 @@ void record_softmax_backward(Trace& trace, const AttentionSolution& s) {
     trace.tensor("dP", "dP = dO V^T, the gradient arriving at the weights", dP, sentence, sentence);
     trace.tensor("D", "D_i = sum_j P_ij dP_ij (column 1) = dO_i . o_i (column 2)", averages, sentence,
                  std::vector<std::string>{"P . dP", "dO . O"});
-    trace.tensor("dS", "dS = P * (dP - D 1^T)", s.grads.dS, sentence, sentence, View::heatmap);
+    trace.tensor("dS", "dS = P * (dP - D 1^T)", s.dS, sentence, sentence, View::heatmap);
     trace.check("every row of J sums to 0", xt::amax(xt::abs(row_sums(J)))(), 1e-15);
     trace.check("J is symmetric", max_abs_difference(J, nn::transposed(J)), 0.0);
     trace.check(fmt::format("J has rank T - 1 = {}: elimination keeps that many pivots (difference shown)", T - 1),
                 std::abs(as_double(pivots.size()) - as_double(T - 1)), 0.0);
     trace.check("the vector form P * (dP - D 1^T) equals J(p_i) dP_i, J built for every row i",
-                max_abs_difference(s.grads.dS, jacobian_times_rows(P, dP)), rounding);
+                max_abs_difference(s.dS, jacobian_times_rows(P, dP)), rounding);
     trace.check("D_i = sum_j P_ij dP_ij equals dO_i . o_i for every row",
                 max_abs_difference(xt::col(averages, 0), xt::col(averages, 1)), rounding);
     trace.check("every row of dS sums to 0: a constant added to a row of scores changes nothing",
-                xt::amax(xt::abs(row_sums(s.grads.dS)))(), rounding);
+                xt::amax(xt::abs(row_sums(s.dS)))(), rounding);
 }
 
 // Step [attention-backward]: the gradients of Q, K, V and of the projections.
@@ -1188,9 +1197,10 @@ void lesson_backprop(Trace& trace, const Config& config) {
     const Seq2Seq models = drawn_models(trace, rng, d, d_a, u);
     const Mat X_src = trace.input("X_src", rng.normal_mat(T_max, d));
 
-    const AttentionSolution a = solve_attention(attention);
+    AttentionSolution a = solve_attention(attention);
     record_loss(trace, attention, a);
     record_softmax_backward(trace, a);
+    add_attention_gradients(attention, a);
     record_attention_backward(trace, attention, a);
     const AdditiveSolution b = solve_additive(additive);
     record_additive_backward(trace, additive, b);

@@ -145,6 +145,43 @@ const std::vector<Exercise>& all_exercises() {
           "Typical mistakes: dividing by sqrt(d_model) instead of sqrt(d_k) (the\n"
           "head's width); forgetting W^O; adding the mask after the softmax;\n"
           "not filling weights (h x T_q x T_k) when keep is HeadWeights::keep."}},
+        {"softmax-backward", "The softmax backward, and its Jacobian", "backprop", {"softmax-backward"},
+         {"softmax", "dot-scores", "scaled-attention", "causal-mask"},
+         {"p = softmax(s): J = diag(p) - p p^T, J_jk = dp_j / ds_k. For a loss\n"
+          "with dP = dL/dP, row by row ds = J dp; as matrices\n"
+          "dS = P * (dP - D 1^T) with D_i = sum_j P_ij dP_ij (* elementwise).",
+          "softmax_jacobian(p) is T x T: p_j on the diagonal minus p_j p_k\n"
+          "everywhere. softmax_rows_backward needs no Jacobian: one pass for D_i\n"
+          "along row i, one for P_ij (dP_ij - D_i). Where P_ij = 0 (masked) write\n"
+          "0: the lesson checks that masked scores get exactly no gradient.",
+          "Typical mistakes: dropping the -p p^T term (dS = P * dP, which lesson\n"
+          "8's step [finite-differences] shows missing by far); summing D down a\n"
+          "column instead of along the row; -0 instead of 0 at masked entries\n"
+          "(P * (dP - D) is -0 when dP - D < 0)."}},
+        {"attention-backward", "The backward of scaled dot-product attention", "backprop", {"attention-backward"},
+         {"softmax", "dot-scores", "scaled-attention", "causal-mask", "softmax-backward"},
+         {"With O = P V, P = softmax(S + M), S = Q K^T / sqrt(d_k): dV = P^T dO,\n"
+          "dP = dO V^T, dS through the softmax (nn::softmax_rows_backward), then\n"
+          "dQ = dS K / sqrt(d_k) and dK = dS^T Q / sqrt(d_k).",
+          "Fill all five fields of AttentionGrads: dQ (T_q x d_k), dK (T_k x\n"
+          "d_k), dV (T_k x d_v), and the intermediate dP and dS (T_q x T_k). The\n"
+          "mask is a constant: its effect is already in P, so it needs nothing.",
+          "Typical mistakes: P dO instead of P^T dO for dV; dividing by sqrt(d_v)\n"
+          "(the lesson has d_v = 3, d_k = 4, so it shows); forgetting the scale\n"
+          "on one of dQ, dK; dS Q instead of dS^T Q for the keys."}},
+        {"gru-step-backward", "One GRU step backwards", "backprop", {"gru-backward"},
+         {"gru-step", "softmax", "dot-scores", "scaled-attention", "causal-mask", "additive-score",
+          "softmax-backward", "attention-backward"},
+         {"Reverse the four equations of gru_step (Cho et al. 2014, eqs. 5-8):\n"
+          "from dh, first through h = z * h_prev + (1 - z) * h~, then h~ = tanh(a)\n"
+          "(da = dh~ (1 - h~^2)), then r and z = sigmoid(.) (sigmoid' = z (1 - z)).",
+          "Add the weight gradients into `grads` (+=, never =): backpropagation\n"
+          "through time calls the step once per time step with one GruGrads.\n"
+          "dW_z += dz_pre x^T, dU_z += dz_pre h_prev^T, db_z += dz_pre; likewise\n"
+          "r and h, where U_h multiplies r * h_prev.",
+          "dh_prev collects four roads: z * dh directly, and through U_z, U_r\n"
+          "and, scaled by r, U_h. Typical mistakes: forgetting the direct z * dh;\n"
+          "h_prev instead of r * h_prev in dU_h; assigning instead of adding."}},
     };
     return exercises;
 }
