@@ -1,4 +1,4 @@
-// Precompiled for the libraries whose every file parses xtensor (meson.build, cpp_pch): the
+// Precompiled for the libraries of many files that all parse xtensor (meson.build, cpp_pch): the
 // third-party headers they share, compiled once per library instead of once per file. Only
 // headers from outside the project, so that editing our own never rebuilds it.
 #include <fmt/format.h>
