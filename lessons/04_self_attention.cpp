@@ -182,13 +182,6 @@ double outside_value_range(const Mat& O, const Mat& V) {
     return worst;
 }
 
-double largest_above_diagonal(const Mat& A) {
-    double worst = 0.0;
-    for (std::size_t i = 0; i < A.shape(0); ++i)
-        for (std::size_t j = i + 1; j < A.shape(1); ++j) worst = std::max(worst, std::abs(A(i, j)));
-    return worst;
-}
-
 // softmax first, then the future weights set to 0: the mask applied too late.
 Mat zeroed_after_softmax(const Mat& scores) {
     Mat A = nn::softmax_rows(scores);

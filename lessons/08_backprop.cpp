@@ -214,13 +214,6 @@ void add_attention_gradients(const AttentionProblem& p, AttentionSolution& s) {
            nn::matmul(s.grads.dV, nn::transposed(p.W_V), "dV W_V^T");
 }
 
-double largest_above_diagonal(const Mat& A) {
-    double worst = 0.0;
-    for (std::size_t i = 0; i < A.shape(0); ++i)
-        for (std::size_t j = i + 1; j < A.shape(1); ++j) worst = std::max(worst, std::abs(A(i, j)));
-    return worst;
-}
-
 Vec column_sums(const Mat& M) {
     Vec out = xt::zeros<double>({M.shape(1)});
     for (std::size_t i = 0; i < M.shape(0); ++i)
@@ -237,29 +230,6 @@ Vec row_sums(const Mat& M) {
 
 // ---------------------------------------------------------------- step [softmax-backward]
 
-// The pivots of Gaussian elimination with partial pivoting, a column counted as zero when every
-// candidate is at most `zero` in magnitude: as many pivots as the rank of A.
-Vec elimination_pivots(Mat A, double zero) {
-    const std::size_t rows = A.shape(0), cols = A.shape(1);
-    std::vector<double> pivots;
-    std::size_t r = 0;
-    for (std::size_t c = 0; c < cols && r < rows; ++c) {
-        std::size_t best = r;
-        for (std::size_t i = r + 1; i < rows; ++i)
-            if (std::abs(A(i, c)) > std::abs(A(best, c))) best = i;
-        if (std::abs(A(best, c)) <= zero) continue;
-        for (std::size_t j = 0; j < cols; ++j) std::swap(A(r, j), A(best, j));
-        for (std::size_t i = r + 1; i < rows; ++i) {
-            const double factor = A(i, c) / A(r, c);
-            for (std::size_t j = c; j < cols; ++j) A(i, j) -= factor * A(r, j);
-        }
-        pivots.push_back(A(r, c));
-        ++r;
-    }
-    Vec out = xt::empty<double>({pivots.size()});
-    std::copy(pivots.begin(), pivots.end(), out.begin());
-    return out;
-}
 
 // Row i of dS as J(p_i) dP_i, with the Jacobian of each row formed and multiplied out.
 Mat jacobian_times_rows(const Mat& P, const Mat& dP) {
@@ -764,7 +734,7 @@ void record_softmax_backward(Trace& trace, const AttentionSolution& s) {
     const Vec p = row_of(P, T - 1);
     const Mat J = nn::softmax_jacobian(p);
     const double zero_pivot = 1e-12;
-    const Vec pivots = elimination_pivots(J, zero_pivot);
+    const Vec pivots = nn::elimination_pivots(J, zero_pivot);
     const Mat averages = row_averages_two_ways(P, dP, s.forward.output, s.dO);
     trace.step("softmax-backward", "Backwards through the softmax",
                "J = diag(p) - p p^T,  dS_i = J(p_i) dP_i = p_i * (dP_i - (p_i . dP_i) 1)",

@@ -4,6 +4,7 @@
 #include <xtensor/xview.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 namespace attn {
 
@@ -25,6 +26,13 @@ Vec weighted_sum(const Vec& alpha, const Mat& H) {
     Vec sum = xt::zeros<double>({H.shape(1)});
     for (std::size_t j = 0; j < H.shape(0); ++j) sum += alpha(j) * xt::row(H, static_cast<std::ptrdiff_t>(j));
     return sum;
+}
+
+double largest_above_diagonal(const Mat& A) {
+    double worst = 0.0;
+    for (std::size_t i = 0; i < A.shape(0); ++i)
+        for (std::size_t j = i + 1; j < A.shape(1); ++j) worst = std::max(worst, std::abs(A(i, j)));
+    return worst;
 }
 
 double negativity(const Mat& weights) { return std::max(0.0, -xt::amin(weights)()); }

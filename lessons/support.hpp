@@ -24,6 +24,9 @@ Mat as_row(const Vec& v);
 // checks compare a matrix product with.
 Vec weighted_sum(const Vec& alpha, const Mat& H);
 
+// The largest |A_ij| above the diagonal (j > i): 0 when a causal mask held, the check's error.
+double largest_above_diagonal(const Mat& A);
+
 // How far the smallest entry lies below 0 (0 when none is negative): a weight check's error.
 double negativity(const Mat& weights);
 

@@ -97,28 +97,6 @@ void check_gradient(const char* name, Tensor& x, const Tensor& analytic, const L
 // Exactly +0, the value a masked entry's gradient must have (not -0, not 1e-300).
 bool is_plus_zero(double x) { return x == 0.0 && !std::signbit(x); }
 
-// The pivots of Gaussian elimination with partial pivoting, skipping a column whose candidates are
-// all below `zero` in magnitude: as many as the rank of A.
-std::vector<double> elimination_pivots(Mat A, double zero) {
-    const std::size_t rows = A.shape(0), cols = A.shape(1);
-    std::vector<double> pivots;
-    std::size_t r = 0;
-    for (std::size_t c = 0; c < cols && r < rows; ++c) {
-        std::size_t best = r;
-        for (std::size_t i = r + 1; i < rows; ++i)
-            if (std::fabs(A(i, c)) > std::fabs(A(best, c))) best = i;
-        if (std::fabs(A(best, c)) <= zero) continue;
-        for (std::size_t j = 0; j < cols; ++j) std::swap(A(r, j), A(best, j));
-        for (std::size_t i = r + 1; i < rows; ++i) {
-            const double factor = A(i, c) / A(r, c);
-            for (std::size_t j = c; j < cols; ++j) A(i, j) -= factor * A(r, j);
-        }
-        pivots.push_back(A(r, c));
-        ++r;
-    }
-    return pivots;
-}
-
 nn::GruParams random_gru(Rng& rng, std::size_t d_in, std::size_t d, double stddev) {
     return {rng.normal_mat(d, d_in, stddev), rng.normal_mat(d, d, stddev), rng.normal_vec(d, stddev),
             rng.normal_mat(d, d_in, stddev), rng.normal_mat(d, d, stddev), rng.normal_vec(d, stddev),
@@ -189,7 +167,7 @@ TEST_CASE("softmax Jacobian: symmetric, rows sum to 0, rank T - 1", "[backward][
     // J 1 = 0 (the rows sum to 0) and J x = 0 only for x proportional to 1 when every p_j > 0
     // (p_j x_j = p_j p^T x for all j gives x_j = p^T x): rank T - 1. The elimination shows it with
     // a wide gap between the pivots it keeps and the rounding noise it calls zero.
-    const std::vector<double> pivots = elimination_pivots(J, 1e-12);
+    const Vec pivots = nn::elimination_pivots(J, 1e-12);
     CHECK(pivots.size() == T - 1);
     for (double pivot : pivots) CHECK(std::fabs(pivot) > 1e-4);
 }
@@ -202,7 +180,7 @@ TEST_CASE("softmax Jacobian of a distribution with a zero entry loses one more r
     const Mat J = nn::softmax_jacobian(nn::softmax(logits));
     // row and column 2 are exact zeros: a masked weight neither moves nor moves the others
     for (std::size_t k = 0; k < 6; ++k) CHECK((is_plus_zero(J(2, k)) && is_plus_zero(J(k, 2))));
-    CHECK(elimination_pivots(J, 1e-12).size() == 4);
+    CHECK(nn::elimination_pivots(J, 1e-12).size() == 4);
 }
 
 TEST_CASE("softmax_rows_backward is the Jacobian applied row by row", "[backward][softmax]") {

@@ -6,6 +6,7 @@
 #include "nn/kernels.hpp"
 
 #include <catch2/catch.hpp>
+#include <xtensor/xbuilder.hpp>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
@@ -364,6 +365,17 @@ TEST_CASE("use_kernel_path refuses a copy the processor cannot run, and names ar
         if (std::find(paths.begin(), paths.end(), p) == paths.end())
             CHECK_THROWS_AS(nn::use_kernel_path(p), std::invalid_argument);
     if (!std::getenv("ATTN_KERNELS")) CHECK(nn::kernel_path() == paths.back());  // the widest by default
+}
+
+TEST_CASE("elimination_pivots counts the rank, with a tolerance for what is zero", "[nn][linalg]") {
+    // rows 1 and 2 span the plane that row 3 (their sum) lies in: rank 2
+    const Mat A = {{1.0, 2.0, 3.0}, {0.5, -1.0, 4.0}, {1.5, 1.0, 7.0}};
+    CHECK(nn::elimination_pivots(A, 1e-12).size() == 2);
+    CHECK(nn::elimination_pivots(xt::zeros<double>({3, 3}), 1e-12).size() == 0);
+    const Mat I = xt::eye<double>(4);
+    CHECK(nn::elimination_pivots(I, 1e-12).size() == 4);
+    // partial pivoting: the first pivot is the largest entry of the first column
+    CHECK(nn::elimination_pivots(A, 1e-12)(0) == 1.5);
 }
 
 TEST_CASE("matmul adds the products in the order of k, as the textbook triple loop does", "[nn][linalg]") {

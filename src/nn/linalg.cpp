@@ -4,6 +4,7 @@
 
 #include <xtensor/xview.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -32,6 +33,28 @@ Mat gather_rows(const Mat& table, const std::vector<std::size_t>& ids) {
 }
 
 Mat transposed(const Mat& M) { return xt::eval(xt::transpose(M)); }
+
+Vec elimination_pivots(Mat A, double zero) {
+    const std::size_t rows = A.shape(0), cols = A.shape(1);
+    std::vector<double> pivots;
+    std::size_t r = 0;
+    for (std::size_t c = 0; c < cols && r < rows; ++c) {
+        std::size_t best = r;
+        for (std::size_t i = r + 1; i < rows; ++i)
+            if (std::abs(A(i, c)) > std::abs(A(best, c))) best = i;
+        if (std::abs(A(best, c)) <= zero) continue;
+        for (std::size_t j = 0; j < cols; ++j) std::swap(A(r, j), A(best, j));
+        for (std::size_t i = r + 1; i < rows; ++i) {
+            const double factor = A(i, c) / A(r, c);
+            for (std::size_t j = c; j < cols; ++j) A(i, j) -= factor * A(r, j);
+        }
+        pivots.push_back(A(r, c));
+        ++r;
+    }
+    Vec out = xt::empty<double>({pivots.size()});
+    std::copy(pivots.begin(), pivots.end(), out.begin());
+    return out;
+}
 
 namespace {
 

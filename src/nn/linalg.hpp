@@ -19,6 +19,10 @@ Mat gather_rows(const Mat& table, const std::vector<std::size_t>& ids);
 // M^T, evaluated into a contiguous matrix (ready for BLAS).
 Mat transposed(const Mat& M);
 
+// The pivots of Gaussian elimination with partial pivoting (in a fixed order), a column counted as
+// zero when every candidate is at most `zero` in magnitude: as many pivots as the rank of A.
+Vec elimination_pivots(Mat A, double zero);
+
 // The minimum-norm linear map M with M a_r = b_r for every row r of A:  M = B^T (A A^T)^{-1} A.
 // Exact when the rows of A are linearly independent (A: k x n, B: k x m, M: m x n); throws
 // std::invalid_argument when they are not. Solved through a Householder QR factorisation of A^T
