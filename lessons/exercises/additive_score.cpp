@@ -1,5 +1,5 @@
 // Exercise additive-score: the additive (Bahdanau) score of every query against every key
-// (Bahdanau et al. 2015, eq. 6 and appendix A.1.2).
+// (Bahdanau et al. 2015, appendix A.1.2; eq. 6 turns the scores into weights).
 // Checked by lesson 2 (additive), step [scores]: the matrix E of all decoder steps' scores
 // must match the golden file.
 //

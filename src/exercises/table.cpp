@@ -33,8 +33,8 @@ const std::vector<Exercise>& all_exercises() {
           "e / xt::sum(e, {1}, xt::keep_dims) in one expression gives wrong\n"
           "numbers: evaluate the sum into a named tensor first."}},
         {"additive-score", "The additive (Bahdanau) score", "additive", {"scores"}, {"gru-step", "softmax"},
-         {"e_ij = v^T tanh(W_q q_i + W_k k_j) (Bahdanau et al. 2015, eq. 6): one\n"
-          "number for each pair of query i and key j, so E is T_q x T_k.",
+         {"e_ij = v^T tanh(W_q q_i + W_k k_j) (Bahdanau et al. 2015, appendix\n"
+          "A.1.2): one number for each pair of query i and key j, so E is T_q x T_k.",
           "Project once: P_q = Q W_q^T (row i is W_q q_i, T_q x d_a) and\n"
           "P_k = K W_k^T (T_k x d_a). Then\n"
           "e_ij = sum_a v_a tanh(P_q(i, a) + P_k(j, a)).",

@@ -48,7 +48,7 @@ struct AdditiveScoreGrads {
     Vec dv;    // d_a
 };
 
-// With u_ij = W_q q_i + W_k k_j and e_ij = v^T tanh(u_ij)   — Bahdanau et al. 2015, eq. 6:
+// With u_ij = W_q q_i + W_k k_j and e_ij = v^T tanh(u_ij)   — Bahdanau et al. 2015, appendix A.1.2:
 // dv = sum_ij dE_ij tanh(u_ij),  du_ij = dE_ij v * (1 - tanh(u_ij)^2),
 // dQ_i = W_q^T sum_j du_ij,  dK_j = W_k^T sum_i du_ij,  dW_q = sum_ij du_ij q_i^T,  dW_k = sum_ij du_ij k_j^T.
 // Inputs as for additive_scores; dE: T_q x T_k.

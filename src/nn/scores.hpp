@@ -15,7 +15,7 @@ Mat general_scores(const Mat& Q, const Mat& W, const Mat& K);
 // e_ij = q_i^T k_j / sqrt(d)             — Vaswani et al. 2017, eq. 1
 Mat scaled_dot_scores(const Mat& Q, const Mat& K);
 
-// e_ij = v^T tanh(W_q q_i + W_k k_j)     — Bahdanau et al. 2015, eq. 6 (appendix A.1.2);
+// e_ij = v^T tanh(W_q q_i + W_k k_j)     — Bahdanau et al. 2015, appendix A.1.2 (eq. 6 normalises it);
 // W_q: d_a x d_q, W_k: d_a x d_k, v: d_a. Computed as T_q x T_k independent dot products.
 Mat additive_scores(const Mat& Q, const Mat& K, const Mat& W_q, const Mat& W_k, const Vec& v);
 
