@@ -16,7 +16,7 @@ Mat matmul(const Mat& A, const Mat& B, const char* what);
 // Throws ShapeError naming the id when one is out of range.
 Mat gather_rows(const Mat& table, const std::vector<std::size_t>& ids);
 
-// M^T, evaluated into a contiguous matrix (ready for BLAS).
+// M^T, evaluated into a contiguous matrix (as nn::matmul wants its operands).
 Mat transposed(const Mat& M);
 
 // The pivots of Gaussian elimination with partial pivoting (in a fixed order), a column counted as
