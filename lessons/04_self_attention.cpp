@@ -286,9 +286,9 @@ Mat record_encoder(Trace& trace, const nn::GruParams& forward, const nn::GruPara
     return H;
 }
 
-// Steps [one-hop], [hops] and [penalty]: Lin et al.'s embedding over the encoder states H.
-void record_structured_embedding(Trace& trace, const Mat& H, const Mat& W_s1, const Vec& w_s2, const Mat& W_s2) {
-    const std::size_t n = H.shape(0), d_a = W_s1.shape(0), r = W_s2.shape(0);
+// Step [one-hop]: Lin et al.'s single attention vector a over the encoder states H; returns a.
+Vec record_one_hop(Trace& trace, const Mat& H, const Mat& W_s1, const Vec& w_s2) {
+    const std::size_t d_a = W_s1.shape(0);
     const auto rows_n = prefixed("", sentence);
     const nn::StructuredAttention one = nn::structured_self_attention(H, W_s1, as_row(w_s2));
     const Vec a = xt::row(one.weights, 0), m = xt::row(one.embedding, 0);
@@ -308,9 +308,14 @@ void record_structured_embedding(Trace& trace, const Mat& H, const Mat& W_s1, co
     trace.tensor("m", "m = a H: (1 x n)(n x 2u) = 1 x 2u", m);
     trace.check("a sums to 1", std::abs(xt::sum(a)() - 1.0), 1e-12);
     trace.check("m = a H equals the sum over tokens sum_t a_t h_t", max_abs_difference(m, weighted_sum(a, H)), 1e-12);
+    return a;
+}
 
+// Step [hops]: r questions at once, the matrix embedding; returns the weights A.
+Mat record_hops(Trace& trace, const Mat& H, const Mat& W_s1, const Mat& W_s2) {
+    const std::size_t r = W_s2.shape(0);
     const nn::StructuredAttention hops = nn::structured_self_attention(H, W_s1, W_s2);
-    const Mat& A = hops.weights;
+    const Mat A = hops.weights;
     trace.step("hops", "r hops: a matrix embedding",
                "A = softmax(W_s2 tanh(W_s1 H^T)),  M = A H",
                "A single vector tends to settle on one part of the sentence, a word or a phrase, while a "
@@ -326,7 +331,12 @@ void record_structured_embedding(Trace& trace, const Mat& H, const Mat& W_s1, co
     trace.check("every row of A sums to 1", max_abs_difference(row_sums(A), xt::ones<double>({r})), 1e-12);
     trace.check("row k of A equals eq. 5 run alone with w_s2 = row k of W_s2",
                 max_abs_difference(A, hops_one_at_a_time(H, W_s1, W_s2)), 1e-12);
+    return A;
+}
 
+// Step [penalty]: ||A A^T - I||_F^2 for our A, for r copies of the single hop a, and for one-hot hops.
+void record_penalty(Trace& trace, const Mat& A, const Vec& a) {
+    const std::size_t r = A.shape(0), n = A.shape(1);
     const std::vector<std::size_t> picked = spread_tokens(r, n);
     const Mat A_same = repeated_rows(a, r), A_apart = one_hot_rows(picked, n);
     const Vec penalties = {nn::redundancy_penalty(A), nn::redundancy_penalty(A_same), nn::redundancy_penalty(A_apart)};
@@ -400,13 +410,10 @@ SelfAttention record_self_attention(Trace& trace, const Projections& proj, const
     return {x, att};
 }
 
-// Steps [causal], [wrong-way], [padding] and [future].
-void record_masks(Trace& trace, const Projections& proj, const Mat& E, const Mat& X, const Mat& X_other,
-                  const SelfAttention& self) {
-    const std::size_t n = X.shape(0);
+// Step [causal]: the causal mask on the scores; returns the masked attention.
+nn::AttentionResult record_causal(Trace& trace, const QKV& x) {
+    const std::size_t n = x.Q.shape(0);
     const auto rows_n = prefixed("", sentence);
-    const QKV& x = self.x;
-    const nn::AttentionResult& att = self.result;
     const Mat causal = nn::causal_mask(n);
     const nn::AttentionResult masked = nn::scaled_dot_product_attention(x.Q, x.K, x.V, causal);
     trace.step("causal", "The causal mask: no looking ahead",
@@ -427,7 +434,12 @@ void record_masks(Trace& trace, const Projections& proj, const Mat& E, const Mat
                 1e-12);
     trace.check("the first output is the first value: o_1 = v_1",
                 max_abs_difference(xt::row(masked.output, 0), xt::row(x.V, 0)), 1e-12);
+    return masked;
+}
 
+// Step [wrong-way]: the mask applied after the softmax instead, against the causal weights.
+void record_wrong_way(Trace& trace, const nn::AttentionResult& att, const nn::AttentionResult& masked) {
+    const auto rows_n = prefixed("", sentence);
     const Mat A_zeroed = zeroed_after_softmax(att.scores);
     const Vec zeroed_sums = row_sums(A_zeroed);
     trace.step("wrong-way", "The wrong way: zeroing after the softmax",
@@ -444,7 +456,10 @@ void record_masks(Trace& trace, const Projections& proj, const Mat& E, const Mat
                 largest_truncated_row_sum(zeroed_sums), 0.999);
     trace.check("each zeroed row divided by its sum gives A_causal",
                 max_abs_difference(rows_divided_by_their_sums(A_zeroed), masked.weights), 1e-12);
+}
 
+// Step [padding]: a shorter sentence padded to n, and the padding mask that keeps it apart.
+void record_padding(Trace& trace, const Projections& proj, const Mat& E, std::size_t n) {
     const Mat X_pad = nn::gather_rows(E, padded_ids);
     const Mat pad_mask = nn::padding_mask(n, n, valid_length, valid_length);
     const nn::AttentionResult padded = self_attend(proj, X_pad, pad_mask);
@@ -475,7 +490,11 @@ void record_masks(Trace& trace, const Projections& proj, const Mat& E, const Mat
                 1e-12);
     trace.check("the real rows of O_pad equal attention over the 4 real tokens alone",
                 max_abs_difference(rows(padded.output, 0, valid_length), alone.output), 1e-12);
+}
 
+// Step [future]: replacing later tokens moves no earlier output under the causal mask.
+void record_future(Trace& trace, const Projections& proj, const Mat& X, const Mat& X_other) {
+    const std::size_t n = X.shape(0);
     const Mat changes = future_token_changes(proj, X, X_other);
     const Vec open_changes = xt::view(changes, xt::range(0, n - 1), 1);
     trace.step("future", "The future cannot reach the past",
@@ -587,9 +606,13 @@ void lesson_self_attention(Trace& trace, const Config& config) {
     trace.tensor("X", "x_t = E[w_t], n x d", X, prefixed("", sentence));
 
     const Mat H = record_encoder(trace, forward, backward, X);
-    record_structured_embedding(trace, H, W_s1, w_s2, W_s2);
+    const Vec a = record_one_hop(trace, H, W_s1, w_s2);
+    record_penalty(trace, record_hops(trace, H, W_s1, W_s2), a);
     const SelfAttention self = record_self_attention(trace, proj, X);
-    record_masks(trace, proj, E, X, X_other, self);
+    const nn::AttentionResult masked = record_causal(trace, self.x);
+    record_wrong_way(trace, self.result, masked);
+    record_padding(trace, proj, E, X.shape(0));
+    record_future(trace, proj, X, X_other);
     record_positions(trace, proj, X, self.result);
 }
 

@@ -35,23 +35,11 @@ const Param T_max{"T_max", 4096, 1, 16384,
 const Param repeats{"repeats", 3, 1, 100, "timed runs of each layer at each length; the fastest is kept"};
 }  // namespace param
 
-bool power_of_two(long long n) { return n > 0 && (n & (n - 1)) == 0; }
-
-// The powers of two on either side of n (n itself is not one), for a message.
-std::string nearest_powers_of_two(long long n) {
-    long long below = 1;
-    while (below * 2 < n) below *= 2;
-    return n < 1 ? "1" : fmt::format("{} or {}", below, below * 2);
-}
-
 std::string limits(const Config& c) {
-    for (const Param* p : {&param::T_min, &param::T_max}) {
-        const long long T = c.get(p->key);
-        if (!power_of_two(T))
-            return fmt::format("{}={} is not a power of two: the lengths double from T_min to T_max, so both must be "
-                               "powers of two; {} would do",
-                               p->key, T, nearest_powers_of_two(T));
-    }
+    for (const Param* p : {&param::T_min, &param::T_max})
+        if (auto why = power_of_two(c, *p, "the lengths double from T_min to T_max, so both must be powers of two");
+            !why.empty())
+            return why;
     if (c.size(param::T_min) > c.size(param::T_max))
         return fmt::format("T_min={} is larger than T_max={}: the lengths run from T_min up to T_max",
                            c.size(param::T_min), c.size(param::T_max));

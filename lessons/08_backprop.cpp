@@ -14,6 +14,7 @@
 #include "core/rng.hpp"
 #include "nn/activations.hpp"
 #include "nn/backward.hpp"
+#include "nn/finite_differences.hpp"
 #include "nn/linalg.hpp"
 #include "nn/rnn.hpp"
 #include "nn/scores.hpp"
@@ -51,18 +52,9 @@ const Param d_max{"d_max", 256, 64, 4096,
 const Param queries{"queries", 400, 100, 1000, "random queries per width in step [sqrt-d]"};
 }  // namespace param
 
-bool power_of_two(long long n) { return n > 0 && (n & (n - 1)) == 0; }
-
 std::string limits(const Config& c) {
-    for (const Param* p : {&param::T_max, &param::d_max}) {
-        const long long n = c.get(p->key);
-        if (!power_of_two(n)) {
-            long long below = 1;
-            while (below * 2 < n) below *= 2;
-            return fmt::format("{}={} is not a power of two: the sizes double up to it; {} or {} would do", p->key, n,
-                               below, below * 2);
-        }
-    }
+    for (const Param* p : {&param::T_max, &param::d_max})
+        if (auto why = power_of_two(c, *p, "the sizes double up to it"); !why.empty()) return why;
     // Within the ranges no setting is slow: every parameter at its maximum at once takes 2.5 to 4 s
     // on a shared 2-core machine (half of it the 18 queries d_max normal numbers that step [sqrt-d]
     // draws), so only the memory needs a rule across parameters.
@@ -351,42 +343,6 @@ double input_weight_stretch(const nn::GruParams& p, const nn::GruGrads& g) {
 
 // ---------------------------------------------------------------- step [finite-differences]
 
-// (L(x + h) - L(x - h)) / ((x + h) - (x - h)) for one number x that loss() reads, moved in place
-// and restored. Divided by the step actually taken, which is exact: x + h rounds, and dividing by
-// 2h would count that rounding as error.
-template <class Loss>
-double central_difference(double& x, const Loss& loss, double h) {
-    const double saved = x, up = saved + h, down = saved - h;
-    x = up;
-    const double loss_up = loss();
-    x = down;
-    const double loss_down = loss();
-    x = saved;
-    return (loss_up - loss_down) / (up - down);
-}
-
-// dL/dx entry by entry by central differences with step h.
-template <class Tensor, class Loss>
-Tensor central_differences(Tensor& x, const Loss& loss, double h) {
-    Tensor numeric = xt::zeros<double>(x.shape());
-    for (std::size_t k = 0; k < x.size(); ++k) numeric.data()[k] = central_difference(x.data()[k], loss, h);
-    return numeric;
-}
-
-// The worst |analytic - numeric| / max(1, |numeric|) over all entries (NaN if any entry is NaN).
-template <class Tensor>
-double gradient_error(const Tensor& analytic, const Tensor& numeric) {
-    expect_shape("finite-difference gradient", numeric, shape_of(analytic));
-    double worst = 0.0;
-    for (std::size_t k = 0; k < analytic.size(); ++k) {
-        const double a = analytic.data()[k], n = numeric.data()[k];
-        const double error = std::abs(a - n) / std::max(1.0, std::abs(n));
-        if (std::isnan(error)) return error;
-        worst = std::max(worst, error);
-    }
-    return worst;
-}
-
 // One row of the table of step [finite-differences].
 struct GradientCheck {
     std::string name;
@@ -395,20 +351,20 @@ struct GradientCheck {
 
 template <class Tensor, class Loss>
 GradientCheck checked(const std::string& name, Tensor& x, const Tensor& analytic, const Loss& loss) {
-    const Tensor numeric = central_differences(x, loss, fd_step);
+    const Tensor numeric = nn::central_differences(x, loss, fd_step);
     double largest = 0.0;
     for (double v : analytic) largest = std::max(largest, std::abs(v));
-    return {name, as_double(analytic.size()), largest, gradient_error(analytic, numeric), fd_tolerance(loss())};
+    return {name, as_double(analytic.size()), largest, nn::gradient_error(analytic, numeric), fd_tolerance(loss())};
 }
 
 // The nine weight gradients of a GRU by central differences, in the layout of nn::GruGrads.
 template <class Loss>
 nn::GruGrads gru_weight_differences(nn::GruParams& p, const Loss& loss) {
-    return {central_differences(p.W_z, loss, fd_step), central_differences(p.U_z, loss, fd_step),
-            central_differences(p.b_z, loss, fd_step), central_differences(p.W_r, loss, fd_step),
-            central_differences(p.U_r, loss, fd_step), central_differences(p.b_r, loss, fd_step),
-            central_differences(p.W_h, loss, fd_step), central_differences(p.U_h, loss, fd_step),
-            central_differences(p.b_h, loss, fd_step)};
+    return {nn::central_differences(p.W_z, loss, fd_step), nn::central_differences(p.U_z, loss, fd_step),
+            nn::central_differences(p.b_z, loss, fd_step), nn::central_differences(p.W_r, loss, fd_step),
+            nn::central_differences(p.U_r, loss, fd_step), nn::central_differences(p.b_r, loss, fd_step),
+            nn::central_differences(p.W_h, loss, fd_step), nn::central_differences(p.U_h, loss, fd_step),
+            nn::central_differences(p.b_h, loss, fd_step)};
 }
 
 // Three rows, W, U and b stacked over the gates: a GRU's weight gradients against central differences.
@@ -420,7 +376,7 @@ std::vector<GradientCheck> checked_gru_weights(const std::string& suffix, nn::Gr
     const auto row = [tolerance](const std::string& name, const auto& a, const auto& n) {
         double largest = 0.0;
         for (double v : a) largest = std::max(largest, std::abs(v));
-        return GradientCheck{name, as_double(a.size()), largest, gradient_error(a, n), tolerance};
+        return GradientCheck{name, as_double(a.size()), largest, nn::gradient_error(a, n), tolerance};
     };
     return {row("dW" + suffix, analytic.W, numeric.W), row("dU" + suffix, analytic.U, numeric.U),
             row("db" + suffix, analytic.b, numeric.b)};
@@ -477,7 +433,7 @@ Mat error_by_step(const AttentionProblem& problem, const AttentionSolution& s, s
     double h = 1.0;
     for (std::size_t k = 0; k < steps; ++k) {
         h /= 10.0;
-        out(k, 0) = std::abs(central_difference(x.Q(row, col), loss, h) - s.grads.dQ(row, col));
+        out(k, 0) = std::abs(nn::central_difference(x.Q(row, col), loss, h) - s.grads.dQ(row, col));
         out(k, 1) = std::numeric_limits<double>::epsilon() * std::abs(s.loss) / h;
     }
     return out;
@@ -625,7 +581,7 @@ ShortcutCheck check_shortcut(const Seq2Seq& m, const Mat& X_src, std::size_t T) 
             return seq2seq_forward(m, moved, contexts[k]).loss;
         };
         xt::row(out.analytic, static_cast<std::ptrdiff_t>(k)) = analytic;
-        out.errors(k) = gradient_error(analytic, central_differences(x_1, loss, fd_step));
+        out.errors(k) = nn::gradient_error(analytic, nn::central_differences(x_1, loss, fd_step));
         out.tolerances(k) = fd_tolerance(loss());
     }
     return out;
@@ -948,7 +904,7 @@ void record_finite_differences(Trace& trace, const AttentionProblem& attention, 
     const Vec errors = xt::col(curve, 0);
     // the wrong way: only the diagonal of the Jacobian, against differences in the scores before the mask
     Mat S = unmasked_scores(a.x);
-    const Mat dS_numeric = central_differences(S, [&] { return loss_of_scores(S, a.x.V, attention.Y); }, fd_step);
+    const Mat dS_numeric = nn::central_differences(S, [&] { return loss_of_scores(S, a.x.V, attention.Y); }, fd_step);
     const Mat dS_wrong = a.forward.weights * a.grads.dP;
     const double miss = max_abs_difference(dS_wrong, dS_numeric), wrong_bound = 1e-3;
     trace.step("finite-differences", "Every gradient against finite differences",

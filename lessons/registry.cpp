@@ -40,6 +40,15 @@ std::string even(const Config& c, const Param& width) {
                        width.key, w, width.key, w - 1, w + 1);
 }
 
+std::string power_of_two(const Config& c, const Param& param, const std::string& why) {
+    const long long n = c.get(param.key);
+    if (n > 0 && (n & (n - 1)) == 0) return "";
+    long long below = 1;
+    while (below * 2 < n) below *= 2;
+    const std::string would_do = n < 1 ? "1" : fmt::format("{} or {}", below, below * 2);
+    return fmt::format("{}={} is not a power of two: {}; {} would do", param.key, n, why, would_do);
+}
+
 Lesson make_lesson(int number, std::string slug, std::string title, std::string sources, std::vector<Param> params,
                    LessonLimits limits, LessonFn fn, std::vector<Setting> quick) {
     Lesson l{number, std::move(slug), std::move(title), std::move(sources), std::move(params), limits, fn, {}, {}};

@@ -64,5 +64,7 @@ std::string memory_limit(double doubles, const std::string& what);
 std::string divisible(const Config& c, const Param& width, const Param& heads, long long fewest_heads);
 // `width` even, as the sinusoidal positions need (a sine and a cosine per frequency).
 std::string even(const Config& c, const Param& width);
+// `param` a power of two, else the two on either side; `why` says what doubles up to it.
+std::string power_of_two(const Config& c, const Param& param, const std::string& why);
 
 }  // namespace attn

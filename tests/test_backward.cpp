@@ -5,6 +5,7 @@
 // width, d_in / d = GRU input / hidden widths.
 #include "core/rng.hpp"
 #include "nn/backward.hpp"
+#include "nn/finite_differences.hpp"
 #include "nn/linalg.hpp"
 #include "nn/scores.hpp"
 #include "nn/self_attention.hpp"
@@ -53,45 +54,12 @@ double weighted_sum(const Tensor& G, const Tensor& Y) {
     return L;
 }
 
-// dL/dx entry by entry by central differences; loss() reads x, which is perturbed in place and
-// restored. Divided by the step actually taken, (x + h) - (x - h), which is exact, rather than by
-// 2h: x + h rounds, and that rounding (eps |x| / h ~ 1e-10 relative) would otherwise count as error.
-template <class Tensor, class Loss>
-Tensor central_differences(Tensor& x, const Loss& loss) {
-    Tensor numeric = xt::zeros<double>(x.shape());
-    for (std::size_t k = 0; k < x.size(); ++k) {
-        double& entry = x.data()[k];
-        const double saved = entry, up = saved + fd_step, down = saved - fd_step;
-        entry = up;
-        const double loss_up = loss();
-        entry = down;
-        const double loss_down = loss();
-        entry = saved;
-        numeric.data()[k] = (loss_up - loss_down) / (up - down);
-    }
-    return numeric;
-}
-
-// The worst |analytic - numeric| / max(1, |numeric|) over all entries (NaN if any entry is NaN).
-template <class Tensor>
-double gradient_error(const Tensor& analytic, const Tensor& numeric) {
-    REQUIRE(shape_of(analytic) == shape_of(numeric));
-    double worst = 0.0;
-    for (std::size_t k = 0; k < analytic.size(); ++k) {
-        const double a = analytic.data()[k], n = numeric.data()[k];
-        const double error = std::fabs(a - n) / std::max(1.0, std::fabs(n));
-        if (std::isnan(error)) return error;
-        worst = std::max(worst, error);
-    }
-    return worst;
-}
-
 // Compares `analytic` = dL/dx with central differences of loss() in x.
 template <class Tensor, class Loss>
 void check_gradient(const char* name, Tensor& x, const Tensor& analytic, const Loss& loss) {
-    const Tensor numeric = central_differences(x, loss);
+    const Tensor numeric = nn::central_differences(x, loss, fd_step);
     INFO(name);
-    CHECK(gradient_error(analytic, numeric) <= tolerance);
+    CHECK(nn::gradient_error(analytic, numeric) <= tolerance);
 }
 
 // Exactly +0, the value a masked entry's gradient must have (not -0, not 1e-300).
@@ -140,11 +108,11 @@ TEST_CASE("softmax backward without the -p p^T term fails the finite-difference 
     Mat S = rng.normal_mat(3, 5);
     const Mat G = rng.normal_mat(3, 5);
     const Mat P = nn::softmax_rows(S);
-    const Mat numeric = central_differences(S, [&] { return weighted_sum(G, nn::softmax_rows(S)); });
+    const Mat numeric = nn::central_differences(S, [&] { return weighted_sum(G, nn::softmax_rows(S)); }, fd_step);
     // dS = P * dP: only the diagonal of the Jacobian, as if each weight depended on its own score only
     const Mat wrong = P * G;
-    CHECK(gradient_error(nn::softmax_rows_backward(P, G), numeric) <= tolerance);
-    CHECK(gradient_error(wrong, numeric) > 1e4 * tolerance);
+    CHECK(nn::gradient_error(nn::softmax_rows_backward(P, G), numeric) <= tolerance);
+    CHECK(nn::gradient_error(wrong, numeric) > 1e4 * tolerance);
 }
 
 TEST_CASE("softmax Jacobian: symmetric, rows sum to 0, rank T - 1", "[backward][softmax]") {
@@ -287,10 +255,11 @@ TEST_CASE("attention backward without the -p p^T term fails the finite-differenc
     const nn::AttentionResult forward = nn::scaled_dot_product_attention(Q, K, V);
     const nn::AttentionGrads g = nn::scaled_dot_product_attention_backward(Q, K, V, forward, G);
     const Mat numeric =
-        central_differences(Q, [&] { return weighted_sum(G, nn::scaled_dot_product_attention(Q, K, V).output); });
+        nn::central_differences(
+            Q, [&] { return weighted_sum(G, nn::scaled_dot_product_attention(Q, K, V).output); }, fd_step);
     const Mat wrong_dQ = nn::matmul(forward.weights * g.dP, K, "(P * dP) K") / 2.0;  // sqrt(d_k) = 2
-    CHECK(gradient_error(g.dQ, numeric) <= tolerance);
-    CHECK(gradient_error(wrong_dQ, numeric) > 1e4 * tolerance);
+    CHECK(nn::gradient_error(g.dQ, numeric) <= tolerance);
+    CHECK(nn::gradient_error(wrong_dQ, numeric) > 1e4 * tolerance);
 }
 
 TEST_CASE("additive score backward matches central differences", "[backward][additive]") {

@@ -38,11 +38,25 @@ constexpr double round_shifter = 6755399441055744.0;
 // exact for |k| < 2^21.
 constexpr double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
 
-// exp(r) - 1 for |r| <= ln2 / 2, by its Taylor polynomial of degree 14 in Horner form:
-// |r|^15 / 15! < 1e-19, a hundredth of an ulp of the result.
-inline double expm1_reduced(double r) {
-    double p = 1.0 / 87178291200.0;
-    p = p * r + 1.0 / 6227020800.0;
+// x = k ln2 + r with k = round(x / ln2) and |r| <= ln2 / 2 (Cody & Waite 1980; fdlibm e_exp.c):
+// x - k ln2_hi is exact, and k ln2_lo is the small rest. `shifted` holds k in its low bits.
+// For x in [-746, 710] or NaN.
+struct ReducedByLn2 {
+    double shifted, k, r;
+};
+inline ReducedByLn2 reduce_by_ln2(double x) {
+    constexpr double log2e = 1.4426950408889634;
+    const double shifted = x * log2e + round_shifter;
+    const double k = shifted - round_shifter;
+    return {shifted, k, (x - k * ln2_hi) - k * ln2_lo};
+}
+
+// (exp(r) - 1 - r) / r^2 = 1/2! + r/3! + ... + r^11/13! for |r| <= ln2 / 2, in Horner form: the
+// Taylor series of exp after its first two terms; `higher` is the Horner value of the terms above
+// r^13 (0 for exp, whose first term left out, |r|^14 / 14! < 5e-18, is a twentieth of an ulp;
+// 1/14! for expm1, whose result can be as small as r, so it keeps one term more).
+inline double exp_series_tail(double r, double higher) {
+    double p = higher * r + 1.0 / 6227020800.0;
     p = p * r + 1.0 / 479001600.0;
     p = p * r + 1.0 / 39916800.0;
     p = p * r + 1.0 / 3628800.0;
@@ -53,8 +67,7 @@ inline double expm1_reduced(double r) {
     p = p * r + 1.0 / 120.0;
     p = p * r + 1.0 / 24.0;
     p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    return r + (r * r) * p;
+    return p * r + 0.5;
 }
 
 }  // namespace detail
@@ -69,32 +82,18 @@ inline double exp_input(double x) {
 }
 
 // exp(x) for x in [-746, 710] or NaN: no calls, no table, no branches, so a loop of it vectorises.
-// 1. x = k ln2 + r with k = round(x / ln2) and |r| <= ln2 / 2 (Cody & Waite 1980; fdlibm e_exp.c):
-//    x - k ln2_hi is exact, and k ln2_lo is the small rest.
-// 2. exp(r) by its Taylor polynomial of degree 13 in Horner form (the first term left out,
-//    |r|^14 / 14! < 5e-18, is a twentieth of an ulp).
+// 1. x = k ln2 + r with |r| <= ln2 / 2 (detail::reduce_by_ln2).
+// 2. exp(r) by its Taylor polynomial of degree 13 in Horner form (detail::exp_series_tail).
+//    0 * r + 1/13! there is exactly 1/13! for every r this sees, so nothing rounds differently.
 // 3. exp(x) = exp(r) 2^k, the power built from its exponent bits, in two halves 2^k1 2^k2
 //    (k1 = floor(k / 2)), each a normal double: the first product is exact and the second rounds
 //    once, to a subnormal, to 0 or to +inf, as the true value does.
 inline double exp_of_clamped(double x) {
-    constexpr double log2e = 1.4426950408889634;
     // 1. reduction
-    const double shifted = x * log2e + detail::round_shifter;
-    const double k = shifted - detail::round_shifter;
-    const double r = (x - k * detail::ln2_hi) - k * detail::ln2_lo;
-    // 2. exp(r) = 1 + r + r^2/2! + ... + r^13/13!
-    double p = 1.0 / 6227020800.0;
-    p = p * r + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
+    const detail::ReducedByLn2 red = detail::reduce_by_ln2(x);
+    const double shifted = red.shifted, r = red.r;
+    // 2. exp(r) = 1 + r + r^2 (1/2! + r/3! + ... + r^11/13!)
+    double p = detail::exp_series_tail(r, 0.0);
     p = p * r + 1.0;
     p = p * r + 1.0;
     // 3. k from the low bits of `shifted` (an unsigned offset avoids shifting a negative number),
@@ -115,10 +114,9 @@ inline double expm1(double x) {
     if (std::isnan(x)) return x;
     if (x > 709.0) return exp(x);   // 2^k - 1 would overflow before e^x does
     if (x < -40.0) return -1.0;     // e^x < 2^-57: within half an ulp of -1
-    const double shifted = x * 1.4426950408889634 + detail::round_shifter;
-    const double k = shifted - detail::round_shifter;
-    const double r = (x - k * detail::ln2_hi) - k * detail::ln2_lo;
-    const double em = detail::expm1_reduced(r);
+    const detail::ReducedByLn2 red = detail::reduce_by_ln2(x);
+    const double k = red.k;
+    const double em = red.r + (red.r * red.r) * detail::exp_series_tail(red.r, 1.0 / 87178291200.0);  // e^r - 1
     if (k == 0.0) return em;
     const double two_k = std::ldexp(1.0, static_cast<int>(k));  // exact: k in [-58, 1023]
     return two_k * em + (two_k - 1.0);
