@@ -236,17 +236,13 @@ KernelPath initial_path() {
     return kernel_paths_supported().back();
 }
 
-std::atomic<const Kernels*>& current() {
-    static std::atomic<const Kernels*> kernels{&kernels_of(initial_path())};
-    return kernels;
-}
-
+// The copy in use: the one state, from which the kernels are looked up at every call (a switch).
 std::atomic<KernelPath>& current_path() {
     static std::atomic<KernelPath> path{initial_path()};
     return path;
 }
 
-const Kernels& active() { return *current().load(std::memory_order_relaxed); }
+const Kernels& active() { return kernels_of(current_path().load(std::memory_order_relaxed)); }
 
 }  // namespace
 
@@ -281,7 +277,6 @@ void use_kernel_path(KernelPath path) {
     if (!supported(path))
         throw std::invalid_argument(std::string("this processor cannot run the ") + kernel_path_name(path) +
                                     " kernels");
-    current().store(&kernels_of(path));
     current_path().store(path);
 }
 
