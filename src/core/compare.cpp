@@ -1,5 +1,7 @@
 #include "compare.hpp"
 
+#include "golden.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -17,10 +19,6 @@ std::vector<std::size_t> unravel(std::size_t flat, const Shape& shape) {
         flat /= shape[axis];
     }
     return index;
-}
-
-std::string index_text(const std::vector<std::size_t>& index) {
-    return "[" + fmt::format("{}", fmt::join(index, ", ")) + "]";
 }
 
 const TensorRecord* find_tensor(const Step& s, const std::string& name) {

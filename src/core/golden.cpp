@@ -112,14 +112,10 @@ std::string mib_text(std::uintmax_t bytes) {
     return text;
 }
 
-[[noreturn]] void fail(const std::string& source, const std::string& what) {
-    throw GoldenError(printable_utf8(source + ": " + what));
-}
-
 const json& member(const json& obj, const char* key, const std::string& where, const std::string& source) {
-    if (!obj.is_object()) fail(source, where + " is not a JSON object");
+    if (!obj.is_object()) fail_reading(source, where + " is not a JSON object");
     auto it = obj.find(key);
-    if (it == obj.end()) fail(source, where + " has no \"" + key + "\"");
+    if (it == obj.end()) fail_reading(source, where + " has no \"" + key + "\"");
     return *it;
 }
 
@@ -127,7 +123,7 @@ std::string string_member(const json& obj, const char* key, const std::string& w
                           bool optional = false) {
     if (optional && obj.find(key) == obj.end()) return {};
     const json& v = member(obj, key, where, source);
-    if (!v.is_string()) fail(source, where + ": \"" + key + "\" must be a string");
+    if (!v.is_string()) fail_reading(source, where + ": \"" + key + "\" must be a string");
     return v.get<std::string>();
 }
 
@@ -139,13 +135,7 @@ double number_value(const json& v, const std::string& where, const std::string& 
         if (s == "-inf") return -std::numeric_limits<double>::infinity();
         if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
     }
-    fail(source, where + ": expected a number (or \"inf\", \"-inf\", \"nan\"), found " + v.dump());
-}
-
-std::string index_text(const std::vector<std::size_t>& index) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < index.size(); ++i) out += (i ? ", " : "") + std::to_string(index[i]);
-    return out + "]";
+    fail_reading(source, where + ": expected a number (or \"inf\", \"-inf\", \"nan\"), found " + v.dump());
 }
 
 void read_data(const json& v, const Shape& shape, std::vector<std::size_t>& index, std::vector<double>& out,
@@ -156,7 +146,7 @@ void read_data(const json& v, const Shape& shape, std::vector<std::size_t>& inde
         return;
     }
     if (!v.is_array() || v.size() != shape[axis])
-        fail(source, where + ": data" + index_text(index) + " should be a list of " + std::to_string(shape[axis]) +
+        fail_reading(source, where + ": data" + index_text(index) + " should be a list of " + std::to_string(shape[axis]) +
                          " entries for shape " + shape_string(shape) + ", found " +
                          (v.is_array() ? std::to_string(v.size()) + " entries" : std::string(v.type_name())));
     for (std::size_t i = 0; i < shape[axis]; ++i) {
@@ -169,10 +159,10 @@ void read_data(const json& v, const Shape& shape, std::vector<std::size_t>& inde
 std::vector<std::string> labels(const json& t, const char* key, const std::string& where, const std::string& source) {
     auto it = t.find(key);
     if (it == t.end()) return {};
-    if (!it->is_array()) fail(source, where + ": \"" + key + "\" must be a list of strings");
+    if (!it->is_array()) fail_reading(source, where + ": \"" + key + "\" must be a list of strings");
     std::vector<std::string> out;
     for (const auto& s : *it) {
-        if (!s.is_string()) fail(source, where + ": \"" + key + "\" must be a list of strings");
+        if (!s.is_string()) fail_reading(source, where + ": \"" + key + "\" must be a list of strings");
         out.push_back(s.get<std::string>());
     }
     return out;
@@ -183,7 +173,7 @@ View parse_view(const std::string& s, const std::string& where, const std::strin
     if (s == "heatmap") return View::heatmap;
     if (s == "bars") return View::bars;
     if (s == "plot") return View::plot;
-    fail(source, where + ": unknown view \"" + s + "\"");
+    fail_reading(source, where + ": unknown view \"" + s + "\"");
 }
 
 // The shape a nested list spells out, following first elements (read_data checks the rest).
@@ -203,20 +193,20 @@ TensorRecord parse_tensor(const json& t, const std::string& where, const std::st
     rec.equation = string_member(t, "equation", here, source, true);
     const bool infer = partial && t.is_object() && t.find("shape") == t.end();
     const json shape_json = infer ? inferred_shape(member(t, "data", here, source)) : member(t, "shape", here, source);
-    if (!shape_json.is_array()) fail(source, here + ": \"shape\" must be a list of sizes");
+    if (!shape_json.is_array()) fail_reading(source, here + ": \"shape\" must be a list of sizes");
     Shape shape;
     // The product of the non-zero sizes is bounded too: [0, 2^31, 2^31, 2^31] holds no number,
     // but its strides would overflow.
     std::size_t span = 1;
     for (const auto& s : shape_json) {
-        if (!s.is_number_unsigned()) fail(source, here + ": \"shape\" must hold non-negative integers");
+        if (!s.is_number_unsigned()) fail_reading(source, here + ": \"shape\" must hold non-negative integers");
         const auto n = s.get<std::uint64_t>();
         if (n > (std::uint64_t{1} << 31) || (n > 0 && span > (std::size_t{1} << 31) / n))
-            fail(source, here + ": shape " + shape_json.dump() + " is too large");
+            fail_reading(source, here + ": shape " + shape_json.dump() + " is too large");
         shape.push_back(static_cast<std::size_t>(n));
         if (n > 0) span *= static_cast<std::size_t>(n);
     }
-    if (shape.size() > 8) fail(source, here + ": rank " + std::to_string(shape.size()) + " is above 8");
+    if (shape.size() > 8) fail_reading(source, here + ": rank " + std::to_string(shape.size()) + " is above 8");
     // No reserve() for the size the shape claims: the data, checked entry by entry, may be far shorter.
     std::vector<double> flat;
     std::vector<std::size_t> index;
@@ -226,12 +216,12 @@ TensorRecord parse_tensor(const json& t, const std::string& where, const std::st
     rec.rows = labels(t, "rows", here, source);
     rec.cols = labels(t, "cols", here, source);
     if (!rec.rows.empty() && (shape.empty() || rec.rows.size() != shape[0]))
-        fail(source, here + ": " + std::to_string(rec.rows.size()) + " row labels for shape " + shape_string(shape));
+        fail_reading(source, here + ": " + std::to_string(rec.rows.size()) + " row labels for shape " + shape_string(shape));
     if (!rec.cols.empty() && (shape.size() < 2 || rec.cols.size() != shape[1]))
-        fail(source, here + ": " + std::to_string(rec.cols.size()) + " column labels for shape " + shape_string(shape));
+        fail_reading(source, here + ": " + std::to_string(rec.cols.size()) + " column labels for shape " + shape_string(shape));
     rec.view = parse_view(string_member(t, "view", here, source, true), here, source);
     if (t.contains("measured")) {
-        if (!t["measured"].is_boolean()) fail(source, here + ": \"measured\" must be true or false");
+        if (!t["measured"].is_boolean()) fail_reading(source, here + ": \"measured\" must be true or false");
         rec.measured = t["measured"].get<bool>();
     }
     return rec;
@@ -243,27 +233,27 @@ CheckRecord parse_check(const json& c, const std::string& where, const std::stri
     rec.max_abs_error = number_value(member(c, "max_abs_error", where, source), where + " max_abs_error", source);
     rec.tolerance = number_value(member(c, "tolerance", where, source), where + " tolerance", source);
     const json& holds = member(c, "holds", where, source);
-    if (!holds.is_boolean()) fail(source, where + ": \"holds\" must be true or false");
+    if (!holds.is_boolean()) fail_reading(source, where + ": \"holds\" must be true or false");
     rec.holds = holds.get<bool>();
     // as Trace::check decides it, so a NaN error never holds
     if (rec.holds != (rec.max_abs_error <= rec.tolerance))
-        fail(source, where + ": \"holds\" is " + (rec.holds ? "true" : "false") + ", but max_abs_error " +
+        fail_reading(source, where + ": \"holds\" is " + (rec.holds ? "true" : "false") + ", but max_abs_error " +
                          number_text(rec.max_abs_error) + " <= tolerance " + number_text(rec.tolerance) + " is " +
                          (rec.holds ? "false" : "true"));
     return rec;
 }
 
 Config parse_config(const json& c, const std::string& source) {
-    if (!c.is_object()) fail(source, "\"config\" must be an object");
+    if (!c.is_object()) fail_reading(source, "\"config\" must be an object");
     Config config;
     for (const auto& [key, value] : c.items()) {
-        if (!value.is_number_integer()) fail(source, "config \"" + key + "\" must be an integer");
+        if (!value.is_number_integer()) fail_reading(source, "config \"" + key + "\" must be an integer");
         if (key != "seed" && value.is_number_unsigned() &&
             value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<long long>::max()))
-            fail(source, "config \"" + key + "\" is " + value.dump() + ", above the largest setting " +
+            fail_reading(source, "config \"" + key + "\" is " + value.dump() + ", above the largest setting " +
                              std::to_string(std::numeric_limits<long long>::max()));
         if (key == "seed") {
-            if (!value.is_number_unsigned()) fail(source, "config \"seed\" must be a non-negative integer");
+            if (!value.is_number_unsigned()) fail_reading(source, "config \"seed\" must be a non-negative integer");
             config.seed = value.get<std::uint64_t>();
         } else {
             config.values.emplace_back(key, value.get<long long>());
@@ -287,6 +277,16 @@ std::string position_text(std::string_view text, std::size_t byte) {
 }
 
 }  // namespace
+
+[[noreturn]] void fail_reading(const std::string& source, const std::string& what) {
+    throw GoldenError(printable_utf8(source + ": " + what));
+}
+
+std::string index_text(const std::vector<std::size_t>& index) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < index.size(); ++i) out += (i ? ", " : "") + std::to_string(index[i]);
+    return out + "]";
+}
 
 std::string printable_utf8(std::string_view text) {
     const auto at = [&](std::size_t k) { return k < text.size() ? static_cast<unsigned char>(text[k]) : 0u; };
@@ -366,11 +366,11 @@ Submission parse_json(std::string_view text, const std::string& source, bool par
     const int max_depth = 64;
     const auto limit_depth = [&](int depth, json::parse_event_t, json&) {
         if (depth > max_depth)
-            fail(source, "not a golden file: nested deeper than " + std::to_string(max_depth) + " levels");
+            fail_reading(source, "not a golden file: nested deeper than " + std::to_string(max_depth) + " levels");
         return true;
     };
     if (text.substr(0, 6) == std::string_view("\x93NUMPY", 6))
-        fail(source, "this is a .npy file, not JSON: .npy files go in a directory, named <step>.<tensor>.npy");
+        fail_reading(source, "this is a .npy file, not JSON: .npy files go in a directory, named <step>.<tensor>.npy");
     json doc;
     try {
         doc = json::parse(text.begin(), text.end(), limit_depth);
@@ -383,22 +383,22 @@ Submission parse_json(std::string_view text, const std::string& source, bool par
         // Python's json module writes NaN and Infinity bare
         if (why.find("invalid literal") != std::string::npos)
             why += " (NaN and Infinity are not JSON: write \"nan\", \"inf\" or \"-inf\")";
-        fail(source, "not valid JSON at " + position_text(text, e.byte == 0 ? 0 : e.byte - 1) + ": " + why);
+        fail_reading(source, "not valid JSON at " + position_text(text, e.byte == 0 ? 0 : e.byte - 1) + ": " + why);
     } catch (const json::out_of_range& e) {
         // a number beyond the range of a double (1e400) is an out_of_range error, not a parse_error
         std::string why = e.what();
         const auto bracket = why.find("] ");
         if (bracket != std::string::npos) why = why.substr(bracket + 2);
-        fail(source, "not valid JSON: " + why + " (a number must fit a double; infinity is written \"inf\")");
+        fail_reading(source, "not valid JSON: " + why + " (a number must fit a double; infinity is written \"inf\")");
     }
-    if (!doc.is_object()) fail(source, "the top level must be a JSON object");
+    if (!doc.is_object()) fail_reading(source, "the top level must be a JSON object");
     const auto has = [&](const char* key) { return doc.find(key) != doc.end(); };
     if ((!partial || has("format")) && string_member(doc, "format", "the file", source) != "attn-golden")
-        fail(source, "\"format\" must be \"attn-golden\"");
+        fail_reading(source, "\"format\" must be \"attn-golden\"");
     if (!partial || has("version")) {
         const json& version = member(doc, "version", "the file", source);
         if (!version.is_number_integer() || version.get<long long>() != golden_format_version)
-            fail(source, "golden format version " + version.dump() + " is not supported (this attn reads version " +
+            fail_reading(source, "golden format version " + version.dump() + " is not supported (this attn reads version " +
                              std::to_string(golden_format_version) + ")");
     }
     Submission sub;
@@ -408,25 +408,25 @@ Submission parse_json(std::string_view text, const std::string& source, bool par
                       sub.has_config ? parse_config(member(doc, "config", "the file", source), source) : Config{});
     Trace& trace = sub.trace;
     const json& steps = member(doc, "steps", "the file", source);
-    if (!steps.is_array()) fail(source, "\"steps\" must be a list");
+    if (!steps.is_array()) fail_reading(source, "\"steps\" must be a list");
     for (const auto& s : steps) {
         const std::string id = string_member(s, "id", "a step", source);
         const std::string where = "step '" + id + "'";
-        if (trace.find_step(id)) fail(source, where + " appears twice");
+        if (trace.find_step(id)) fail_reading(source, where + " appears twice");
         Step& step = trace.step(id, string_member(s, "title", where, source, partial),
                                 string_member(s, "equation", where, source, true),
                                 string_member(s, "explanation", where, source, true));
         const json& tensors = member(s, "tensors", where, source);
-        if (!tensors.is_array()) fail(source, where + ": \"tensors\" must be a list");
+        if (!tensors.is_array()) fail_reading(source, where + ": \"tensors\" must be a list");
         for (const auto& t : tensors) {
             TensorRecord rec = parse_tensor(t, where, source, partial);
             for (const auto& other : step.tensors)
-                if (other.name == rec.name) fail(source, where + ": tensor '" + rec.name + "' appears twice");
+                if (other.name == rec.name) fail_reading(source, where + ": tensor '" + rec.name + "' appears twice");
             step.tensors.push_back(std::move(rec));
         }
         if (partial && s.find("checks") == s.end()) continue;
         const json& checks = member(s, "checks", where, source);
-        if (!checks.is_array()) fail(source, where + ": \"checks\" must be a list");
+        if (!checks.is_array()) fail_reading(source, where + ": \"checks\" must be a list");
         for (const auto& c : checks) step.checks.push_back(parse_check(c, where + ", a check", source));
     }
     return sub;
@@ -434,7 +434,7 @@ Submission parse_json(std::string_view text, const std::string& source, bool par
 
 std::string file_text(const std::filesystem::path& file) {
     std::string text = read_file_bytes(file, "golden file");
-    if (text.empty()) fail(file.string(), "the file is empty");
+    if (text.empty()) fail_reading(file.string(), "the file is empty");
     return text;
 }
 
@@ -443,7 +443,7 @@ Submission read_npy_directory(const std::filesystem::path& dir) {
     std::vector<std::filesystem::path> files;
     for (const auto& entry : std::filesystem::directory_iterator(dir))
         if (entry.path().extension() == ".npy") files.push_back(entry.path());
-    if (files.empty()) fail(dir.string(), "has no <step>.<tensor>.npy files");
+    if (files.empty()) fail_reading(dir.string(), "has no <step>.<tensor>.npy files");
     std::sort(files.begin(), files.end());
     Submission sub;
     sub.trace = Trace("", Config{});
@@ -451,13 +451,13 @@ Submission read_npy_directory(const std::filesystem::path& dir) {
         const std::string stem = file.stem().string();
         const auto dot = stem.find('.');
         if (dot == std::string::npos || dot == 0 || dot + 1 == stem.size())
-            fail(file.string(), "is not named <step>.<tensor>.npy");
+            fail_reading(file.string(), "is not named <step>.<tensor>.npy");
         // the names reach reports and the terminal
-        if (printable_utf8(stem) != stem) fail(file.string(), "the name is not valid UTF-8");
+        if (printable_utf8(stem) != stem) fail_reading(file.string(), "the name is not valid UTF-8");
         const std::string step_id = stem.substr(0, dot), name = stem.substr(dot + 1);
         auto& steps = sub.trace.steps();
         if (steps.empty() || steps.back().id != step_id) {
-            if (sub.trace.find_step(step_id)) fail(file.string(), "step '" + step_id + "' is split");
+            if (sub.trace.find_step(step_id)) fail_reading(file.string(), "step '" + step_id + "' is split");
             sub.trace.step(step_id, "", "", "");
         }
         sub.trace.tensor(name, "", read_npy(file));
@@ -469,22 +469,22 @@ Submission read_npy_directory(const std::filesystem::path& dir) {
 
 std::string read_file_bytes(const std::filesystem::path& file, const std::string& kind, std::uintmax_t max_bytes) {
     std::error_code ec;
-    if (std::filesystem::is_directory(file, ec)) fail(file.string(), "is a directory, not a " + kind);
+    if (std::filesystem::is_directory(file, ec)) fail_reading(file.string(), "is a directory, not a " + kind);
     const std::string limit = "the " + mib_text(max_bytes) + " limit for a " + kind;
     // Refused before reading: a 200 MB file would otherwise be read and parsed for seconds.
     const std::uintmax_t size = std::filesystem::file_size(file, ec);
-    if (!ec && size > max_bytes) fail(file.string(), "the file is " + mib_text(size) + ", above " + limit);
+    if (!ec && size > max_bytes) fail_reading(file.string(), "the file is " + mib_text(size) + ", above " + limit);
     std::ifstream in(file, std::ios::binary);
-    if (!in) fail(file.string(), std::string("cannot open: ") + std::strerror(errno));
+    if (!in) fail_reading(file.string(), std::string("cannot open: ") + std::strerror(errno));
     // Read in pieces, the limit checked again: a device or a pipe (/dev/zero) has no size beforehand.
     std::string bytes;
     if (!ec) bytes.reserve(static_cast<std::size_t>(size));
     char piece[1 << 16];
     while (in.read(piece, sizeof piece) || in.gcount() > 0) {
         bytes.append(piece, static_cast<std::size_t>(in.gcount()));
-        if (bytes.size() > max_bytes) fail(file.string(), "the file goes on beyond " + limit);
+        if (bytes.size() > max_bytes) fail_reading(file.string(), "the file goes on beyond " + limit);
     }
-    if (in.bad()) fail(file.string(), "read error");
+    if (in.bad()) fail_reading(file.string(), "read error");
     return bytes;
 }
 

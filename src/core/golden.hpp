@@ -61,6 +61,13 @@ std::string read_file_bytes(const std::filesystem::path& file, const std::string
 // files and paths, and must never put invalid UTF-8 on a terminal. (Every GoldenError is made so.)
 std::string printable_utf8(std::string_view text);
 
+// Throws the GoldenError "<source>: <what>" (escaped by printable_utf8): what every reader of a
+// golden, .npy or --input file says when the file is wrong.
+[[noreturn]] void fail_reading(const std::string& source, const std::string& what);
+
+// "[i, j, k]": an element's position, as messages show it.
+std::string index_text(const std::vector<std::size_t>& index);
+
 // Writes `content` to a temporary file beside `file`, flushes it, then renames it over
 // `file`: readers see the old or the new content, never a mixture. Throws
 // std::runtime_error naming the file when any part fails (the old file is then untouched).

@@ -10,8 +10,8 @@ namespace attn {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& source, const std::string& what) {
-    throw GoldenError(printable_utf8("--input " + source + ": " + what));
+[[noreturn]] void fail_input(const std::string& source, const std::string& what) {
+    fail_reading("--input " + source, what);
 }
 
 std::map<std::string, Array> read_directory(const std::filesystem::path& dir) {
@@ -20,17 +20,17 @@ std::map<std::string, Array> read_directory(const std::filesystem::path& dir) {
         const std::string file_name = entry.path().filename().string();
         if (file_name.empty() || file_name[0] == '.') continue;
         if (entry.path().extension() != ".npy")
-            fail(entry.path().string(), "is not a .npy file; the folder should hold only <tensor>.npy files");
+            fail_input(entry.path().string(), "is not a .npy file; the folder should hold only <tensor>.npy files");
         files.push_back(entry.path());
     }
-    if (files.empty()) fail(dir.string(), "has no <tensor>.npy files");
+    if (files.empty()) fail_input(dir.string(), "has no <tensor>.npy files");
     std::sort(files.begin(), files.end());
     std::map<std::string, Array> inputs;
     for (const auto& file : files) {
         const std::string stem = file.stem().string();
-        if (stem.empty() || stem.back() == '.') fail(file.string(), "is not named <tensor>.npy or <step>.<tensor>.npy");
+        if (stem.empty() || stem.back() == '.') fail_input(file.string(), "is not named <tensor>.npy or <step>.<tensor>.npy");
         // the names reach messages and the terminal
-        if (printable_utf8(stem) != stem) fail(file.string(), "the name is not valid UTF-8");
+        if (printable_utf8(stem) != stem) fail_input(file.string(), "the name is not valid UTF-8");
         inputs.emplace(stem, read_npy(file));
     }
     return inputs;
@@ -40,13 +40,13 @@ std::map<std::string, Array> read_directory(const std::filesystem::path& dir) {
 
 std::map<std::string, Array> read_inputs(const std::filesystem::path& path) {
     std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) fail(path.string(), "no such file or directory");
+    if (!std::filesystem::exists(path, ec)) fail_input(path.string(), "no such file or directory");
     if (std::filesystem::is_directory(path, ec)) return read_directory(path);
     const Submission sub = parse_submission_json(read_file_bytes(path, "JSON file"), path.string());
     std::map<std::string, Array> inputs;
     for (const auto& s : sub.trace.steps())
         for (const auto& t : s.tensors) inputs.emplace(s.id + "." + t.name, t.value);
-    if (inputs.empty()) fail(path.string(), "holds no tensors");
+    if (inputs.empty()) fail_input(path.string(), "holds no tensors");
     return inputs;
 }
 

@@ -11,18 +11,13 @@ namespace attn {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& source, const std::string& what) {
-    // the header's text is quoted as it is, so bytes that are not UTF-8 are escaped
-    throw GoldenError(printable_utf8(source + ": " + what));
-}
-
 // The value of `key` in the header dict, as the raw text up to the next top-level comma or brace.
 std::string header_value(const std::string& header, const std::string& key, const std::string& source) {
     const std::string quoted_key = "'" + key + "'";
     auto at = header.find(quoted_key);
-    if (at == std::string::npos) fail(source, "the .npy header has no " + quoted_key);
+    if (at == std::string::npos) fail_reading(source, "the .npy header has no " + quoted_key);
     at = header.find(':', at + quoted_key.size());
-    if (at == std::string::npos) fail(source, "the .npy header's " + quoted_key + " has no value");
+    if (at == std::string::npos) fail_reading(source, "the .npy header's " + quoted_key + " has no value");
     ++at;
     int depth = 0;
     std::size_t end = at;
@@ -40,7 +35,7 @@ std::string header_value(const std::string& header, const std::string& key, cons
 
 Shape parse_shape(const std::string& text, const std::string& source) {
     if (text.size() < 2 || text.front() != '(' || text.back() != ')')
-        fail(source, "the .npy shape " + text + " is not a tuple");
+        fail_reading(source, "the .npy shape " + text + " is not a tuple");
     Shape shape;
     std::size_t i = 1;
     // The product of the non-zero sizes, bounded: (0, 10^11, 10^11) holds no number, but its
@@ -55,13 +50,13 @@ Shape parse_shape(const std::string& text, const std::string& source) {
             n = n * 10 + static_cast<std::uint64_t>(text[i] - '0');
             ++i, ++digits;
         }
-        if (digits == 0) fail(source, "the .npy shape " + text + " is not a tuple of sizes");
-        if (digits == 12) fail(source, "the .npy shape " + text + " is too large");
-        if (n > 0 && span > (std::uint64_t{1} << 40) / n) fail(source, "the .npy shape " + text + " is too large");
+        if (digits == 0) fail_reading(source, "the .npy shape " + text + " is not a tuple of sizes");
+        if (digits == 12) fail_reading(source, "the .npy shape " + text + " is too large");
+        if (n > 0 && span > (std::uint64_t{1} << 40) / n) fail_reading(source, "the .npy shape " + text + " is too large");
         if (n > 0) span *= n;
         shape.push_back(static_cast<std::size_t>(n));
     }
-    if (shape.size() > 8) fail(source, "the .npy array has rank " + std::to_string(shape.size()) + ", above 8");
+    if (shape.size() > 8) fail_reading(source, "the .npy array has rank " + std::to_string(shape.size()) + ", above 8");
     return shape;
 }
 
@@ -99,28 +94,28 @@ std::string to_npy(const Array& a) {
 Array parse_npy(std::string_view bytes, const std::string& source) {
     // 1. magic and version
     if (bytes.size() < 6 || bytes.substr(0, 6) != std::string_view("\x93NUMPY", 6))
-        fail(source, "not a .npy file (the magic bytes \\x93NUMPY are missing)");
-    if (bytes.size() < 10) fail(source, "the .npy header is truncated");
+        fail_reading(source, "not a .npy file (the magic bytes \\x93NUMPY are missing)");
+    if (bytes.size() < 10) fail_reading(source, "the .npy header is truncated");
     const auto* raw = reinterpret_cast<const unsigned char*>(bytes.data());
     const unsigned major = raw[6];
-    if (major < 1 || major > 3) fail(source, ".npy format version " + std::to_string(major) + " is not supported");
+    if (major < 1 || major > 3) fail_reading(source, ".npy format version " + std::to_string(major) + " is not supported");
     const std::size_t len_bytes = major == 1 ? 2 : 4;
-    if (bytes.size() < 8 + len_bytes) fail(source, "the .npy header is truncated");
+    if (bytes.size() < 8 + len_bytes) fail_reading(source, "the .npy header is truncated");
     const std::size_t header_len = little_endian(raw + 8, len_bytes);
     const std::size_t data_start = 8 + len_bytes + header_len;
-    if (data_start > bytes.size()) fail(source, "the .npy header is longer than the file");
+    if (data_start > bytes.size()) fail_reading(source, "the .npy header is longer than the file");
     const std::string header(bytes.substr(8 + len_bytes, header_len));
 
     // 2. the header dict: dtype, order, shape
     const std::string descr = header_value(header, "descr", source);
     if (descr.size() != 5 || descr.front() != '\'' || descr.back() != '\'')
-        fail(source, "unsupported .npy dtype " + descr + " (use float64, float32, int64 or int32)");
+        fail_reading(source, "unsupported .npy dtype " + descr + " (use float64, float32, int64 or int32)");
     const char order = descr[1], kind = descr[2], size = descr[3];
     const bool known = (order == '<' || order == '>' || order == '|' || order == '=') &&
                        ((kind == 'f' && (size == '8' || size == '4')) || (kind == 'i' && (size == '8' || size == '4')));
-    if (!known) fail(source, "unsupported .npy dtype " + descr + " (use float64, float32, int64 or int32)");
+    if (!known) fail_reading(source, "unsupported .npy dtype " + descr + " (use float64, float32, int64 or int32)");
     const std::string fortran = header_value(header, "fortran_order", source);
-    if (fortran != "False" && fortran != "True") fail(source, "the .npy header's fortran_order is " + fortran);
+    if (fortran != "False" && fortran != "True") fail_reading(source, "the .npy header's fortran_order is " + fortran);
     const Shape shape = parse_shape(header_value(header, "shape", source), source);
 
     // 3. the data must be exactly as long as the shape says
@@ -128,7 +123,7 @@ Array parse_npy(std::string_view bytes, const std::string& source) {
     for (auto n : shape) count *= n;
     const std::size_t word = static_cast<std::size_t>(size - '0');
     if (bytes.size() - data_start != count * word)
-        fail(source, "the .npy header says shape " + shape_string(shape) + " (" + std::to_string(count * word) +
+        fail_reading(source, "the .npy header says shape " + shape_string(shape) + " (" + std::to_string(count * word) +
                          " data bytes) but the file holds " + std::to_string(bytes.size() - data_start));
     const bool swap = (order == '>') == host_is_little_endian() && order != '|' && order != '=';
     std::vector<double> values(count);
