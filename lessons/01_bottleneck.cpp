@@ -277,7 +277,9 @@ void record_bottleneck(Trace& trace, Rng& rng, const nn::GruParams& encoder, con
                "encoder keeps 88% of each feature per step, yet the first word's trace shrinks roughly like "
                "0.88^n, while the last word always moves c a lot. Long sentences reach the decoder as a summary "
                "of their ending: the performance drop on long sentences that Cho et al. (2014) measured, and "
-               "the reason Sutskever et al. (2014) reversed the source.");
+               "the reason Sutskever et al. (2014) reversed the source. Lesson 9 (learning-to-align, step "
+               "[length]) trains this model and one with attention and measures their accuracy against "
+               "sentence length.");
     DemoSentences demo = draw_sentences(rng, E_src.shape(0), trials);
     demo.sentences = trace.input("sentences", demo.sentences);
     demo.substitutes = trace.input("substitutes", demo.substitutes);

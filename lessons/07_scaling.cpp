@@ -109,7 +109,7 @@ Measurements measure(Trace& trace, const Mat& X, const nn::GruParams& gru, const
     m.timings = xt::zeros<double>({n, std::size_t{2}});
     for (std::size_t i = 0; i < n; ++i) {
         const std::size_t T = lengths[i];
-        trace.progress(fmt::format("T = {} ({} of {})", T, i + 1, n));
+        trace.progress(fmt::format("measuring: T = {} ({} of {})", T, i + 1, n));
         const Mat X_T = first_rows(X, T);
         nn::GruRun run;
         nn::AttentionResult attention;

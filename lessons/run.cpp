@@ -11,6 +11,8 @@ LessonRun run_lesson(const Lesson& lesson, Trace prepared, bool catch_errors) {
     const Config config = run.trace.config();
     try {
         lesson.fn(run.trace, config);
+    } catch (const StepsEnough&) {
+        // the caller asked for the steps recorded so far: the run ends there, as if at its end
     } catch (const InputError&) {
         throw;
     } catch (const ExerciseNotDone& e) {

@@ -22,7 +22,8 @@ struct LessonRun {
 // line, the --input tensors and a progress report). An exercise not done yet
 // (exercises/not_done.hpp) always stops it; any other exception only when `catch_errors` (a
 // student's code may throw, the reference must not). An InputError (a supplied tensor of the
-// wrong shape) always escapes: it is the user's to fix.
+// wrong shape) always escapes: it is the user's to fix. A trace told to stop_after(n) steps ends
+// the run there, without an error.
 LessonRun run_lesson(const Lesson& lesson, Trace prepared, bool catch_errors);
 
 // The reference run with a configuration, for callers that expect it to finish: what it recorded.

@@ -145,7 +145,8 @@ TEST_CASE("lesson 7 reports its progress once per length", "[scaling]") {
     std::vector<std::string> reports;
     t.on_progress([&](const std::string& what) { reports.push_back(what); });
     scaling().fn(t, small_config());
-    CHECK(reports == std::vector<std::string>{"T = 16 (1 of 3)", "T = 32 (2 of 3)", "T = 64 (3 of 3)"});
+    CHECK(reports == std::vector<std::string>{"measuring: T = 16 (1 of 3)", "measuring: T = 32 (2 of 3)",
+                                              "measuring: T = 64 (3 of 3)"});
 }
 
 TEST_CASE("attn list counts the same steps for lesson 7 in its quick and its default configuration", "[scaling]") {

@@ -72,34 +72,32 @@ std::string lesson_header(const Lesson& l, const Config& c, const LessonSetup& s
     return header;
 }
 
-// Shows a long measurement's progress on stderr: one updating line on a terminal, else a line each.
-void report_progress(Trace& trace) {
-    const bool terminal = ::isatty(STDERR_FILENO);
-    trace.on_progress([terminal](const std::string& what) {
-        if (terminal)
-            fmt::print(stderr, "\r  measuring: {}\x1b[K", what);
-        else
-            fmt::print(stderr, "  measuring: {}\n", what);
+// Shows the progress of a long measurement or training as one updating line on stderr, only when
+// stderr is a terminal and only for `attn run`: captured output and exports stay free of it.
+void report_progress(Trace& trace, bool show) {
+    if (!show || !::isatty(STDERR_FILENO)) return;
+    trace.on_progress([](const std::string& what) {
+        fmt::print(stderr, "\r  {}\x1b[K", what);
         std::fflush(stderr);
     });
 }
 
-void end_progress() {
-    if (::isatty(STDERR_FILENO)) fmt::print(stderr, "\r\x1b[K");
+void end_progress(bool shown) {
+    if (shown && ::isatty(STDERR_FILENO)) fmt::print(stderr, "\r\x1b[K");
 }
 
 // Runs a lesson for `run` or `export` as the user set it up; nullopt after reporting why not
-// (exit code in `code`).
-std::optional<LessonRun> run_as_set_up(const Lesson& l, const LessonSetup& setup, int& code) {
+// (exit code in `code`). `show_progress`: for `run`, whose user waits at a terminal.
+std::optional<LessonRun> run_as_set_up(const Lesson& l, const LessonSetup& setup, int& code, bool show_progress) {
     std::optional<Trace> prepared = prepare_trace(l, setup);
     if (!prepared) {
         code = exit_usage;
         return std::nullopt;
     }
-    report_progress(*prepared);
+    report_progress(*prepared, show_progress);
     try {
         LessonRun run = run_lesson(l, std::move(*prepared), this_program().exercise_build);
-        end_progress();
+        end_progress(show_progress);
         run.trace.on_progress({});
         if (!inputs_were_used(run, setup)) {
             code = exit_usage;
@@ -107,7 +105,7 @@ std::optional<LessonRun> run_as_set_up(const Lesson& l, const LessonSetup& setup
         }
         return run;
     } catch (const InputError& e) {
-        end_progress();
+        end_progress(show_progress);
         fmt::print(stderr, "attn: {}\n", e.what());
         code = exit_usage;
         return std::nullopt;
@@ -231,7 +229,7 @@ int cmd_run(const RunOptions& o) {
     for (std::size_t li = 0; li < lessons.size(); ++li) {
         const Lesson& l = *lessons[li];
         int code = exit_ok;
-        const std::optional<LessonRun> maybe_run = run_as_set_up(l, o.setup, code);
+        const std::optional<LessonRun> maybe_run = run_as_set_up(l, o.setup, code, true);
         if (!maybe_run) return code;
         const LessonRun& run = *maybe_run;
         if (run.stopped()) {
@@ -427,7 +425,7 @@ int cmd_export(const ExportOptions& o) {
     const Lesson* l = single_lesson(o.lesson);
     if (!l) return exit_usage;
     int code = exit_ok;
-    const std::optional<LessonRun> maybe_run = run_as_set_up(*l, o.setup, code);
+    const std::optional<LessonRun> maybe_run = run_as_set_up(*l, o.setup, code, false);
     if (!maybe_run) return code;
     const LessonRun& run = *maybe_run;
     if (!ensure_directory(o.out)) return exit_golden;

@@ -21,6 +21,7 @@ std::string config_text(const Config& c) {
 }
 
 Step& Trace::step(std::string id, std::string title, std::string equation, std::string explanation) {
+    if (stop_after_ > 0 && steps_.size() == stop_after_) throw StepsEnough{};
     if (find_step(id)) throw std::logic_error("step id '" + id + "' is used twice in lesson " + lesson_);
     steps_.push_back(Step{std::move(id), std::move(title), std::move(equation), std::move(explanation), {}, {}});
     return steps_.back();

@@ -81,13 +81,22 @@ struct InputError : std::invalid_argument {
     using std::invalid_argument::invalid_argument;
 };
 
+// Thrown by Trace::step when a trace told to stop after n steps is asked for step n + 1: the
+// caller wanted only the first n (lessons/run.cpp catches it). Not a std::exception, so that no
+// lesson's own handler of std::exception takes it for an error.
+struct StepsEnough {};
+
 class Trace {
 public:
     Trace() = default;
     Trace(std::string lesson, Config config) : lesson_(std::move(lesson)), config_(std::move(config)) {}
 
-    // Starts a new step; later tensor() and check() calls belong to it.
+    // Starts a new step; later tensor() and check() calls belong to it. Throws StepsEnough
+    // instead when stop_after(n) was called and n steps are recorded.
     Step& step(std::string id, std::string title, std::string equation, std::string explanation);
+
+    // Only the first n steps are wanted (0: all): the exercise checker stops a lesson there.
+    void stop_after(std::size_t n) { stop_after_ = n; }
 
     // Records a tensor in the current step (a step must have been started).
     TensorRecord& tensor(std::string name, std::string equation, Array value,
@@ -146,6 +155,7 @@ private:
     std::vector<std::string> input_names_;
     std::set<std::string> used_;
     std::function<void(const std::string&)> progress_;
+    std::size_t stop_after_ = 0;
 };
 
 }  // namespace attn

@@ -65,8 +65,8 @@ std::string file_to_edit(const Exercise& x) {
     return shown + " (missing: copy it from lessons/exercises/, then meson setup --reconfigure)";
 }
 
-std::vector<ExerciseStatus> evaluate(const ExerciseOptions& o) {
-    return evaluate_exercises(o.golden_dir, shown_path(this_program().exercises_dir), o.tolerance, true);
+std::vector<ExerciseStatus> evaluate(const ExerciseOptions& o, const std::vector<const Exercise*>& wanted = {}) {
+    return evaluate_exercises(o.golden_dir, shown_path(this_program().exercises_dir), o.tolerance, true, wanted);
 }
 
 std::vector<ExerciseStatus> chosen(const std::vector<ExerciseStatus>& all, const std::vector<const Exercise*>& wanted) {
@@ -325,7 +325,7 @@ int cmd_check_exercises(const ExerciseOptions& o) {
     if (!tolerance_ok(o.tolerance)) return exit_usage;
     std::vector<const Exercise*> wanted;
     if (!resolve_exercises(o.exercises, wanted)) return exit_usage;
-    const auto statuses = chosen(evaluate(o), wanted);
+    const auto statuses = chosen(evaluate(o, wanted), wanted);
     if (o.format == "json")
         print_check_json(statuses, o.tolerance);
     else

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace attn {
 
@@ -21,7 +22,16 @@ struct LessonFacts {
     std::string golden_error;  // why the golden file could not be read
 };
 
-LessonFacts study(const Lesson& lesson, const std::filesystem::path& golden_dir, bool catch_errors) {
+std::size_t golden_index(const Trace& golden, const std::string& step_id) {
+    const auto& steps = golden.steps();
+    const auto found = std::find_if(steps.begin(), steps.end(), [&](const Step& s) { return s.id == step_id; });
+    return found == steps.end() ? absent : static_cast<std::size_t>(found - steps.begin());
+}
+
+// Runs `lesson` as far as the golden file's step `needed_steps` - 1, the last one the
+// exercises asked about need (a lesson's later steps may train for seconds).
+LessonFacts study(const Lesson& lesson, const std::filesystem::path& golden_dir, bool catch_errors,
+                  const std::vector<const Exercise*>& exercises) {
     LessonFacts facts;
     try {
         facts.golden = read_golden(golden_dir / golden_file_name(lesson.number, lesson.slug));
@@ -29,15 +39,19 @@ LessonFacts study(const Lesson& lesson, const std::filesystem::path& golden_dir,
         facts.golden_error = e.what();
         return facts;
     }
-    facts.run = run_lesson(lesson, Trace(lesson.slug, lesson.defaults), catch_errors);
+    std::size_t needed_steps = 0;
+    for (const Exercise* x : exercises)
+        for (const auto& id : x->steps) {
+            const std::size_t at = golden_index(facts.golden, id);
+            // a step the golden file lacks: run it all (evaluate() names the problem)
+            needed_steps = at == absent || needed_steps == absent ? absent : std::max(needed_steps, at + 1);
+        }
+    Trace prepared(lesson.slug, lesson.defaults);
+    if (needed_steps != absent) prepared.stop_after(needed_steps);
+    facts.run = run_lesson(lesson, std::move(prepared), catch_errors);
     return facts;
 }
 
-std::size_t golden_index(const Trace& golden, const std::string& step_id) {
-    const auto& steps = golden.steps();
-    const auto found = std::find_if(steps.begin(), steps.end(), [&](const Step& s) { return s.id == step_id; });
-    return found == steps.end() ? absent : static_cast<std::size_t>(found - steps.begin());
-}
 
 // The steps the lesson completed (a stopped run's last step may be half done) that come no
 // later than golden step `last`; steps the golden file lacks stay in, so the comparison names them.
@@ -175,10 +189,20 @@ std::string not_done_message(const std::string& exercise_id, const std::filesyst
 
 std::vector<ExerciseStatus> evaluate_exercises(const std::filesystem::path& golden_dir,
                                                const std::filesystem::path& exercises_dir, const Tolerance& tol,
-                                               bool catch_errors) {
+                                               bool catch_errors, const std::vector<const Exercise*>& wanted) {
+    // the wanted ones and, backwards through the table, every exercise a needed one uses
+    std::set<std::string> needed;
+    const auto& table = all_exercises();
+    for (auto x = table.rbegin(); x != table.rend(); ++x) {
+        const bool asked = wanted.empty() || std::find(wanted.begin(), wanted.end(), &*x) != wanted.end();
+        if (asked || needed.count(x->id))
+            for (const auto& id : x->uses) needed.insert(id);
+        if (asked) needed.insert(x->id);
+    }
     std::map<std::string, LessonFacts> lessons;
     std::vector<ExerciseStatus> out;
-    for (const auto& x : all_exercises()) {
+    for (const auto& x : table) {
+        if (!needed.count(x.id)) continue;
         const Lesson* lesson = find_lesson(x.lesson);
         if (!lesson) {
             out.push_back({&x, ExerciseState::golden_problem, "", "", 0, 0,
@@ -186,7 +210,12 @@ std::vector<ExerciseStatus> evaluate_exercises(const std::filesystem::path& gold
             continue;
         }
         auto [facts, fresh] = lessons.try_emplace(x.lesson);
-        if (fresh) facts->second = study(*lesson, golden_dir, catch_errors);
+        if (fresh) {
+            std::vector<const Exercise*> checked_here;
+            for (const auto& other : table)
+                if (other.lesson == x.lesson && needed.count(other.id)) checked_here.push_back(&other);
+            facts->second = study(*lesson, golden_dir, catch_errors, checked_here);
+        }
         out.push_back(evaluate(x, facts->second, out, tol, exercises_dir));
     }
     return out;

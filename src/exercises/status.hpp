@@ -43,10 +43,12 @@ struct ExerciseStatus {
     std::vector<TensorMismatch> mismatches;  // diverges: the differing tensors of `step`
 };
 
-// Every exercise of the table, in order; each lesson runs once.
+// The exercises of `wanted` (every exercise when it is empty) and those they use (Exercise::uses,
+// whose state decides whether a wanted one waits), in table order; each lesson they need runs
+// once, and no other lesson runs: checking one exercise costs only its own lesson's time.
 std::vector<ExerciseStatus> evaluate_exercises(const std::filesystem::path& golden_dir,
                                                const std::filesystem::path& exercises_dir, const Tolerance& tol,
-                                               bool catch_errors);
+                                               bool catch_errors, const std::vector<const Exercise*>& wanted = {});
 
 // For people: "passed", "not started", "waiting for exercise softmax",
 // "diverges at step 6/8 'decoder' of lesson 1 bottleneck", ...

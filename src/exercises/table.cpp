@@ -182,6 +182,18 @@ const std::vector<Exercise>& all_exercises() {
           "dh_prev collects four roads: z * dh directly, and through U_z, U_r\n"
           "and, scaled by r, U_h. Typical mistakes: forgetting the direct z * dh;\n"
           "h_prev instead of r * h_prev in dU_h; assigning instead of adding."}},
+        {"adam-step", "One step of the Adam optimizer", "learning-to-align",
+         {"adam"},
+         {},
+         {"Kingma & Ba 2015, Algorithm 1, for each weight: m = b1 m + (1 - b1) g,\n"
+          "v = b2 v + (1 - b2) g^2, then theta -= lr m_hat / (sqrt(v_hat) + eps)\n"
+          "with m_hat = m / (1 - b1^t) and v_hat = v / (1 - b2^t).",
+          "beta1_power and beta2_power are b1^t and b2^t already: do not raise\n"
+          "them to a power again. Update m[k] and v[k] in place (they carry over\n"
+          "to the next step), and use the new m and v in the same step.",
+          "Typical mistakes: g instead of g^2 in v; forgetting the bias\n"
+          "correction (the first steps are then far too small); eps inside the\n"
+          "sqrt; adding the step instead of subtracting it (the loss rises)."}},
     };
     return exercises;
 }

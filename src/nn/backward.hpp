@@ -55,6 +55,18 @@ struct AdditiveScoreGrads {
 AdditiveScoreGrads additive_scores_backward(const Mat& Q, const Mat& K, const Mat& W_q, const Mat& W_k,
                                             const Vec& v, const Mat& dE);
 
+// The first half of that backward, for additive_scores_projected: dv and the gradients of the
+// projections, dP_q = sum_j du_ij (T_q x d_a) and dP_k = sum_i du_ij (T_k x d_a). The rest is
+// the projections' own: dQ = dP_q W_q, dW_q = dP_q^T Q (and so for K). additive_scores_backward
+// is this, then that.
+struct ProjectedScoreGrads {
+    Mat d_projected_q;
+    Mat d_projected_k;
+    Vec dv;
+};
+ProjectedScoreGrads additive_scores_projected_backward(const Mat& projected_q, const Mat& projected_k, const Vec& v,
+                                                       const Mat& dE);
+
 // The gradients of a GRU's weights, laid out as GruParams (dW_z is dL/dW_z, d x d_in, ...).
 struct GruGrads {
     Mat dW_z, dU_z;

@@ -26,8 +26,10 @@ void expect_grads_shaped_like(const GruGrads& g, const GruParams& p) {
 
 // dW += da x^T: the gradient of the weights of W x, given da = dL/d(W x).
 void add_outer_product(Mat& dW, const Vec& da, const Vec& x) {
+    const std::size_t cols = x.size();
+    double* w = dW.data();
     for (std::size_t i = 0; i < da.size(); ++i)
-        for (std::size_t j = 0; j < x.size(); ++j) dW(i, j) += da(i) * x(j);
+        for (std::size_t j = 0; j < cols; ++j) w[i * cols + j] += da(i) * x(j);
 }
 
 }  // namespace
@@ -53,7 +55,7 @@ GruStepGrads gru_step_backward(const GruParams& p, const Vec& x, const Vec& h_pr
     // 2. h~ = tanh(a_h), a_h = W_h x + U_h (r * h_{t-1}) + b_h; tanh' = 1 - tanh^2
     const Vec da_h = d_candidate * (1.0 - candidate * candidate);
     const Vec reset_state = r * h_prev;
-    const Vec d_reset_state = matvec(transposed(p.U_h), da_h, "U_h^T da_h");
+    const Vec d_reset_state = matvec_transposed(p.U_h, da_h, "U_h^T da_h");
     // 3. z = sigmoid(a_z), r = sigmoid(a_r); sigmoid' = sigmoid (1 - sigmoid)
     const Vec da_z = dz * z * (1.0 - z);
     const Vec da_r = d_reset_state * h_prev * r * (1.0 - r);
@@ -68,10 +70,10 @@ GruStepGrads gru_step_backward(const GruParams& p, const Vec& x, const Vec& h_pr
     grads.db_h += da_h;
     // x feeds all three pre-activations; h_{t-1} those of z and r, r * h_{t-1}, and h_t directly
     GruStepGrads g;
-    g.dx = matvec(transposed(p.W_z), da_z, "W_z^T da_z") + matvec(transposed(p.W_r), da_r, "W_r^T da_r") +
-           matvec(transposed(p.W_h), da_h, "W_h^T da_h");
-    g.dh_prev = dh * z + d_reset_state * r + matvec(transposed(p.U_z), da_z, "U_z^T da_z") +
-                matvec(transposed(p.U_r), da_r, "U_r^T da_r");
+    g.dx = matvec_transposed(p.W_z, da_z, "W_z^T da_z") + matvec_transposed(p.W_r, da_r, "W_r^T da_r") +
+           matvec_transposed(p.W_h, da_h, "W_h^T da_h");
+    g.dh_prev = dh * z + d_reset_state * r + matvec_transposed(p.U_z, da_z, "U_z^T da_z") +
+                matvec_transposed(p.U_r, da_r, "U_r^T da_r");
     return g;
 }
 

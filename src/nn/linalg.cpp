@@ -32,7 +32,17 @@ Mat gather_rows(const Mat& table, const std::vector<std::size_t>& ids) {
     return out;
 }
 
-Mat transposed(const Mat& M) { return xt::eval(xt::transpose(M)); }
+Mat transposed(const Mat& M) {
+    // a plain copy loop: xtensor's general strided assignment costs ten times more for the small
+    // matrices a training step transposes thousands of times
+    const std::size_t rows = M.shape(0), cols = M.shape(1);
+    Mat out = xt::empty<double>({cols, rows});
+    const double* in = M.data();
+    double* o = out.data();
+    for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) o[j * rows + i] = in[i * cols + j];
+    return out;
+}
 
 Vec elimination_pivots(Mat A, double zero) {
     const std::size_t rows = A.shape(0), cols = A.shape(1);

@@ -12,9 +12,45 @@ Vec matvec(const Mat& W, const Vec& x, const char* what) {
         throw ShapeError(std::string(what) + ": matrix " + shape_string(shape_of(W)) + " cannot multiply vector " +
                          shape_string(shape_of(x)));
     // A plain loop: these are tiny and the order of the additions is fixed on every platform.
-    Vec out = xt::zeros<double>({W.shape(0)});
-    for (std::size_t i = 0; i < W.shape(0); ++i)
-        for (std::size_t j = 0; j < W.shape(1); ++j) out(i) += W(i, j) * x(j);
+    const std::size_t rows = W.shape(0), cols = W.shape(1);
+    Vec out = xt::empty<double>({rows});
+    const double* w = W.data();
+    const double* v = x.data();
+    // four rows at a time: four independent chains of additions, each still in the order of j
+    std::size_t i = 0;
+    for (; i + 4 <= rows; i += 4) {
+        const double *w0 = w + i * cols, *w1 = w0 + cols, *w2 = w1 + cols, *w3 = w2 + cols;
+        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+        for (std::size_t j = 0; j < cols; ++j) {
+            s0 += w0[j] * v[j];
+            s1 += w1[j] * v[j];
+            s2 += w2[j] * v[j];
+            s3 += w3[j] * v[j];
+        }
+        out(i) = s0;
+        out(i + 1) = s1;
+        out(i + 2) = s2;
+        out(i + 3) = s3;
+    }
+    for (; i < rows; ++i) {
+        double sum = 0.0;
+        for (std::size_t j = 0; j < cols; ++j) sum += w[i * cols + j] * v[j];
+        out(i) = sum;
+    }
+    return out;
+}
+
+Vec matvec_transposed(const Mat& W, const Vec& x, const char* what) {
+    if (W.shape(0) != x.size())
+        throw ShapeError(std::string(what) + ": the transpose of matrix " + shape_string(shape_of(W)) +
+                         " cannot multiply vector " + shape_string(shape_of(x)));
+    const std::size_t rows = W.shape(0), cols = W.shape(1);
+    Vec out = xt::zeros<double>({cols});
+    const double* w = W.data();
+    const double* v = x.data();
+    double* o = out.data();
+    for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) o[j] += w[i * cols + j] * v[i];
     return out;
 }
 

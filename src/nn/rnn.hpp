@@ -61,7 +61,12 @@ struct BiGruRun {
 // Runs both GRUs over the rows of X (T x d_in); both must take inputs of width d_in.
 BiGruRun bigru_forward(const GruParams& fwd, const GruParams& bwd, const Mat& X);
 
-// W x for a matrix and a vector; the shapes are checked and named.
+// W x for a matrix and a vector; the shapes are checked and named. Entry i sums W_ij x_j over j
+// in order, from 0 (the numbers of nn::matmul with one column).
 Vec matvec(const Mat& W, const Vec& x, const char* what);
+
+// W^T x without forming W^T: entry j sums W_ij x_i over i in order, from 0, so the result has the
+// bits of matvec(transposed(W), x).
+Vec matvec_transposed(const Mat& W, const Vec& x, const char* what);
 
 }  // namespace attn::nn

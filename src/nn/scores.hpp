@@ -19,6 +19,12 @@ Mat scaled_dot_scores(const Mat& Q, const Mat& K);
 // W_q: d_a x d_q, W_k: d_a x d_k, v: d_a. Computed as T_q x T_k independent dot products.
 Mat additive_scores(const Mat& Q, const Mat& K, const Mat& W_q, const Mat& W_k, const Vec& v);
 
+// The additive score with its projections already made: e_ij = v^T tanh(P_q[i] + P_k[j]), where
+// P_q = Q W_q^T (T_q x d_a) and P_k = K W_k^T (T_k x d_a); the numbers of additive_scores, bit for
+// bit. A decoder's keys stay fixed for a whole sentence while its query moves, so it projects
+// them once per sentence instead of once per word (lesson 9's training).
+Mat additive_scores_projected(const Mat& projected_q, const Mat& projected_k, const Vec& v);
+
 // e_ij = v^T tanh(W [q_i; k_j])          — Luong et al. 2015, eq. 8 ("concat"); W: d_a x (d_q + d_k).
 // The same function as additive_scores with W = [W_q W_k]; kept separate so lessons can check it.
 Mat concat_scores(const Mat& Q, const Mat& K, const Mat& W, const Vec& v);

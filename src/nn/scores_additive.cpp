@@ -18,8 +18,8 @@ Mat additive_scores(const Mat& Q, const Mat& K, const Mat& W_q, const Mat& W_k, 
     expect_shape("additive score weight W_q", W_q, {d_a, Q.shape(1)});
     expect_shape("additive score weight W_k", W_k, {d_a, K.shape(1)});
     // 1. project every query and every key once
-    const Mat projected_q = matmul(Q, xt::eval(xt::transpose(W_q)), "Q W_q^T");
-    const Mat projected_k = matmul(K, xt::eval(xt::transpose(W_k)), "K W_k^T");
+    const Mat projected_q = matmul(Q, transposed(W_q), "Q W_q^T");
+    const Mat projected_k = matmul(K, transposed(W_k), "K W_k^T");
     // 2. each pair: v . tanh(W_q q_i + W_k k_j)
     Mat scores = xt::empty<double>({Q.shape(0), K.shape(0)});
     for (std::size_t i = 0; i < Q.shape(0); ++i)
