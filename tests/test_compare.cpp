@@ -79,6 +79,28 @@ TEST_CASE("-inf masks compare equal and do not poison the maxima", "[compare]") 
     CHECK(d.max_abs == 0.0);
 }
 
+TEST_CASE("NaN and infinite mismatches are counted and never summed up as a small difference", "[compare]") {
+    // issue 16: a softmax that returned NaN for 21 of 49 entries was reported as
+    // "Max absolute difference: 1.11e-16"
+    Array expected = {{0.5, 0.5, 0.0}, {1.0, 0.0, 0.0}};
+    Array actual = {{0.5, 0.5 + 1e-16, 0.0}, {not_a_number, not_a_number, inf}};
+    const TensorDiff d = compare_tensor(actual, expected, Tolerance{0.0, 0.0});
+    CHECK(d.mismatched == 4);
+    CHECK(d.non_finite == 3);
+    const std::string report = tensor_diff_report(d, Tolerance{0.0, 0.0});
+    CHECK_THAT(report, Catch::Contains("Non-finite mismatches: 3 of the 4"));
+    CHECK_THAT(report, Catch::Contains("(over the elements finite on both sides)"));
+    CHECK_THAT(report, Catch::Contains("at [1, 0]     actual nan"));
+    SECTION("when every mismatch is non-finite, no maximum is shown at all") {
+        const Array only_nan = {{0.5, 0.5, 0.0}, {not_a_number, 0.0, 0.0}};
+        const TensorDiff n = compare_tensor(only_nan, expected, Tolerance{});
+        CHECK(n.non_finite == 1);
+        const std::string r = tensor_diff_report(n, Tolerance{});
+        CHECK_THAT(r, Catch::Contains("every mismatch is NaN or infinite"));
+        CHECK_THAT(r, !Catch::Contains("Max absolute difference: 0"));
+    }
+}
+
 TEST_CASE("only the first five mismatches are listed", "[compare]") {
     const Array e = xt::zeros<double>({10});
     const Array a = xt::ones<double>({10});

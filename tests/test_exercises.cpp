@@ -11,6 +11,8 @@
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -173,6 +175,34 @@ TEST_CASE("a softmax over the wrong axis is caught at lesson 1's decoder step, w
         CHECK(run(program, "check --golden /nonexistent").code == 3);
         CHECK(run(program, "bless 1").code == 2);
     }
+}
+
+TEST_CASE("attn-student never checks a program older than the student's files", "[exercises]") {
+    // a copy of attn-student dated an hour before the newest file of its exercise folder: what a
+    // student has after editing a file and forgetting to rebuild
+    const fs::path student = env("ATTN_STUDENT_BIN");
+    const fs::path dir = fs::temp_directory_path() / ("attn_stale_program_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path copy = dir / "attn-student";
+    fs::copy_file(student, copy);
+    auto newest = fs::file_time_type::min();
+    for (const auto& x : all_exercises())
+        newest = std::max(newest, fs::last_write_time(fs::path(env("ATTN_SOURCE_DIR")) / "lessons/exercises" /
+                                                      exercise_file(x)));
+    fs::last_write_time(copy, newest - std::chrono::hours(1));
+    const Result stale = run_command("ATTN_NO_REBUILD=1 '" + copy.string() + "' check softmax 2>&1");
+    const Result overview = run_command("ATTN_NO_REBUILD=1 '" + copy.string() + "' exercises 2>&1");
+    const Result fresh = run(student, "check softmax");
+    fs::remove_all(dir);
+    INFO(stale.output);
+    CHECK(stale.code == 2);
+    CHECK_THAT(stale.output, Catch::Contains("changed after this program was built, so it would check the old code"));
+    CHECK_THAT(stale.output, Catch::Contains("lessons/exercises/"));
+    CHECK_THAT(stale.output, Catch::Contains("meson compile -C "));
+    CHECK(overview.code == 2);
+    // the program meson built is newer than its files: it checks them
+    CHECK_THAT(fresh.output, !Catch::Contains("changed after this program was built"));
 }
 
 TEST_CASE("hint shows the hints one at a time, then repeats the last", "[exercises]") {

@@ -105,6 +105,7 @@ TensorDiff compare_tensor(const Array& actual, const Array& expected, const Tole
         }
         if (close(*a, *e, tol)) continue;
         ++d.mismatched;
+        if (!std::isfinite(*a) || !std::isfinite(*e)) ++d.non_finite;
         if (d.first.size() < 5) d.first.push_back({unravel(flat, d.expected_shape), *a, *e});
     }
     return d;
@@ -121,6 +122,18 @@ std::string tensor_diff_report(const TensorDiff& d, const Tolerance& tol) {
         out += fmt::format("    at {:<10} actual {:<24.17g} expected {:.17g}\n", index_text(m.index), m.actual,
                            m.expected);
     if (d.mismatched > d.first.size()) out += fmt::format("    … and {} more\n", d.mismatched - d.first.size());
+    if (d.non_finite > 0) {
+        // a NaN where a number belongs is no small difference: say how many, and of what the maxima speak
+        out += fmt::format("    Non-finite mismatches: {} of the {} (NaN or an infinity against another value)\n",
+                           d.non_finite, d.mismatched);
+        if (d.non_finite == d.mismatched) {
+            out += "    Max differences: none to show, every mismatch is NaN or infinite";
+            return out;
+        }
+        out += fmt::format("    Max absolute difference: {:.3g} (over the elements finite on both sides)\n", d.max_abs);
+        out += fmt::format("    Max relative difference: {:.3g} (likewise)", d.max_rel);
+        return out;
+    }
     out += fmt::format("    Max absolute difference: {:.3g}\n", d.max_abs);
     out += fmt::format("    Max relative difference: {:.3g}", d.max_rel);
     return out;
@@ -204,8 +217,11 @@ std::vector<std::string> describe_changes(const Trace& old, const Trace& now) {
                 out.push_back(fmt::format("{}.{}: shape {} -> {}", o.id, ot.name, shape_string(d.expected_shape),
                                           shape_string(d.actual_shape)));
             else if (d.mismatched > 0)
-                out.push_back(fmt::format("{}.{}: {} / {} elements changed, max |change| {:.3g}, max relative {:.3g}",
-                                          o.id, ot.name, d.mismatched, d.total, d.max_abs, d.max_rel));
+                out.push_back(fmt::format("{}.{}: {} / {} elements changed{}, max |change| {:.3g}, max relative {:.3g}",
+                                          o.id, ot.name, d.mismatched, d.total,
+                                          d.non_finite ? fmt::format(" ({} to or from NaN or infinity)", d.non_finite)
+                                                       : "",
+                                          d.max_abs, d.max_rel));
             text_changed = text_changed || ot.equation != nt->equation || ot.rows != nt->rows || ot.cols != nt->cols ||
                            ot.view != nt->view;
         }

@@ -31,6 +31,7 @@ struct TensorDiff {
     bool shape_matches = true;
     Shape actual_shape, expected_shape;
     std::size_t mismatched = 0;
+    std::size_t non_finite = 0;  // of the mismatched: NaN or an infinity on one side (max_abs cannot see them)
     std::size_t total = 0;
     std::vector<ElementMismatch> first;  // the first 5 mismatches, row-major order
     double max_abs = 0.0;                // over finite pairs

@@ -13,8 +13,16 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <optional>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace attn {
 
@@ -56,6 +64,83 @@ bool resolve_exercises(const std::vector<std::string>& ids, std::vector<const Ex
 }
 
 std::filesystem::path exercise_path(const Exercise& x) { return this_program().exercises_dir / exercise_file(x); }
+
+// text as one word of a shell command
+std::string shell_quoted(const std::string& text) {
+    std::string out = "'";
+    for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+// The exercise file of the student's folder changed most recently after this program was built,
+// or nothing: a program older than the code it is meant to check would report on the old code.
+std::optional<std::filesystem::path> newer_exercise_file() {
+    std::error_code ec;
+    const auto built = std::filesystem::last_write_time("/proc/self/exe", ec);
+    if (ec) return std::nullopt;
+    std::optional<std::filesystem::path> newest;
+    auto newest_time = built;
+    for (const auto& x : all_exercises()) {
+        const auto file = exercise_path(x);
+        const auto changed = std::filesystem::last_write_time(file, ec);
+        if (!ec && changed > newest_time) {
+            newest = file;
+            newest_time = changed;
+        }
+    }
+    return newest;
+}
+
+// This process's arguments, as /proc/self/cmdline holds them.
+std::vector<std::string> own_arguments() {
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::string> args;
+    for (std::size_t at = 0; at < all.size();) {
+        const std::size_t end = all.find('\0', at);
+        args.push_back(all.substr(at, end - at));
+        at = end == std::string::npos ? all.size() : end + 1;
+    }
+    return args;
+}
+
+// attn-student checks the student's current code, never a stale build of it: when an exercise
+// file is newer than the program, it rebuilds the program (meson compile) and runs the new one
+// with the same arguments. With ATTN_NO_REBUILD set, or no build directory to rebuild in, it
+// refuses instead, naming the file. Returns when the program is fresh; otherwise exits.
+void run_fresh_program() {
+    const Program& p = this_program();
+    if (p.name != "attn-student") return;
+    const auto newer = newer_exercise_file();
+    if (!newer) return;
+    const std::string rebuild = fmt::format("meson compile -C {} {}", shell_quoted(p.build_dir.string()), p.name);
+    const char* no_rebuild = std::getenv("ATTN_NO_REBUILD");
+    if ((no_rebuild && *no_rebuild) || !std::filesystem::exists(p.build_dir / "build.ninja")) {
+        fmt::print(stderr, "{}: {} changed after this program was built, so it would check the old code; rebuild it "
+                           "first: {}\n",
+                   p.name, printable_utf8(shown_path(*newer)), rebuild);
+        std::exit(exit_usage);
+    }
+    fmt::print(stderr, "{}: {} changed since the last build: rebuilding ({})\n", p.name,
+               printable_utf8(shown_path(*newer)), rebuild);
+    std::fflush(stderr);
+    // the compiler's messages go to stderr, where the student sees them, not into a JSON report
+    const int status = std::system((rebuild + " 1>&2").c_str());
+    if (status != 0) {
+        fmt::print(stderr, "{}: the rebuild failed (the compiler's messages are above): fix {} and check again\n",
+                   p.name, printable_utf8(shown_path(*newer)));
+        std::exit(exit_mismatch);
+    }
+    std::vector<std::string> args = own_arguments();
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const std::string fresh = (p.build_dir / p.name).string();
+    ::execv(fresh.c_str(), argv.data());
+    fmt::print(stderr, "{}: rebuilt, but cannot start {}: {}\n", p.name, fresh, std::strerror(errno));
+    std::exit(exit_usage);
+}
+
 
 // The file to edit, and what to do when the folder lacks it (meson.build then built the starter).
 std::string file_to_edit(const Exercise& x) {
@@ -248,12 +333,6 @@ void check_reference_lessons(Verdicts& verdict, const std::filesystem::path& gol
     }
 }
 
-std::string shell_quoted(const std::string& text) {
-    std::string out = "'";
-    for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
-
 // The standard output of a shell command, or nothing when it cannot be started.
 std::optional<std::string> output_of(const std::string& command) {
     FILE* pipe = ::popen(command.c_str(), "r");
@@ -295,6 +374,7 @@ void check_starters(Verdicts& verdict, const InstructorOptions& o) {
 
 int cmd_exercises(const ExerciseOptions& o) {
     if (!tolerance_ok(o.tolerance)) return exit_usage;
+    run_fresh_program();
     const Program& p = this_program();
     const auto statuses = evaluate(o);
     std::size_t id_width = 8, state_width = 6;
@@ -325,6 +405,7 @@ int cmd_check_exercises(const ExerciseOptions& o) {
     if (!tolerance_ok(o.tolerance)) return exit_usage;
     std::vector<const Exercise*> wanted;
     if (!resolve_exercises(o.exercises, wanted)) return exit_usage;
+    run_fresh_program();
     const auto statuses = chosen(evaluate(o, wanted), wanted);
     if (o.format == "json")
         print_check_json(statuses, o.tolerance);
