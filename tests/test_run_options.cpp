@@ -94,6 +94,32 @@ std::string golden_name(int number) {
 
 }  // namespace
 
+TEST_CASE("--pause: Enter goes on, q then Enter quits, and a tall step comes a screenful at a time", "[cli]") {
+    // --pause acts only on a terminal: script(1) runs attn on a pseudo-terminal of 40 rows
+    if (run_command("command -v script >/dev/null 2>&1").code != 0) {
+        WARN("skipped: script(1) (util-linux) is not installed");
+        return;
+    }
+    const TempDir t;
+    const char* bin = std::getenv("ATTN_BIN");
+    REQUIRE(bin != nullptr);
+    const auto paused = [&](const std::string& keys) {
+        return run_command("cd '" + t.dir.string() + "' && printf '" + keys + "' | script -qec \"stty rows 40; '" +
+                           bin + "' run 1 --pause --color never\" /dev/null 2>&1");
+    };
+    // Enter after step 1; step 2 (eleven weight matrices) is taller than 40 rows: q at its first "more"
+    const Result quit = paused("\\nq\\n");
+    INFO(quit.output);
+    CHECK(quit.code == 0);
+    CHECK_THAT(quit.output, Catch::Contains("[Enter: next step · q Enter: quit]"));
+    CHECK_THAT(quit.output, Catch::Contains("[Enter: more · q Enter: quit]"));
+    CHECK_THAT(quit.output, Catch::Contains("bottleneck: stopped at step 2 of 8"));
+    CHECK_THAT(quit.output, !Catch::Contains("Step 3/8"));
+    // closing the input quits too, at once
+    const Result closed = paused("");
+    CHECK_THAT(closed.output, Catch::Contains("bottleneck: stopped at step 1 of 8"));
+}
+
 TEST_CASE("run --set --seed prints the reproducibility line and exits 0", "[cli][settings]") {
     const TempDir tmp;
     const Result r = tmp.attn("run multi-head --set d_model=16 --set heads=4 --seed 3 --color never");

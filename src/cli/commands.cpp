@@ -20,6 +20,7 @@
 #include <map>
 #include <string>
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 namespace attn {
@@ -112,11 +113,45 @@ std::optional<LessonRun> run_as_set_up(const Lesson& l, const LessonSetup& setup
     }
 }
 
-void wait_for_enter() {
-    fmt::print("  [Enter: next step] ");
+// --pause: waits for Enter; false when the user typed q (or Q, or quit) or closed the input.
+bool wait_for_enter(const char* prompt) {
+    fmt::print("  [{}] ", prompt);
     std::fflush(stdout);
-    std::string ignored;
-    std::getline(std::cin, ignored);
+    std::string answer;
+    if (!std::getline(std::cin, answer)) return false;
+    const auto first = answer.find_first_not_of(" \t");
+    const std::string word = first == std::string::npos ? "" : answer.substr(first, answer.find_last_not_of(" \t") - first + 1);
+    return !(word == "q" || word == "Q" || word == "quit");
+}
+
+// The terminal's height in lines, or 0 when stdout is not a terminal or does not say.
+std::size_t terminal_rows() {
+    winsize size{};
+    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) != 0) return 0;
+    return size.ws_row;
+}
+
+// --pause: a step taller than the terminal is shown a screenful at a time. False when the user quit.
+bool show_paged(const std::string& text) {
+    const std::size_t rows = terminal_rows();
+    if (rows < 3) {
+        fmt::print("{}\n", text);
+        return true;
+    }
+    std::size_t start = 0, shown = 0;
+    while (start < text.size()) {
+        const std::size_t end = text.find('\n', start);
+        const std::size_t next = end == std::string::npos ? text.size() : end + 1;
+        fmt::print("{}", std::string_view(text).substr(start, next - start));
+        start = next;
+        // one line is left for the prompt
+        if (++shown == rows - 1 && start < text.size()) {
+            if (!wait_for_enter("Enter: more · q Enter: quit")) return false;
+            shown = 0;
+        }
+    }
+    fmt::print("\n");
+    return true;
 }
 
 std::filesystem::path golden_path(const GoldenOptions& o, const Lesson& l) {
@@ -253,9 +288,16 @@ int cmd_run(const RunOptions& o) {
             for (const auto& c : s.checks) checks += 1, failed += c.holds ? 0 : 1;
         for (std::size_t i = 0; i < steps.size(); ++i) {
             if (!o.step.empty() && steps[i].id != o.step) continue;
-            fmt::print("{}\n", render_step(steps[i], i + 1, steps.size(), o.render));
+            const std::string shown = render_step(steps[i], i + 1, steps.size(), o.render);
             const bool last = i + 1 == steps.size() && li + 1 == lessons.size();
-            if (pause && o.step.empty() && !last) wait_for_enter();
+            if (!pause || !o.step.empty()) {
+                fmt::print("{}\n", shown);
+                continue;
+            }
+            if (!show_paged(shown) || (!last && !wait_for_enter("Enter: next step · q Enter: quit"))) {
+                fmt::print("{}: stopped at step {} of {}\n", l.slug, i + 1, steps.size());
+                return all_hold && failed == 0 ? exit_ok : exit_mismatch;
+            }
         }
         if (failed == 0)
             fmt::print("{}: all {} identity checks hold\n\n", l.slug, checks);
