@@ -592,17 +592,50 @@ std::string capped(const std::string& text, std::size_t limit) {
     return text.substr(0, cut) + "…";
 }
 
-std::string csv_field(const std::string& s) {
-    if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+// One CSV cell: on one line (line breaks become " | "), and never a formula: a cell that starts
+// with =, +, -, @, a tab or a carriage return gets a leading ' and quotes, as OWASP's advice on
+// CSV injection has it, since a spreadsheet would run it (a folder named "=cmd|' /C calc'!A0").
+std::string csv_field(const std::string& text) {
+    std::string s;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
+        s += text[i] == '\n' || text[i] == '\r' ? std::string(" | ") : std::string(1, text[i]);
+    }
+    const bool formula = !text.empty() && std::string("=+-@\t\r").find(text[0]) != std::string::npos;
+    if (formula) s = "'" + s;
+    if (!formula && s.find_first_of(",\"") == std::string::npos) return s;
     std::string out = "\"";
     for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
     return out + "\"";
 }
 
+// The flat files `attn export <lesson> --format npy` writes (<step>.<tensor>.npy) directly in the
+// student's folder: true when there are some and every one belongs to a step of lesson `l` (two
+// lessons share step ids such as "decoder", so one file alone does not tell the lesson).
+bool holds_flat_npy_of(const std::filesystem::path& dir, const Lesson& l, const std::filesystem::path& golden_dir) {
+    Trace golden;
+    try {
+        golden = read_golden(golden_dir / golden_file_name(l.number, l.slug));
+    } catch (const GoldenError&) {
+        return false;
+    }
+    std::error_code ec;
+    bool some = false;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        const auto dot = name.find('.');
+        if (dot == std::string::npos || entry.path().extension() != ".npy") continue;
+        if (!golden.find_step(name.substr(0, dot))) return false;
+        some = true;
+    }
+    return some;
+}
+
 // One exercise of one student: the steps of its lesson that check it, from the student's
 // <NN>_<slug>.json or <NN>_<slug>/ folder of .npy files.
 GradeRow grade_one(const std::filesystem::path& dir, const Lesson& l, const Exercise& x, const GradeOptions& o) {
-    const std::string student = dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string();
+    const std::string student =
+        printable_utf8(dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string());
     GradeRow row{student, l.slug, x.id, "", "", ""};
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) {
@@ -616,6 +649,7 @@ GradeRow grade_one(const std::filesystem::path& dir, const Lesson& l, const Exer
     std::filesystem::path found;
     if (std::filesystem::exists(json_file, ec)) found = json_file;
     else if (std::filesystem::exists(npy_dir, ec)) found = npy_dir;
+    else if (holds_flat_npy_of(dir, l, o.golden_dir)) found = dir;
     if (found.empty()) {
         row.result = "missing";
         return row;
@@ -628,7 +662,31 @@ GradeRow grade_one(const std::filesystem::path& dir, const Lesson& l, const Exer
     return row;
 }
 
-std::string grade_csv(const std::vector<GradeRow>& rows) {
+// Every exercise is worth one point; a student's total is the number passed.
+constexpr int points_per_exercise = 1;
+
+// The teacher's table: one row per student, one column per exercise (its result), then the
+// exercises passed, the points and the points possible.
+std::string grade_csv_wide(const std::vector<GradeRow>& rows) {
+    const auto& exercises = all_exercises();
+    std::string out = "student";
+    for (const auto& x : exercises) out += "," + csv_field(x.id);
+    out += ",passed,points,max_points\n";
+    for (std::size_t at = 0; at < rows.size(); at += exercises.size()) {
+        std::size_t passed = 0;
+        out += csv_field(rows[at].student);
+        for (std::size_t i = 0; i < exercises.size(); ++i) {
+            out += "," + rows[at + i].result;
+            passed += rows[at + i].result == "pass" ? 1 : 0;
+        }
+        out += fmt::format(",{},{},{}\n", passed, static_cast<int>(passed) * points_per_exercise,
+                           static_cast<int>(exercises.size()) * points_per_exercise);
+    }
+    return out;
+}
+
+// Every result with its message, one line each: for a script, or to see why.
+std::string grade_csv_long(const std::vector<GradeRow>& rows) {
     std::string out = "student,lesson,exercise,result,first_diverging_step,message\n";
     for (const auto& r : rows)
         out += fmt::format("{},{},{},{},{},{}\n", csv_field(r.student), csv_field(r.lesson), csv_field(r.exercise),
@@ -637,10 +695,23 @@ std::string grade_csv(const std::vector<GradeRow>& rows) {
 }
 
 std::string grade_json(const std::vector<GradeRow>& rows) {
-    nlohmann::ordered_json doc = nlohmann::ordered_json::array();
-    for (const auto& r : rows)
-        doc.push_back({{"student", r.student}, {"lesson", r.lesson}, {"exercise", r.exercise}, {"result", r.result},
-                       {"first_diverging_step", r.step}, {"message", r.message}});
+    nlohmann::ordered_json results = nlohmann::ordered_json::array(), students = nlohmann::ordered_json::array();
+    const std::size_t per_student = all_exercises().size();
+    for (std::size_t at = 0; at < rows.size(); at += per_student) {
+        std::size_t passed = 0;
+        for (std::size_t i = at; i < at + per_student; ++i) {
+            const GradeRow& r = rows[i];
+            const int points = r.result == "pass" ? points_per_exercise : 0;
+            passed += r.result == "pass" ? 1 : 0;
+            results.push_back({{"student", r.student}, {"lesson", r.lesson}, {"exercise", r.exercise},
+                               {"result", r.result}, {"points", points}, {"first_diverging_step", r.step},
+                               {"message", r.message}});
+        }
+        students.push_back({{"student", rows[at].student}, {"passed", passed},
+                            {"points", static_cast<int>(passed) * points_per_exercise},
+                            {"max_points", static_cast<int>(per_student) * points_per_exercise}});
+    }
+    const nlohmann::ordered_json doc = {{"students", students}, {"results", results}};
     return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
@@ -658,26 +729,33 @@ int cmd_grade(const GradeOptions& o) {
         }
     }
     std::vector<GradeRow> rows;
-    fmt::print("{:<24} {:>5} {:>5} {:>6} {:>8}\n", "student", "pass", "fail", "error", "missing");
+    fmt::print("{:<24} {:>5} {:>5} {:>6} {:>8} {:>7}\n", "student", "pass", "fail", "error", "missing", "points");
     for (const auto& dir : o.submissions) {
         std::map<std::string, int> tally;
         for (const auto& x : all_exercises()) {
             rows.push_back(grade_one(dir, *find_lesson(x.lesson), x, o));
             ++tally[rows.back().result];
         }
-        fmt::print("{:<24} {:>5} {:>5} {:>6} {:>8}\n", rows.back().student, tally["pass"], tally["fail"],
-                   tally["error"], tally["missing"]);
+        fmt::print("{:<24} {:>5} {:>5} {:>6} {:>8} {:>7}\n", rows.back().student, tally["pass"], tally["fail"],
+                   tally["error"], tally["missing"],
+                   fmt::format("{}/{}", tally["pass"] * points_per_exercise,
+                               static_cast<int>(all_exercises().size()) * points_per_exercise));
     }
-    const std::filesystem::path csv = o.out.string() + ".csv", json = o.out.string() + ".json";
+    const std::filesystem::path csv = o.out.string() + ".csv", long_csv = o.out.string() + ".long.csv",
+                                json = o.out.string() + ".json";
     try {
-        write_file_atomic(csv, grade_csv(rows));
+        write_file_atomic(csv, grade_csv_wide(rows));
+        write_file_atomic(long_csv, grade_csv_long(rows));
         write_file_atomic(json, grade_json(rows));
     } catch (const std::exception& e) {
         fmt::print(stderr, "attn: {}\n", e.what());
         return exit_golden;
     }
-    fmt::print("wrote {} and {}\n", csv.string(), json.string());
-    return exit_ok;
+    fmt::print("wrote {}, {} and {}\n", printable_utf8(csv.string()), printable_utf8(long_csv.string()),
+               printable_utf8(json.string()));
+    // as check does: 1 when anything is not a pass
+    const bool all_pass = std::all_of(rows.begin(), rows.end(), [](const GradeRow& r) { return r.result == "pass"; });
+    return all_pass ? exit_ok : exit_mismatch;
 }
 
 }  // namespace attn
