@@ -113,19 +113,18 @@ TEST_CASE("each untouched starter stops its lesson with its message", "[exercise
     }
 }
 
-TEST_CASE("a softmax over the wrong axis is caught at lesson 1's decoder step, with its hint", "[exercises]") {
+TEST_CASE("a softmax over the wrong axis is caught by its own unit case, with its hint", "[exercises]") {
     const fs::path program = env("ATTN_WRONG_SOFTMAX_BIN");
     // run once, not once per section: every lesson runs, lesson 9's training too
     static const Result r = run(program, "check");
     CHECK(r.code == 1);
     CHECK_THAT(r.output, Catch::Contains("ok    gru-step"));
-    CHECK_THAT(r.output,
-               Catch::Contains("FAIL  softmax             diverges at step 6/8 'decoder' of lesson 1 bottleneck"));
+    // caught by its own unit case, before any lesson runs (issue 16)
+    CHECK_THAT(r.output, Catch::Contains("FAIL  softmax             fails its unit case 'three logits'"));
     CHECK_THAT(r.output, Catch::Contains("edit "));
-    CHECK_THAT(r.output, Catch::Contains("tensor 'P' [3, 5]"));
-    CHECK_THAT(r.output, Catch::Contains("Mismatched elements: "));
-    CHECK_THAT(r.output, Catch::Contains("not reached: bottleneck, capacity"));
-    CHECK_THAT(r.output, Catch::Contains("'P' [3, 5]:"));
+    CHECK_THAT(r.output, Catch::Contains("it catches the plain equation"));
+    CHECK_THAT(r.output, Catch::Contains("input S [2, 3]:"));
+    CHECK_THAT(r.output, Catch::Contains("Mismatched elements: 6 / 6"));
     CHECK_THAT(r.output, Catch::Contains("actual (* differs)"));
     CHECK_THAT(r.output, Catch::Contains("*"));
     CHECK_THAT(r.output, Catch::Contains("hint 1 of 3:\n        " + find_exercise("softmax")->hints[0].substr(0, 40)));
@@ -139,6 +138,9 @@ TEST_CASE("a softmax over the wrong axis is caught at lesson 1's decoder step, w
     CHECK_THAT(r.output, Catch::Contains("ok    unrolled-weights    passed"));
     // lesson 8 runs attention (and so the softmax) before its first backward pass
     CHECK_THAT(r.output, Catch::Contains("wait  softmax-backward    waiting for exercise softmax"));
+    // unit cases whose code calls softmax_rows wait for it too
+    CHECK_THAT(r.output, Catch::Contains("wait  scaled-attention    waiting for exercise softmax"));
+    CHECK_THAT(r.output, Catch::Contains("wait  masked-softmax      waiting for exercise softmax"));
     // lesson 9 checks Adam on its own, before any softmax
     CHECK_THAT(r.output, Catch::Contains("ok    adam-step"));
     CHECK_THAT(r.output, Catch::Contains("4 of " + std::to_string(all_exercises().size()) + " exercises passed."));
@@ -153,8 +155,8 @@ TEST_CASE("a softmax over the wrong axis is caught at lesson 1's decoder step, w
         const auto& softmax = doc.at("exercises").at(1);
         CHECK(softmax.at("id") == "softmax");
         CHECK(softmax.at("status") == "diverges");
-        CHECK(softmax.at("step") == "decoder");
-        CHECK_THAT(softmax.at("message").get<std::string>(), Catch::Contains("tensor 'P' [3, 5]"));
+        CHECK(softmax.at("unit_case") == "three logits");
+        CHECK_THAT(softmax.at("message").get<std::string>(), Catch::Contains("input S [2, 3]"));
         CHECK(doc.at("exercises").at(3).at("waiting_for") == "softmax");
     }
     SECTION("one exercise, and the overview") {
@@ -174,6 +176,32 @@ TEST_CASE("a softmax over the wrong axis is caught at lesson 1's decoder step, w
         CHECK(run(program, "check --format xml").code == 2);
         CHECK(run(program, "check --golden /nonexistent").code == 3);
         CHECK(run(program, "bless 1").code == 2);
+    }
+}
+
+TEST_CASE("typical mistakes fail their own exercise's unit case, and nothing else is blamed", "[exercises]") {
+    SECTION("a softmax with no guard for a row of all -inf") {
+        const Result r = run(env("ATTN_UNGUARDED_SOFTMAX_BIN"), "check softmax causal-mask");
+        INFO(r.output);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Catch::Contains("FAIL  softmax      fails its unit case 'a row of all -inf'"));
+        CHECK_THAT(r.output, Catch::Contains("the weights must be zeros, not 0 / 0 = NaN"));
+        CHECK_THAT(r.output, Catch::Contains("Non-finite mismatches: 3 of the 3"));
+        CHECK_THAT(r.output, Catch::Contains("every mismatch is NaN or infinite"));
+        // causal-mask's own case passes; its lesson runs softmax, so it waits rather than fails
+        CHECK_THAT(r.output, Catch::Contains("wait  causal-mask  waiting for exercise softmax"));
+    }
+    SECTION("with the reference softmax, causal-mask passes") {
+        // (this program's softmax and causal masks are the reference's)
+        CHECK(run(env("ATTN_ATTENTION_MISTAKES_BIN"), "check causal-mask").code == 0);
+    }
+    SECTION("attention scaled by sqrt(d_v), and a mask added as a plain S + M") {
+        const Result r = run(env("ATTN_ATTENTION_MISTAKES_BIN"), "check scaled-attention masked-softmax softmax");
+        INFO(r.output);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Catch::Contains("ok    softmax"));
+        CHECK_THAT(r.output, Catch::Contains("FAIL  scaled-attention  fails its unit case 'd_v != d_k'"));
+        CHECK_THAT(r.output, Catch::Contains("FAIL  masked-softmax    fails its unit case '+inf under the mask'"));
     }
 }
 

@@ -256,6 +256,7 @@ void print_check_json(const std::vector<ExerciseStatus>& statuses, const Toleran
                         {"file", shown_path(exercise_path(*s.exercise))},
                         {"status", state_name(s.state)},
                         {"description", describe(s)},
+                        {"unit_case", s.unit_case},
                         {"step", s.step},
                         {"waiting_for", s.waiting_for},
                         {"message", s.message}});

@@ -1,5 +1,6 @@
 #include "exercises/status.hpp"
 
+#include "exercises/cases.hpp"
 #include "exercises/not_done.hpp"
 #include "core/golden.hpp"
 
@@ -147,10 +148,38 @@ ExerciseStatus stopped_early(ExerciseStatus s, const Exercise& x, const LessonRu
     return s;
 }
 
+// 0. The exercise's unit cases (exercises/cases.hpp): its own functions alone, before any lesson.
+// Returns true and sets `s` when they decide the state: not started, waiting for an exercise whose
+// function a case called, or a failed case.
+bool decided_by_unit_cases(ExerciseStatus& s, const Exercise& x, const std::vector<ExerciseStatus>& earlier,
+                           const Tolerance& tol, const std::filesystem::path& exercises_dir) {
+    const UnitCheck unit = check_unit_cases(x.id, tol);
+    if (unit.not_done == x.id) {
+        s.state = unit.passed > 0 ? ExerciseState::not_finished : ExerciseState::not_started;
+        s.message = not_done_message(x.id, exercises_dir);
+        return true;
+    }
+    if (!unit.not_done.empty()) {
+        s = waiting_for(s, unit.not_done);
+        return true;
+    }
+    if (unit.failed_case.empty()) return false;
+    // a case may fail through a function it calls that belongs to an exercise not passed yet
+    if (const std::string blocker = first_not_passed(unit.calls, earlier); !blocker.empty()) {
+        s = waiting_for(s, blocker);
+        return true;
+    }
+    s.state = ExerciseState::diverges;
+    s.unit_case = unit.failed_case;
+    s.message = unit.report;
+    return true;
+}
+
 ExerciseStatus evaluate(const Exercise& x, const LessonFacts& facts, const std::vector<ExerciseStatus>& earlier,
                         const Tolerance& tol, const std::filesystem::path& exercises_dir) {
     ExerciseStatus s;
     s.exercise = &x;
+    if (decided_by_unit_cases(s, x, earlier, tol, exercises_dir)) return s;
     s.step_count = facts.golden.steps().size();
     if (!facts.golden_error.empty()) {
         s.state = ExerciseState::golden_problem;
@@ -205,8 +234,11 @@ std::vector<ExerciseStatus> evaluate_exercises(const std::filesystem::path& gold
         if (!needed.count(x.id)) continue;
         const Lesson* lesson = find_lesson(x.lesson);
         if (!lesson) {
-            out.push_back({&x, ExerciseState::golden_problem, "", "", 0, 0,
-                           fmt::format("the exercise table names lesson '{}', which does not exist", x.lesson), {}});
+            ExerciseStatus s;
+            s.exercise = &x;
+            s.state = ExerciseState::golden_problem;
+            s.message = fmt::format("the exercise table names lesson '{}', which does not exist", x.lesson);
+            out.push_back(s);
             continue;
         }
         auto [facts, fresh] = lessons.try_emplace(x.lesson);
@@ -230,6 +262,7 @@ std::string describe(const ExerciseStatus& s) {
         case ExerciseState::not_finished: return "not finished";
         case ExerciseState::waiting: return "waiting for exercise " + s.waiting_for;
         case ExerciseState::diverges:
+            if (!s.unit_case.empty()) return "fails its unit case '" + s.unit_case + "'";
             return s.step.empty() ? "diverges in " + where
                                   : fmt::format("diverges at step {}/{} '{}' of {}", s.step_number, s.step_count,
                                                 s.step, where);

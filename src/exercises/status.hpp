@@ -37,6 +37,7 @@ struct ExerciseStatus {
     const Exercise* exercise = nullptr;
     ExerciseState state = ExerciseState::passed;
     std::string waiting_for;  // waiting: the exercise to finish first
+    std::string unit_case;    // diverges: the unit case that failed (exercises/cases.hpp), before any lesson ran
     std::string step;         // diverges: the first step that differs; error: the last step recorded
     std::size_t step_number = 0, step_count = 0;  // that step's place in the lesson, 1-based
     std::string message;  // not done: the not-done message; diverges: the mismatch report; error, golden_problem: why

@@ -1,0 +1,32 @@
+// Unit cases: an exercise's own functions called alone, on small inputs chosen to tell its
+// typical mistakes from the right answer (a row of all -inf, logits of +-1e308, d_v != d_k, T = 1,
+// a +inf score under the mask), against values computed here straight from the equation in long
+// double, not by the reference. They run before the lesson-level check, so a wrong function fails
+// at its own exercise with its own case, instead of steps later in someone else's lesson.
+// Nothing here prints; a failed case carries its report.
+#pragma once
+
+#include "core/compare.hpp"
+
+#include <string>
+#include <vector>
+
+namespace attn {
+
+// How an exercise's unit cases went, stopping at the first that did not pass.
+struct UnitCheck {
+    std::size_t cases = 0;      // the exercise's unit cases (0: it has none yet)
+    std::size_t passed = 0;     // of them, passed before the first that did not
+    std::string not_done;       // an exercise not done yet stopped a case: its id (this one or one it calls)
+    std::string failed_case;    // the name of the case that failed ("" when none did)
+    std::vector<std::string> calls;  // the exercises whose functions the failed case's code may call
+    std::string report;         // the failed case: what it catches, its inputs, expected and actual values
+};
+
+// Runs the unit cases of exercise `id`, in order, until one does not pass.
+UnitCheck check_unit_cases(const std::string& id, const Tolerance& tol);
+
+// The names of exercise `id`'s unit cases, in order.
+std::vector<std::string> unit_case_names(const std::string& id);
+
+}  // namespace attn
