@@ -598,14 +598,16 @@ double worst(const Mat& table, std::size_t column) {
 
 // Step [gradients].
 void record_gradients(Trace& trace, Corpus& c, const nn::Seq2Seq& without, const nn::Seq2Seq& with) {
+    // the step begins before its work: a run asked for the steps up to [adam] (Trace::stop_after)
+    // ends here, before the gradients and the training it does not need
+    Step& step = trace.step("gradients", "The gradients, checked before training",
+                            "dL/dw ~ (L(w + h) - L(w - h)) / 2h,  h = 1e-6", "");
     const Pair p = pair_of(c, lights_src, lights_tgt);
     double loss_without = 0.0, loss_with = 0.0;
     const Mat a = gradient_table(without, p, loss_without), b = gradient_table(with, p, loss_with);
     const double tol_without = 100.0 * std::numeric_limits<double>::epsilon() * std::max(1.0, loss_without) / fd_step;
     const double tol_with = 100.0 * std::numeric_limits<double>::epsilon() * std::max(1.0, loss_with) / fd_step;
-    trace.step("gradients", "The gradients, checked before training",
-               "dL/dw ~ (L(w + h) - L(w - h)) / 2h,  h = 1e-6",
-               fmt::format(
+    step.explanation = fmt::format(
                    "Training trusts the gradients, so they are checked first, at initialisation, on \"turn off "
                    "the lights\" (loss {:.4f} without attention, {:.4f} with). The backward pass is lesson 8's, "
                    "assembled into whole models (nn/seq2seq.cpp): the output layer by hand (dz = p - onehot(y)), "
@@ -616,7 +618,7 @@ void record_gradients(Trace& trace, Corpus& c, const nn::Seq2Seq& without, const
                    "The tolerance is lesson 8's: 100 eps max(1, |L|) / h, a hundred times the rounding the two "
                    "losses leave in their difference ({:.2g} and {:.2g}); a wrong term is off by the size of the "
                    "gradient itself.",
-                   loss_without, loss_with, tol_without, tol_with));
+                   loss_without, loss_with, tol_without, tol_with);
     trace.tensor("without", "analytic, numeric, error", a, block_names(without), {"analytic", "numeric", "error"});
     trace.tensor("with", "analytic, numeric, error", b, block_names(with), {"analytic", "numeric", "error"});
     trace.check("the backward pass of the model without attention matches central differences", worst(a, 2),

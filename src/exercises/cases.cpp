@@ -5,9 +5,16 @@
 
 #include "exercises/not_done.hpp"
 #include "core/side_by_side.hpp"
+#include "nn/attention.hpp"
+#include "nn/backward.hpp"
+#include "nn/multi_head.hpp"
 #include "nn/optimizer.hpp"
+#include "nn/positional.hpp"
+#include "nn/rnn.hpp"
+#include "nn/scores.hpp"
 #include "nn/self_attention.hpp"
 #include "nn/softmax.hpp"
+#include "nn/structured.hpp"
 
 #include <fmt/format.h>
 
@@ -96,6 +103,67 @@ Mat causal_oracle(std::size_t T) {
     return M;
 }
 
+// A B from the definition, summed in long double.
+Mat product(const Mat& A, const Mat& B) {
+    Mat out = xt::empty<double>({A.shape(0), B.shape(1)});
+    for (std::size_t i = 0; i < A.shape(0); ++i)
+        for (std::size_t j = 0; j < B.shape(1); ++j) {
+            long double sum = 0.0L;
+            for (std::size_t k = 0; k < A.shape(1); ++k) sum += static_cast<long double>(A(i, k)) * B(k, j);
+            out(i, j) = static_cast<double>(sum);
+        }
+    return out;
+}
+
+Mat transpose_of(const Mat& A) {
+    Mat out = xt::empty<double>({A.shape(1), A.shape(0)});
+    for (std::size_t i = 0; i < A.shape(0); ++i)
+        for (std::size_t j = 0; j < A.shape(1); ++j) out(j, i) = A(i, j);
+    return out;
+}
+
+Mat column(const Vec& v) {
+    Mat out = xt::empty<double>({v.size(), std::size_t{1}});
+    for (std::size_t i = 0; i < v.size(); ++i) out(i, 0) = v(i);
+    return out;
+}
+
+// One GRU step from Cho et al. 2014, eqs. 5-8, in long double: its four vectors as the rows z, r, h~, h.
+Mat gru_oracle(const nn::GruParams& p, const Vec& x, const Vec& h) {
+    const std::size_t d = h.size();
+    const Mat zx = product(p.W_z, column(x)), zh = product(p.U_z, column(h));
+    const Mat rx = product(p.W_r, column(x)), rh = product(p.U_r, column(h));
+    Mat out = xt::empty<double>({std::size_t{4}, d});
+    Vec reset_state = xt::empty<double>({d});
+    for (std::size_t i = 0; i < d; ++i) {
+        out(0, i) = static_cast<double>(1.0L / (1.0L + std::exp(-(static_cast<long double>(zx(i, 0)) + zh(i, 0) + p.b_z(i)))));
+        out(1, i) = static_cast<double>(1.0L / (1.0L + std::exp(-(static_cast<long double>(rx(i, 0)) + rh(i, 0) + p.b_r(i)))));
+        reset_state(i) = out(1, i) * h(i);
+    }
+    const Mat hx = product(p.W_h, column(x)), hh = product(p.U_h, column(reset_state));
+    for (std::size_t i = 0; i < d; ++i) {
+        out(2, i) = static_cast<double>(std::tanh(static_cast<long double>(hx(i, 0)) + hh(i, 0) + p.b_h(i)));
+        out(3, i) = static_cast<double>(static_cast<long double>(out(0, i)) * h(i) + (1.0L - out(0, i)) * out(2, i));
+    }
+    return out;
+}
+
+// A GRU of input width 3 and state width 2 (d != d_in, so a transposed weight does not fit), with
+// no two weights alike.
+nn::GruParams small_gru() {
+    nn::GruParams p;
+    p.W_z = Mat{{0.5, -0.3, 0.8}, {0.1, 0.7, -0.6}};
+    p.U_z = Mat{{0.4, -0.9}, {0.2, 0.3}};
+    p.b_z = Vec{0.1, -0.2};
+    p.W_r = Mat{{-0.7, 0.2, 0.5}, {0.6, -0.4, 0.9}};
+    p.U_r = Mat{{1.1, 0.5}, {-0.8, 0.3}};
+    p.b_r = Vec{0.3, 0.05};
+    p.W_h = Mat{{0.9, 0.4, -0.2}, {-0.5, 0.8, 0.3}};
+    p.U_h = Mat{{-0.6, 1.2}, {0.7, -0.1}};
+    p.b_h = Vec{-0.1, 0.2};
+    return p;
+}
+
 const std::vector<UnitCase>& unit_cases() {
     static const std::vector<UnitCase> cases = {
         // ---- softmax
@@ -182,6 +250,147 @@ const std::vector<UnitCase>& unit_cases() {
                  for (std::size_t j = 0; j < S.shape(1); ++j)
                      if (M(i, j) == -inf) filled(i, j) = -inf;
              return CaseResult{{{"S", S}, {"M", M}}, nn::masked_softmax(S, M), softmax_rows_oracle(filled)};
+         }},
+        // ---- gru-step
+        {"gru-step", "one step, d_in = 3 and d = 2",
+         "the reset gate inside U_h (r * h_{t-1}), not after it, and h_t = z h_{t-1} + (1 - z) h~ (not z h~)",
+         {},
+         [] {
+             const nn::GruParams p = small_gru();
+             const Vec x = {1.0, -0.5, 2.0}, h = {0.3, -0.8};
+             const nn::GruStep step = nn::gru_step(p, x, h);
+             Mat actual = xt::empty<double>({std::size_t{4}, std::size_t{2}});
+             for (std::size_t i = 0; i < 2; ++i) {
+                 actual(0, i) = step.update_gate.size() == 2 ? step.update_gate(i) : std::nan("");
+                 actual(1, i) = step.reset_gate.size() == 2 ? step.reset_gate(i) : std::nan("");
+                 actual(2, i) = step.candidate.size() == 2 ? step.candidate(i) : std::nan("");
+                 actual(3, i) = step.state.size() == 2 ? step.state(i) : std::nan("");
+             }
+             return CaseResult{{{"x_t", x}, {"h_{t-1}", h}, {"W_z", p.W_z}, {"U_h", p.U_h}}, actual,
+                               gru_oracle(p, x, h)};
+         }},
+        // ---- additive-score
+        {"additive-score", "two queries, three keys, d_q != d_k",
+         "e_ij = v^T tanh(W_q q_i + W_k k_j): the tanh of the sum, then the dot product with v",
+         {},
+         [] {
+             const Mat Q = {{1.0, -1.0}, {0.5, 2.0}}, K = {{0.2, 0.4, -1.0}, {1.0, 0.0, 0.5}, {-0.3, 0.8, 0.1}};
+             const Mat W_q = {{0.5, -0.2}, {0.3, 0.9}}, W_k = {{0.1, -0.6, 0.4}, {0.7, 0.2, -0.5}};
+             const Vec v = {1.5, -0.7};
+             const Mat pq = product(Q, transpose_of(W_q)), pk = product(K, transpose_of(W_k));
+             Mat expected = xt::empty<double>({std::size_t{2}, std::size_t{3}});
+             for (std::size_t i = 0; i < 2; ++i)
+                 for (std::size_t j = 0; j < 3; ++j) {
+                     long double e = 0.0L;
+                     for (std::size_t a = 0; a < 2; ++a) e += v(a) * std::tanh(static_cast<long double>(pq(i, a)) + pk(j, a));
+                     expected(i, j) = static_cast<double>(e);
+                 }
+             return CaseResult{{{"Q", Q}, {"K", K}, {"W_q", W_q}, {"W_k", W_k}, {"v", v}},
+                               nn::additive_scores(Q, K, W_q, W_k, v), expected};
+         }},
+        // ---- context
+        {"context", "two weight rows over three values",
+         "c_i = sum_j alpha_ij h_j: the weights of row i times the value rows, not the transpose",
+         {},
+         [] {
+             const Mat A = {{0.2, 0.5, 0.3}, {1.0, 0.0, 0.0}}, H = {{1.0, 2.0}, {-1.0, 0.5}, {4.0, -2.0}};
+             return CaseResult{{{"weights", A}, {"values", H}}, nn::context_vectors(A, H), product(A, H)};
+         }},
+        // ---- dot-scores
+        {"dot-scores", "the three scores, T_q != T_k",
+         "Q K^T, Q W K^T and Q K^T / sqrt(d): rows are queries, columns keys",
+         {},
+         [] {
+             const Mat Q = {{1.0, 2.0, 0.0, -1.0}, {0.5, -1.0, 3.0, 1.0}};
+             const Mat K = {{2.0, 0.0, 1.0, 1.0}, {-1.0, 1.0, 0.5, 0.0}, {0.0, 0.5, -2.0, 1.0}};
+             const Mat W = {{1.0, 0.5, 0.0, 0.0}, {0.0, 2.0, 0.0, -1.0}, {0.5, 0.0, 1.0, 0.0}, {0.0, 0.0, 0.3, 1.0}};
+             const Mat dot = product(Q, transpose_of(K)), general = product(product(Q, W), transpose_of(K));
+             Mat actual = xt::empty<double>({std::size_t{6}, std::size_t{3}}), expected = actual;
+             const Mat a = nn::dot_scores(Q, K), b = nn::general_scores(Q, W, K), c = nn::scaled_dot_scores(Q, K);
+             for (std::size_t i = 0; i < 2; ++i)
+                 for (std::size_t j = 0; j < 3; ++j) {
+                     const bool fits = a.shape(0) == 2 && a.shape(1) == 3 && b.shape(0) == 2 && b.shape(1) == 3 &&
+                                       c.shape(0) == 2 && c.shape(1) == 3;
+                     actual(i, j) = fits ? a(i, j) : std::nan("");
+                     actual(i + 2, j) = fits ? b(i, j) : std::nan("");
+                     actual(i + 4, j) = fits ? c(i, j) : std::nan("");
+                     expected(i, j) = dot(i, j);
+                     expected(i + 2, j) = general(i, j);
+                     expected(i + 4, j) = static_cast<double>(dot(i, j) / 2.0L);  // sqrt(4)
+                 }
+             return CaseResult{{{"Q", Q}, {"K", K}, {"W", W}}, actual, expected};
+         }},
+        // ---- lin-penalty
+        {"lin-penalty", "two annotation rows",
+         "||A A^T - I||_F^2: the Gram matrix of the rows minus the identity, every entry squared",
+         {},
+         [] {
+             const Mat A = {{0.7, 0.2, 0.1}, {0.1, 0.3, 0.6}};
+             const Mat G = product(A, transpose_of(A));
+             long double sum = 0.0L;
+             for (std::size_t i = 0; i < 2; ++i)
+                 for (std::size_t j = 0; j < 2; ++j) {
+                     const long double e = G(i, j) - (i == j ? 1.0L : 0.0L);
+                     sum += e * e;
+                 }
+             return CaseResult{{{"A", A}}, Vec{nn::redundancy_penalty(A)}, Vec{static_cast<double>(sum)}};
+         }},
+        // ---- positional
+        {"positional", "T = 3, d = 4",
+         "sin on even columns, cos on odd ones, both of pos / 10000^(2i/d) with i the pair's index",
+         {},
+         [] {
+             Mat expected = xt::empty<double>({std::size_t{3}, std::size_t{4}});
+             for (std::size_t pos = 0; pos < 3; ++pos)
+                 for (std::size_t i = 0; i < 2; ++i) {
+                     const long double angle = pos / std::pow(10000.0L, (2.0L * i) / 4.0L);
+                     expected(pos, 2 * i) = static_cast<double>(std::sin(angle));
+                     expected(pos, 2 * i + 1) = static_cast<double>(std::cos(angle));
+                 }
+             return CaseResult{{{"T, d", Vec{3.0, 4.0}}}, nn::sinusoidal_encoding(3, 4), expected};
+         }},
+        // ---- heads
+        {"heads", "two heads of a 2 x 4 matrix, and back",
+         "head i takes columns [i d_k, (i+1) d_k), and merge_heads undoes split_heads",
+         {},
+         [] {
+             const Mat X = {{1.0, 2.0, 3.0, 4.0}, {5.0, 6.0, 7.0, 8.0}};
+             const nn::Heads h = nn::split_heads(X, 2);
+             const Mat back = nn::merge_heads(h);
+             Mat actual = xt::empty<double>({std::size_t{6}, std::size_t{2}});
+             const Mat expected = {{1.0, 2.0}, {5.0, 6.0}, {3.0, 4.0}, {7.0, 8.0}, {1.0, 2.0}, {3.0, 4.0}};
+             const bool fits = h.shape(0) == 2 && h.shape(1) == 2 && h.shape(2) == 2 && back.shape(0) == 2 &&
+                               back.shape(1) == 4;
+             for (std::size_t k = 0; k < 2; ++k)
+                 for (std::size_t t = 0; t < 2; ++t)
+                     for (std::size_t c = 0; c < 2; ++c) actual(2 * k + t, c) = fits ? h(k, t, c) : std::nan("");
+             for (std::size_t c = 0; c < 4; ++c) actual(4 + c / 2, c % 2) = fits ? back(0, c) : std::nan("");
+             return CaseResult{{{"X", X}}, actual, expected};
+         }},
+        // ---- softmax-backward
+        {"softmax-backward", "two rows, and the Jacobian",
+         "dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik), row by row; J = diag(p) - p p^T",
+         {},
+         [] {
+             const Mat P = {{0.2, 0.3, 0.5}, {0.6, 0.4, 0.0}}, dP = {{1.0, -2.0, 0.5}, {0.3, 0.3, 9.0}};
+             const Mat dS = nn::softmax_rows_backward(P, dP);
+             const Mat J = nn::softmax_jacobian(Vec{0.2, 0.3, 0.5});
+             Mat actual = xt::empty<double>({std::size_t{5}, std::size_t{3}}), expected = actual;
+             for (std::size_t i = 0; i < 2; ++i) {
+                 long double dot = 0.0L;
+                 for (std::size_t k = 0; k < 3; ++k) dot += static_cast<long double>(P(i, k)) * dP(i, k);
+                 for (std::size_t j = 0; j < 3; ++j) {
+                     expected(i, j) = static_cast<double>(P(i, j) * (dP(i, j) - dot));
+                     actual(i, j) = dS.shape(0) == 2 && dS.shape(1) == 3 ? dS(i, j) : std::nan("");
+                 }
+             }
+             const Vec p = {0.2, 0.3, 0.5};
+             for (std::size_t j = 0; j < 3; ++j)
+                 for (std::size_t k = 0; k < 3; ++k) {
+                     expected(2 + j, k) = (j == k ? p(j) : 0.0) - p(j) * p(k);
+                     actual(2 + j, k) = J.shape(0) == 3 && J.shape(1) == 3 ? J(j, k) : std::nan("");
+                 }
+             return CaseResult{{{"P", P}, {"dP", dP}, {"p (for J)", p}}, actual, expected};
          }},
         // ---- adam-step
         {"adam-step", "two steps on three weights",
