@@ -212,7 +212,10 @@ nn::GruRun record_encoder(Trace& trace, const nn::GruParams& encoder, const Mat&
                "h_t = z_t * h_{t-1} + (1 - z_t) * h~_t,  h~_t = tanh(W_h x_t + U_h (r_t * h_{t-1}) + b_h)",
                "Each state h_t mixes the previous state and a candidate, feature by feature, with the update "
                "gate as the mixing weight (Cho et al. 2014, eq. 7; PyTorch's nn.GRUCell writes "
-               "h' = (1 - z) * n + z * h, the same convention). The states must be computed in order: h_3 "
+               "h' = (1 - z) * n + z * h, the same convention for the update, but applies the reset gate after "
+               "the matrix product, n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), where Cho et al. reset the "
+               "state before it, U_h (r * h); lesson 5 shows the difference). The states must be computed in "
+               "order: h_3 "
                "needs h_2, which needs h_1. The same update can be read as the candidate corrected towards the "
                "old state, h_t = h~_t + z_t * (h_{t-1} - h~_t); the check recomputes every state that way.");
     const nn::GruRun enc = nn::gru_forward(encoder, X, xt::zeros<double>({encoder.hidden_width()}));
@@ -275,11 +278,14 @@ void record_bottleneck(Trace& trace, Rng& rng, const nn::GruParams& encoder, con
                "Take random sentences of n tokens, encode them, then replace only the first token and encode "
                "again: how far does the context vector move? And if we replace the last token instead? The "
                "encoder keeps 88% of each feature per step, yet the first word's trace shrinks roughly like "
-               "0.88^n, while the last word always moves c a lot. Long sentences reach the decoder as a summary "
-               "of their ending: the performance drop on long sentences that Cho et al. (2014) measured, and "
-               "the reason Sutskever et al. (2014) reversed the source. Lesson 9 (learning-to-align, step "
-               "[length]) trains this model and one with attention and measures their accuracy against "
-               "sentence length.");
+               "0.88^n, while the last word always moves c a lot. That 88% is built in: this GRU is untrained, "
+               "and its update-gate bias b_z = 2 (sigmoid(2) = 0.88) makes it keep that much. So this shows "
+               "how one fixed-size vector can lose the start of a sentence, not that a trained encoder does. "
+               "Cho et al. (2014b, \"On the Properties of Neural Machine Translation: Encoder-Decoder "
+               "Approaches\") measured that translations degrade as sentences grow, and Sutskever et al. "
+               "(2014) reversed the source to bring its first words close to the decoder. Lesson 9 "
+               "(learning-to-align, step [length]) trains this model and one with attention and measures their "
+               "accuracy against sentence length.");
     DemoSentences demo = draw_sentences(rng, E_src.shape(0), trials);
     demo.sentences = trace.input("sentences", demo.sentences);
     demo.substitutes = trace.input("substitutes", demo.substitutes);

@@ -268,8 +268,10 @@ Vec record_decoder_start(Trace& trace, const GruNames& dec, const StackedGru& de
                "weighs the old state (Cho et al. 2014, eq. 7), which only renames the gate. The first state "
                "comes from h←_1, the backward state that has read the whole sentence.\n"
                "Mind the index: the decoder chooses y_i while it still holds s_{i-1}, so that is the state "
-               "the scores compare with the annotations, e_ij = a(s_{i-1}, h_j) (section 3.1). Writing s_i "
-               "there, or s_{j-1} as some notes do, breaks the order of the computation: s_i needs c_i.");
+               "the scores compare with the annotations, e_ij = a(s_{i-1}, h_j) (section 3.1). In this ordering, "
+               "writing s_i there, or s_{j-1} as some notes do, breaks the order of the computation: s_i needs "
+               "c_i. Luong et al. (2015) order it the other way: their decoder computes its state h_t first and "
+               "scores with it, then mixes in the context (lesson 3, step [attentional-state]).");
     record(trace, dec, decoder);
     trace.tensor("W_s", "initial-state weights, n x u", W_s);
     trace.tensor("s_0", "s_0 = tanh(W_s h←_1)", s0);
@@ -321,7 +323,7 @@ void record_first_word(Trace& trace, const DecoderRun& run, const Vec& s0, const
                "one word from another. Softmax makes the scores weights that sum to 1, and c_1 is the weighted "
                "sum of the annotations (eq. 5; some notes write h_i inside that sum, but it runs over j). With "
                "W = [W_a U_a] acting on [s_0; h_j] the score takes the concat form of Luong et al. (2015, "
-               "eq. 8); the check shows both forms agree.");
+               "section 3.1); the check shows both forms agree.");
     trace.tensor("q_1", "W_a s_0", first.query, feature_names);
     trace.tensor("K", "row j: U_a h_j", first.keys, source_sentence, feature_names);
     trace.tensor("tanh_1", "row j: tanh(W_a s_0 + U_a h_j)", first.hidden, source_sentence, feature_names);

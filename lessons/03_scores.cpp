@@ -242,7 +242,9 @@ void record_inputs(Trace& trace, const Mat& K, const Mat& Q) {
 Mat record_dot(Trace& trace, const Mat& Q, const Mat& K) {
     trace.step("dot", "Dot score", "e_t(s) = q_t^T k_s",
                "The simplest score has no parameters: the dot product, large when q_t and k_s point the same "
-               "way (Luong et al. 2015, eq. 8). A softmax over the source turns one query's scores into weights "
+               "way (Luong et al. 2015, section 3.1, where the three scores stand in one unnumbered display; "
+               "equation numbers in this lesson are those of arXiv:1508.04025v5). A softmax over the source "
+               "turns one query's scores into weights "
                "(eq. 7); each column below is one query's distribution over the source words. The context c_t "
                "is the weighted average of the keys. The dot product also grows with length, q^T k <= |q| |k|: "
                "with keys of unequal length a long key can outscore the query's own partner. Ours are equally "
@@ -254,7 +256,7 @@ Mat record_dot(Trace& trace, const Mat& Q, const Mat& K) {
 Mat record_general(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_g) {
     const std::size_t d = K.shape(1);
     trace.step("general", "General (bilinear) score", "e_t(s) = q_t^T W_g k_s",
-               "Luong's \"general\" score puts a learned d x d matrix between query and key (eq. 8), so a query "
+               "Luong's \"general\" score puts a learned d x d matrix between query and key (section 3.1), so a query "
                "can look for something other than itself: W_g may rotate, stretch or mix features before the "
                "comparison. Our W_g is random, so it has no reason to favour the planted partner. With W_g = I "
                "the general score is the dot score, as the check confirms.");
@@ -269,7 +271,7 @@ Mat record_general(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_g) {
 // Step [concat]: Luong's concat score with W_a = [W_q W_k], checked against the additive score.
 Mat record_concat(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_q, const Mat& W_k, const Vec& v_a) {
     trace.step("concat", "Concat (additive) score", "e_t(s) = v_a^T tanh(W_a [q_t; k_s])",
-               "Luong's \"concat\" score (eq. 8) feeds query and key together through one tanh layer and reads "
+               "Luong's \"concat\" score (section 3.1) feeds query and key together through one tanh layer and reads "
                "a single number out with v_a. Splitting W_a = [W_q W_k] shows that it is the additive score of "
                "Bahdanau et al. (2015, appendix A.1.2), v_a^T tanh(W_q q_t + W_k k_s); the check computes it "
                "that way. The tanh bounds every score by the sum of |v_a|, so unlike a dot product it cannot "
@@ -364,7 +366,8 @@ void record_attentional_state(Trace& trace, const Mat& Q, const Mat& K, const Ma
                               const Mat& W_c2) {
     trace.step("attentional-state", "Luong's attentional state", "h~_t = tanh(W_c [c_t; h_t])",
                "Luong et al. (2015, eq. 5) join the context and the decoder state and pass them through one "
-               "layer; h~_t then predicts the next word (eq. 6) and is fed to the next step. One matrix on the "
+               "layer; h~_t then predicts the next word (eq. 6). Equations 5-6 stop there; with input feeding "
+               "(section 3.3) h~_t is also fed to the next step as part of its input. One matrix on the "
                "concatenation is the same as two matrices on the parts, W_c [c; h] = W_c1 c + W_c2 h with "
                "W_c = [W_c1 W_c2], which is how many implementations write it. We use the dot-score contexts.");
     trace.tensor("W_c1", "context half of W_c = [W_c1 W_c2], d x d, entries N(0, 1/(2d))", W_c1);
@@ -393,10 +396,10 @@ LocalWindow record_window(Trace& trace, const Mat& Q, const Mat& W_p, const Vec&
     trace.step("window", "Local-p: predict a position, open a window",
                "p_t = S sigmoid(v_p^T tanh(W_p h_t)),  window |s - p_t| <= D,  sigma = D / 2",
                "Global attention scores every source word at every step. Local attention (Luong et al. 2015, "
-               "section 3.2) first predicts where to look, a real number p_t between 0 and S (eq. 10), and "
+               "section 3.2) first predicts where to look, a real number p_t between 0 and S (eq. 9), and "
                "then looks only at the positions s with |s - p_t| <= D. Positions count from 1, like the key "
                "labels. A window that reaches past the first or the last word is clipped: it simply holds "
-               "fewer positions. A Gaussian with sigma = D / 2 then favours the positions nearest p_t (eq. 11). "
+               "fewer positions. A Gaussian with sigma = D / 2 then favours the positions nearest p_t (eq. 10). "
                "Our W_p and v_p are random, so p_t lands wherever they send it; training would teach them to "
                "aim at the partner.");
     trace.tensor("W_p", "W_p, d_p x d, entries N(0, 1/d)", W_p);
@@ -419,7 +422,7 @@ void record_local(Trace& trace, const Mat& Q, const Mat& K, const Mat& a_dot, co
                "a_t(s) = softmax_window(e_t)(s) exp(-(s - p_t)^2 / (2 sigma^2)),  0 outside",
                "The weights come from the dot scores of the words inside the window only: a softmax over the "
                "window, which is the global weights renormalised over the window. The Gaussian then multiplies "
-               "them. Luong et al. (eq. 11) stop there and do not renormalise again, and neither do we: a "
+               "them. Luong et al. (eq. 10) stop there and do not renormalise again, and neither do we: a "
                "column sums to less than 1, and the context is a shrunken average. Words outside the window "
                "get exactly 0, even a partner that the window missed.");
     const Mat a_local = nn::local_p_weights(nn::dot_scores(Q, K), w.p, D);

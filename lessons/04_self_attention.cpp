@@ -346,7 +346,8 @@ void record_penalty(Trace& trace, const Mat& A, const Vec& a) {
                "A A^T is a_i . a_j. Off the diagonal that is the overlap of two hops, which P drives to 0. On "
                "the diagonal it is |a_i|^2, which for a distribution is at most 1, and exactly 1 only when "
                "all weight sits on one token: subtracting I pushes each hop to focus. Only the diagonal loses "
-               "the 1; subtracting 1 from every entry would punish something else. Lin et al. prefer P to a "
+               "the 1; subtracting 1 from every entry would punish something else. Lin et al. (2017, "
+               "arXiv:1703.03130, section 2.2) prefer P to a "
                "KL divergence between hops, which they found unstable in training and which does not ask a "
                "hop to focus. P for three matrices: our A; r copies of the single vector a, as redundant as "
                "it gets; one-hot hops on " +
@@ -532,8 +533,10 @@ void record_positions(Trace& trace, const Projections& proj, const Mat& X, const
                "positions turns every pair by the same angle k w_i, whatever pos, a fixed linear map (Vaswani "
                "et al. chose the encoding for that). Positions are not orthogonal, as is sometimes claimed: "
                "neighbours have similar encodings and the dot product falls with distance, until the fastest "
-               "clock comes round (its period is 2 pi, about 6 positions). A width this small has only d/2 "
-               "clocks; at d = 512 the slow ones keep distant positions apart.");
+               "clock comes round (its period is 2 pi, about 6 positions). This width has d/2 = " +
+                   std::to_string(d / 2) +
+                   " clocks; the more there are (d = 512 has 256), the longer the slow ones keep distant positions "
+                   "apart.");
     trace.tensor("PE", "sinusoidal encoding, n x d", PE, numbered("pos ", 0, n), {}, View::heatmap);
     trace.tensor("G", "G_pq = PE_p . PE_q, constant along each diagonal", G, numbered("p=", 0, n), numbered("q=", 0, n));
     trace.tensor("g", "g_k = sum_i cos(k / 10000^(2i/d))", by_offset, numbered("k=", 0, n));

@@ -779,7 +779,7 @@ void record_additive_backward(Trace& trace, const AdditiveProblem& p, const Addi
     trace.step("additive-backward", "Backwards through the additive score",
                "dv_a = sum_ij dE_ij tanh(u_ij),  du_ij = dE_ij v_a * (1 - tanh(u_ij)^2),  "
                "dW_a = sum_ij du_ij s_{i-1}^T,  dU_a = sum_ij du_ij h_j^T",
-               "Bahdanau et al. (2015, eq. 6 and appendix A.1.2) score decoder state s_{i-1} against annotation "
+               "Bahdanau et al. (2015, appendix A.1.2; eq. 6 is the softmax over these scores) score decoder state s_{i-1} against annotation "
                "h_j with a one-layer network, e_ij = v_a^T tanh(u_ij), u_ij = W_a s_{i-1} + U_a h_j. A problem "
                "of lesson 2's shape: three decoder states, the queries for लाइट, बंद and करो, and the four "
                "annotations of \"turn off the lights\", both drawn as tanh of normal numbers because GRU states "

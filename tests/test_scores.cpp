@@ -84,7 +84,7 @@ Mat loop_concat(const Mat& Q, const Mat& K, const Mat& W, const Vec& v) {
 }
 
 // Softmax of one row restricted to the source positions s (1-based) with |s - p| <= D,
-// times exp(-(s - p)^2 / (2 (D/2)^2)); 0 elsewhere. Luong et al. 2015, eqs. 7 and 11.
+// times exp(-(s - p)^2 / (2 (D/2)^2)); 0 elsewhere. Luong et al. 2015, eqs. 7 and 10 (arXiv v5).
 Vec loop_local_row(const Mat& scores, std::size_t t, double p, std::size_t D) {
     const std::size_t S = scores.shape(1);
     const double sigma = static_cast<double>(D) / 2.0;
@@ -301,7 +301,7 @@ TEST_CASE("predicted positions match the loop form and lie in [0, S]", "[scores]
             for (std::size_t b = 0; b < 3; ++b) pre += W_p(a, b) * H(t, b);
             logit += v_p(a) * std::tanh(pre);
         }
-        // p_t = S sigmoid(logit), Luong et al. 2015, eq. 10
+        // p_t = S sigmoid(logit), Luong et al. 2015, eq. 9 (arXiv:1508.04025v5)
         CHECK_THAT(p(t), WithinRel(static_cast<double>(S) / (1.0 + std::exp(-logit)), 1e-14));
         CHECK(p(t) >= 0.0);
         CHECK(p(t) <= static_cast<double>(S));

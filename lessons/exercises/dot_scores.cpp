@@ -1,4 +1,4 @@
-// Exercise dot-scores: the dot, general and scaled dot scores (Luong et al. 2015, eq. 8;
+// Exercise dot-scores: the dot, general and scaled dot scores (Luong et al. 2015, section 3.1;
 // Vaswani et al. 2017, eq. 1).
 // Checked by lesson 3 (scores), steps [dot], [general] and [scaled]: the scores, the weights
 // the softmax makes of them and the contexts must match the golden file.

@@ -52,8 +52,9 @@ const std::vector<Exercise>& all_exercises() {
         {"dot-scores", "Dot, general and scaled dot scores", "scores", {"dot", "general", "scaled"},
          {"softmax", "additive-score", "context"},
          {"Three scores of q_t against k_s: q_t^T k_s, q_t^T W k_s and\n"
-          "q_t^T k_s / sqrt(d) (Luong et al. 2015, eq. 8; Vaswani et al. 2017,\n"
-          "eq. 1). With queries and keys in rows: Q K^T, Q W K^T, Q K^T / sqrt(d).",
+          "q_t^T k_s / sqrt(d) (Luong et al. 2015, section 3.1; Vaswani et\n"
+          "al. 2017, eq. 1). With queries and keys in rows: Q K^T, Q W K^T and\n"
+          "Q K^T / sqrt(d).",
           "Each is one or two matrix products: nn::matmul(Q,\n"
           "xt::eval(xt::transpose(K)), \"Q K^T\"); the general score is (Q W) K^T;\n"
           "the scaled one divides the dot score by the square root of the width of\n"

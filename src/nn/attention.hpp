@@ -17,7 +17,7 @@ Mat attentional_states(const Mat& contexts, const Mat& states, const Mat& W_c);
 
 // Local-p attention (Luong et al. 2015, section 3.2). Source positions s count from 1 to S.
 
-// p_t = S * sigmoid(v_p^T tanh(W_p h_t))    — Luong et al. 2015, eq. 10
+// p_t = S * sigmoid(v_p^T tanh(W_p h_t))    — Luong et al. 2015, eq. 9 (arXiv:1508.04025v5)
 // H: T_q x d, W_p: d_p x d, v_p: d_p. Every p_t lies in [0, S].
 Vec predicted_positions(const Mat& states, const Mat& W_p, const Vec& v_p, std::size_t source_length);
 
@@ -26,11 +26,11 @@ Vec predicted_positions(const Mat& states, const Mat& W_p, const Vec& v_p, std::
 // Throws std::invalid_argument for D = 0 (sigma = D / 2 would be 0).
 Mat local_window(const Vec& positions, std::size_t source_length, std::size_t half_width);
 
-// T_q x S: exp(-(s - p_t)^2 / (2 sigma^2)) with sigma = D / 2    — Luong et al. 2015, eq. 11
+// T_q x S: exp(-(s - p_t)^2 / (2 sigma^2)) with sigma = D / 2    — Luong et al. 2015, eq. 10 (arXiv v5)
 Mat gaussian_factors(const Vec& positions, std::size_t source_length, std::size_t half_width);
 
 // a_t(s) = softmax of e_t over the window, times the Gaussian factor; exactly 0 outside the window.
-// Not renormalised after the Gaussian (as in Luong et al. 2015, eq. 11), so a row sums to at most 1,
+// Not renormalised after the Gaussian (as in Luong et al. 2015, eq. 10), so a row sums to at most 1,
 // usually less.
 // scores: T_q x S, positions: T_q.
 Mat local_p_weights(const Mat& scores, const Vec& positions, std::size_t half_width);

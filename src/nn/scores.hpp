@@ -6,10 +6,10 @@
 
 namespace attn::nn {
 
-// e_ij = q_i^T k_j                       — Luong et al. 2015, eq. 8 ("dot"); Q: T_q x d, K: T_k x d
+// e_ij = q_i^T k_j                       — Luong et al. 2015, section 3.1 ("dot"); Q: T_q x d, K: T_k x d
 Mat dot_scores(const Mat& Q, const Mat& K);
 
-// e_ij = q_i^T W k_j                     — Luong et al. 2015, eq. 8 ("general"); W: d_q x d_k
+// e_ij = q_i^T W k_j                     — Luong et al. 2015, section 3.1 ("general"); W: d_q x d_k
 Mat general_scores(const Mat& Q, const Mat& W, const Mat& K);
 
 // e_ij = q_i^T k_j / sqrt(d)             — Vaswani et al. 2017, eq. 1
@@ -25,7 +25,7 @@ Mat additive_scores(const Mat& Q, const Mat& K, const Mat& W_q, const Mat& W_k, 
 // them once per sentence instead of once per word (lesson 9's training).
 Mat additive_scores_projected(const Mat& projected_q, const Mat& projected_k, const Vec& v);
 
-// e_ij = v^T tanh(W [q_i; k_j])          — Luong et al. 2015, eq. 8 ("concat"); W: d_a x (d_q + d_k).
+// e_ij = v^T tanh(W [q_i; k_j])          — Luong et al. 2015, section 3.1 ("concat"); W: d_a x (d_q + d_k).
 // The same function as additive_scores with W = [W_q W_k]; kept separate so lessons can check it.
 Mat concat_scores(const Mat& Q, const Mat& K, const Mat& W, const Vec& v);
 
