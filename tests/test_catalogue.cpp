@@ -407,6 +407,39 @@ TEST_CASE("the catalogue of bad inputs: exact exit codes, clear messages, no cra
     }
 }
 
+// Output that cannot be written (issue 17): never exit 70, never a signal. A failed write is exit
+// 3 with a message on stderr when stderr works and quietly when it does not; a reader that went
+// away ends the program quietly whatever the SIGPIPE disposition; a command whose output was lost
+// does not report success.
+TEST_CASE("output that cannot be written: exit 3, a message when stderr works, never a crash", "[catalogue]") {
+    const char* bin = std::getenv("ATTN_BIN");
+    REQUIRE(bin != nullptr);
+    const std::string attn = std::string("'") + bin + "'";
+    struct Case {
+        std::string description, command;  // bash; its stderr is in the result unless the command moves it
+        int code;
+        std::string fragment;  // on stderr ("" for none: the output must then be empty)
+    };
+    const std::vector<Case> cases = {
+        {"list with stdout closed", attn + " list 2>&1 >&-", 3, "cannot write the output: Bad file descriptor"},
+        {"list into a full device", attn + " list 2>&1 >/dev/full", 3, "cannot write the output: No space left"},
+        {"check into a full device", attn + " check 1 2>&1 >/dev/full", 3, "No space left on device"},
+        {"a usage error with stderr closed", attn + " run nosuch 2>&-", 3, ""},
+        {"a usage error with stderr full", attn + " run nosuch 2>/dev/full", 3, ""},
+        {"a broken pipe with SIGPIPE ignored",
+         "trap '' PIPE; " + attn + " run 3 | (exec 0<&-); exit \\${PIPESTATUS[0]}", 3, ""},
+    };
+    for (const auto& c : cases) {
+        const Result r = run_command("bash -c \"" + c.command + "\" 2>&1");
+        INFO(c.description << "\n  " << c.command << "\n  exit " << r.code << "\n  output: " << r.output);
+        CHECK(r.code == c.code);
+        if (c.fragment.empty())
+            CHECK(r.output.empty());
+        else
+            CHECK_THAT(r.output, Catch::Contains(c.fragment));
+    }
+}
+
 namespace {
 
 std::vector<std::string> listing(const fs::path& dir) {

@@ -10,11 +10,17 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 #include <unistd.h>
@@ -51,9 +57,24 @@ std::string version_text(const Program& p) {
     return text + ")";
 }
 
-}  // namespace
+// fmt::print's error when a write to stdout or stderr fails (closed, full, a broken pipe).
+bool is_write_failure(const std::system_error& e) {
+    return dynamic_cast<const std::filesystem::filesystem_error*>(&e) == nullptr &&
+           std::string_view(e.what()).find("cannot write to file") != std::string_view::npos;
+}
 
-int main(int argc, char** argv) {
+// Output that cannot be written: exit 3, with a message on stderr when stderr still works (written
+// without stdio, whose stderr may be the stream that failed), and none for a reader that went away.
+int output_failed(int error) {
+    if (error != EPIPE) {
+        const std::string text =
+            this_program().name + ": cannot write the output: " + std::strerror(error) + "\n";
+        [[maybe_unused]] const auto ignored = ::write(STDERR_FILENO, text.data(), text.size());
+    }
+    return exit_golden;
+}
+
+int run_main(int argc, char** argv) {
     tune_allocator_for_tensors();
     if (const std::string problem = nn::kernel_path_problem(); !problem.empty()) {
         std::fprintf(stderr, "attn: %s\n", problem.c_str());
@@ -209,10 +230,34 @@ int main(int argc, char** argv) {
         if (app.got_subcommand(export_cmd)) return cmd_export(exporting);
         if (app.got_subcommand(compare_cmd)) return cmd_compare(compare);
         if (app.got_subcommand(grade_cmd)) return cmd_grade(grade);
+    } catch (const std::system_error& e) {
+        if (is_write_failure(e)) throw;  // main's: the output, not a bug
+        fmt::print(stderr, "{}: internal error: {}\n", program.name, e.what());
+        return 70;
     } catch (const std::exception& e) {
         // A bug, not a user error: say so plainly rather than abort with a core dump.
         fmt::print(stderr, "{}: internal error: {}\n", program.name, e.what());
         return 70;
     }
     return exit_usage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    // A reader that goes away (`| head`, a pager quit) makes writes fail with EPIPE, handled below,
+    // rather than kill the program, whatever disposition of SIGPIPE the parent left.
+    std::signal(SIGPIPE, SIG_IGN);
+    int code = exit_usage;
+    try {
+        code = run_main(argc, argv);
+    } catch (const std::system_error& e) {
+        if (!is_write_failure(e)) throw;
+        return output_failed(e.code().value());
+    }
+    // stdout may be a file or a pipe that took the text into its buffer and fails only now (a full
+    // disk): a command whose output is lost has not succeeded
+    errno = 0;
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) return output_failed(errno != 0 ? errno : EIO);
+    return code;
 }
