@@ -8,7 +8,8 @@
 //   equals only NaN, so it never matches a finite number. A bare NaN token is not JSON.
 // - A check record must agree with its numbers: "holds": true with a NaN max_abs_error is refused.
 // - Golden and submission JSON files above 64 MiB, and .npy files above 1 GiB and 1 MiB, are
-//   refused before reading; a device that never ends (/dev/zero) is refused at the limit.
+//   refused before reading; so is anything that is not a regular file (a FIFO, /dev/zero, a
+//   socket), judged on the descriptor of a non-blocking open, so that nothing waits or reads forever.
 // - Text that is not UTF-8 (a label, a .npy header, a file name) is refused or shown as \xHH.
 #include "attn_config.hpp"
 #include "core/golden.hpp"
@@ -29,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+
 // Everything of this file in a namespace of its own: the test program is built as a few
 // unity files (tests/meson.build), where the helpers of two files must not meet.
 namespace test_catalogue {
@@ -41,15 +44,17 @@ namespace {
 
 // Something to create in the row's directory before the command runs.
 struct Fixture {
-    enum Kind { file, directory, golden_copy, sparse_file } kind;
+    enum Kind { file, directory, golden_copy, sparse_file, fifo, symlink } kind;
     std::string path;             // relative to the row's directory
-    std::string content;          // file: all its bytes; sparse_file: its first bytes
+    std::string content;          // file: all its bytes; sparse_file: its first bytes; symlink: its target
     std::uintmax_t size = 0;      // sparse_file: its size (the rest reads as zeros, and takes no disk)
 };
 
 Fixture file(std::string path, std::string content) { return {Fixture::file, std::move(path), std::move(content)}; }
 Fixture directory(std::string path) { return {Fixture::directory, std::move(path), ""}; }
 Fixture golden_copy(std::string path) { return {Fixture::golden_copy, std::move(path), ""}; }
+Fixture fifo(std::string path) { return {Fixture::fifo, std::move(path), ""}; }
+Fixture symlink(std::string path, std::string target) { return {Fixture::symlink, std::move(path), std::move(target)}; }
 Fixture sparse_file(std::string path, std::string head, std::uintmax_t size) {
     return {Fixture::sparse_file, std::move(path), std::move(head), size};
 }
@@ -229,8 +234,17 @@ std::vector<Row> catalogue() {
         {"a 200 MB golden file is refused at once, naming the limit", "check 1 --golden g",
          {golden_copy("g"), sparse_file("g/01_bottleneck.json", "{\"format\": \"attn-golden\", ", 200u << 20)}, 3,
          "g/01_bottleneck.json: the file is 200 MiB, above the 64 MiB limit for a golden file", 10},
-        {"a submission that never ends (/dev/zero) stops at the limit", "compare /dev/zero --lesson 1", {}, 3,
-         "/dev/zero: the file goes on beyond the 64 MiB limit", 20},
+        {"a submission that is a device (/dev/zero) is refused before reading", "compare /dev/zero --lesson 1", {},
+         3, "/dev/zero: is a character device, not a regular file", 5},
+        {"a golden file that is a FIFO is refused, not waited on", "check 1 --golden g",
+         {golden_copy("g"), fifo("g/01_bottleneck.json")}, 3,
+         "g/01_bottleneck.json: is a FIFO (named pipe), not a regular file", 5},
+        {"a submission that is a FIFO", "compare s.json --lesson 1", {fifo("s.json")}, 3,
+         "s.json: is a FIFO (named pipe), not a regular file", 5},
+        {"an --input .npy that is a symlink to /dev/zero is refused at once", "run 1 --input in",
+         {directory("in"), symlink("in/X.npy", "/dev/zero")}, 2, "in/X.npy: is a character device", 5},
+        {"an --input .npy that is a FIFO", "run 1 --input in", {directory("in"), fifo("in/X.npy")}, 2,
+         "in/X.npy: is a FIFO (named pipe)", 5},
         {"invalid UTF-8 in a label is refused and shown as \\xFF", "check 1 --golden g",
          golden_with(replaced(L1, "\"turn\"", "\"tu\xffrn\"")), 3,
          "invalid string: ill-formed UTF-8 byte; last read: '\"tu\\xFF'"},
@@ -361,6 +375,14 @@ void create(const fs::path& dir, const Fixture& f) {
         case Fixture::sparse_file:
             std::ofstream(path, std::ios::binary | std::ios::trunc) << f.content;
             fs::resize_file(path, f.size);
+            break;
+        case Fixture::fifo:
+            fs::remove(path);
+            REQUIRE(::mkfifo(path.c_str(), 0644) == 0);
+            break;
+        case Fixture::symlink:
+            fs::remove(path);
+            fs::create_symlink(f.content, path);
             break;
     }
 }

@@ -467,24 +467,50 @@ Submission read_npy_directory(const std::filesystem::path& dir) {
 
 }  // namespace
 
+// "FIFO (named pipe)", "character device", ...: what a path that is not a regular file is.
+static std::string file_kind(mode_t mode) {
+    if (S_ISFIFO(mode)) return "FIFO (named pipe)";
+    if (S_ISCHR(mode)) return "character device";
+    if (S_ISBLK(mode)) return "block device";
+    if (S_ISSOCK(mode)) return "socket";
+    return "special file";
+}
+
 std::string read_file_bytes(const std::filesystem::path& file, const std::string& kind, std::uintmax_t max_bytes) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(file, ec)) fail_reading(file.string(), "is a directory, not a " + kind);
     const std::string limit = "the " + mib_text(max_bytes) + " limit for a " + kind;
+    // Opened without blocking, then judged by the descriptor: an ordinary open of a FIFO waits for
+    // a writer forever, and a check by name before the open could be fooled by a file swapped in
+    // between. Only a regular file is read (a device such as /dev/zero never ends).
+    const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) fail_reading(file.string(), std::string("cannot open: ") + std::strerror(errno));
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) fail_reading(file.string(), std::string("cannot read: ") + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) fail_reading(file.string(), "is a directory, not a " + kind);
+    if (!S_ISREG(st.st_mode))
+        fail_reading(file.string(), "is a " + file_kind(st.st_mode) + ", not a regular file; a " + kind +
+                                        " must be a regular file");
     // Refused before reading: a 200 MB file would otherwise be read and parsed for seconds.
-    const std::uintmax_t size = std::filesystem::file_size(file, ec);
-    if (!ec && size > max_bytes) fail_reading(file.string(), "the file is " + mib_text(size) + ", above " + limit);
-    std::ifstream in(file, std::ios::binary);
-    if (!in) fail_reading(file.string(), std::string("cannot open: ") + std::strerror(errno));
-    // Read in pieces, the limit checked again: a device or a pipe (/dev/zero) has no size beforehand.
+    const auto size = static_cast<std::uintmax_t>(st.st_size);
+    if (size > max_bytes) fail_reading(file.string(), "the file is " + mib_text(size) + ", above " + limit);
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     std::string bytes;
-    if (!ec) bytes.reserve(static_cast<std::size_t>(size));
+    bytes.reserve(static_cast<std::size_t>(size));
     char piece[1 << 16];
-    while (in.read(piece, sizeof piece) || in.gcount() > 0) {
-        bytes.append(piece, static_cast<std::size_t>(in.gcount()));
+    for (;;) {
+        const ssize_t n = ::read(fd, piece, sizeof piece);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            fail_reading(file.string(), std::string("read error: ") + std::strerror(errno));
+        }
+        if (n == 0) break;
+        bytes.append(piece, static_cast<std::size_t>(n));
+        // checked again: a file that grows while it is read
         if (bytes.size() > max_bytes) fail_reading(file.string(), "the file goes on beyond " + limit);
     }
-    if (in.bad()) fail_reading(file.string(), "read error");
     return bytes;
 }
 
