@@ -38,9 +38,9 @@ void unknown_lesson(const std::string& name) {
     for (const auto& l : all_lessons()) slugs.push_back(l.slug);
     const std::string best = closest_name(name, slugs);
     if (!best.empty())
-        fmt::print(stderr, "attn: unknown lesson '{}'; did you mean '{}'?\n", name, best);
+        fmt::print(stderr, "attn: unknown lesson '{}'; did you mean '{}'?\n", printable_utf8(name), best);
     else
-        fmt::print(stderr, "attn: unknown lesson '{}'; the lessons are: {}\n", name, lesson_names());
+        fmt::print(stderr, "attn: unknown lesson '{}'; the lessons are: {}\n", printable_utf8(name), lesson_names());
     fmt::print(stderr, "Run 'attn list' to see every lesson.\n");
 }
 
@@ -277,7 +277,7 @@ int cmd_run(const RunOptions& o) {
         if (!o.step.empty() && !trace.find_step(o.step)) {
             std::vector<std::string> ids;
             for (const auto& s : steps) ids.push_back(s.id);
-            fmt::print(stderr, "attn: lesson '{}' has no step '{}'; its steps are: {}\n", l.slug, o.step,
+            fmt::print(stderr, "attn: lesson '{}' has no step '{}'; its steps are: {}\n", l.slug, printable_utf8(o.step),
                        fmt::join(ids, ", "));
             return exit_usage;
         }
@@ -539,7 +539,8 @@ Verdict judge(const std::filesystem::path& submission, const Lesson& l, const St
     if (!choice.steps.empty()) {
         Trace chosen("", Config{});
         for (const auto& id : choice.steps) {
-            if (!golden.find_step(id)) return {exit_usage, "", fmt::format("lesson '{}' has no step '{}'", l.slug, id)};
+            if (!golden.find_step(id))
+                return {exit_usage, "", fmt::format("lesson '{}' has no step '{}'", l.slug, printable_utf8(id))};
             const Step* step = sub.trace.find_step(id);
             if (step) chosen.steps().push_back(*step);
             else if (choice.required)

@@ -4,6 +4,7 @@
 #include "command_support.hpp"
 #include "commands.hpp"
 #include "core/allocator.hpp"
+#include "core/golden.hpp"
 #include "nn/kernels.hpp"
 #include "program.hpp"
 
@@ -199,14 +200,15 @@ int run_main(int argc, char** argv) {
             for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
                 commands.push_back(sub->get_name());
             const std::string best = closest_name(argv[1], commands);
-            fmt::print(stderr, "{}: unknown command '{}'; {}\nRun '{} --help' for usage.\n", program.name, argv[1],
+            fmt::print(stderr, "{}: unknown command '{}'; {}\nRun '{} --help' for usage.\n", program.name,
+                       printable_utf8(argv[1]),
                        best.empty() ? fmt::format("the commands are: {}", fmt::join(commands, ", "))
                                     : fmt::format("did you mean '{}'?", best),
                        program.name);
             return exit_usage;
         }
         fmt::print(stderr, "{0}: {1}\nRun '{0} --help' (or '{0} <command> --help') for usage.\n", program.name,
-                   e.what());
+                   printable_utf8(e.what()));
         return exit_usage;
     }
 

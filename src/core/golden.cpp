@@ -124,7 +124,19 @@ std::string string_member(const json& obj, const char* key, const std::string& w
     if (optional && obj.find(key) == obj.end()) return {};
     const json& v = member(obj, key, where, source);
     if (!v.is_string()) fail_reading(source, where + ": \"" + key + "\" must be a string");
-    return v.get<std::string>();
+    // names, ids and texts are shown on terminals: a control character there (ESC starts an
+    // escape sequence) is refused, line breaks and tabs of an explanation aside
+    const auto& text = v.get_ref<const std::string&>();
+    for (const char ch : text) {
+        const auto c = static_cast<unsigned char>(ch);
+        if ((c < 0x20 || c == 0x7F) && c != '\n' && c != '\t') {
+            char code[8];
+            std::snprintf(code, sizeof code, "\\x%02X", c);
+            fail_reading(source, where + ": \"" + key + "\" holds the control character " + code +
+                                     ", which a terminal would act on");
+        }
+    }
+    return text;
 }
 
 double number_value(const json& v, const std::string& where, const std::string& source) {
@@ -300,6 +312,9 @@ std::string printable_utf8(std::string_view text) {
         if (n > 1 && (at(i + 1) < low || at(i + 1) > high)) n = 0;
         for (std::size_t k = 2; k < n; ++k)
             if (at(i + k) < 0x80 || at(i + k) > 0xBF) n = 0;
+        // a control character (ESC starts a terminal's escape sequences) is shown, not sent; a line
+        // break and a tab stay, since messages are laid out with them
+        if (n == 1 && (c < 0x20 || c == 0x7F) && c != '\n' && c != '\t') n = 0;
         if (n == 0) {
             char escaped[8];
             std::snprintf(escaped, sizeof escaped, "\\x%02X", c);

@@ -57,8 +57,10 @@ inline constexpr std::uintmax_t max_file_bytes = std::uintmax_t{64} << 20;
 std::string read_file_bytes(const std::filesystem::path& file, const std::string& kind,
                             std::uintmax_t max_bytes = max_file_bytes);
 
-// `text` with every byte that is not part of well-formed UTF-8 written as \xHH: messages quote
-// files and paths, and must never put invalid UTF-8 on a terminal. (Every GoldenError is made so.)
+// `text` with every byte that is not part of well-formed UTF-8, and every control character but
+// line break and tab (ESC, which starts a terminal's escape sequences, above all), written as
+// \xHH: messages quote files, paths and command-line words, and must never put invalid UTF-8 or
+// a terminal command on a terminal. (Every GoldenError is made so.)
 std::string printable_utf8(std::string_view text);
 
 // Throws the GoldenError "<source>: <what>" (escaped by printable_utf8): what every reader of a
