@@ -148,6 +148,40 @@ TEST_CASE("write_file_atomic replaces the file and leaves no temporary behind", 
     fs::remove_all(dir);
 }
 
+TEST_CASE("write_file_atomic writes through a symlink, keeps the mode and clears a killed writer's temporary",
+          "[golden]") {
+    const fs::path dir = temp_dir();
+    const auto text_of = [](const fs::path& f) {
+        std::ifstream in(f);
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+    SECTION("a symlink stays a link, and its target gets the content") {
+        write_file_atomic(dir / "target.json", "old\n");
+        fs::create_symlink("target.json", dir / "link.json");
+        write_file_atomic(dir / "link.json", "new\n");
+        CHECK(fs::is_symlink(dir / "link.json"));
+        CHECK(text_of(dir / "target.json") == "new\n");
+    }
+    SECTION("a read-only file stays read-only") {
+        write_file_atomic(dir / "ro.json", "old\n");
+        fs::permissions(dir / "ro.json", fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+        write_file_atomic(dir / "ro.json", "new\n");
+        CHECK(text_of(dir / "ro.json") == "new\n");
+        CHECK((fs::status(dir / "ro.json").permissions() & fs::perms::owner_write) == fs::perms::none);
+    }
+    SECTION("the temporary file of a writer that was killed goes; a live writer's stays") {
+        // 4194305 is above Linux's largest pid (pid_max is at most 2^22): no process has it
+        std::ofstream(dir / ".g.json.tmp.4194305.AbC123") << "half";
+        const std::string live = ".g.json.tmp." + std::to_string(::getppid()) + ".XyZ789";
+        std::ofstream(dir / live) << "in progress";
+        write_file_atomic(dir / "g.json", "whole\n");
+        CHECK(!fs::exists(dir / ".g.json.tmp.4194305.AbC123"));
+        CHECK(fs::exists(dir / live));
+        CHECK(text_of(dir / "g.json") == "whole\n");
+    }
+    fs::remove_all(dir);
+}
+
 TEST_CASE("golden file names are zero-padded", "[golden]") {
     CHECK(golden_file_name(1, "bottleneck") == "01_bottleneck.json");
     CHECK(golden_file_name(12, "x") == "12_x.json");

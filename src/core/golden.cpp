@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -547,16 +549,47 @@ Trace read_golden(const std::filesystem::path& file) {
     return parse_golden_json(file_text(file), file.string());
 }
 
-void write_file_atomic(const std::filesystem::path& file, const std::string& content) {
+namespace {
+
+// The temporary files of `name` (".<name>.tmp.<pid>.XXXXXX") that a process killed while writing
+// left in `dir`: those whose process is gone are removed. A live process's are left alone.
+void remove_stale_temporaries(const std::filesystem::path& dir, const std::string& name) {
+    const std::string prefix = "." + name + ".tmp.";
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+        const std::string other = entry.path().filename().string();
+        if (other.rfind(prefix, 0) != 0) continue;
+        const std::string rest = other.substr(prefix.size());
+        const auto dot = rest.find('.');
+        if (dot == std::string::npos || dot == 0 || rest.find_first_not_of("0123456789") != dot) continue;
+        const long pid = std::strtol(rest.substr(0, dot).c_str(), nullptr, 10);
+        if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+            std::filesystem::remove(entry.path(), ec);
+    }
+}
+
+}  // namespace
+
+void write_file_atomic(const std::filesystem::path& given, const std::string& content) {
+    // a symlink is written through: its target gets the new content and the link stays a link
+    std::error_code ec;
+    std::filesystem::path file = given;
+    if (std::filesystem::is_symlink(given, ec)) {
+        const std::filesystem::path target = std::filesystem::read_symlink(given, ec);
+        if (ec) throw std::runtime_error("cannot write " + given.string() + ": cannot read the symlink");
+        file = target.is_absolute() ? target : given.parent_path() / target;
+    }
     const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
-    std::string tmpl = (dir / ("." + file.filename().string() + ".tmp.XXXXXX")).string();
+    remove_stale_temporaries(dir, file.filename().string());
+    std::string tmpl =
+        (dir / ("." + file.filename().string() + ".tmp." + std::to_string(::getpid()) + ".XXXXXX")).string();
     const int fd = ::mkstemp(tmpl.data());
-    if (fd < 0) throw std::runtime_error("cannot write " + file.string() + ": " + std::strerror(errno));
+    if (fd < 0) throw std::runtime_error("cannot write " + given.string() + ": " + std::strerror(errno));
     auto give_up = [&](const char* what) {
         const int err = errno;
         ::close(fd);
         ::unlink(tmpl.c_str());
-        throw std::runtime_error("cannot write " + file.string() + " (" + what + "): " + std::strerror(err));
+        throw std::runtime_error("cannot write " + given.string() + " (" + what + "): " + std::strerror(err));
     };
     const char* p = content.data();
     std::size_t left = content.size();
@@ -570,17 +603,20 @@ void write_file_atomic(const std::filesystem::path& file, const std::string& con
         left -= static_cast<std::size_t>(n);
     }
     if (::fsync(fd) != 0) give_up("fsync");
-    // mkstemp creates the file 0600; a golden file is an ordinary, readable file.
-    if (::fchmod(fd, 0644) != 0) give_up("chmod");
+    // the mode of the file replaced (a read-only golden file stays read-only); a new file gets
+    // 0644, an ordinary readable file (mkstemp makes it 0600)
+    struct stat old {};
+    const mode_t mode = ::stat(file.c_str(), &old) == 0 ? (old.st_mode & 07777) : 0644;
+    if (::fchmod(fd, mode) != 0) give_up("chmod");
     if (::close(fd) != 0) {
         const int err = errno;
         ::unlink(tmpl.c_str());
-        throw std::runtime_error("cannot write " + file.string() + " (close): " + std::strerror(err));
+        throw std::runtime_error("cannot write " + given.string() + " (close): " + std::strerror(err));
     }
     if (std::rename(tmpl.c_str(), file.c_str()) != 0) {
         const int err = errno;
         ::unlink(tmpl.c_str());
-        throw std::runtime_error("cannot write " + file.string() + " (rename): " + std::strerror(err));
+        throw std::runtime_error("cannot write " + given.string() + " (rename): " + std::strerror(err));
     }
 }
 

@@ -73,6 +73,10 @@ std::string index_text(const std::vector<std::size_t>& index);
 // Writes `content` to a temporary file beside `file`, flushes it, then renames it over
 // `file`: readers see the old or the new content, never a mixture. Throws
 // std::runtime_error naming the file when any part fails (the old file is then untouched).
+// A symlink is written through (its target gets the content, the link stays); the file keeps its
+// mode (a read-only file stays read-only; a new one is 0644). The temporary file is named
+// .<name>.tmp.<pid>.XXXXXX; those a killed process left behind are removed by the next write of
+// the same file.
 void write_file_atomic(const std::filesystem::path& file, const std::string& content);
 
 }  // namespace attn
