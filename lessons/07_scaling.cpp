@@ -35,6 +35,34 @@ const Param T_max{"T_max", 4096, 1, 16384,
 const Param repeats{"repeats", 3, 1, 100, "timed runs of each layer at each length; the fastest is kept"};
 }  // namespace param
 
+// Seconds per multiply-add of the timed runs, measured on this project's 2-core machine (under a
+// load of 3.5, so on the safe side): the GRU's chain of d x d products, whose weights fall out of
+// the caches as d grows, and attention's large products. The default (d = 64, T = 64 .. 4096, 3
+// runs) takes about 4 s; d = 1024 with T_max = 1024 took 59 s.
+constexpr double gru_seconds_per_madd = 6e-9, attention_seconds_per_madd = 0.85e-9;
+constexpr double time_cap_seconds = 60.0;
+
+// The timing step runs each layer `repeats` times at every length: the GRU's T d^2 and attention's
+// T^2 d multiply-adds. Anything estimated above a minute is refused before it starts.
+std::string time_limit(const Config& c) {
+    const double d = as_double(c.size(param::d)), runs = as_double(c.size(param::repeats));
+    double gru = 0.0, attention = 0.0;
+    for (std::size_t T = c.size(param::T_min); T <= c.size(param::T_max); T *= 2) {
+        gru += runs * as_double(T) * d * d * gru_seconds_per_madd;
+        attention += runs * as_double(T) * as_double(T) * d * attention_seconds_per_madd;
+    }
+    const double seconds = gru + attention + 1.0;
+    if (seconds <= time_cap_seconds) return "";
+    return fmt::format("would run for minutes: the timing step would take about {:.0f} s on this machine ({} runs "
+                       "of the GRU's T d^2 and attention's T^2 d multiply-adds at every length), above the cap of "
+                       "{:.0f} s: lower {}",
+                       seconds, c.size(param::repeats), time_cap_seconds,
+                       gru > attention ? fmt::format("d (now {}) or T_max (now {})", c.size(param::d),
+                                                     c.size(param::T_max))
+                                       : fmt::format("T_max (now {}) or repeats (now {})", c.size(param::T_max),
+                                                     c.size(param::repeats)));
+}
+
 std::string limits(const Config& c) {
     for (const Param* p : {&param::T_min, &param::T_max})
         if (auto why = power_of_two(c, *p, "the lengths double from T_min to T_max, so both must be powers of two");
@@ -46,8 +74,12 @@ std::string limits(const Config& c) {
     // the T_max x T_max scores and weights of the attention run, the T_min x T_max pair of the check
     // that reruns a block of queries, and the T_max x d inputs, states and gates
     const double T = as_double(c.size(param::T_max));
-    return memory_limit(2.0 * T * T + 2.0 * as_double(c.size(param::T_min)) * T + 6.0 * T * as_double(c.size(param::d)),
-                        fmt::format("the {0} x {0} attention scores and weights at T_max={0}", c.size(param::T_max)));
+    if (std::string why = memory_limit(
+            2.0 * T * T + 2.0 * as_double(c.size(param::T_min)) * T + 6.0 * T * as_double(c.size(param::d)),
+            fmt::format("the {0} x {0} attention scores and weights at T_max={0}", c.size(param::T_max)));
+        !why.empty())
+        return why;
+    return time_limit(c);
 }
 
 

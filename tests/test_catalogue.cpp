@@ -158,6 +158,8 @@ std::vector<Row> catalogue() {
         {"an unknown lesson suggests the nearest", "run botleneck", {}, 2,
          "unknown lesson 'botleneck'; did you mean 'bottleneck'?"},
         {"an unknown lesson number", "run 99", {}, 2, "unknown lesson '99'"},
+        {"lesson 7 at d=1024, inside its range, is refused before it runs for minutes", "run scaling --set d=1024",
+         {}, 2, "would run for minutes: the timing step would take about", 5},
         {"an unknown step lists the steps", "run 1 --step nope", {}, 2,
          "lesson 'bottleneck' has no step 'nope'; its steps are: embeddings"},
         {"compare --step names a step the lesson lacks", "compare s.json --lesson 1 --step nope",
