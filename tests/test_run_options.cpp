@@ -100,6 +100,11 @@ TEST_CASE("--pause: Enter goes on, q then Enter quits, and a tall step comes a s
         WARN("skipped: script(1) (util-linux) is not installed");
         return;
     }
+    // a chroot or container without /dev/pts has no pseudo-terminals to give
+    if (const Result probe = run_command("script -qec true /dev/null 2>&1"); probe.code != 0) {
+        WARN("skipped: script(1) cannot create a pseudo-terminal here: " << probe.output);
+        return;
+    }
     const TempDir t;
     const char* bin = std::getenv("ATTN_BIN");
     REQUIRE(bin != nullptr);
