@@ -81,8 +81,9 @@ Mat softmax_rows_oracle(const Mat& S) {
 CaseResult softmax_rows_case(const Mat& S) { return {{{"S", S}}, nn::softmax_rows(S), softmax_rows_oracle(S)}; }
 
 // softmax(Q K^T / sqrt(d_k)) V from the equation: the weights' rows and the output side by side.
-CaseResult attention_case(const Mat& Q, const Mat& K, const Mat& V) {
-    const std::size_t T_q = Q.shape(0), T_k = K.shape(0), d_k = Q.shape(1), d_v = V.shape(1);
+// Q K^T / sqrt(d_k) from the definition, in long double.
+Mat scaled_scores_oracle(const Mat& Q, const Mat& K) {
+    const std::size_t T_q = Q.shape(0), T_k = K.shape(0), d_k = Q.shape(1);
     Mat S = xt::empty<double>({T_q, T_k});
     for (std::size_t i = 0; i < T_q; ++i)
         for (std::size_t j = 0; j < T_k; ++j) {
@@ -90,7 +91,12 @@ CaseResult attention_case(const Mat& Q, const Mat& K, const Mat& V) {
             for (std::size_t a = 0; a < d_k; ++a) dot += static_cast<long double>(Q(i, a)) * K(j, a);
             S(i, j) = static_cast<double>(dot / std::sqrt(static_cast<long double>(d_k)));
         }
-    const Mat A = softmax_rows_oracle(S);
+    return S;
+}
+
+CaseResult attention_case(const Mat& Q, const Mat& K, const Mat& V) {
+    const std::size_t T_q = Q.shape(0), T_k = K.shape(0), d_v = V.shape(1);
+    const Mat A = softmax_rows_oracle(scaled_scores_oracle(Q, K));
     Mat O = xt::empty<double>({T_q, d_v});
     for (std::size_t i = 0; i < T_q; ++i)
         for (std::size_t c = 0; c < d_v; ++c) {
@@ -464,9 +470,7 @@ const std::vector<UnitCase>& unit_cases() {
                  };
                  const Mat Q_i = product(X_q, block(p.W_Q)), K_i = product(X_kv, block(p.W_K));
                  const Mat V_i = product(X_kv, block(p.W_V));
-                 Mat S = product(Q_i, transpose_of(K_i));
-                 for (double& x : S) x = static_cast<double>(x / std::sqrt(static_cast<long double>(d_k)));
-                 const Mat head = product(softmax_rows_oracle(S), V_i);
+                 const Mat head = product(softmax_rows_oracle(scaled_scores_oracle(Q_i, K_i)), V_i);
                  for (std::size_t t = 0; t < 2; ++t)
                      for (std::size_t c = 0; c < d_k; ++c) concat(t, i * d_k + c) = head(t, c);
              }
@@ -534,16 +538,9 @@ const std::vector<UnitCase>& unit_cases() {
              const Mat K = {{0.2, 0.9, -0.4}, {-1.1, 0.3, 0.6}, {0.7, -0.2, 1.0}};
              const Mat V = {{1.0, -0.5}, {0.3, 2.0}, {-1.2, 0.8}}, G = {{0.6, -1.0}, {1.5, 0.25}};
              // the forward from the equation, so that this case needs no other exercise
-             Mat S = xt::empty<double>({std::size_t{2}, std::size_t{3}});
-             for (std::size_t i = 0; i < 2; ++i)
-                 for (std::size_t j = 0; j < 3; ++j) {
-                     long double dot = 0.0L;
-                     for (std::size_t a = 0; a < 3; ++a) dot += static_cast<long double>(Q(i, a)) * K(j, a);
-                     S(i, j) = static_cast<double>(dot / std::sqrt(3.0L));
-                 }
              nn::AttentionResult forward;
-             forward.scores = S;
-             forward.weights = softmax_rows_oracle(S);
+             forward.scores = scaled_scores_oracle(Q, K);
+             forward.weights = softmax_rows_oracle(forward.scores);
              forward.output = product(forward.weights, V);
              const nn::AttentionGrads g = nn::scaled_dot_product_attention_backward(Q, K, V, forward, G);
              const Mat dQ = central_differences([&](const Mat& X) { return attention_loss(X, K, V, G); }, Q);

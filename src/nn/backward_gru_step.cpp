@@ -24,14 +24,6 @@ void expect_grads_shaped_like(const GruGrads& g, const GruParams& p) {
     expect_shape("GRU gradient db_h", g.db_h, shape_of(p.b_h));
 }
 
-// dW += da x^T: the gradient of the weights of W x, given da = dL/d(W x).
-void add_outer_product(Mat& dW, const Vec& da, const Vec& x) {
-    const std::size_t cols = x.size();
-    double* w = dW.data();
-    for (std::size_t i = 0; i < da.size(); ++i)
-        for (std::size_t j = 0; j < cols; ++j) w[i * cols + j] += da(i) * x(j);
-}
-
 }  // namespace
 
 // Backwards through the forward's lines: 1. h_t, 2. h~_t, 3. r_t and z_t.

@@ -40,6 +40,14 @@ Vec matvec(const Mat& W, const Vec& x, const char* what) {
     return out;
 }
 
+void add_outer_product(Mat& W, const Vec& a, const Vec& x) {
+    expect_shape("outer product a x^T", W, {a.size(), x.size()});
+    const std::size_t cols = x.size();
+    double* w = W.data();
+    for (std::size_t i = 0; i < a.size(); ++i)
+        for (std::size_t j = 0; j < cols; ++j) w[i * cols + j] += a(i) * x(j);
+}
+
 Vec matvec_transposed(const Mat& W, const Vec& x, const char* what) {
     if (W.shape(0) != x.size())
         throw ShapeError(std::string(what) + ": the transpose of matrix " + shape_string(shape_of(W)) +

@@ -69,4 +69,7 @@ Vec matvec(const Mat& W, const Vec& x, const char* what);
 // bits of matvec(transposed(W), x).
 Vec matvec_transposed(const Mat& W, const Vec& x, const char* what);
 
+// W += a x^T, entry by entry (W_ij += a_i x_j): how a weight's gradient collects one step's share.
+void add_outer_product(Mat& W, const Vec& a, const Vec& x);
+
 }  // namespace attn::nn

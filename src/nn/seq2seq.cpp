@@ -185,15 +185,9 @@ Seq2SeqPass seq2seq_backward(const Seq2Seq& m, const std::vector<std::size_t>& s
         // 1. L_i = -log softmax(z)_{y_i}, z = W_o s_i + b_o: dL/dz = p - onehot(y_i)
         Vec dz = step.probabilities;
         dz(dec_out[i]) -= 1.0;
-        for (std::size_t w = 0; w < dz.size(); ++w)
-            for (std::size_t k = 0; k < u; ++k) grads.W_o(w, k) += dz(w) * step.gru.state(k);
+        add_outer_product(grads.W_o, dz, step.gru.state);
         grads.b_o += dz;
-        // ds += W_o^T dz, summed over w in order (the product of matvec with W_o^T, without forming it)
-        for (std::size_t k = 0; k < u; ++k) {
-            double sum = 0.0;
-            for (std::size_t w = 0; w < dz.size(); ++w) sum += m.W_o(w, k) * dz(w);
-            ds(k) += sum;
-        }
+        ds += matvec_transposed(m.W_o, dz, "W_o^T dz");
         // 2. the decoder step: its input [y_{i-1}; c_i] and its state s_{i-1}
         const GruStepGrads g = gru_step_backward(m.dec, step.input, f.states[i], step.gru, ds, dec_grads);
         xt::row(grads.E_tgt, static_cast<std::ptrdiff_t>(dec_in[i])) += xt::view(g.dx, xt::range(0, e));
@@ -212,8 +206,7 @@ Seq2SeqPass seq2seq_backward(const Seq2Seq& m, const std::vector<std::size_t>& s
             additive_scores_projected_backward(step.projected_query, f.enc.projected_keys, m.v_a, dE);
         const Vec d_query = row_of(score.d_projected_q, 0);
         ds += matvec_transposed(m.W_a, d_query, "W_a^T dP_q");
-        for (std::size_t a = 0; a < d_query.size(); ++a)
-            for (std::size_t k = 0; k < u; ++k) grads.W_a(a, k) += d_query(a) * f.states[i](k);
+        add_outer_product(grads.W_a, d_query, f.states[i]);
         grads.v_a += score.dv;
         d_projected_keys += score.d_projected_k;
     }
