@@ -14,6 +14,9 @@ namespace attn {
 // False after reporting a bad --rtol or --atol.
 bool tolerance_ok(const Tolerance& tol);
 
+// The exercises named on the command line (every one when none is); false after reporting an unknown id.
+bool resolve_exercises(const std::vector<std::string>& ids, std::vector<const Exercise*>& out);
+
 // `path` relative to the working directory when it lies inside it ("lessons/exercises"), else as it is.
 std::string shown_path(const std::filesystem::path& path);
 

@@ -6,6 +6,7 @@
 #include "core/render.hpp"
 #include "lesson_setup.hpp"
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -53,9 +54,14 @@ struct CompareOptions {
 
 struct GradeOptions {
     std::vector<std::filesystem::path> submissions;  // one directory per student
-    std::filesystem::path out;                       // writes <out>.csv and <out>.json
+    std::filesystem::path out;                       // writes <out>.csv, <out>.long.csv and <out>.json
     std::filesystem::path golden_dir;
     Tolerance tolerance;
+    std::vector<std::string> exercises;  // --exercise: grade only these (empty: every exercise)
+    bool sources = false;                // --sources: the folders hold exercise .cpp files to build and run
+    double cpu_limit = 300;              // --cpu-limit: CPU seconds per student (building and running), sources only
+    std::size_t memory_limit_mib = 2048;  // --memory-limit: MiB of address space per process, sources only
+    std::filesystem::path work_dir;      // --keep-builds DIR: build there and keep it (default: a temporary folder)
 };
 
 // The exercise commands of an exercise build (attn-student, attn-starter-<id>), and the instructor's.

@@ -162,11 +162,20 @@ int run_main(int argc, char** argv) {
     grade.golden_dir = ATTN_GOLDEN_DIR;
     auto* grade_cmd = app.add_subcommand("grade", "Grade many submissions (one folder per student) into CSV and JSON");
     grade_cmd->add_option("submissions", grade.submissions, "One directory per student")->required();
-    grade_cmd->add_option("--out", grade.out, "Report path without extension: writes OUT.csv and OUT.json")
+    grade_cmd->add_option("--out", grade.out, "Report path without extension: writes OUT.csv, OUT.long.csv and OUT.json")
         ->required();
     grade_cmd->add_option("--rtol", grade.tolerance.rtol, "Relative tolerance (default 1e-9)");
     grade_cmd->add_option("--atol", grade.tolerance.atol, "Absolute tolerance (default 1e-12)");
     grade_cmd->add_option("--golden", grade.golden_dir, "Directory of the golden files");
+    grade_cmd->add_option("--exercise", grade.exercises, "Grade only this exercise (repeatable; default: every one)");
+    grade_cmd->add_flag("--sources", grade.sources,
+                        "The folders hold the students' exercise .cpp files: build and check each in a sandbox");
+    grade_cmd->add_option("--cpu-limit", grade.cpu_limit,
+                          "With --sources: CPU seconds per student for building and checking (default 300)");
+    grade_cmd->add_option("--memory-limit", grade.memory_limit_mib,
+                          "With --sources: MiB of memory per process (default 2048)");
+    grade_cmd->add_option("--keep-builds", grade.work_dir,
+                          "With --sources: build in this folder and keep it (default: a temporary folder, removed)");
 
     CLI::App* exercises_cmd = nullptr;
     CLI::App* hint_cmd = nullptr;

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace attn {
 
@@ -17,5 +18,16 @@ struct Program {
 };
 
 const Program& this_program();
+
+// How `attn grade --sources` builds a student's exercise files into a program like attn-student
+// (meson.build fills it in from the build's own compiler, flags and libraries).
+struct GradeKit {
+    std::vector<std::string> compiler;  // one item: the C++ compiler, as meson found it
+    std::vector<std::string> compile;   // flags of the exercise code (standard, optimisation, -I src)
+    std::vector<std::string> link;      // the libraries of every program but the exercised functions, in order
+    std::vector<std::string> pch;       // one item: the header to precompile (src/pch/xtensor_pch.hpp)
+};
+
+const GradeKit& grade_kit();
 
 }  // namespace attn

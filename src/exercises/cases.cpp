@@ -21,6 +21,7 @@
 #include <xtensor/xview.hpp>
 
 #include <cmath>
+#include <new>
 #include <functional>
 #include <optional>
 #include <limits>
@@ -680,6 +681,13 @@ UnitCheck check_unit_cases(const std::string& id, const Tolerance& tol) {
             check.report = case_report(c, r, d, used);
         } catch (const ExerciseNotDone& e) {
             check.not_done = e.exercise;
+        } catch (const std::bad_alloc&) {
+            check.failed_case = c.name;
+            check.calls = c.calls;
+            check.out_of_memory = true;
+            check.report = fmt::format("unit case '{}' of exercise {}: the function ran out of memory (std::bad_alloc) "
+                                       "on inputs of a few numbers\n",
+                                       c.name, c.exercise);
         } catch (const std::exception& e) {
             check.failed_case = c.name;
             check.calls = c.calls;

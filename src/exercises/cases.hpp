@@ -21,6 +21,7 @@ struct UnitCheck {
     std::string failed_case;    // the name of the case that failed ("" when none did)
     std::vector<std::string> calls;  // the exercises whose functions the failed case's code may call
     std::string report;         // the failed case: what it catches, its inputs, expected and actual values
+    bool out_of_memory = false; // the failed case stopped at std::bad_alloc: an error, not a wrong answer
 };
 
 // Runs the unit cases of exercise `id`, in order, until one does not pass.

@@ -26,16 +26,7 @@
 
 namespace attn {
 
-namespace {
-
-// The hints shown so far, per exercise, in the build directory: rebuilding keeps them,
-// a new build directory starts over.
-std::filesystem::path hint_record() {
-    const Program& p = this_program();
-    return p.build_dir / (p.name + "-hints.json");
-}
-
-void unknown_exercise(const std::string& id) {
+static void unknown_exercise(const std::string& id) {
     std::vector<std::string> ids;
     for (const auto& x : all_exercises()) ids.push_back(x.id);
     const std::string best = closest_name(id, ids);
@@ -61,6 +52,15 @@ bool resolve_exercises(const std::vector<std::string>& ids, std::vector<const Ex
         if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
     }
     return true;
+}
+
+namespace {
+
+// The hints shown so far, per exercise, in the build directory: rebuilding keeps them,
+// a new build directory starts over.
+std::filesystem::path hint_record() {
+    const Program& p = this_program();
+    return p.build_dir / (p.name + "-hints.json");
 }
 
 std::filesystem::path exercise_path(const Exercise& x) { return this_program().exercises_dir / exercise_file(x); }

@@ -169,7 +169,7 @@ bool decided_by_unit_cases(ExerciseStatus& s, const Exercise& x, const std::vect
         s = waiting_for(s, blocker);
         return true;
     }
-    s.state = ExerciseState::diverges;
+    s.state = unit.out_of_memory ? ExerciseState::error : ExerciseState::diverges;
     s.unit_case = unit.failed_case;
     s.message = unit.report;
     return true;

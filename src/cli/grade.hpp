@@ -1,0 +1,41 @@
+// `attn grade`: the rows of the report (one per student and exercise), the report files, and
+// grading from sources (grade_sources.cpp), which builds and runs each student's files in a sandbox.
+#pragma once
+
+#include "cli/commands.hpp"
+#include "exercises/table.hpp"
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+struct GradeRow {
+    std::string student, lesson, exercise;
+    std::string result;   // pass, fail, error or missing
+    std::string step;     // the first diverging step, or the unit case that failed
+    std::string message;  // at most 500 bytes
+};
+
+// At most `limit` bytes, cut on a UTF-8 character boundary, with "…" when cut.
+std::string capped(const std::string& text, std::size_t limit);
+
+// The student's name as reports show it: the folder's last component, printable.
+std::string student_name(const std::filesystem::path& dir);
+
+// The console table: its header, then one line per student (that student's rows).
+void print_grade_header();
+void print_grade_line(const std::vector<GradeRow>& rows, std::size_t first, std::size_t count);
+
+// Writes OUT.csv (wide: one row per student), OUT.long.csv and OUT.json for `rows`, which hold
+// `exercises.size()` rows per student in the order of `exercises`. Returns exit_ok when every
+// row passed, exit_mismatch when any did not, exit_golden when a file cannot be written.
+int write_grade_reports(const std::vector<GradeRow>& rows, const std::vector<const Exercise*>& exercises,
+                        const std::filesystem::path& out);
+
+// Grading from sources: each student's folder of exercise .cpp files built and checked in a sandbox.
+int grade_from_sources(const GradeOptions& o, const std::vector<const Exercise*>& exercises);
+
+}  // namespace attn

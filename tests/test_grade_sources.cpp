@@ -1,0 +1,174 @@
+// `attn grade --sources`: a class of generated students, built and checked from their .cpp files
+// in a sandbox each. Skipped, saying why, where no sandbox can be created (bwrap missing, or no
+// user namespaces); then grade must refuse with exit 3.
+#include "support.hpp"
+
+#include "exercises/table.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace test_grade_sources {
+
+using namespace attn;
+using namespace attn::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+Result run_attn(const std::string& args) {
+    const char* bin = std::getenv("ATTN_BIN");
+    REQUIRE(bin != nullptr);
+    return run_command("'" + std::string(bin) + "' " + args + " 2>&1");
+}
+
+std::string source_dir() {
+    const char* dir = std::getenv("ATTN_SOURCE_DIR");
+    REQUIRE(dir != nullptr);
+    return dir;
+}
+
+struct Class {
+    fs::path dir = fs::temp_directory_path() / ("attn_grade_sources_" + std::to_string(::getpid()));
+    Class() {
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+    }
+    ~Class() { fs::remove_all(dir); }
+    std::string q(const std::string& name) const { return "'" + (dir / name).string() + "'"; }
+    // a student's file: a copy of the reference, or the text given
+    void reference(const std::string& student, const std::string& file, const std::string& reference_file) const {
+        fs::create_directories(dir / student);
+        fs::copy_file(source_dir() + "/src/nn/" + reference_file, dir / student / file);
+    }
+    void write(const std::string& student, const std::string& file, const std::string& text) const {
+        fs::create_directories(dir / student);
+        std::ofstream(dir / student / file) << text;
+    }
+};
+
+// The reference softmax.cpp with `extra` run first in softmax(): each student's twist on it.
+std::string softmax_with(const std::string& extra, const std::string& includes = "") {
+    return "#include \"nn/softmax.hpp\"\n#include \"nn/kernels.hpp\"\n" + includes +
+           "namespace attn::nn {\n"
+           "Vec softmax(const Vec& logits) {\n" +
+           extra +
+           "    Vec out = xt::empty<double>({logits.size()});\n"
+           "    softmax_span(logits.data(), out.data(), logits.size());\n"
+           "    return out;\n}\n"
+           "Mat softmax_rows(const Mat& logits) {\n"
+           "    const std::size_t rows = logits.shape(0), cols = logits.shape(1);\n"
+           "    Mat out = xt::empty<double>({rows, cols});\n"
+           "    for (std::size_t r = 0; r < rows; ++r) softmax_span(logits.data() + r * cols, out.data() + r * cols, cols);\n"
+           "    return out;\n}\n}  // namespace attn::nn\n";
+}
+
+std::string line_of(const std::string& csv, const std::string& student) {
+    std::istringstream lines(csv);
+    for (std::string line; std::getline(lines, line);)
+        if (line.rfind(student + ",", 0) == 0) return line;
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("grade --sources builds and checks every student in a sandbox of their own", "[grade_sources]") {
+    Class c;
+    const Result probe = run_command("bwrap --unshare-all --ro-bind /usr /usr --symlink usr/lib64 /lib64 "
+                                     "--symlink usr/lib /lib /usr/bin/true 2>&1");
+    if (probe.code != 0) {
+        WARN("skipped: no sandbox can be created here (bwrap: " << probe.output << ")");
+        c.write("alice", "softmax.cpp", softmax_with(""));
+        const Result r = run_attn("grade --sources " + c.q("alice") + " --out " + c.q("report"));
+        CHECK(r.code == 3);
+        CHECK_THAT(r.output, Catch::Contains("sandbox"));
+        return;
+    }
+    // the graded exercises: softmax (lesson 1) and scaled-attention (lesson 4), whose function calls softmax
+    // alice: both right.
+    c.reference("alice", "softmax.cpp", "softmax.cpp");
+    c.reference("alice", "scaled_attention.cpp", "self_attention_scaled.cpp");
+    // bob: scaled attention divided by sqrt(d_v) (fails its unit case), softmax right.
+    c.reference("bob", "softmax.cpp", "softmax.cpp");
+    fs::copy_file(source_dir() + "/tests/fixtures/attention_mistakes/scaled_attention.cpp",
+                  c.dir / "bob" / "scaled_attention.cpp");
+    // carol: a softmax that does not compile; her scaled attention is graded with the reference softmax.
+    c.write("carol", "softmax.cpp", softmax_with("    return logits  // no semicolon\n"));
+    c.reference("carol", "scaled_attention.cpp", "self_attention_scaled.cpp");
+    // dave: a softmax that never returns; only scaled-attention handed in besides.
+    c.write("dave", "softmax.cpp", softmax_with("    for (volatile unsigned long spin = 0;; spin = spin + 1) {}\n"));
+    c.reference("dave", "scaled_attention.cpp", "self_attention_scaled.cpp");
+    // erin: a softmax that writes through a null pointer; no scaled_attention.cpp.
+    c.write("erin", "softmax.cpp", softmax_with("    *static_cast<volatile int*>(nullptr) = 1;\n"));
+    // frank: a softmax that asks for 64 GiB.
+    c.write("frank", "softmax.cpp",
+            softmax_with("    std::vector<double> huge(std::size_t{1} << 33, 1.0);\n"
+                         "    if (huge[12345] != 1.0) return logits;\n",
+                         "#include <vector>\n"));
+    // eve: a right softmax that first tries to read alice's file and to write beside the submissions;
+    // either would make it throw, so it passes only when both are impossible.
+    const fs::path alices = c.dir / "alice" / "softmax.cpp", mark = c.dir / "eve-was-here";
+    c.write("eve", "softmax.cpp",
+            softmax_with("    {\n        std::ifstream other(\"" + alices.string() + "\");\n"
+                         "        std::ofstream out(\"" + mark.string() + "\");\n"
+                         "        if (other.good() || out.good()) throw std::runtime_error(\"escaped the sandbox\");\n"
+                         "    }\n",
+                         "#include <fstream>\n#include <stdexcept>\n"));
+    const Result r = run_attn("grade --sources " + c.q("alice") + " " + c.q("bob") + " " + c.q("carol") + " " +
+                              c.q("dave") + " " + c.q("erin") + " " + c.q("frank") + " " + c.q("eve") +
+                              " --exercise softmax --exercise scaled-attention --cpu-limit 15 --memory-limit 2048 "
+                              "--out " + c.q("report"));
+    INFO(r.output);
+    CHECK(r.code == 1);  // not everything passes
+    const std::string wide = read_file(c.dir / "report.csv");
+    const std::string details = read_file(c.dir / "report.long.csv");
+    INFO(details);
+    CHECK_THAT(wide, Catch::StartsWith("student,softmax,scaled-attention,passed,points,max_points\n"));
+    CHECK(line_of(wide, "alice") == "alice,pass,pass,2,2,2");
+    CHECK(line_of(wide, "bob") == "bob,pass,fail,1,1,2");
+    CHECK(line_of(wide, "carol") == "carol,error,pass,1,1,2");
+    // dave's loop spends his CPU time: the check of softmax is stopped, and scaled-attention (which
+    // calls his softmax) is stopped or left unchecked
+    CHECK(line_of(wide, "dave") == "dave,error,error,0,0,2");
+    CHECK(line_of(wide, "erin") == "erin,error,missing,0,0,2");
+    CHECK(line_of(wide, "frank") == "frank,error,missing,0,0,2");
+    CHECK(line_of(wide, "eve") == "eve,pass,missing,1,1,2");
+    CHECK_FALSE(fs::exists(mark));
+    std::size_t lines = 0;
+    for (char ch : wide) lines += ch == '\n' ? 1 : 0;
+    CHECK(lines == 8);  // the header and seven students
+    // the messages say what happened
+    CHECK_THAT(details, Catch::Contains("bob,self-attention,scaled-attention,fail,d_v != d_k,"));
+    CHECK_THAT(details, Catch::Contains("carol,bottleneck,softmax,error,,does not compile: softmax.cpp:"));
+    CHECK_THAT(details, Catch::Contains("expected ';'"));
+    CHECK_THAT(details, Catch::Contains("dave,bottleneck,softmax,error,,the check stopped"));
+    CHECK_THAT(details, Catch::Contains("erin,bottleneck,softmax,error,,the check crashed: signal 11 (SIGSEGV"));
+    CHECK_THAT(details, Catch::Contains("erin,self-attention,scaled-attention,missing,,no scaled_attention.cpp"));
+    CHECK_THAT(details, Catch::Matches("[\\s\\S]*frank,bottleneck,softmax,error,[^\\n]*(memory|bad_alloc|allocat)[\\s\\S]*"));
+    const auto json = nlohmann::json::parse(read_file(c.dir / "report.json"));
+    REQUIRE(json.at("students").size() == 7);
+    CHECK(json.at("students").at(0).at("points") == 2);
+    CHECK(json.at("students").at(3).at("points") == 0);
+    // nothing of the builds is left behind
+    CHECK(fs::is_empty(c.dir / "alice") == false);
+    CHECK(!fs::exists(c.dir / "alice" / "attn-graded"));
+}
+
+TEST_CASE("grade --sources refuses what it cannot do, clearly", "[grade_sources]") {
+    Class c;
+    c.write("alice", "softmax.cpp", softmax_with(""));
+    const Result bad_cpu = run_attn("grade --sources " + c.q("alice") + " --cpu-limit 0 --out " + c.q("report"));
+    CHECK(bad_cpu.code == 2);
+    CHECK_THAT(bad_cpu.output, Catch::Contains("--cpu-limit must be between"));
+    const Result bad_exercise = run_attn("grade --sources " + c.q("alice") + " --exercise sofmax --out " + c.q("report"));
+    CHECK(bad_exercise.code == 2);
+    CHECK_THAT(bad_exercise.output, Catch::Contains("did you mean 'softmax'"));
+    CHECK_FALSE(fs::exists(c.dir / "report.csv"));
+}
+
+}  // namespace test_grade_sources
