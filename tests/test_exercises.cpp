@@ -205,6 +205,25 @@ TEST_CASE("typical mistakes fail their own exercise's unit case, and nothing els
     }
 }
 
+TEST_CASE("attn-student watch checks, then rebuilds and checks again when a file changes", "[exercises]") {
+    const fs::path student = env("ATTN_STUDENT_BIN");
+    const fs::path file = fs::path(env("ATTN_SOURCE_DIR")) / "lessons/exercises/softmax.cpp";
+    // a student saves softmax.cpp (its content unchanged: only the time moves) while watch waits
+    const Result r = run_command("(sleep 4; touch '" + file.string() + "') & timeout 600 '" + student.string() +
+                                 "' watch softmax --runs 2 2>&1; code=$?; wait; exit $code");
+    INFO(r.output);
+    CHECK(r.code == 1);  // the starter: not started
+    std::size_t checks = 0;
+    for (std::size_t at = r.output.find("── check at"); at != std::string::npos; at = r.output.find("── check at", at + 1))
+        ++checks;
+    CHECK(checks == 2);
+    CHECK_THAT(r.output, Catch::Contains("waiting for a change to"));
+    CHECK_THAT(r.output, Catch::Contains("softmax.cpp changed since the last build: rebuilding"));
+    CHECK_THAT(r.output, Catch::Contains("exercise softmax is not done yet"));
+    const Result reference = run(env("ATTN_BIN"), "watch");
+    CHECK(reference.code == 2);
+}
+
 TEST_CASE("attn-student never checks a program older than the student's files", "[exercises]") {
     // a copy of attn-student dated an hour before the newest file of its exercise folder: what a
     // student has after editing a file and forgetting to rebuild

@@ -88,6 +88,9 @@ int cmd_grade(const GradeOptions& options);
 int cmd_exercises(const ExerciseOptions& options);        // the exercises, their status, the file to edit
 int cmd_check_exercises(const ExerciseOptions& options);  // why each exercise does not pass yet
 int cmd_hint(const std::string& exercise);                // the next hint, one at a time
+// attn-student watch: check, then check again (rebuilding first) whenever an exercise file
+// changes; stops after `runs` checks when runs > 0, else at Ctrl-C.
+int cmd_watch(const ExerciseOptions& options, std::size_t runs);
 int cmd_instructor_check(const InstructorOptions& options);
 
 }  // namespace attn

@@ -179,12 +179,18 @@ int run_main(int argc, char** argv) {
 
     CLI::App* exercises_cmd = nullptr;
     CLI::App* hint_cmd = nullptr;
+    CLI::App* watch_cmd = nullptr;
+    std::size_t watch_runs = 0;
     CLI::App* instructor_cmd = nullptr;
     std::string hint_exercise;
     InstructorOptions instructor{ATTN_GOLDEN_DIR, program.build_dir};
     if (program.exercise_build) {
         exercises_cmd = app.add_subcommand("exercises", "The exercises: status, and the file to edit for each");
         hint_cmd = app.add_subcommand("hint", "The next hint for an exercise, one at a time");
+        watch_cmd = app.add_subcommand(
+            "watch", "Check, then rebuild and check again whenever you save an exercise file (Ctrl-C stops)");
+        watch_cmd->add_option("exercises", exercise_check.exercises, "Exercise ids (default: every exercise)");
+        watch_cmd->add_option("--runs", watch_runs, "Stop after this many checks (default: never)");
         hint_cmd->add_option("exercise", hint_exercise, "Exercise id")->required();
     } else {
         instructor_cmd = app.add_subcommand(
@@ -236,6 +242,7 @@ int run_main(int argc, char** argv) {
             return program.exercise_build ? cmd_check_exercises(exercise_check) : cmd_check(check);
         if (exercises_cmd && app.got_subcommand(exercises_cmd)) return cmd_exercises(exercise_check);
         if (hint_cmd && app.got_subcommand(hint_cmd)) return cmd_hint(hint_exercise);
+        if (watch_cmd && app.got_subcommand(watch_cmd)) return cmd_watch(exercise_check, watch_runs);
         if (instructor_cmd && app.got_subcommand(instructor_cmd)) return cmd_instructor_check(instructor);
         if (app.got_subcommand(bless_cmd)) return cmd_bless(bless);
         if (app.got_subcommand(export_cmd)) return cmd_export(exporting);

@@ -13,6 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <thread>
+#include <ctime>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -413,6 +416,73 @@ int cmd_check_exercises(const ExerciseOptions& o) {
     else
         print_check_text(statuses, o.tolerance);
     return exit_code(statuses);
+}
+
+namespace {
+
+// Every exercise file of the folder with its modification time (absent files too, as "none").
+std::vector<std::pair<std::filesystem::path, std::filesystem::file_time_type>> exercise_file_times() {
+    std::vector<std::pair<std::filesystem::path, std::filesystem::file_time_type>> out;
+    for (const auto& x : all_exercises()) {
+        std::error_code ec;
+        const auto file = exercise_path(x);
+        const auto t = std::filesystem::last_write_time(file, ec);
+        out.emplace_back(file, ec ? std::filesystem::file_time_type::min() : t);
+    }
+    return out;
+}
+
+// Runs `argv` and waits for it; its exit code, or exit_usage when it could not start.
+int run_and_wait(const std::vector<std::string>& args) {
+    const pid_t pid = ::fork();
+    if (pid < 0) return exit_usage;
+    if (pid == 0) {
+        std::vector<char*> argv;
+        for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : exit_usage;
+}
+
+}  // namespace
+
+int cmd_watch(const ExerciseOptions& o, std::size_t runs) {
+    const Program& p = this_program();
+    if (p.name != "attn-student") {
+        fmt::print(stderr, "{}: watch is a command of attn-student (the program built from your exercise files)\n",
+                   p.name);
+        return exit_usage;
+    }
+    std::vector<const Exercise*> wanted;
+    if (!resolve_exercises(o.exercises, wanted)) return exit_usage;
+    std::vector<std::string> args = {(p.build_dir / p.name).string(), "check"};
+    for (const auto& id : o.exercises) args.push_back(id);
+    args.insert(args.end(), {"--golden", o.golden_dir.string(), "--rtol", fmt::format("{:.17g}", o.tolerance.rtol),
+                             "--atol", fmt::format("{:.17g}", o.tolerance.atol)});
+    fmt::print("Watching {}: save an exercise file and it is rebuilt and checked again. Ctrl-C stops.\n",
+               printable_utf8(shown_path(p.exercises_dir)));
+    int code = exit_ok;
+    for (std::size_t done = 0;;) {
+        const auto before = exercise_file_times();
+        std::time_t now = std::time(nullptr);
+        char clock[16] = "";
+        std::strftime(clock, sizeof clock, "%H:%M:%S", std::localtime(&now));
+        fmt::print("\n── check at {} ──\n", clock);
+        std::fflush(stdout);
+        // check rebuilds the program first when a file is newer than it (run_fresh_program)
+        code = run_and_wait(args);
+        if (runs > 0 && ++done >= runs) return code;
+        fmt::print("\n(waiting for a change to {}...)\n", printable_utf8(shown_path(p.exercises_dir)));
+        std::fflush(stdout);
+        while (exercise_file_times() == before) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        // an editor may write a file in several steps: let it finish
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
 }
 
 int cmd_hint(const std::string& id) {
