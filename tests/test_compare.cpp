@@ -160,4 +160,25 @@ TEST_CASE("a lesson comparison stops at the first diverging step", "[compare]") 
     }
 }
 
+TEST_CASE("the tensors of a diverging step are listed by where they first differ", "[compare]") {
+    // a GRU-like step: Z, R, H_cand and H, computed row by row (one row per time step). A wrong
+    // reset gate leaves R and Z right at row 0 but spoils H_cand and H there, and Z from row 1 on.
+    const auto make = [](double zr_row1, double hc_row0) {
+        Trace t("demo", Config{1, {}});
+        t.step("encoder", "Encoder", "", "");
+        t.tensor("Z", "", Array{{0.1, 0.2}, {zr_row1, 0.4}});
+        t.tensor("R", "", Array{{0.5, 0.6}, {0.7, 0.8}});
+        t.tensor("H_cand", "", Array{{hc_row0, 1.0}, {1.1, 1.2}});
+        t.tensor("H", "", Array{{1.3, 1.4}, {1.5, 1.6}});
+        return t;
+    };
+    const auto cmp = compare_traces(make(0.9, 2.0), make(0.3, 0.9), Tolerance{});
+    REQUIRE_FALSE(cmp.ok);
+    const auto candidate = cmp.report.find("tensor 'H_cand'"), update = cmp.report.find("tensor 'Z'");
+    REQUIRE(candidate != std::string::npos);
+    REQUIRE(update != std::string::npos);
+    CHECK(candidate < update);
+    CHECK_THAT(cmp.report, Catch::Contains("2 tensors differ; the first listed differs earliest (row 0"));
+}
+
 }  // namespace test_compare

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -35,6 +37,11 @@ std::string join_labels(const std::vector<std::string>& labels) {
 std::string compare_step(const Step& actual, const Step& golden, const Tolerance& tol, bool partial,
                          std::size_t& tensors_compared) {
     std::string report;
+    // The tensors that differ, listed by where they first differ: the row of their first mismatch
+    // (the position or time step a lesson computes row by row), then the order the step records
+    // them in. So a wrong reset gate shows the candidate state it spoils before the update gate
+    // that goes wrong only a row later.
+    std::vector<std::pair<std::size_t, std::string>> differing;
     for (const auto& g : golden.tensors) {
         if (g.measured) continue;  // a timing in a hand-made file: never compared
         const TensorRecord* a = find_tensor(actual, g.name);
@@ -46,8 +53,13 @@ std::string compare_step(const Step& actual, const Step& golden, const Tolerance
         }
         ++tensors_compared;
         const TensorDiff d = compare_tensor(a->value, g.value, tol);
-        if (!d.ok())
-            report += fmt::format("  tensor '{}' {}\n{}\n", g.name, shape_string(g.shape()), tensor_diff_report(d, tol));
+        if (!d.ok()) {
+            const std::size_t row = d.shape_matches && !d.first.empty() && !d.first.front().index.empty()
+                                        ? d.first.front().index.front()
+                                        : 0;
+            differing.emplace_back(row, fmt::format("  tensor '{}' {}\n{}\n", g.name, shape_string(g.shape()),
+                                                    tensor_diff_report(d, tol)));
+        }
         if (!partial && a->rows != g.rows)
             report += fmt::format("  tensor '{}': row labels are [{}], golden has [{}]\n", g.name, join_labels(a->rows),
                                   join_labels(g.rows));
@@ -55,6 +67,13 @@ std::string compare_step(const Step& actual, const Step& golden, const Tolerance
             report += fmt::format("  tensor '{}': column labels are [{}], golden has [{}]\n", g.name,
                                   join_labels(a->cols), join_labels(g.cols));
     }
+    std::stable_sort(differing.begin(), differing.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    if (differing.size() > 1)
+        report += fmt::format("  {} tensors differ; the first listed differs earliest (row {}, in the order of "
+                              "computation)\n",
+                              differing.size(), differing.front().first);
+    for (const auto& [row, text] : differing) report += text;
     for (const auto& a : actual.tensors) {
         if (a.measured || find_tensor(golden, a.name)) continue;  // timings are never compared
         if (partial) {
