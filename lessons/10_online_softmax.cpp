@@ -43,9 +43,10 @@ const Param T_max{"T_max", 1024, 64, 4096,
 }  // namespace param
 
 // Seconds per multiply-add of the memory step (the plain and the tiled form at T = 64 .. T_max, each
-// T^2 (d_k + d_v) multiply-adds and T^2 exponentials), measured on this project's 2-core machine
-// under load and rounded up: the default takes well under a second.
-constexpr double seconds_per_madd = 3e-9;
+// T^2 (d_k + d_v) multiply-adds and T^2 exponentials): the largest setting, T_max = 4096 with
+// d_k = d_v = 64, took 3.6 s on this project's 2-core machine at a load of 2.9, 0.6 ns per
+// multiply-add; twice that, on the safe side. The default takes well under a second.
+constexpr double seconds_per_madd = 1.2e-9;
 constexpr double time_cap_seconds = 60.0;
 
 std::string limits(const Config& c) {
