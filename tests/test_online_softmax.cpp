@@ -5,6 +5,7 @@
 // not divide T, with and without the causal flag, and the number of exponentials it evaluates.
 // T = tokens, d_k = query/key width, d_v = value width, B_r x B_c = one tile.
 #include "core/rng.hpp"
+#include "nn/fast_attention.hpp"
 #include "nn/online_softmax.hpp"
 #include "nn/self_attention.hpp"
 #include "nn/softmax.hpp"
@@ -205,6 +206,28 @@ TEST_CASE("tiled attention refuses what it cannot compute", "[online_softmax]") 
     CHECK_THROWS_AS(nn::tiled_attention(Q, K, xt::ones<double>({4, 2}), 2, 2, false), ShapeError);
     // T_q != T_k without the causal flag is fine
     CHECK(nn::tiled_attention(Q, K, V, 2, 2, false).output.shape(0) == 3);
+}
+
+TEST_CASE("the output-only fast attention equals the plain form across its blocks, causal or not",
+          "[online_softmax]") {
+    // its blocks are 64 queries x 256 keys: T = 300 crosses both, T = 1 and 70 only some
+    for (const std::size_t T : {std::size_t{1}, std::size_t{70}, std::size_t{300}}) {
+        Rng rng(200 + T);
+        const Mat Q = rng.normal_mat(T, 6, 2.0), K = rng.normal_mat(T, 6, 2.0), V = rng.normal_mat(T, 5);
+        for (const bool causal : {false, true}) {
+            INFO("T = " << T << (causal ? ", causal" : ""));
+            nn::AttentionResult plain;
+            const Mat expected = causal_plain(Q, K, V, causal, plain);
+            CHECK(max_abs_difference(nn::fast_attention(Q, K, V, causal), expected) <= attention_tolerance);
+        }
+    }
+    // fewer queries than keys, without the flag; and the refusals
+    Rng rng(3);
+    const Mat Q = rng.normal_mat(5, 4), K = rng.normal_mat(400, 4), V = rng.normal_mat(400, 2);
+    CHECK(max_abs_difference(nn::fast_attention(Q, K, V, false), nn::scaled_dot_product_attention(Q, K, V).output) <=
+          attention_tolerance);
+    CHECK_THROWS_AS(nn::fast_attention(Q, K, V, true), std::invalid_argument);
+    CHECK_THROWS_AS(nn::fast_attention(Q, xt::ones<double>({400, 3}), V, false), ShapeError);
 }
 
 }  // namespace test_online_softmax
