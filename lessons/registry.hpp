@@ -57,6 +57,7 @@ Lesson multi_head_lesson();
 Lesson scaling_lesson();
 Lesson backprop_lesson();
 Lesson learning_to_align_lesson();
+Lesson online_softmax_lesson();
 
 // Rules the lessons' limits share; each returns "" when the configuration is fine.
 // `doubles` under the memory cap, else a message naming the estimate of `what`.

@@ -8,6 +8,7 @@
 #include "nn/attention.hpp"
 #include "nn/backward.hpp"
 #include "nn/multi_head.hpp"
+#include "nn/online_softmax.hpp"
 #include "nn/optimizer.hpp"
 #include "nn/positional.hpp"
 #include "nn/rnn.hpp"
@@ -632,6 +633,42 @@ const std::vector<UnitCase>& unit_cases() {
              }
              return CaseResult{{{"g (one row per step; lr 0.1)", g}, {"theta at the start", Vec{1.0, -1.0, 0.5}}},
                                actual, expected};
+         }},
+        // ---- online-softmax
+        {"online-softmax", "logits of +-1e3",
+         "exp taken before subtracting the running maximum: exp(1000) is inf, and inf / inf is NaN",
+         {},
+         [] {
+             const Mat S = {{-1000.0, 999.0, 1000.0, 1000.5}, {710.0, -710.0, 709.0, 0.0}};
+             return CaseResult{{{"S", S}}, nn::online_softmax_rows(S), softmax_rows_oracle(S)};
+         }},
+        {"online-softmax", "the maximum last",
+         "a running sum that is not rescaled when the maximum grows: l keeps terms measured against an old, "
+         "smaller maximum, and every weight comes out too small",
+         {},
+         [] {
+             const Mat S = {{0.5, 1.0, -2.0, 3.0, 9.0}, {1.0, 2.0, 3.0, 4.0, 5.0}};
+             return CaseResult{{{"S", S}}, nn::online_softmax_rows(S), softmax_rows_oracle(S)};
+         }},
+        {"online-softmax", "one entry, and ties",
+         "T = 1 (a single logit gets weight 1) and equal logits (equal weights, no rescale ever)",
+         {},
+         [] {
+             const Vec one = nn::online_softmax(Vec{-3.5});
+             const Mat ties = nn::online_softmax_rows(Mat{{2.0, 2.0, 2.0, 2.0}});
+             Mat actual = xt::zeros<double>({std::size_t{2}, std::size_t{4}}), expected = actual;
+             actual(0, 0) = one.size() == 1 ? one(0) : std::nan("");
+             expected(0, 0) = 1.0;
+             for (std::size_t j = 0; j < 4; ++j) actual(1, j) = ties(0, j), expected(1, j) = 0.25;
+             return CaseResult{{{"x (row 1)", Vec{-3.5}}, {"S (row 2)", Mat{{2.0, 2.0, 2.0, 2.0}}}}, actual, expected};
+         }},
+        {"online-softmax", "a row of all -inf",
+         "exp(m_{j-1} - m_j) while m is still -inf: exp(-inf - (-inf)) is NaN; a row of all -inf must give "
+         "zeros, and a row that starts with -inf its ordinary weights",
+         {},
+         [] {
+             const Mat S = {{-inf, -inf, -inf}, {-inf, -inf, 3.0}};
+             return CaseResult{{{"S", S}}, nn::online_softmax_rows(S), softmax_rows_oracle(S)};
          }},
     };
     return cases;

@@ -195,6 +195,17 @@ const std::vector<Exercise>& all_exercises() {
           "Typical mistakes: g instead of g^2 in v; forgetting the bias\n"
           "correction (the first steps are then far too small); eps inside the\n"
           "sqrt; adding the step instead of subtracting it (the loss rises)."}},
+        {"online-softmax", "The online softmax", "online-softmax", {"online", "edges"}, {"softmax"},
+         {"m_j = max(m_{j-1}, x_j), l_j = l_{j-1} exp(m_{j-1} - m_j) + exp(x_j - m_j)\n"
+          "from m_0 = -inf, l_0 = 0 (Milakov & Gimelshein 2018): one pass for m and\n"
+          "l, a second for the weights exp(x_i - m_n) / l_n.",
+          "The factor exp(m_{j-1} - m_j) moves the terms already in l onto the new\n"
+          "maximum; leave it out and a row whose maximum comes late gets weights\n"
+          "far too small (lesson 10's step [online] shows the numbers).",
+          "While every entry so far is -inf, m is -inf and exp(-inf - (-inf)) is\n"
+          "NaN: add nothing until a finite entry arrives, and give a row that is\n"
+          "-inf everywhere zeros. Use portable::exp as the reference does:\n"
+          "std::exp passes within tolerance, but not always to the bit."}},
     };
     return exercises;
 }

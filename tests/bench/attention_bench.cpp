@@ -3,7 +3,10 @@
 // T = positions, d = query/key/value width, h = heads, d_model = model width, d_k = d_model / h.
 //
 // Cases: (a) scaled dot-product attention, T = 1024, d = 64; (b) the same with a causal mask;
-// (c) multi-head attention, T = 512, d_model = 512, h = 8, without keeping the heads' weights.
+// (c) multi-head attention, T = 512, d_model = 512, h = 8, without keeping the heads' weights;
+// (d) the output-only nn::fast_attention (lesson 10's tiles, for speed) at T = 4096 and 16384,
+// d = 64, with and without the causal flag: no GEMM floor there (the T x T matrices of the floor
+// take 2 GiB at T = 16384), its own table of times and peak memory instead.
 // Targets: time <= 1.3 x the GEMMs (whatever the op does besides them: scaling, softmax, masks,
 // copies, allocation) and peak extra memory <= 3 T^2 doubles besides the inputs.
 //
@@ -12,6 +15,7 @@
 // ratio table (medians when repeated) and a memory table.
 #include "core/allocator.hpp"
 #include "core/rng.hpp"
+#include "nn/fast_attention.hpp"
 #include "nn/multi_head.hpp"
 #include "nn/self_attention.hpp"
 
@@ -143,6 +147,20 @@ void run_causal_attention(const AttentionInputs& in) {
     benchmark::DoNotOptimize(nn::scaled_dot_product_attention(in.Q, in.K, in.V, in.causal));
 }
 
+// nn::fast_attention's inputs at a length T, d = attention_d.
+struct FastInputs {
+    Mat Q, K, V;
+};
+
+FastInputs fast_inputs(std::size_t T) {
+    Rng rng(19);
+    return {rng.normal_mat(T, attention_d), rng.normal_mat(T, attention_d), rng.normal_mat(T, attention_d)};
+}
+
+void run_fast_attention(const FastInputs& in, bool causal) {
+    benchmark::DoNotOptimize(nn::fast_attention(in.Q, in.K, in.V, causal));
+}
+
 void run_multi_head(const MultiHeadInputs& in) {
     benchmark::DoNotOptimize(nn::multi_head_attention(in.X, in.X, in.p, multi_head_h, nullptr, nn::HeadWeights::drop));
 }
@@ -223,6 +241,12 @@ void BM_multi_head_gemms(benchmark::State& state) {
     for (auto _ : state) run_multi_head_gemms(g);
 }
 
+// range(0): T, range(1): 1 for the causal flag
+void BM_fast_attention(benchmark::State& state) {
+    const FastInputs in = fast_inputs(static_cast<std::size_t>(state.range(0)));
+    for (auto _ : state) run_fast_attention(in, state.range(1) != 0);
+}
+
 // The rows of the ratio table: the op's benchmark, its floor's, and T for the memory units.
 struct Case {
     std::string name, op, floor;
@@ -293,6 +317,14 @@ int main(int argc, char** argv) {
              {"multi_head_gemms", BM_multi_head_gemms}})
         benchmark::RegisterBenchmark(name.c_str(), fn)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+    for (const std::int64_t T : {4096, 16384})
+        for (const std::int64_t causal : {0, 1})
+            benchmark::RegisterBenchmark(fmt::format("fast_attention_T{}{}", T, causal ? "_causal" : "").c_str(),
+                                         BM_fast_attention)
+                ->Args({T, causal})
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime();
+
     RecordingReporter reporter(benchmark::CreateDefaultDisplayReporter());
     benchmark::RunSpecifiedBenchmarks(&reporter);
     benchmark::Shutdown();
@@ -326,5 +358,19 @@ int main(int argc, char** argv) {
         const double peak = c.peak_extra_bytes() / T2_bytes;
         fmt::print("{:<36}{:>14.3f}  {}\n", c.name, peak, peak <= memory_target ? "ok" : "OVER");
     }
+
+    // nn::fast_attention: its time, and its peak memory besides the inputs (the T x d result, K
+    // transposed, one tile per query block in flight) against the T x T scores and weights the
+    // plain form holds at that length.
+    fmt::print("\n{:<36}{:>14}{:>16}{:>16}\n", "fast attention, d = 64", "median_ms", "peak_MiB", "plain_S+A_MiB");
+    for (const std::size_t T : {std::size_t{4096}, std::size_t{16384}})
+        for (const bool causal : {false, true}) {
+            const std::string name = fmt::format("fast_attention_T{}{}", T, causal ? "_causal" : "");
+            const FastInputs in = fast_inputs(T);
+            const double peak = peak_extra_bytes([&] { run_fast_attention(in, causal); });
+            const double plain = 2.0 * static_cast<double>(T * T * sizeof(double));
+            fmt::print("{:<36}{:>14.1f}{:>16.2f}{:>16.0f}\n", fmt::format("T={}{}", T, causal ? " causal" : ""),
+                       reporter.median_ms(name), peak / (1024.0 * 1024.0), plain / (1024.0 * 1024.0));
+        }
     return 0;
 }

@@ -1,0 +1,479 @@
+// Lesson 10: the online softmax and attention tile by tile. The softmax of a row in one pass with a
+// running maximum and a rescaled running sum (Milakov & Gimelshein 2018); then attention computed
+// block by block with the same bookkeeping per query, never holding the T x T weights (Dao et al.
+// 2022, FlashAttention, algorithm 1; Rabe & Staats 2021); what that saves in memory, and what the
+// causal flag saves in exponentials.
+// T = tokens (queries = keys), d_k = query/key width, d_v = value width, B_r x B_c = queries x keys
+// of one tile, T_max = the longest sequence the memory step runs.
+#include "registry.hpp"
+#include "support.hpp"
+
+#include "core/portable_math.hpp"
+#include "core/rng.hpp"
+#include "nn/online_softmax.hpp"
+#include "nn/self_attention.hpp"
+#include "nn/softmax.hpp"
+#include "nn/tiled_attention.hpp"
+
+#include <fmt/format.h>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attn {
+
+namespace {
+
+// ---------------------------------------------------------------- parameters (--set)
+
+namespace param {
+const Param T{"T", 10, 1, 64, "tokens of the tiled examples (queries = keys)"};
+const Param d_k{"d_k", 4, 1, 64, "width of the queries and keys"};
+const Param d_v{"d_v", 3, 1, 64, "width of the values"};
+const Param B_r{"B_r", 4, 1, 64, "queries per tile"};
+const Param B_c{"B_c", 3, 1, 64, "keys per tile"};
+const Param T_max{"T_max", 1024, 64, 4096,
+                  "longest sequence the memory step runs, a power of two from 64 (longer ones are computed)"};
+}  // namespace param
+
+// Seconds per multiply-add of the memory step (the plain and the tiled form at T = 64 .. T_max, each
+// T^2 (d_k + d_v) multiply-adds and T^2 exponentials): the largest setting, T_max = 4096 with
+// d_k = d_v = 64, took 3.6 s on this project's 2-core machine at a load of 2.9, 0.6 ns per
+// multiply-add; twice that, on the safe side. The default takes well under a second.
+constexpr double seconds_per_madd = 1.2e-9;
+constexpr double time_cap_seconds = 60.0;
+
+std::string limits(const Config& c) {
+    if (auto why = power_of_two(c, param::T_max, "the memory step doubles T from 64 up to it"); !why.empty())
+        return why;
+    const double T = as_double(c.size(param::T_max)), width = as_double(c.size(param::d_k) + c.size(param::d_v));
+    // the plain form at T_max holds its scores and weights (T^2 each) and both forms' outputs
+    if (auto why = memory_limit(2.0 * T * T + 4.0 * T * width,
+                                fmt::format("the {0} x {0} scores and weights of the plain form at T_max={0}",
+                                            c.size(param::T_max)));
+        !why.empty())
+        return why;
+    // both forms at every doubling up to T_max: about 4/3 of the work at T_max, twice (plain and tiled)
+    const double seconds = 2.0 * (4.0 / 3.0) * T * T * (width + 4.0) * seconds_per_madd;
+    if (seconds <= time_cap_seconds) return "";
+    return fmt::format("would run for about {:.0f} s (T_max={} with d_k + d_v = {}), above the cap of {:.0f} s: "
+                       "lower T_max, d_k or d_v",
+                       seconds, c.size(param::T_max), c.size(param::d_k) + c.size(param::d_v), time_cap_seconds);
+}
+
+constexpr double minus_inf = -std::numeric_limits<double>::infinity();
+constexpr double mebibyte = 1024.0 * 1024.0;
+// "Differs" below means by more than this; rounding alone stays below 1e-15.
+constexpr double visible_change = 1e-3;
+// Weights in [0, 1] from rows of a few entries: the one-pass and two-pass forms round differently,
+// a few times 1e-16 at most; a lost rescale is off by O(1).
+constexpr double softmax_tolerance = 1e-15;
+// Attention outputs are O(1) sums of up to 64 products per coordinate, added in another order
+// (unnormalised and rescaled in the tiles, normalised weights in the plain form).
+constexpr double attention_tolerance = 1e-12;
+
+// The row of steps 1 and 2: logits near 700, one above exp's largest argument (709.78), and the
+// largest entry last, so that every rescale of the running sum matters.
+const std::vector<double> demo_row = {2.0, -1.0, 705.0, 0.5, 703.0, 712.0};
+
+Vec vec_of(const std::vector<double>& x) {
+    Vec v = xt::empty<double>({x.size()});
+    for (std::size_t j = 0; j < x.size(); ++j) v(j) = x[j];
+    return v;
+}
+
+std::vector<std::string> entry_labels(std::size_t n) { return numbered("x_", 1, n); }
+
+double count_if_not(const Vec& v, bool (*pred)(double)) {
+    return as_double(static_cast<std::size_t>(std::count_if(v.begin(), v.end(), [pred](double x) { return !pred(x); })));
+}
+
+bool is_finite(double x) { return std::isfinite(x); }
+
+// e^{x_j} / sum_k e^{x_k} with no shift: what the two passes avoid.
+Vec unshifted_softmax(const Vec& x) {
+    Vec e = xt::empty<double>({x.size()});
+    double sum = 0.0;
+    for (std::size_t j = 0; j < x.size(); ++j) e(j) = portable::exp(x(j)), sum += e(j);
+    for (std::size_t j = 0; j < x.size(); ++j) e(j) /= sum;
+    return e;
+}
+
+// The mistake of step 2: the running maximum kept, but the running sum never rescaled,
+// l_j = l_{j-1} + e^{x_j - m_j}; then e^{x_i - m_n} / l_n.
+std::pair<double, Vec> softmax_without_rescale(const Vec& x) {
+    double m = minus_inf, l = 0.0;
+    for (std::size_t j = 0; j < x.size(); ++j) {
+        m = std::max(m, x(j));
+        l += portable::exp(x(j) - m);
+    }
+    Vec out = xt::empty<double>({x.size()});
+    for (std::size_t j = 0; j < x.size(); ++j) out(j) = portable::exp(x(j) - m) / l;
+    return {l, out};
+}
+
+// sum_k e^{x_k - max_k x_k}, in order: the two-pass normaliser.
+double shifted_sum(const Vec& x) {
+    const double m = xt::amax(x)();
+    double sum = 0.0;
+    for (std::size_t j = 0; j < x.size(); ++j) sum += portable::exp(x(j) - m);
+    return sum;
+}
+
+Mat plain_attention(const Mat& Q, const Mat& K, const Mat& V, bool causal, nn::AttentionResult& kept) {
+    kept = causal ? nn::scaled_dot_product_attention(Q, K, V, nn::causal_mask(Q.shape(0)))
+                  : nn::scaled_dot_product_attention(Q, K, V);
+    return kept.output;
+}
+
+// Largest |l_i - sum_j e^{s_ij - m_i}| / l_i over the rows, the sum taken from the plain scores.
+double row_sum_error(const nn::TiledAttention& tiled, const Mat& scores) {
+    double worst = 0.0;
+    for (std::size_t i = 0; i < scores.shape(0); ++i) {
+        const double m = tiled.row_max(i);
+        double sum = 0.0;
+        for (std::size_t j = 0; j < scores.shape(1); ++j)
+            if (scores(i, j) != minus_inf) sum += portable::exp(scores(i, j) - m);
+        worst = std::max(worst, std::abs(tiled.row_sum(i) - sum) / sum);
+    }
+    return worst;
+}
+
+// Largest |m_i - max_j s_ij| over the rows.
+double row_max_error(const nn::TiledAttention& tiled, const Mat& scores) {
+    const Vec largest = xt::amax(scores, {1});
+    return max_abs_difference(tiled.row_max, largest);
+}
+
+std::size_t blocks_of(std::size_t n, std::size_t block) { return (n + block - 1) / block; }
+
+std::vector<std::string> key_block_labels(std::size_t T, std::size_t B_c) {
+    std::vector<std::string> out;
+    for (std::size_t j0 = 0; j0 < T; j0 += B_c)
+        out.push_back(fmt::format("keys {}-{}", j0 + 1, std::min(T, j0 + B_c)));
+    return out;
+}
+
+// Step [two-pass]: the max-shifted softmax, and the unshifted one overflowing.
+void record_two_pass(Trace& trace, const Vec& x) {
+    const std::size_t n = x.size();
+    const Vec unshifted = unshifted_softmax(x), safe = nn::softmax(x);
+    trace.step("two-pass", "The safe softmax reads its row three times",
+               "softmax(x)_i = e^{x_i - m} / sum_k e^{x_k - m},  m = max_k x_k",
+               "Every lesson so far computed its softmax this way (nn::softmax). The exponential of a double "
+               "overflows above 709.78, and a score of 712 is not absurd for unscaled logits; e^712 is inf, "
+               "the sum is inf, and inf / inf is NaN. Subtracting the row's largest entry first changes "
+               "nothing in exact arithmetic (the factor e^{-m} cancels between numerator and denominator) and "
+               "makes every exponent at most 0, so the largest term is exactly 1 and the sum lies between 1 "
+               "and n. The price is three passes over the row: one for m, one for the sum, one for the "
+               "weights. For a row in fast memory that hardly matters; for a row of attention scores that "
+               "has to be fetched from slower memory each time, it is three trips, and the first pass must "
+               "finish before the second can start.");
+    trace.tensor("x", "one row of logits, the largest last", x, entry_labels(n));
+    trace.tensor("unshifted", "e^{x_i} / sum_k e^{x_k}, no shift", unshifted, entry_labels(n));
+    trace.tensor("softmax", "e^{x_i - m} / sum_k e^{x_k - m} (nn::softmax)", safe, entry_labels(n), {}, View::bars);
+    const std::size_t largest = static_cast<std::size_t>(std::max_element(x.begin(), x.end()) - x.begin());
+    trace.check("unshifted: e^712 overflows, and the largest entry's weight is inf / inf = NaN (1 when not)",
+                std::isnan(unshifted(largest)) ? 0.0 : 1.0, 0.0);
+    trace.check("shifted: the weights are finite and sum to 1", std::abs(xt::sum(safe)() - 1.0), 1e-15);
+}
+
+// Step [online]: the running maximum and rescaled running sum, entry by entry; the mistake of
+// forgetting the rescale.
+void record_online(Trace& trace, const Vec& x) {
+    const std::size_t n = x.size();
+    const Mat steps = nn::online_normalizer_steps(x);
+    const Vec online = nn::online_softmax(x);
+    const auto [wrong_l, wrong] = softmax_without_rescale(x);
+    trace.step("online", "One pass: a running maximum and a sum that follows it",
+               "m_j = max(m_{j-1}, x_j),  l_j = l_{j-1} e^{m_{j-1} - m_j} + e^{x_j - m_j},  m_0 = -inf, l_0 = 0",
+               "Milakov and Gimelshein (2018, arXiv:1805.02867, algorithm 3) merge the first two passes. "
+               "Read the row once, keeping the largest entry so far, m_j, and the sum of the exponentials so "
+               "far taken relative to it, l_j = sum_{k<=j} e^{x_k - m_j}. When a new entry is not larger, m "
+               "stays and e^{x_j - m_j} is simply added. When it is larger, every term already in l was "
+               "measured against the old maximum; multiplying l by e^{m_{j-1} - m_j}, a number below 1, "
+               "moves all of them onto the new one at once. After the last entry l_n is the normaliser of "
+               "the two-pass softmax, and one more pass writes the weights e^{x_i - m_n} / l_n: two reads of "
+               "the row instead of three, and the first one needs no earlier pass. No exponent is ever "
+               "positive, so nothing overflows. Here the maximum moves from 2 to 705 and then to 712, and "
+               "each time l drops back to about 1. Forgetting the rescale keeps every old term "
+               "against its own old maximum: the early e^{2 - 2} = 1 and e^{705 - 705} = 1 stay in l as if "
+               "they were as large as the winner, and the weights come out far too small.");
+    trace.tensor("x", "the row of step [two-pass]", x, entry_labels(n));
+    trace.tensor("m_l", "row j: m_j and l_j after reading x_j", steps, entry_labels(n),
+                 std::vector<std::string>{"m_j", "l_j"});
+    trace.tensor("online", "e^{x_i - m_n} / l_n (nn::online_softmax)", online, entry_labels(n), {}, View::bars);
+    trace.tensor("no_rescale", "the mistake: l_j = l_{j-1} + e^{x_j - m_j}, then e^{x_i - m_n} / l_n", wrong,
+                 entry_labels(n));
+    trace.check("m_n is the largest entry, exactly (a maximum is never rounded)",
+                std::abs(steps(n - 1, 0) - xt::amax(x)()), 0.0);
+    trace.check("l_n equals the two-pass sum sum_k e^{x_k - m}", std::abs(steps(n - 1, 1) - shifted_sum(x)), 1e-15);
+    trace.check("the online softmax equals the two-pass softmax", max_abs_difference(online, nn::softmax(x)),
+                softmax_tolerance);
+    trace.check(fmt::format("without the rescale l_n = {:.4g} instead of {:.4g}: the weights miss by > 1e-3 "
+                            "(the miss counted when smaller)",
+                            wrong_l, steps(n - 1, 1)),
+                max_abs_difference(wrong, online) > visible_change ? 0.0 : 1.0, 0.0);
+}
+
+// Step [edges]: the rows where a one-pass softmax goes wrong, each against the two-pass form.
+void record_edges(Trace& trace) {
+    const Mat X = {{1000.0, -1000.0, 999.0, 1000.5},   // overflow without the shift
+                   {0.0, 1.0, 2.0, 50.0},              // the maximum last
+                   {2.0, 2.0, 2.0, 2.0},               // ties
+                   {minus_inf, minus_inf, 3.0, 1.0},   // masked at first: l must stay 0, not NaN
+                   {minus_inf, minus_inf, minus_inf, minus_inf}};  // masked everywhere
+    const std::vector<std::string> rows = {"±1e3", "late max", "ties", "-inf first", "all -inf"};
+    const Mat online = nn::online_softmax_rows(X), two_pass = nn::softmax_rows(X);
+    const Vec one = nn::online_softmax(Vec{-3.5});
+    trace.step("edges", "The rows where a one-pass softmax goes wrong",
+               "online_softmax_rows(X) = softmax_rows(X), row by row",
+               "Five rows of four logits, each chosen so that a plausible slip shows. Logits of about ±1000 "
+               "overflow any form that exponentiates before subtracting. A maximum that arrives last punishes "
+               "a forgotten rescale. Ties must give equal weights. A row that starts with -inf (masked "
+               "entries) has m_j = -inf for a while: the rescale factor e^{m_{j-1} - m_j} would be "
+               "e^{-inf - (-inf)} = NaN there, so the pass adds nothing while m is -inf and l stays 0. A row "
+               "masked everywhere follows the project's convention for a fully masked row (nn::softmax, "
+               "nn::masked_softmax): all weights 0, not 0/0 = NaN, so that a padded query gets a zero output "
+               "and no NaN leaks out of it; the online form reaches it without dividing, since its l is still "
+               "0 at the end. A row of one entry gets weight 1.");
+    trace.tensor("X", "five rows of logits", X, rows, entry_labels(4));
+    trace.tensor("A_online", "online_softmax_rows(X)", online, rows, entry_labels(4), View::heatmap);
+    trace.tensor("A_one", "online_softmax of the single logit -3.5", one);
+    trace.check("every row equals the two-pass softmax (the all -inf row: zeros in both)",
+                max_abs_difference(online, two_pass), softmax_tolerance);
+    trace.check("the all -inf row is exactly 0, with no NaN",
+                xt::amax(xt::abs(xt::row(online, 4)))() + count_if_not(xt::row(online, 4), is_finite), 0.0);
+    trace.check("the ties get exactly 1/4 each", max_abs_difference(xt::row(online, 2), Vec{0.25, 0.25, 0.25, 0.25}),
+                0.0);
+    trace.check("a single logit gets weight exactly 1", std::abs(one(0) - 1.0), 0.0);
+}
+
+struct Inputs {
+    Mat Q, K, V;
+};
+
+// Step [tiles]: attention tile by tile against the plain form.
+void record_tiles(Trace& trace, const Inputs& in, std::size_t B_r, std::size_t B_c) {
+    const std::size_t T = in.Q.shape(0);
+    nn::AttentionResult plain;
+    const Mat O_plain = plain_attention(in.Q, in.K, in.V, false, plain);
+    const nn::TiledAttention tiled = nn::tiled_attention(in.Q, in.K, in.V, B_r, B_c, false);
+    const std::size_t tiles = blocks_of(T, B_r) * blocks_of(T, B_c);
+    trace.step("tiles", "Attention one tile at a time",
+               "per query i and key block b:  m_new = max(m_i, max_{j in b} s_ij),  c = e^{m_i - m_new},  "
+               "l_i = c l_i + sum_j e^{s_ij - m_new},  O_i = c O_i + sum_j e^{s_ij - m_new} v_j;  at the end O_i / l_i",
+               fmt::format(
+                   "The same bookkeeping works for a whole attention row, because the weights are only ever used "
+                   "to average the values: the running sum l_i and the running average's numerator O_i (a "
+                   "vector of d_v = {2}) are rescaled by the same factor c whenever the running maximum grows, "
+                   "and divided once at the end. Dao et al. (2022, arXiv:2205.14135, algorithm 1) cut Q into "
+                   "blocks of B_r = {3} queries and K, V into blocks of B_c = {4} keys; for each pair of blocks "
+                   "they form one B_r x B_c tile of scores in fast on-chip memory, fold it into m, l and O, and "
+                   "throw it away. Their algorithm 1 divides by l at every step; the form here keeps O "
+                   "unnormalised and divides once (as FlashAttention-2, Dao 2023, does), which gives the same "
+                   "numbers up to rounding. Rabe and Staats (2021, \"Self-attention does not need O(n^2) "
+                   "memory\") made the same observation for memory, chunk by chunk. T = {0} is not a multiple of "
+                   "either block size here, so the last blocks are short. The table shows m_i after each key "
+                   "block: it only grows, and each growth ({1} in all) rescales what was added before. The "
+                   "running maximum ends at the row's largest score exactly, since a maximum is never rounded; l "
+                   "and O agree with the plain form up to rounding, because they add the same terms in another "
+                   "order.",
+                   T, tiled.rescalings, in.V.shape(1), B_r, B_c));
+    trace.tensor("Q", "T x d_k", in.Q, numbered("q_", 1, T));
+    trace.tensor("K", "T x d_k", in.K, numbered("k_", 1, T));
+    trace.tensor("V", "T x d_v", in.V, numbered("v_", 1, T));
+    trace.tensor("m_after_block", "m_i after each key block", tiled.max_after_block, numbered("q_", 1, T),
+                 key_block_labels(T, B_c));
+    trace.tensor("l", "l_i = sum_j e^{s_ij - m_i}, from the tiles", tiled.row_sum, numbered("q_", 1, T));
+    trace.tensor("O_tiled", "O_i / l_i, T x d_v", tiled.output, numbered("o_", 1, T));
+    trace.tensor("O_plain", "softmax(Q K^T / sqrt(d_k)) V, the T x T weights held whole", O_plain, numbered("o_", 1, T));
+    trace.tensor("counts", "what the tiled run did",
+                 Vec{as_double(tiles), as_double(tiled.exponentials), as_double(tiled.rescalings)},
+                 std::vector<std::string>{"tiles", "exponentials e^{s - m}", "rescalings"});
+    trace.check("O_tiled equals the plain softmax(Q K^T / sqrt(d_k)) V", max_abs_difference(tiled.output, O_plain),
+                attention_tolerance);
+    trace.check("m_i is the largest score of row i, exactly", row_max_error(tiled, plain.scores), 0.0);
+    trace.check("l_i equals sum_j e^{s_ij - m_i} from the plain scores (relative error)",
+                row_sum_error(tiled, plain.scores), 1e-14);
+    trace.check(fmt::format("every score is exponentiated once: T^2 = {}", T * T),
+                std::abs(as_double(tiled.exponentials) - as_double(T * T)), 0.0);
+    trace.check(fmt::format("every pair of blocks makes one tile: {} x {} = {}", blocks_of(T, B_r), blocks_of(T, B_c),
+                            tiles),
+                std::abs(as_double(tiled.tiles) - as_double(tiles)), 0.0);
+}
+
+// Step [block-sizes]: the result does not depend on how the work is cut.
+void record_block_sizes(Trace& trace, const Inputs& in, std::size_t B_r, std::size_t B_c) {
+    const std::size_t T = in.Q.shape(0);
+    nn::AttentionResult plain;
+    const Mat O_plain = plain_attention(in.Q, in.K, in.V, false, plain);
+    const std::vector<std::pair<std::size_t, std::size_t>> sizes = {
+        {1, 1}, {2, 5}, {B_r, B_c}, {T, 1}, {1, T}, {T, T}, {T + 3, 2 * T}};
+    Mat table = xt::zeros<double>({sizes.size(), std::size_t{4}});
+    std::vector<std::string> labels;
+    double worst = 0.0, exps_error = 0.0, one_block_rescalings = 0.0;
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+        const auto [r, c] = sizes[k];
+        const nn::TiledAttention t = nn::tiled_attention(in.Q, in.K, in.V, r, c, false);
+        const double error = max_abs_difference(t.output, O_plain);
+        table(k, 0) = as_double(t.tiles);
+        table(k, 1) = as_double(t.exponentials);
+        table(k, 2) = as_double(t.rescalings);
+        table(k, 3) = error;
+        labels.push_back(fmt::format("{} x {}", r, c));
+        worst = std::max(worst, error);
+        exps_error = std::max(exps_error, std::abs(as_double(t.exponentials) - as_double(T * T)));
+        if (c >= T) one_block_rescalings += as_double(t.rescalings);
+    }
+    trace.step("block-sizes", "However the work is cut, the same attention",
+               "O_tiled(B_r, B_c) = softmax(Q K^T / sqrt(d_k)) V  for every B_r, B_c",
+               "The block sizes are a choice about hardware, not about the result: B_r x B_c is whatever tile "
+               "fits in fast memory (FlashAttention picks them from the size of a GPU's shared memory). The "
+               "table runs the same Q, K, V with tiles from 1 x 1 (one score at a time, the online softmax of "
+               "step [online] for every query) to blocks larger than T (one tile, the plain computation with "
+               "the division moved to the end), and with sizes that divide T and sizes that do not. The "
+               "outputs differ from the plain form only in the last bits. The number of exponentials is T^2 "
+               "every time: tiling moves work around and adds none, except the rescale factors, one per "
+               "growth of a running maximum. With one key block per row the maximum is known before anything "
+               "is added, so nothing is ever rescaled.");
+    trace.tensor("by_block_size", "one row per tile shape, B_r x B_c; max err = max |O - O_plain|", table, labels,
+                 std::vector<std::string>{"tiles", "exps", "rescales", "max err"});
+    trace.check("every tile shape gives the plain output", worst, attention_tolerance);
+    trace.check(fmt::format("every tile shape evaluates T^2 = {} exponentials", T * T), exps_error, 0.0);
+    trace.check("a single key block (B_c >= T) never rescales", one_block_rescalings, 0.0);
+}
+
+// Step [causal]: the causal flag, skipping the tiles above the diagonal and the masked entries.
+void record_causal(Trace& trace, const Inputs& in, std::size_t B_r, std::size_t B_c) {
+    const std::size_t T = in.Q.shape(0);
+    nn::AttentionResult plain;
+    const Mat O_plain = plain_attention(in.Q, in.K, in.V, true, plain);
+    const nn::TiledAttention tiled = nn::tiled_attention(in.Q, in.K, in.V, B_r, B_c, true);
+    const std::size_t visible = T * (T + 1) / 2;
+    trace.step("causal", "The causal flag: the upper triangle is never computed",
+               "query i sees keys j <= i:  key blocks with first key > last query of the block are skipped",
+               fmt::format(
+                   "The plain form computes all T^2 scores, adds the causal mask and lets the softmax turn the "
+                   "-inf entries into zeros (lesson 4). Tiled, the mask becomes a rule about which work to do. A "
+                   "key block that starts after the last query of a query block holds only masked entries: the "
+                   "tile is skipped without a single score ({0} of {1} tiles here). A tile that crosses the "
+                   "diagonal is computed only up to j = i in each row, so no masked score is formed and no "
+                   "exponential is taken for one: T (T + 1) / 2 = {2} exponentials instead of T^2 = {3}. Since "
+                   "the diagonal is always visible, every row has at least one key and l_i >= 1. The skipped "
+                   "blocks show as -inf in the running maximum: nothing was ever seen there.",
+                   tiled.tiles_skipped, tiled.tiles + tiled.tiles_skipped, visible, T * T));
+    trace.tensor("m_after_block", "m_i after each key block (-inf: skipped)", tiled.max_after_block,
+                 numbered("q_", 1, T), key_block_labels(T, B_c));
+    trace.tensor("O_tiled", "causal, tile by tile", tiled.output, numbered("o_", 1, T));
+    trace.tensor("O_plain", "softmax(Q K^T / sqrt(d_k) + M_causal) V", O_plain, numbered("o_", 1, T));
+    trace.tensor("counts", "what each form evaluated",
+                 Mat{{as_double(T * T), as_double(visible)},
+                     {as_double(tiled.tiles + tiled.tiles_skipped), as_double(tiled.tiles)}},
+                 std::vector<std::string>{"exponentials", "tiles"}, std::vector<std::string>{"plain", "tiled"});
+    trace.check("O_tiled equals the masked plain attention", max_abs_difference(tiled.output, O_plain),
+                attention_tolerance);
+    trace.check(fmt::format("exponentials: T (T + 1) / 2 = {}, none for a masked entry", visible),
+                std::abs(as_double(tiled.exponentials) - as_double(visible)), 0.0);
+    trace.check("the first output is the first value, o_1 = v_1",
+                max_abs_difference(xt::row(tiled.output, 0), xt::row(in.V, 0)), 1e-15);
+}
+
+// Step [memory]: the bytes each form holds, run up to T_max and computed beyond.
+void record_memory(Trace& trace, Rng& rng, std::size_t T_max, std::size_t d_k, std::size_t d_v, std::size_t B_r,
+                   std::size_t B_c) {
+    constexpr std::size_t T_first = 64, T_last_computed = std::size_t{1} << 20;
+    const Mat Q = rng.normal_mat(T_max, d_k), K = rng.normal_mat(T_max, d_k), V = rng.normal_mat(T_max, d_v);
+    std::vector<std::size_t> lengths;
+    for (std::size_t T = T_first; T <= T_last_computed; T *= 2) lengths.push_back(T);
+    Mat table = xt::zeros<double>({lengths.size(), std::size_t{3}});
+    std::vector<std::string> labels;
+    double plain_bytes_error = 0.0, tiled_bytes_error = 0.0, output_error = 0.0, exps_error = 0.0;
+    for (std::size_t k = 0; k < lengths.size(); ++k) {
+        const std::size_t T = lengths[k];
+        const double tile = as_double(std::min(B_r, T) * std::min(B_c, T));
+        const double plain_formula = 8.0 * (2.0 * as_double(T) * as_double(T) + as_double(T * d_v));
+        const double tiled_formula = 8.0 * (as_double(T * d_v) + 2.0 * as_double(T) + tile);
+        double plain_bytes = plain_formula, tiled_bytes = tiled_formula;
+        const bool run = T <= T_max;
+        if (run) {
+            trace.progress(fmt::format("memory: T = {}", T));
+            const Mat Q_T = xt::view(Q, xt::range(0, T), xt::all()), K_T = xt::view(K, xt::range(0, T), xt::all()),
+                      V_T = xt::view(V, xt::range(0, T), xt::all());
+            nn::TiledAttention tiled = nn::tiled_attention(Q_T, K_T, V_T, B_r, B_c, false);
+            tiled_bytes = tiled.working_bytes;
+            nn::AttentionResult plain = nn::scaled_dot_product_attention(Q_T, K_T, V_T);
+            plain_bytes = as_double((plain.scores.size() + plain.weights.size() + plain.output.size()) * sizeof(double));
+            output_error = std::max(output_error, max_abs_difference(tiled.output, plain.output));
+            exps_error = std::max(exps_error, std::abs(as_double(tiled.exponentials) - as_double(T * T)));
+            plain_bytes_error = std::max(plain_bytes_error, std::abs(plain_bytes - plain_formula));
+            tiled_bytes_error = std::max(tiled_bytes_error, std::abs(tiled_bytes - tiled_formula));
+        }
+        table(k, 0) = plain_bytes / mebibyte;
+        table(k, 1) = tiled_bytes / mebibyte;
+        table(k, 2) = plain_bytes / tiled_bytes;
+        labels.push_back(fmt::format(run ? "T={}" : "T={} *", T));
+    }
+    trace.step("memory", "The memory: T^2 against T d",
+               fmt::format("plain: 8 (2 T^2 + T d_v) bytes;   tiled: 8 (T d_v + 2 T + B_r B_c) bytes   "
+                           "(d_v = {}, B_r x B_c = {} x {})",
+                           d_v, B_r, B_c),
+               fmt::format(
+                   "What the tiles buy. nn::scaled_dot_product_attention returns the T x T scores and the T x T "
+                   "weights (lesson 7 showed them growing) besides the T x d_v output: that is what it holds at "
+                   "its peak. The tiled form holds the output, which doubles as its accumulator, the running "
+                   "maxima and sums (T each) and one B_r x B_c tile at a time, so its memory grows like T, not "
+                   "T^2. The inputs Q, K, V are the same for both and left out. Rows with 'run' = 1 ran both "
+                   "forms at that length (up to T_max = {0}) and counted the bytes of what each allocated; the "
+                   "rows after it are the same formulas for lengths this lesson does not run, up to a million "
+                   "tokens, where the plain form would need 16 TiB. The work is the same T^2 (d_k + d_v) either "
+                   "way (the checks count the exponentials): FlashAttention is faster on a GPU not by doing "
+                   "less arithmetic but by reading and writing the T x T matrices to slow memory never, where "
+                   "the plain form writes them once and reads them back (Dao et al. 2022, section 3.2). On a "
+                   "CPU with attn's plain loops the tiled form gains memory, not time.",
+                   T_max));
+    trace.tensor("memory", "MiB held by each form; * computed, not run", table, labels,
+                 std::vector<std::string>{"plain MiB", "tiled MiB", "plain / tiled"}, View::plot);
+    trace.check("where run, the plain form holds 8 (2 T^2 + T d_v) bytes", plain_bytes_error, 0.0);
+    trace.check("where run, the tiled form holds 8 (T d_v + 2 T + B_r B_c) bytes", tiled_bytes_error, 0.0);
+    trace.check(fmt::format("where run, the two forms give the same outputs (T = 64 .. {})", T_max), output_error,
+                attention_tolerance);
+    trace.check("where run, the tiled form evaluates T^2 exponentials", exps_error, 0.0);
+}
+
+}  // namespace
+
+void lesson_online_softmax(Trace& trace, const Config& config) {
+    const std::size_t T = config.size(param::T), d_k = config.size(param::d_k), d_v = config.size(param::d_v);
+    const std::size_t B_r = config.size(param::B_r), B_c = config.size(param::B_c);
+    Rng rng(config.seed);
+    // attn run --input may replace any of these with the user's own (same shapes)
+    const Vec x = trace.input("x", vec_of(demo_row));
+    Inputs in{rng.normal_mat(T, d_k), rng.normal_mat(T, d_k), rng.normal_mat(T, d_v)};
+    in.Q = trace.input("Q", in.Q);
+    in.K = trace.input("K", in.K);
+    in.V = trace.input("V", in.V);
+
+    record_two_pass(trace, x);
+    record_online(trace, x);
+    record_edges(trace);
+    record_tiles(trace, in, B_r, B_c);
+    record_block_sizes(trace, in, B_r, B_c);
+    record_causal(trace, in, B_r, B_c);
+    record_memory(trace, rng, config.size(param::T_max), d_k, d_v, B_r, B_c);
+}
+
+Lesson online_softmax_lesson() {
+    return make_lesson(10, "online-softmax", "The online softmax and attention tile by tile",
+                       "Milakov & Gimelshein 2018; Rabe & Staats 2021; Dao et al. 2022",
+                       {param::T, param::d_k, param::d_v, param::B_r, param::B_c, param::T_max}, limits,
+                       lesson_online_softmax, {{"T_max", 64}});
+}
+
+}  // namespace attn

@@ -1,0 +1,233 @@
+// The online softmax and tiled attention (lesson 10's maths): the one-pass softmax against the
+// two-pass nn::softmax and a long double computation on the rows where mistakes show (logits that
+// overflow an unshifted exp, a maximum that arrives last, one entry, ties, -inf everywhere, +inf,
+// NaN); tiled attention against nn::scaled_dot_product_attention for block sizes that do and do
+// not divide T, with and without the causal flag, and the number of exponentials it evaluates.
+// T = tokens, d_k = query/key width, d_v = value width, B_r x B_c = one tile.
+#include "core/rng.hpp"
+#include "nn/fast_attention.hpp"
+#include "nn/online_softmax.hpp"
+#include "nn/self_attention.hpp"
+#include "nn/softmax.hpp"
+#include "nn/tiled_attention.hpp"
+
+#include <catch2/catch.hpp>
+#include <xtensor/xview.hpp>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+namespace test_online_softmax {
+
+using namespace attn;
+
+namespace {
+
+const double inf = std::numeric_limits<double>::infinity();
+
+// Weights lie in [0, 1] and a row here has at most 16 entries: the one-pass and two-pass forms
+// round a few times each, ~1e-16 apiece; a missing rescale or a lost term is off by far more.
+constexpr double softmax_tolerance = 1e-15;
+// Attention outputs are O(1) sums of up to 40 products, added in another order than nn's.
+constexpr double attention_tolerance = 1e-12;
+
+// softmax from its definition in long double (finite and -inf entries, at least one finite)
+std::vector<double> long_double_softmax(const std::vector<double>& x) {
+    long double m = -inf, sum = 0.0L;
+    for (double v : x) m = std::max(m, static_cast<long double>(v));
+    for (double v : x) sum += std::exp(static_cast<long double>(v) - m);
+    std::vector<double> out;
+    for (double v : x) out.push_back(static_cast<double>(std::exp(static_cast<long double>(v) - m) / sum));
+    return out;
+}
+
+Vec vec_of(const std::vector<double>& x) {
+    Vec v = xt::empty<double>({x.size()});
+    for (std::size_t j = 0; j < x.size(); ++j) v(j) = x[j];
+    return v;
+}
+
+Mat causal_plain(const Mat& Q, const Mat& K, const Mat& V, bool causal, nn::AttentionResult& plain) {
+    plain = causal ? nn::scaled_dot_product_attention(Q, K, V, nn::causal_mask(Q.shape(0)))
+                   : nn::scaled_dot_product_attention(Q, K, V);
+    return plain.output;
+}
+
+}  // namespace
+
+TEST_CASE("the online softmax equals the two-pass softmax on the rows where mistakes show", "[online_softmax]") {
+    const std::vector<std::vector<double>> rows = {
+        {1.0, 2.0, 3.0},
+        {1000.0, -1000.0, 999.0},           // exp(1000) overflows unshifted
+        {-700.0, 700.0, 0.0, 710.0},        // and exp(710) too
+        {0.5, 1.0, -2.0, 0.0, 3.0, 9.0},    // the maximum last: without the rescale l is far too large
+        {-3.5},                             // T = 1
+        {2.0, 2.0, 2.0, 2.0},               // ties
+        {-inf, 0.25, -inf, 1.0},            // masked entries
+    };
+    for (const auto& row : rows) {
+        INFO("row of " << row.size() << ", first " << row[0]);
+        const Vec x = vec_of(row);
+        const Vec online = nn::online_softmax(x);
+        CHECK(max_abs_difference(online, nn::softmax(x)) <= softmax_tolerance);
+        CHECK(max_abs_difference(online, vec_of(long_double_softmax(row))) <= softmax_tolerance);
+        CHECK(std::abs(xt::sum(online)() - 1.0) <= softmax_tolerance);
+    }
+    CHECK(nn::online_softmax(Vec{-3.5})(0) == 1.0);
+    CHECK(max_abs_difference(nn::online_softmax(Vec{2.0, 2.0, 2.0, 2.0}), Vec{0.25, 0.25, 0.25, 0.25}) == 0.0);
+}
+
+TEST_CASE("the online softmax keeps the conventions of nn::softmax at the edges", "[online_softmax]") {
+    // every entry -inf: zeros, not 0/0 = NaN
+    CHECK(max_abs_difference(nn::online_softmax(Vec{-inf, -inf, -inf}), Vec{0.0, 0.0, 0.0}) == 0.0);
+    // +inf entries share the weight, as nn::softmax gives them
+    CHECK(max_abs_difference(nn::online_softmax(Vec{inf, 1.0, inf}), nn::softmax(Vec{inf, 1.0, inf})) == 0.0);
+    CHECK(max_abs_difference(nn::online_softmax(Vec{inf, 1.0, inf}), Vec{0.5, 0.0, 0.5}) == 0.0);
+    // a NaN makes its row NaN, and only its row
+    const Mat rows = nn::online_softmax_rows(Mat{{0.0, std::nan(""), 1.0}, {-inf, -inf, -inf}, {1e308, -1e308, 0.0}});
+    for (std::size_t j = 0; j < 3; ++j) CHECK(std::isnan(rows(0, j)));
+    CHECK(max_abs_difference(xt::row(rows, 1), Vec{0.0, 0.0, 0.0}) == 0.0);
+    CHECK(max_abs_difference(xt::row(rows, 2), Vec{1.0, 0.0, 0.0}) == 0.0);
+}
+
+TEST_CASE("online_softmax_rows treats each row on its own", "[online_softmax]") {
+    Rng rng(11);
+    Mat S = rng.normal_mat(5, 9, 30.0);
+    S(2, 8) = 950.0;  // a late, huge maximum in one row
+    S(4, 0) = -inf;
+    const Mat online = nn::online_softmax_rows(S);
+    CHECK(max_abs_difference(online, nn::softmax_rows(S)) <= softmax_tolerance);
+    for (std::size_t i = 0; i < S.shape(0); ++i) {
+        const Vec row = xt::row(S, static_cast<std::ptrdiff_t>(i));
+        CHECK(max_abs_difference(xt::row(online, static_cast<std::ptrdiff_t>(i)), nn::online_softmax(row)) == 0.0);
+    }
+}
+
+TEST_CASE("the running normaliser: m_j is the prefix maximum and l_n the shifted sum", "[online_softmax]") {
+    const std::vector<double> row = {0.5, 1.0, -2.0, 0.0, 3.0, 9.0, -700.0};
+    const Mat steps = nn::online_normalizer_steps(vec_of(row));
+    REQUIRE(steps.shape(0) == row.size());
+    double prefix_max = -inf;
+    for (std::size_t j = 0; j < row.size(); ++j) {
+        prefix_max = std::max(prefix_max, row[j]);
+        CHECK(steps(j, 0) == prefix_max);  // a maximum is never rounded
+        long double sum = 0.0L;
+        for (std::size_t k = 0; k <= j; ++k) sum += std::exp(static_cast<long double>(row[k]) - prefix_max);
+        CHECK(std::abs(steps(j, 1) - static_cast<double>(sum)) <= 1e-15 * static_cast<double>(sum));
+    }
+    // a row that begins with -inf: l stays 0 (no NaN) until the first finite entry
+    const Mat masked = nn::online_normalizer_steps(Vec{-inf, -inf, 2.0});
+    CHECK(masked(1, 0) == -inf);
+    CHECK(masked(1, 1) == 0.0);
+    CHECK(masked(2, 0) == 2.0);
+    CHECK(masked(2, 1) == 1.0);
+}
+
+TEST_CASE("tiled attention equals the plain form for every block size, causal or not", "[online_softmax]") {
+    const std::vector<std::pair<std::size_t, std::size_t>> blocks = {{1, 1}, {2, 3}, {4, 4}, {3, 7}, {16, 5}, {64, 64}};
+    for (const std::size_t T : {std::size_t{1}, std::size_t{7}, std::size_t{10}, std::size_t{16}, std::size_t{33}}) {
+        Rng rng(100 + T);
+        const Mat Q = rng.normal_mat(T, 5), K = rng.normal_mat(T, 5), V = rng.normal_mat(T, 3);
+        for (const bool causal : {false, true}) {
+            nn::AttentionResult plain;
+            const Mat expected = causal_plain(Q, K, V, causal, plain);
+            for (const auto& [Br, Bc] : blocks) {
+                INFO("T = " << T << ", B_r = " << Br << ", B_c = " << Bc << (causal ? ", causal" : ""));
+                const nn::TiledAttention tiled = nn::tiled_attention(Q, K, V, Br, Bc, causal);
+                CHECK(max_abs_difference(tiled.output, expected) <= attention_tolerance);
+                // one exponential per score that takes part: T^2, or T (T + 1) / 2 under the causal mask
+                CHECK(tiled.exponentials == (causal ? T * (T + 1) / 2 : T * T));
+                const std::size_t all_tiles = ((T + Br - 1) / Br) * ((T + Bc - 1) / Bc);
+                CHECK(tiled.tiles + tiled.tiles_skipped == all_tiles);
+                if (!causal) CHECK(tiled.tiles_skipped == 0);
+                // m_i is the largest visible score exactly; l_i the sum of the shifted exponentials
+                for (std::size_t i = 0; i < T; ++i) {
+                    const auto s = xt::row(plain.scores, static_cast<std::ptrdiff_t>(i));
+                    const double m = xt::amax(s)();
+                    CHECK(tiled.row_max(i) == m);
+                    long double l = 0.0L;
+                    for (std::size_t j = 0; j < T; ++j) l += std::exp(static_cast<long double>(s(j)) - m);
+                    CHECK(std::abs(tiled.row_sum(i) - static_cast<double>(l)) <= 1e-13);
+                }
+                // the working memory: O, m and l, and one tile no larger than B_r x B_c
+                CHECK(tiled.working_bytes ==
+                      static_cast<double>(8 * (T * 3 + 2 * T + std::min(Br, T) * std::min(Bc, T))));
+            }
+        }
+    }
+}
+
+TEST_CASE("under the causal flag no key block right of the diagonal is touched", "[online_softmax]") {
+    Rng rng(5);
+    const std::size_t T = 12;
+    const Mat Q = rng.normal_mat(T, 4), K = rng.normal_mat(T, 4), V = rng.normal_mat(T, 2);
+    // B_r = B_c = 4: query block b sees key blocks 0 .. b, so 3 + 2 + 1 = 6 tiles of 9 are computed
+    const nn::TiledAttention tiled = nn::tiled_attention(Q, K, V, 4, 4, true);
+    CHECK(tiled.tiles == 6);
+    CHECK(tiled.tiles_skipped == 3);
+    // after a key block wholly right of query i: -inf where the block was skipped for i's whole
+    // query block, else unchanged (all of i's keys came earlier, so m is already final)
+    for (std::size_t i = 0; i < T; ++i)
+        for (std::size_t b = 0; b < 3; ++b) {
+            const std::size_t last_of_query_block = (i / 4) * 4 + 3;
+            if (b * 4 > i) CHECK(tiled.max_after_block(i, b) == (b * 4 > last_of_query_block ? -inf : tiled.row_max(i)));
+        }
+}
+
+TEST_CASE("the accumulator is rescaled exactly when the running max grows", "[online_softmax]") {
+    // one query, keys whose scores rise (every key a new maximum) or fall (the first is the maximum)
+    const std::size_t T = 6;
+    const Mat q = {{1.0}};
+    Mat rising = xt::empty<double>({T, std::size_t{1}}), V = xt::empty<double>({T, std::size_t{1}});
+    for (std::size_t j = 0; j < T; ++j) rising(j, 0) = 100.0 * static_cast<double>(j), V(j, 0) = static_cast<double>(j);
+    const Mat falling = -rising;
+    const nn::TiledAttention up = nn::tiled_attention(q, rising, V, 1, 1, false);
+    const nn::TiledAttention down = nn::tiled_attention(q, falling, V, 1, 1, false);
+    CHECK(up.rescalings == T - 1);
+    CHECK(down.rescalings == 0);
+    // the last key dominates the rising row, the first the falling one
+    CHECK(std::abs(up.output(0, 0) - 5.0) <= 1e-12);
+    CHECK(std::abs(down.output(0, 0) - 0.0) <= 1e-12);
+    // scores of +-500: an unshifted exp would overflow, the tiled form stays finite and right
+    const Mat big_q = {{50.0}};
+    CHECK(max_abs_difference(nn::tiled_attention(big_q, rising, V, 2, 4, false).output,
+                             nn::scaled_dot_product_attention(big_q, rising, V).output) <= attention_tolerance);
+}
+
+TEST_CASE("tiled attention refuses what it cannot compute", "[online_softmax]") {
+    const Mat Q = xt::ones<double>({3, 4}), K = xt::ones<double>({5, 4}), V = xt::ones<double>({5, 2});
+    CHECK_THROWS_AS(nn::tiled_attention(Q, K, V, 0, 2, false), std::invalid_argument);
+    CHECK_THROWS_AS(nn::tiled_attention(Q, K, V, 2, 0, false), std::invalid_argument);
+    CHECK_THROWS_AS(nn::tiled_attention(Q, K, V, 2, 2, true), std::invalid_argument);  // 3 queries, 5 keys
+    CHECK_THROWS_AS(nn::tiled_attention(Q, xt::ones<double>({5, 3}), V, 2, 2, false), ShapeError);
+    CHECK_THROWS_AS(nn::tiled_attention(Q, K, xt::ones<double>({4, 2}), 2, 2, false), ShapeError);
+    // T_q != T_k without the causal flag is fine
+    CHECK(nn::tiled_attention(Q, K, V, 2, 2, false).output.shape(0) == 3);
+}
+
+TEST_CASE("the output-only fast attention equals the plain form across its blocks, causal or not",
+          "[online_softmax]") {
+    // its blocks are 64 queries x 256 keys: T = 300 crosses both, T = 1 and 70 only some
+    for (const std::size_t T : {std::size_t{1}, std::size_t{70}, std::size_t{300}}) {
+        Rng rng(200 + T);
+        const Mat Q = rng.normal_mat(T, 6, 2.0), K = rng.normal_mat(T, 6, 2.0), V = rng.normal_mat(T, 5);
+        for (const bool causal : {false, true}) {
+            INFO("T = " << T << (causal ? ", causal" : ""));
+            nn::AttentionResult plain;
+            const Mat expected = causal_plain(Q, K, V, causal, plain);
+            CHECK(max_abs_difference(nn::fast_attention(Q, K, V, causal), expected) <= attention_tolerance);
+        }
+    }
+    // fewer queries than keys, without the flag; and the refusals
+    Rng rng(3);
+    const Mat Q = rng.normal_mat(5, 4), K = rng.normal_mat(400, 4), V = rng.normal_mat(400, 2);
+    CHECK(max_abs_difference(nn::fast_attention(Q, K, V, false), nn::scaled_dot_product_attention(Q, K, V).output) <=
+          attention_tolerance);
+    CHECK_THROWS_AS(nn::fast_attention(Q, K, V, true), std::invalid_argument);
+    CHECK_THROWS_AS(nn::fast_attention(Q, xt::ones<double>({400, 3}), V, false), ShapeError);
+}
+
+}  // namespace test_online_softmax
