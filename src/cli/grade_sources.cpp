@@ -280,8 +280,11 @@ private:
         SandboxCommand c = base_command(dir_, remaining());
         for (const auto& item : kit.link)
             if (!item.empty() && item[0] == '/') c.read_only.push_back(item);
-        // meson's static libraries are thin archives: their members stay in <library>.p/
+        // meson's static libraries are thin archives: their members stay in <library>.p/, or in
+        // prebuilt/ of the source tree for the student edition's references
         std::error_code ec;
+        if (std::filesystem::is_directory(this_program().source_dir / "prebuilt", ec))
+            c.read_only.push_back(this_program().source_dir / "prebuilt");
         for (const auto& entry : std::filesystem::directory_iterator(this_program().build_dir, ec)) {
             const std::string n = entry.path().filename().string();
             if (n.size() > 4 && n.compare(n.size() - 4, 4, ".a.p") == 0 && entry.is_directory(ec))
