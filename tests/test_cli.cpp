@@ -371,13 +371,13 @@ TEST_CASE("grade writes one row per student and exercise, whatever the submissio
     CHECK(wide.find("\n=") == std::string::npos);
     // every result with its message, one line each
     const std::string csv = read_file(s.dir / "report.long.csv");
-    CHECK_THAT(csv, Catch::StartsWith("student,lesson,exercise,result,first_diverging_step,message\n"));
-    CHECK_THAT(csv, Catch::Contains("alice,bottleneck,gru-step,pass,"));
-    CHECK_THAT(csv, Catch::Contains("bob,bottleneck,gru-step,fail,encoder,"));
-    CHECK_THAT(csv, Catch::Contains("bob,bottleneck,softmax,pass,"));  // its decoder step is right
-    CHECK_THAT(csv, Catch::Contains("carol,bottleneck,gru-step,error,"));
-    CHECK_THAT(csv, Catch::Contains("dave,bottleneck,softmax,missing,"));  // no decoder tensors handed in
-    CHECK_THAT(csv, Catch::Contains("alice,additive,additive-score,missing,"));
+    CHECK_THAT(csv, Catch::StartsWith("student,lesson,exercise,result,points,max_points,first_diverging_step,message\n"));
+    CHECK_THAT(csv, Catch::Contains("alice,bottleneck,gru-step,pass,1,1,"));  // from numbers: one point an exercise
+    CHECK_THAT(csv, Catch::Contains("bob,bottleneck,gru-step,fail,0,1,encoder,"));
+    CHECK_THAT(csv, Catch::Contains("bob,bottleneck,softmax,pass,1,1,"));  // its decoder step is right
+    CHECK_THAT(csv, Catch::Contains("carol,bottleneck,gru-step,error,0,1,"));
+    CHECK_THAT(csv, Catch::Contains("dave,bottleneck,softmax,missing,0,1,"));  // no decoder tensors handed in
+    CHECK_THAT(csv, Catch::Contains("alice,additive,additive-score,missing,0,1,"));
     std::size_t lines = 0;
     for (char c : csv) lines += c == '\n' ? 1 : 0;
     CHECK(lines == 1 + 7 * n);  // single-line messages: one line per row

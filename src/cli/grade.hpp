@@ -17,6 +17,9 @@ struct GradeRow {
     std::string result;   // pass, fail, error or missing
     std::string step;     // the first diverging step, or the unit case that failed
     std::string message;  // at most 500 bytes
+    // Graded from numbers: 1 point for a pass, of 1. From sources: one per unit case passed and one
+    // for the lesson's steps, of 1 + the exercise's unit cases (ExerciseStatus::points).
+    int points = 0, max_points = 1;
 };
 
 // At most `limit` bytes, cut on a UTF-8 character boundary, with "…" when cut.

@@ -31,8 +31,15 @@ std::string csv_field(const std::string& text) {
     return out + "\"";
 }
 
-// Every exercise is worth one point; a student's total is the number passed.
-constexpr int points_per_exercise = 1;
+// A student's points: the sum over the rows (GradeRow::points).
+std::pair<int, int> points_of(const std::vector<GradeRow>& rows, std::size_t first, std::size_t count) {
+    int points = 0, max_points = 0;
+    for (std::size_t i = first; i < first + count; ++i) {
+        points += rows[i].result == "pass" ? std::max(rows[i].points, 1) : rows[i].points;
+        max_points += rows[i].max_points;
+    }
+    return {points, max_points};
+}
 
 // The teacher's table: one row per student, one column per exercise (its result), then the
 // exercises passed, the points and the points possible.
@@ -47,18 +54,19 @@ std::string grade_csv_wide(const std::vector<GradeRow>& rows, const std::vector<
             out += "," + rows[at + i].result;
             passed += rows[at + i].result == "pass" ? 1 : 0;
         }
-        out += fmt::format(",{},{},{}\n", passed, static_cast<int>(passed) * points_per_exercise,
-                           static_cast<int>(exercises.size()) * points_per_exercise);
+        const auto [points, max_points] = points_of(rows, at, exercises.size());
+        out += fmt::format(",{},{},{}\n", passed, points, max_points);
     }
     return out;
 }
 
 // Every result with its message, one line each: for a script, or to see why.
 std::string grade_csv_long(const std::vector<GradeRow>& rows) {
-    std::string out = "student,lesson,exercise,result,first_diverging_step,message\n";
+    std::string out = "student,lesson,exercise,result,points,max_points,first_diverging_step,message\n";
     for (const auto& r : rows)
-        out += fmt::format("{},{},{},{},{},{}\n", csv_field(r.student), csv_field(r.lesson), csv_field(r.exercise),
-                           r.result, csv_field(r.step), csv_field(r.message));
+        out += fmt::format("{},{},{},{},{},{},{},{}\n", csv_field(r.student), csv_field(r.lesson),
+                           csv_field(r.exercise), r.result, r.result == "pass" ? std::max(r.points, 1) : r.points,
+                           r.max_points, csv_field(r.step), csv_field(r.message));
     return out;
 }
 
@@ -68,15 +76,16 @@ std::string grade_json(const std::vector<GradeRow>& rows, std::size_t per_studen
         std::size_t passed = 0;
         for (std::size_t i = at; i < at + per_student; ++i) {
             const GradeRow& r = rows[i];
-            const int points = r.result == "pass" ? points_per_exercise : 0;
+            const int points = r.result == "pass" ? std::max(r.points, 1) : r.points;
             passed += r.result == "pass" ? 1 : 0;
             results.push_back({{"student", r.student}, {"lesson", r.lesson}, {"exercise", r.exercise},
-                               {"result", r.result}, {"points", points}, {"first_diverging_step", r.step},
+                               {"result", r.result}, {"points", points}, {"max_points", r.max_points},
+                               {"first_diverging_step", r.step},
                                {"message", r.message}});
         }
-        students.push_back({{"student", rows[at].student}, {"passed", passed},
-                            {"points", static_cast<int>(passed) * points_per_exercise},
-                            {"max_points", static_cast<int>(per_student) * points_per_exercise}});
+        const auto [total, max_total] = points_of(rows, at, per_student);
+        students.push_back({{"student", rows[at].student}, {"passed", passed}, {"points", total},
+                            {"max_points", max_total}});
     }
     const nlohmann::ordered_json doc = {{"students", students}, {"results", results}};
     return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
@@ -104,9 +113,9 @@ void print_grade_line(const std::vector<GradeRow>& rows, std::size_t first, std:
     if (count == 0 || first + count > rows.size()) return;
     std::map<std::string, int> tally;
     for (std::size_t i = first; i < first + count; ++i) ++tally[rows[i].result];
+    const auto [points, max_points] = points_of(rows, first, count);
     fmt::print("{:<24} {:>5} {:>5} {:>6} {:>8} {:>7}\n", rows[first].student, tally["pass"], tally["fail"],
-               tally["error"], tally["missing"],
-               fmt::format("{}/{}", tally["pass"] * points_per_exercise, static_cast<int>(count) * points_per_exercise));
+               tally["error"], tally["missing"], fmt::format("{}/{}", points, max_points));
     std::fflush(stdout);
 }
 

@@ -13,6 +13,7 @@
 #include "cli/sandbox.hpp"
 #include "core/golden.hpp"
 #include "core/names.hpp"
+#include "exercises/cases.hpp"
 #include "registry.hpp"
 
 #include <fmt/format.h>
@@ -146,7 +147,8 @@ public:
     std::vector<GradeRow> grade(const std::filesystem::path& submission, std::size_t index) {
         const std::string name = student_name(submission);
         std::vector<GradeRow> rows;
-        for (const Exercise* x : exercises_) rows.push_back({name, x->lesson, x->id, "", "", ""});
+        for (const Exercise* x : exercises_)
+            rows.push_back({name, x->lesson, x->id, "", "", "", 0, static_cast<int>(unit_case_names(x->id).size()) + 1});
         const auto fail_all = [&](const std::string& result, const std::string& message) {
             for (auto& r : rows)
                 if (r.result.empty()) {
@@ -172,7 +174,11 @@ public:
             try {
                 text = read_file_bytes(submission / file, "exercise file", max_source_bytes);
             } catch (const std::exception& e) {
-                if (is_graded(x.id)) row_of(rows, x.id) = {name, x.lesson, x.id, "error", "", capped(e.what(), 500)};
+                if (is_graded(x.id)) {
+                    GradeRow& r = row_of(rows, x.id);
+                    r.result = "error";
+                    r.message = capped(e.what(), 500);
+                }
                 continue;
             }
             write_file_atomic(dir_ / "src" / file, text);
@@ -336,6 +342,8 @@ private:
         const std::string description = entry.value("description", "");
         std::string message = entry.value("message", "");
         row.step = entry.value("unit_case", "").empty() ? entry.value("step", "") : entry.value("unit_case", "");
+        row.points = entry.value("points", 0);
+        row.max_points = entry.value("max_points", row.max_points);
         row.result = status == "passed"                                           ? "pass"
                      : status == "not_started"                                    ? "missing"
                      : status == "error" || status == "golden_problem"            ? "error"
@@ -440,8 +448,9 @@ int grade_from_sources(const GradeOptions& o, const std::vector<const Exercise*>
         } catch (const std::exception& e) {  // our side failed (disk full): this student is an error, the batch goes on
             student.clear();
             for (const Exercise* x : exercises)
-                student.push_back({student_name(o.submissions[i]), x->lesson, x->id, "error",
-                                   "", capped(std::string("could not be graded: ") + e.what(), 500)});
+                student.push_back({student_name(o.submissions[i]), x->lesson, x->id, "error", "",
+                                   capped(std::string("could not be graded: ") + e.what(), 500), 0,
+                                   static_cast<int>(unit_case_names(x->id).size()) + 1});
         }
         const std::size_t first = rows.size();
         rows.insert(rows.end(), student.begin(), student.end());

@@ -262,6 +262,10 @@ void print_check_json(const std::vector<ExerciseStatus>& statuses, const Toleran
                         {"unit_case", s.unit_case},
                         {"step", s.step},
                         {"waiting_for", s.waiting_for},
+                        {"unit_cases", s.unit_cases},
+                        {"unit_cases_passed", s.unit_cases_passed},
+                        {"points", s.points()},
+                        {"max_points", s.max_points()},
                         {"message", s.message}});
     const nlohmann::ordered_json doc = {{"program", p.name},
                                         {"version", ATTN_VERSION},

@@ -154,6 +154,8 @@ ExerciseStatus stopped_early(ExerciseStatus s, const Exercise& x, const LessonRu
 bool decided_by_unit_cases(ExerciseStatus& s, const Exercise& x, const std::vector<ExerciseStatus>& earlier,
                            const Tolerance& tol, const std::filesystem::path& exercises_dir) {
     const UnitCheck unit = check_unit_cases(x.id, tol);
+    s.unit_cases = unit.cases;
+    s.unit_cases_passed = unit.passed;
     if (unit.not_done == x.id) {
         s.state = unit.passed > 0 ? ExerciseState::not_finished : ExerciseState::not_started;
         s.message = not_done_message(x.id, exercises_dir);

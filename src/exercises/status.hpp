@@ -42,6 +42,13 @@ struct ExerciseStatus {
     std::size_t step_number = 0, step_count = 0;  // that step's place in the lesson, 1-based
     std::string message;  // not done: the not-done message; diverges: the mismatch report; error, golden_problem: why
     std::vector<TensorMismatch> mismatches;  // diverges: the differing tensors of `step`
+    // Points, one per unit case passed (cases run in order and stop at the first that fails) and
+    // one for the lesson's steps; of 1 + the number of unit cases.
+    std::size_t unit_cases = 0, unit_cases_passed = 0;
+    std::size_t points() const {
+        return unit_cases_passed + (state == ExerciseState::passed ? 1 : 0);
+    }
+    std::size_t max_points() const { return unit_cases + 1; }
 };
 
 // The exercises of `wanted` (every exercise when it is empty) and those they use (Exercise::uses,
