@@ -366,9 +366,13 @@ Layer feed_forward_layer(const nn::FeedForward& g) {
     return [g](const Mat& H) { return nn::position_wise_feed_forward(g, H); };
 }
 
-const std::vector<std::string> stage_names = {"0 GRU",       "2 softmax weights", "3 f(x) candidates",
-                                              "4 Q, K, V",   "5 two heads",       "6 non-causal",
-                                              "7 positions", "8 feed-forward"};
+// The stages' labels; stage 5's says how many heads it has ("5 two heads" by default).
+std::vector<std::string> stage_names(std::size_t heads) {
+    static const char* const words[] = {"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"};
+    const std::string count = heads < 10 ? words[heads] : std::to_string(heads);
+    return {"0 GRU", "2 softmax weights", "3 f(x) candidates", "4 Q, K, V", "5 " + count + " heads",
+            "6 non-causal", "7 positions", "8 feed-forward"};
+}
 
 // One row per stage: sequential steps (T while a state is carried, then 1) and inputs h_1 reads.
 Mat recap_counts(const std::vector<Mat>& dependencies, std::size_t T) {
@@ -800,19 +804,53 @@ void record_feed_forward(Trace& trace, const Parameters& p, const Mat& X, const 
     trace.check("g is position-wise: no y_t moves with another row of its input", reads_other_rows(D_g), 0.0);
 }
 
+// What the recap's counts say, in words: the inputs h_1 reads in the causal stages and in the
+// others, from the measured counts (a small feed-forward can read fewer than the attention before it).
+std::string recap_reading(const Mat& counts, const std::vector<std::string>& names, std::size_t T, std::size_t d_ff) {
+    const auto listed = [&](std::size_t from, std::size_t to, double expected) {
+        std::vector<std::string> off;
+        for (std::size_t s = from; s < to; ++s)
+            if (counts(s, 1) != expected) off.push_back(fmt::format("{} in stage {}", counts(s, 1), names[s]));
+        return off;
+    };
+    const auto causal_off = listed(0, 5, 1.0), open_off = listed(5, counts.shape(0), as_double(T));
+    std::string text = causal_off.empty()
+                           ? "Inputs h_1 reads: 1 in every causal stage (0 to 5)"
+                           : fmt::format("Inputs h_1 reads: 1 under the causal mask except {}", fmt::join(causal_off, ", "));
+    if (open_off.empty())
+        return text + fmt::format(", and all T = {} once the mask is gone (6 to 8).", T);
+    return text + fmt::format(
+                      "; without the mask all T = {} where attention alone decides, but {}: g's ReLU units at row 1 "
+                      "are inactive for {} of the nudges here (d_ff = {}), and an inactive unit passes nothing on, so "
+                      "y_1 does not move with everything h_1 read.",
+                      T, fmt::join(open_off, ", "), counts(counts.shape(0) - 1, 1) == 0.0 ? "all" : "most", d_ff);
+}
+
+// The stages whose reversal gap is 0 (to rounding): those that cannot tell the order of the words.
+std::string recap_order(const std::vector<double>& gaps, const std::vector<std::string>& names) {
+    std::vector<std::string> blind;
+    for (std::size_t s = 0; s < gaps.size(); ++s)
+        if (gaps[s] < 1e-9) blind.push_back(names[s]);
+    if (blind.empty()) return "No stage here has lost the order.";
+    if (blind.size() == 1 && blind.front() == names[5])
+        return "Only stage 6, non-causal without positions, has lost it.";
+    return fmt::format("Stages that have lost it here: {}.", fmt::join(blind, ", "));
+}
+
 // Step [recap]: the sequential steps, the inputs h_1 reads and the reversal gap of every stage.
-void record_recap(Trace& trace, const StageProbes& probes, std::size_t T) {
+void record_recap(Trace& trace, const StageProbes& probes, std::size_t T, std::size_t heads, std::size_t d_ff) {
+    const auto names = stage_names(heads);
+    const Mat counts = recap_counts(probes.dependencies, T);
     trace.step("recap", "Recap: what each stage depends on",
                "h_t = u_t*h_{t-1} + (1-u_t)*h~_t  ->  y_t = g([sum_i alpha^n_{t,i} v^n_i]_n)",
                "One row per stage, each number measured above (stage 1 rewrote the GRU without changing it). "
                "Sequential steps: computations that must wait for the previous one, T while a state is carried and 1 "
-               "once none is. Inputs h_1 reads: 1 under the causal mask, all T without it. The reversal gap: how far "
+               "once none is. " + recap_reading(counts, names, T, d_ff) + " The reversal gap: how far "
                "reading the sentence backwards is from just reversing the outputs; 0 means the layer cannot tell the "
-               "order. Only stage 6, non-causal without positions, has lost it.");
-    trace.tensor("stages", "sequential steps; inputs that h_1 reads", recap_counts(probes.dependencies, T), stage_names,
+               "order. " + recap_order(probes.gaps, names));
+    trace.tensor("stages", "sequential steps; inputs that h_1 reads", counts, names,
                  std::vector<std::string>{"steps", "h_1 reads"});
-    trace.tensor("order", "reversal gap of each stage", as_vec(probes.gaps), stage_names, {},
-                 View::bars);
+    trace.tensor("order", "reversal gap of each stage", as_vec(probes.gaps), names, {}, View::bars);
 }
 
 }  // namespace
@@ -839,7 +877,7 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
     record_non_causal_heads(trace, p, X, stage_3.Z, heads, labels, probes);
     const PositionedHeads stage_7 = record_positional_heads(trace, p, X, heads, labels, probes);
     record_feed_forward(trace, p, X, stage_7, d_ff, labels, probes);
-    record_recap(trace, probes, T);
+    record_recap(trace, probes, T, heads, d_ff);
 }
 
 Lesson gru_to_attention_lesson() {
