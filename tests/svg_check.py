@@ -6,7 +6,7 @@ usage: svg_check.py ATTN_BIN OUT_DIR
 1. XML (always): every heatmap tensor of every lesson (from `attn export`) has its file
    <NN>-<step>-<tensor>.svg, no other file is written, and each file is UTF-8 SVG 1.1 that
    xml.etree parses, with an <svg> root carrying xmlns, width, height and viewBox, the title
-   "Lesson N · step · tensor", one cell per element, and every row and column label as text.
+   "Lesson N · step title · tensor", one cell per element, and every row and column label as text.
 2. Browser (when chromium and pdftotext are on PATH): a page showing every SVG is printed to
    PDF by headless Chromium, and pdftotext must find every visible label in it, Devanagari
    included (without a Devanagari font Chromium draws boxes, which carry no text); a PNG
@@ -64,7 +64,8 @@ def heatmap_tensors(attn, number, scratch):
         sys.exit("svg_check: `attn export {}` failed (exit {}):\n{}".format(number, code, output))
     with open(os.path.join(out, files[0]), encoding="utf-8") as f:
         golden = json.load(f)
-    return [(step["id"], t) for step in golden["steps"] for t in step["tensors"] if t.get("view") == "heatmap"]
+    return [(step["id"], dict(t, step_title=step["title"])) for step in golden["steps"] for t in step["tensors"]
+            if t.get("view") == "heatmap"]
 
 
 def safe(text):
@@ -137,8 +138,9 @@ def check_svg(path, title, t):
     for label in rows + cols:  # visible, or (thinned out or cut short) in a cell's tooltip
         if label not in texts and not any(label in tip for tip in tooltips):
             fail("{}: the label {!r} appears nowhere".format(name, label))
-    if not any(x.startswith("max ") for x in texts) and "no finite values" not in texts:
-        fail("{}: the colour bar has no max/min values".format(name))
+    fixed = any(x.startswith("1 (fixed scale") for x in texts)  # probabilities: 0 to 1 whatever the values
+    if not any(x.startswith("max ") for x in texts) and not fixed and "no finite values" not in texts:
+        fail("{}: the colour bar has no max/min values (nor the fixed scale of probabilities)".format(name))
 
     visible = []
     for group in ("row-labels", "col-labels"):
@@ -169,7 +171,7 @@ def check_lesson(attn, number, svg_dir, scratch):
             fail("lesson {}: {} was not written (step {}, tensor {})".format(number, name, step, t["name"]))
             continue
         before = len(failures)
-        title = "Lesson {} · {} · {}".format(number, step, t["name"])
+        title = "Lesson {} · {} · {}".format(number, t["step_title"], t["name"])
         visible = check_svg(path, title, t)
         if len(failures) == before:
             print("OK      {}  ({} labels)".format(name, len(visible)))

@@ -144,7 +144,24 @@ TEST_CASE("Devanagari row labels stay aligned", "[render]") {
     // Label column (4) + two spaces + four cells of two columns.
     CHECK(grid_widths[0] == 2 + 4 + 2 + 4 * 2);
     CHECK(text.find("1 turn  2 off  3 the  4 lights") != std::string::npos);
-    CHECK(text.find("scale: ░ low = 0.0500 … █ high = 0.8000") != std::string::npos);
+    CHECK(text.find("scale: ░ 0 … █ 1, fixed (each row is a distribution)") != std::string::npos);  // alpha's rows
+}
+
+TEST_CASE("a heatmap of probabilities is shaded on the fixed scale 0 to 1", "[render]") {
+    // lesson 1's P: rows of weights between 0.14 and 0.26, which the own range would paint from
+    // blank to solid
+    Trace trace("demo", Config{});
+    trace.step("p", "P", "", "");
+    trace.tensor("P", "", Array{{0.14, 0.26, 0.3, 0.3}, {0.26, 0.14, 0.3, 0.3}}, {}, {}, View::heatmap);
+    RenderOptions opt;
+    opt.color = false;
+    const std::string text = render_tensor(trace.steps()[0].tensors[0], opt);
+    CHECK(text.find("scale: ░ 0 … █ 1, fixed (each row is a distribution)") != std::string::npos);
+    CHECK(text.find("█") == text.find("█ 1, fixed"));  // no solid cell: 0.3 is far from 1
+    // scores are not probabilities: their own range, said so
+    trace.tensor("S", "", Array{{-1.0, 2.0}, {0.5, 0.0}}, {}, {}, View::heatmap);
+    CHECK_THAT(render_tensor(trace.steps()[0].tensors[1], opt),
+               Catch::Contains("scale of this tensor's own range: ░ low = -1.0000 … █ high = 2.0000"));
 }
 
 TEST_CASE("large tensors are summarised, never cut silently", "[render]") {

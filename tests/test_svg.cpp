@@ -323,8 +323,23 @@ TEST_CASE("-inf cells are hatched and named in a legend; +inf and NaN have their
     }
 }
 
+TEST_CASE("rows of probabilities are drawn on the fixed scale 0 to 1, other tensors on their own range", "[svg]") {
+    // weights between 0.2 and 0.3 (each row sums to 1): pale cells, not the whole ramp
+    const Array weights{{0.2, 0.3, 0.25, 0.25}, {0.3, 0.2, 0.25, 0.25}};
+    const std::string svg = heatmap_svg(heatmap(weights), "weights");
+    require_well_formed(svg);
+    CHECK(svg.find(">1 (fixed scale:</text>") != std::string::npos);
+    CHECK(svg.find(">max ") == std::string::npos);
+    const Array scores = weights * 2.0;  // rows sum to 2: not probabilities
+    const std::string own = heatmap_svg(heatmap(scores), "scores");
+    CHECK(own.find(">max 0.6000</text>") != std::string::npos);
+    CHECK(own.find("fixed scale") == std::string::npos);
+    // on the fixed scale 0.3 is a third of the way, on its own range 0.6 is the top
+    CHECK(cell_fills(svg)[1] != cell_fills(own)[1]);
+}
+
 TEST_CASE("a constant matrix is drawn in one colour without dividing by zero", "[svg]") {
-    const std::string svg = heatmap_svg(heatmap(Array(xt::ones<double>({3, 4}) * 0.25)), "flat");
+    const std::string svg = heatmap_svg(heatmap(Array(xt::ones<double>({3, 4}) * 0.3)), "flat");
     require_well_formed(svg);
     const auto fills = cell_fills(svg);
     REQUIRE(fills.size() == 12);
@@ -332,8 +347,8 @@ TEST_CASE("a constant matrix is drawn in one colour without dividing by zero", "
     // the middle of the scale, as the middle cell of 0, 0.5, 1 has it
     const Array ramp = xt::linspace<double>(0, 1, 3);
     CHECK(fills.front() == cell_fills(heatmap_svg(heatmap(ramp), "ramp"))[1]);
-    CHECK(svg.find(">max 0.2500 (all equal)</text>") != std::string::npos);
-    CHECK(svg.find(">min 0.2500</text>") != std::string::npos);
+    CHECK(svg.find(">max 0.3000 (all equal)</text>") != std::string::npos);
+    CHECK(svg.find(">min 0.3000</text>") != std::string::npos);
     CHECK(svg.find("nan") == std::string::npos);
 }
 
@@ -429,7 +444,7 @@ TEST_CASE("write_heatmap_svgs writes every heatmap tensor, uniquely named, in tr
     CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 5);
     REQUIRE(written.size() == 5);
     CHECK(written[0].parent_path() == dir);
-    CHECK(read_file(written[1]) == heatmap_svg(trace.steps()[0].tensors[2], "Lesson 2 · weights · a"));
+    CHECK(read_file(written[1]) == heatmap_svg(trace.steps()[0].tensors[2], "Lesson 2 · Weights · a"));  // the step's title
 
     // a second run overwrites the same files
     CHECK(write_heatmap_svgs(trace, 2, dir) == written);

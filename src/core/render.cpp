@@ -349,16 +349,17 @@ std::string column_legend(const Layout& layout) {
     return out + line + "\n";
 }
 
-std::string scale_legend(const ValueRange& range, int precision, bool color) {
+std::string scale_legend(const ValueRange& range, bool fixed, int precision, bool color) {
     if (!range.any) return "  scale: no finite values\n";
     const std::string low_mark = color ? grey_swatch(0.0, 1) : "░";
     const std::string high_mark = color ? grey_swatch(1.0, 1) : "█";
-    return fmt::format("  scale: {} low = {} … {} high = {}\n", low_mark,
-                       format_number(range.low, precision), high_mark,
-                       format_number(range.high, precision));
+    if (fixed)
+        return fmt::format("  scale: {} 0 … {} 1, fixed (each row is a distribution)\n", low_mark, high_mark);
+    return fmt::format("  scale of this tensor's own range: {} low = {} … {} high = {}\n", low_mark,
+                       format_number(range.low, precision), high_mark, format_number(range.high, precision));
 }
 
-std::string heatmap(const MatrixView& m, const Layout& layout, const ValueRange& range,
+std::string heatmap(const MatrixView& m, const Layout& layout, const ValueRange& range, bool fixed,
                     const RenderOptions& opt) {
     // A space before each column number keeps "26 27" from reading as "2627".
     const std::size_t cell_width = std::max<std::size_t>(2, std::to_string(m.cols).size() + 1);
@@ -377,7 +378,7 @@ std::string heatmap(const MatrixView& m, const Layout& layout, const ValueRange&
         out += line + "\n";
     }
     if (labelled_cols) out += column_legend(layout);
-    return out + scale_legend(range, opt.precision, opt.color);
+    return out + scale_legend(range, fixed, opt.precision, opt.color);
 }
 
 // ---------------------------------------------------------------- bars
@@ -729,7 +730,11 @@ std::string render_matrix(const TensorRecord& t, const RenderOptions& opt) {
     const MatrixView m{t.value.data(), shape[0], shape[1]};
     const Layout layout = make_layout(m, t.rows, t.cols, opt);
     std::string out = number_table(m, layout, opt.precision, "  ");
-    if (t.view == View::heatmap && t.value.size() > 0) out += heatmap(m, layout, finite_range(t.value), opt);
+    if (t.view == View::heatmap && t.value.size() > 0) {
+        const bool probabilities = rows_are_distributions(t.value);
+        out += heatmap(m, layout, probabilities ? ValueRange{0.0, 1.0, true} : finite_range(t.value), probabilities,
+                       opt);
+    }
     if (t.view == View::bars && m.cols == 1) out += bar_chart(m, t.rows, opt);
     if (t.view == View::plot && m.rows * m.cols > 0) out += line_plot(m, t.rows, t.cols, opt);
     return out;

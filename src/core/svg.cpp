@@ -591,11 +591,16 @@ std::string heatmap_svg(const TensorRecord& t, const std::string& title) {
                    px(margin), px(height - margin), px(caption_size));
     }
 
-    const ValueSummary s = summarise(g);
+    ValueSummary s = summarise(g);
     std::vector<std::string> bar_texts = {"no finite values"};
-    if (s.any_finite)
+    if (s.any_finite && rows_are_distributions(t.value)) {  // probabilities: the fixed scale 0 to 1
+        s.low = 0.0;
+        s.high = 1.0;
+        bar_texts = {"1 (fixed scale:", "0 rows sum to 1)"};
+    } else if (s.any_finite) {
         bar_texts = {fmt::format("max {}{}", format_number(s.high, 4), s.low == s.high ? " (all equal)" : ""),
                      "min " + format_number(s.low, 4)};
+    }
     std::vector<std::string> notes;
     if (s.minus_inf) notes.push_back("−∞ (masked)");
     if (s.plus_inf) notes.push_back("+∞");
@@ -649,7 +654,7 @@ std::vector<std::filesystem::path> write_heatmap_svgs(const Trace& trace, int le
             for (int k = 2; used.count(lower(unique)) > 0; ++k) unique = fmt::format("{}-{}.svg", stem, k);
             used.insert(lower(unique));
             const auto file = dir / unique;
-            write_file_atomic(file, heatmap_svg(t, fmt::format("Lesson {} · {} · {}", lesson_number, step.id, t.name)));
+            write_file_atomic(file, heatmap_svg(t, fmt::format("Lesson {} · {} · {}", lesson_number, step.title, t.name)));
             written.push_back(file);
         }
     }

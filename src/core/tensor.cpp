@@ -33,4 +33,20 @@ double max_abs_difference(const Array& a, const Array& b) {
     return worst;
 }
 
+bool rows_are_distributions(const Array& values) {
+    if (values.size() == 0 || values.dimension() == 0) return false;
+    const std::size_t width = values.shape().back();
+    if (width == 0) return false;
+    for (std::size_t at = 0; at < values.size(); at += width) {
+        double sum = 0;
+        for (std::size_t k = at; k < at + width; ++k) {
+            const double x = values.data()[k];
+            if (!(x >= 0.0 && x <= 1.0)) return false;  // NaN too
+            sum += x;
+        }
+        if (std::abs(sum - 1.0) > 1e-9 && sum != 0.0) return false;
+    }
+    return true;
+}
+
 }  // namespace attn
