@@ -34,7 +34,7 @@ Mat fast_attention(const Mat& Q, const Mat& K, const Mat& V, bool causal) {
     const std::size_t T_q = Q.shape(0), T_k = K.shape(0), d_k = Q.shape(1), d_v = V.shape(1);
     const double scale = 1.0 / std::sqrt(static_cast<double>(d_k));
     // K^T block by block: block b (keys j0 .. j0 + cols - 1) is a contiguous d_k x cols matrix at
-    // offset j0 d_k, the right operand of matmul_span
+    // offset j0 d_k, the right operand of matmul_span_serial
     std::vector<double> K_t(T_k * d_k);
     for (std::size_t j0 = 0; j0 < T_k; j0 += fast_key_block) {
         const std::size_t cols = std::min(fast_key_block, T_k - j0);
@@ -44,6 +44,8 @@ Mat fast_attention(const Mat& Q, const Mat& K, const Mat& V, bool causal) {
     }
     Mat O = xt::zeros<double>({T_q, d_v});
     const std::size_t query_blocks = (T_q + fast_query_block - 1) / fast_query_block;
+    // the query blocks are shared between the two threads; each block's products stay on its thread
+    // (matmul_span would start a helper thread for every tile, two per tile on top of these two)
     for_each_row(query_blocks, T_k * (d_k + d_v), [&](std::size_t qb) {
         const std::size_t i0 = qb * fast_query_block, rows = std::min(fast_query_block, T_q - i0);
         std::vector<double> S(rows * fast_key_block), PV(rows * d_v), m(rows, minus_inf), l(rows, 0.0);
@@ -51,7 +53,7 @@ Mat fast_attention(const Mat& Q, const Mat& K, const Mat& V, bool causal) {
         for (std::size_t j0 = 0; j0 < T_k; j0 += fast_key_block) {
             if (causal && j0 > i0 + rows - 1) break;  // every later key block lies after every query here
             const std::size_t cols = std::min(fast_key_block, T_k - j0);
-            matmul_span(Q.data() + i0 * d_k, K_t.data() + j0 * d_k, S.data(), rows, d_k, cols);
+            matmul_span_serial(Q.data() + i0 * d_k, K_t.data() + j0 * d_k, S.data(), rows, d_k, cols);
             for (std::size_t a = 0; a < rows; ++a) {
                 double* s = S.data() + a * cols;
                 const std::size_t i = i0 + a;
@@ -75,7 +77,7 @@ Mat fast_attention(const Mat& Q, const Mat& K, const Mat& V, bool causal) {
                 for (std::size_t v = 0; v < d_v; ++v) out[a * d_v + v] *= factor;
             }
             // the tile's P (rows x cols, stored with row stride cols) times V's block of rows
-            matmul_span(S.data(), V.data() + j0 * d_v, PV.data(), rows, cols, d_v);
+            matmul_span_serial(S.data(), V.data() + j0 * d_v, PV.data(), rows, cols, d_v);
             for (std::size_t e = 0; e < rows * d_v; ++e) out[e] += PV[e];
         }
         for (std::size_t a = 0; a < rows; ++a)

@@ -310,6 +310,10 @@ void matmul_span(const double* A, const double* B, double* C, std::size_t m, std
     });
 }
 
+void matmul_span_serial(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n) {
+    active().matmul_rows(A, B, C, m, k, n);
+}
+
 void for_each_row(std::size_t rows, std::size_t cols, const std::function<void(std::size_t)>& row) {
     // Starting a thread costs tens of microseconds, the time of a few thousand exp() calls.
     constexpr std::size_t entries_worth_a_thread = std::size_t{1} << 15;

@@ -63,6 +63,11 @@ void scale_and_mask_rows(Mat& scores, double divisor, const Mat* mask);
 // of k, exactly the numbers of the textbook triple loop (and of nn::matvec for n = 1).
 void matmul_span(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n);
 
+// The same product, with the same bits, on the calling thread only: for callers that already share
+// their work between the threads (nn::fast_attention's query blocks), where matmul_span would start
+// a helper thread for every call.
+void matmul_span_serial(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n);
+
 // Calls row(r) once for every r in [0, rows), on two threads when the rows x cols matrix is large
 // enough to repay starting one. row(r) must touch row r only: then the result is the same, bit for
 // bit, whichever thread computes which row.

@@ -4,8 +4,8 @@
 //
 // Cases: (a) scaled dot-product attention, T = 1024, d = 64; (b) the same with a causal mask;
 // (c) multi-head attention, T = 512, d_model = 512, h = 8, without keeping the heads' weights;
-// (d) the output-only nn::fast_attention (lesson 10's tiles, for speed) at T = 4096 and 16384,
-// d = 64, with and without the causal flag: no GEMM floor there (the T x T matrices of the floor
+// (d) the output-only nn::fast_attention (lesson 10's tiles, for speed) at T = 1024, 4096 and
+// 16384, d = 64, with and without the causal flag: no GEMM floor there (the T x T matrices of the floor
 // take 2 GiB at T = 16384), its own table of times and peak memory instead.
 // Targets: time <= 1.3 x the GEMMs (whatever the op does besides them: scaling, softmax, masks,
 // copies, allocation) and peak extra memory <= 3 T^2 doubles besides the inputs.
@@ -317,7 +317,7 @@ int main(int argc, char** argv) {
              {"multi_head_gemms", BM_multi_head_gemms}})
         benchmark::RegisterBenchmark(name.c_str(), fn)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-    for (const std::int64_t T : {4096, 16384})
+    for (const std::int64_t T : {1024, 4096, 16384})
         for (const std::int64_t causal : {0, 1})
             benchmark::RegisterBenchmark(fmt::format("fast_attention_T{}{}", T, causal ? "_causal" : "").c_str(),
                                          BM_fast_attention)
@@ -363,7 +363,7 @@ int main(int argc, char** argv) {
     // transposed, one tile per query block in flight) against the T x T scores and weights the
     // plain form holds at that length.
     fmt::print("\n{:<36}{:>14}{:>16}{:>16}\n", "fast attention, d = 64", "median_ms", "peak_MiB", "plain_S+A_MiB");
-    for (const std::size_t T : {std::size_t{4096}, std::size_t{16384}})
+    for (const std::size_t T : {std::size_t{1024}, std::size_t{4096}, std::size_t{16384}})
         for (const bool causal : {false, true}) {
             const std::string name = fmt::format("fast_attention_T{}{}", T, causal ? "_causal" : "");
             const FastInputs in = fast_inputs(T);
