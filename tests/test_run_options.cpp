@@ -254,3 +254,18 @@ TEST_CASE("export --set writes a JSON file whose config holds the settings", "[c
 }
 
 }  // namespace test_run_options
+
+namespace test_run_options_next {
+
+TEST_CASE("run all ends by saying where to go next; one lesson does not", "[run_options]") {
+    const char* bin = std::getenv("ATTN_BIN");
+    REQUIRE(bin != nullptr);
+    const auto all = attn::test::run_command("'" + std::string(bin) + "' run all --color never 2>&1");
+    CHECK(all.code == 0);
+    CHECK_THAT(all.output, Catch::Contains("lessons ran. Next: one lesson at a time, step by step ('attn run 1 --pause')"));
+    CHECK_THAT(all.output, Catch::EndsWith("(README, 'Exercises (C++)').\n"));
+    const auto one = attn::test::run_command("'" + std::string(bin) + "' run 1 --color never 2>&1");
+    CHECK(one.output.find("lessons ran. Next:") == std::string::npos);
+}
+
+}  // namespace test_run_options_next

@@ -316,6 +316,12 @@ int cmd_run(const RunOptions& o) {
         }
         all_hold = all_hold && failed == 0;
     }
+    // after the whole course, where to go next
+    if (lessons.size() == all_lessons().size() && lessons.size() > 1 && o.step.empty())
+        fmt::print("All {} lessons ran. Next: one lesson at a time, step by step ('{} run 1 --pause'), your own sizes "
+                   "('{} run 4 --help'), or the exercises: write the functions yourself and check them with "
+                   "attn-student (README, 'Exercises (C++)').\n",
+                   lessons.size(), this_program().name, this_program().name);
     return all_hold ? exit_ok : exit_mismatch;
 }
 
