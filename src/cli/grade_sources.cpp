@@ -37,26 +37,13 @@ namespace {
 // A student's exercise file larger than this is not a solution.
 constexpr std::size_t max_source_bytes = std::size_t{1} << 20;
 
-std::optional<std::filesystem::path> program_on_path(const std::string& name) {
-    if (name.find('/') != std::string::npos) {
-        std::error_code ec;
-        const auto p = std::filesystem::canonical(name, ec);
-        return ec ? std::nullopt : std::optional<std::filesystem::path>(p);
-    }
-    const char* path = std::getenv("PATH");
-    const std::string dirs = path && *path ? path : "/usr/bin:/bin";
-    std::size_t at = 0;
-    while (at <= dirs.size()) {
-        const std::size_t end = std::min(dirs.find(':', at), dirs.size());
-        const std::filesystem::path candidate = std::filesystem::path(dirs.substr(at, end - at)) / name;
-        if (!candidate.parent_path().empty() && ::access(candidate.c_str(), X_OK) == 0) {
-            std::error_code ec;
-            const auto p = std::filesystem::canonical(candidate, ec);  // past /etc/alternatives, which the sandbox lacks
-            if (!ec) return p;
-        }
-        at = end + 1;
-    }
-    return std::nullopt;
+// The compiler by its real path: past /etc/alternatives, which the sandbox does not have.
+std::optional<std::filesystem::path> compiler_path(const std::string& name) {
+    const auto found = find_on_path(name);
+    if (!found) return std::nullopt;
+    std::error_code ec;
+    const auto real = std::filesystem::canonical(*found, ec);
+    return ec ? std::nullopt : std::optional<std::filesystem::path>(real);
 }
 
 std::string read_small(const std::filesystem::path& file) {
@@ -388,7 +375,7 @@ int grade_from_sources(const GradeOptions& o, const std::vector<const Exercise*>
             return exit_golden;
         }
     }
-    const auto compiler = program_on_path(kit.compiler.front());
+    const auto compiler = compiler_path(kit.compiler.front());
     if (!compiler) {
         fmt::print(stderr, "attn: grading from sources needs the compiler {}, which is not on PATH\n",
                    printable_utf8(kit.compiler.front()));

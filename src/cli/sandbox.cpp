@@ -23,20 +23,6 @@ namespace attn {
 
 namespace {
 
-std::optional<std::filesystem::path> find_bwrap() {
-    const char* path = std::getenv("PATH");
-    std::string dirs = path && *path ? path : "/usr/bin:/bin";
-    dirs += ":/usr/bin:/bin";
-    std::size_t at = 0;
-    while (at <= dirs.size()) {
-        const std::size_t end = std::min(dirs.find(':', at), dirs.size());
-        const std::filesystem::path candidate = std::filesystem::path(dirs.substr(at, end - at)) / "bwrap";
-        if (!candidate.parent_path().empty() && ::access(candidate.c_str(), X_OK) == 0) return candidate;
-        at = end + 1;
-    }
-    return std::nullopt;
-}
-
 double seconds_of(const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; }
 
 double children_cpu_seconds() {
@@ -93,9 +79,24 @@ std::vector<std::string> bwrap_arguments(const std::filesystem::path& bwrap, con
 
 }  // namespace
 
+std::optional<std::filesystem::path> find_on_path(const std::string& name) {
+    if (name.find('/') != std::string::npos)
+        return ::access(name.c_str(), X_OK) == 0 ? std::optional<std::filesystem::path>(name) : std::nullopt;
+    const char* path = std::getenv("PATH");
+    const std::string dirs = std::string(path && *path ? path : "") + ":/usr/bin:/bin";
+    std::size_t at = 0;
+    while (at <= dirs.size()) {
+        const std::size_t end = std::min(dirs.find(':', at), dirs.size());
+        const std::filesystem::path candidate = std::filesystem::path(dirs.substr(at, end - at)) / name;
+        if (!candidate.parent_path().empty() && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+        at = end + 1;
+    }
+    return std::nullopt;
+}
+
 SandboxResult run_sandboxed(const SandboxCommand& command) {
     SandboxResult result;
-    const auto bwrap = find_bwrap();
+    const auto bwrap = find_on_path("bwrap");
     if (!bwrap) {
         result.error = "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)";
         return result;
@@ -173,7 +174,7 @@ SandboxResult run_sandboxed(const SandboxCommand& command) {
 }
 
 std::optional<std::string> sandbox_unavailable() {
-    if (!find_bwrap()) return std::string("bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)");
+    if (!find_on_path("bwrap")) return std::string("bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)");
     char pattern[] = "/tmp/attn-sandbox-probe.XXXXXX";
     const char* dir = ::mkdtemp(pattern);
     if (!dir) return fmt::format("cannot create a directory in /tmp: {}", std::strerror(errno));

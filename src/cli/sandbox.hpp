@@ -45,6 +45,9 @@ std::optional<std::string> sandbox_unavailable();
 
 SandboxResult run_sandboxed(const SandboxCommand& command);
 
+// The executable `name` on PATH (then /usr/bin and /bin), or `name` itself when it holds a '/'.
+std::optional<std::filesystem::path> find_on_path(const std::string& name);
+
 // "signal 11 (SIGSEGV: segmentation fault)"
 std::string signal_description(int signal);
 
