@@ -341,3 +341,18 @@ TEST_CASE("plots stay within the line width, and colour only when asked", "[rend
 }
 
 }  // namespace test_render
+
+namespace test_render_formats {
+
+TEST_CASE("one number format per table: scientific for all when some entries need it", "[render]") {
+    attn::RenderOptions opt;
+    const attn::TensorRecord mixed{"g", "", attn::Array{0.5, 9.2943e-06, 0.0}, {}, {}, attn::View::numbers};
+    const std::string text = attn::render_tensor(mixed, opt);
+    CHECK_THAT(text, Catch::Contains("5.0000e-01"));
+    CHECK_THAT(text, Catch::Contains("9.2943e-06"));
+    CHECK(text.find("0.5000") == std::string::npos);
+    const attn::TensorRecord plain{"h", "", attn::Array{0.5, 0.25}, {}, {}, attn::View::numbers};
+    CHECK_THAT(attn::render_tensor(plain, opt), Catch::Contains("0.5000"));
+}
+
+}  // namespace test_render_formats

@@ -219,6 +219,23 @@ struct Layout {
     std::vector<std::string> row_labels, col_labels;  // shown ones; empty when unlabelled
 };
 
+// One format per table: when some entries of a tensor need scientific notation (huge, or too
+// small for fixed notation) and others do not, all of them are written in it, so a column never
+// shows 0.0000 beside 9.2943e-06.
+bool needs_one_scientific_format(const Array& values, int precision) {
+    bool scientific = false, fixed = false;
+    for (const double x : values) {
+        if (!std::isfinite(x) || x == 0) continue;
+        (format_number(x, precision).find('e') != std::string::npos ? scientific : fixed) = true;
+    }
+    return scientific && fixed;
+}
+
+std::string format_cell(double x, const RenderOptions& opt) {
+    if (opt.scientific && std::isfinite(x) && x != 0) return fmt::format("{:.{}e}", x, std::max(opt.precision, 0));
+    return format_number(x, opt.precision);
+}
+
 // How many columns to show so a table line fits in opt.line_width: wide numbers or long
 // row labels leave room for fewer columns (one place is kept for the "…" column).
 std::size_t column_limit(const MatrixView& m, const Layout& layout, const std::vector<std::string>& col_labels,
@@ -227,7 +244,7 @@ std::size_t column_limit(const MatrixView& m, const Layout& layout, const std::v
     for (const auto& r : layout.rows)
         if (r)
             for (std::size_t c = 0; c < m.cols; ++c)
-                cell_width = std::max(cell_width, format_number(m.at(*r, c), opt.precision).size());
+                cell_width = std::max(cell_width, format_cell(m.at(*r, c), opt).size());
     const std::size_t label_width = widest(layout.row_labels);
     const std::size_t used = 4 + (label_width > 0 ? label_width + 2 : 0);  // the deepest indent is 4
     const std::size_t room = opt.line_width > used ? opt.line_width - used : 0;
@@ -259,20 +276,20 @@ std::string table_line(std::string_view indent, const std::string& label, std::s
 }
 
 std::vector<std::vector<std::string>> formatted_cells(const MatrixView& m, const Layout& layout,
-                                                      int precision) {
+                                                      const RenderOptions& opt) {
     std::vector<std::vector<std::string>> cells;
     for (const auto& r : layout.rows) {
         auto& row = cells.emplace_back();
         for (const auto& c : layout.cols)
-            row.push_back(r && c ? format_number(m.at(*r, *c), precision) : ellipsis);
+            row.push_back(r && c ? format_cell(m.at(*r, *c), opt) : ellipsis);
     }
     return cells;
 }
 
-std::string number_table(const MatrixView& m, const Layout& layout, int precision,
+std::string number_table(const MatrixView& m, const Layout& layout, const RenderOptions& opt,
                          std::string_view indent) {
     if (m.rows * m.cols == 0) return "";  // the header's shape already says it is empty
-    const auto cells = formatted_cells(m, layout, precision);
+    const auto cells = formatted_cells(m, layout, opt);
     std::size_t cell_width = widest(layout.col_labels);
     for (const auto& row : cells) cell_width = std::max(cell_width, widest(row));
     const std::size_t label_width = widest(layout.row_labels);
@@ -403,7 +420,7 @@ std::string bar_chart(const MatrixView& column, const std::vector<std::string>& 
     std::vector<std::string> names, values;
     for (const auto& r : shown) {
         names.push_back(!r ? ellipsis : labels.empty() ? std::to_string(*r) : labels[*r]);
-        values.push_back(r ? format_number(column.at(*r, 0), opt.precision) : "");
+        values.push_back(r ? format_cell(column.at(*r, 0), opt) : "");
     }
     const std::size_t name_width = widest(names), value_width = widest(values);
     std::string out;
@@ -720,7 +737,7 @@ std::string render_vector(const TensorRecord& t, const RenderOptions& opt) {
     const MatrixView column{t.value.data(), n, 1};
     const MatrixView row{t.value.data(), 1, n};
     const MatrixView& shown = t.rows.empty() ? row : column;
-    std::string out = number_table(shown, make_layout(shown, t.rows, {}, opt), opt.precision, "  ");
+    std::string out = number_table(shown, make_layout(shown, t.rows, {}, opt), opt, "  ");
     if (t.view == View::bars) out += bar_chart(column, t.rows, opt);
     return out;
 }
@@ -729,7 +746,7 @@ std::string render_matrix(const TensorRecord& t, const RenderOptions& opt) {
     const Shape shape = t.shape();
     const MatrixView m{t.value.data(), shape[0], shape[1]};
     const Layout layout = make_layout(m, t.rows, t.cols, opt);
-    std::string out = number_table(m, layout, opt.precision, "  ");
+    std::string out = number_table(m, layout, opt, "  ");
     if (t.view == View::heatmap && t.value.size() > 0) {
         const bool probabilities = rows_are_distributions(t.value);
         out += heatmap(m, layout, probabilities ? ValueRange{0.0, 1.0, true} : finite_range(t.value), probabilities,
@@ -769,7 +786,7 @@ std::string render_slices(const TensorRecord& t, const RenderOptions& opt) {
         out += "\n";
         const MatrixView m{t.value.data() + *s * rows * cols, rows, cols};
         const Layout layout = make_layout(m, rank3 ? t.cols : std::vector<std::string>{}, {}, opt);
-        out += number_table(m, layout, opt.precision, "    ");
+        out += number_table(m, layout, opt, "    ");
     }
     return out;
 }
@@ -820,6 +837,7 @@ bool all_integers(const Array& values) {
 std::string render_tensor(const TensorRecord& t, const RenderOptions& options) {
     RenderOptions opt = options;
     if (t.value.size() > 0 && all_integers(t.value)) opt.precision = 0;
+    else opt.scientific = needs_one_scientific_format(t.value, opt.precision);
     std::string out = header_line(t, opt.color);
     switch (t.value.dimension()) {
         case 0: return out + "  " + format_number(*t.value.data(), opt.precision) + "\n";
