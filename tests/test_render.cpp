@@ -141,9 +141,10 @@ TEST_CASE("Devanagari row labels stay aligned", "[render]") {
         CHECK(number_widths[r] == number_widths[0]);
         CHECK(grid_widths[r] == grid_widths[0]);
     }
-    // Label column (4) + two spaces + four cells of two columns.
-    CHECK(grid_widths[0] == 2 + 4 + 2 + 4 * 2);
-    CHECK(text.find("1 turn  2 off  3 the  4 lights") != std::string::npos);
+    // Label column (4) + two spaces + four cells as wide as the longest column label ("lights") plus one.
+    CHECK(grid_widths[0] == 2 + 4 + 2 + 4 * 7);
+    CHECK(text.find("           turn    off    the lights\n") != std::string::npos);  // the words above the cells
+    CHECK(text.find("1 turn") == std::string::npos);  // so no numbered legend
     CHECK(text.find("scale: ░ 0 … █ 1, fixed (each row is a distribution)") != std::string::npos);  // alpha's rows
 }
 
@@ -353,6 +354,20 @@ TEST_CASE("one number format per table: scientific for all when some entries nee
     CHECK(text.find("0.5000") == std::string::npos);
     const attn::TensorRecord plain{"h", "", attn::Array{0.5, 0.25}, {}, {}, attn::View::numbers};
     CHECK_THAT(attn::render_tensor(plain, opt), Catch::Contains("0.5000"));
+}
+
+TEST_CASE("heatmap columns carry their labels even when the table shows only some columns", "[render]") {
+    std::vector<std::string> cols;
+    for (int k = 1; k <= 8; ++k) cols.push_back("a-rather-long-word-" + std::to_string(k));
+    attn::Array value = attn::Array::from_shape({2, 8});
+    for (std::size_t i = 0; i < value.size(); ++i) value.data()[i] = static_cast<double>(i);
+    const attn::TensorRecord wide{"E", "", value, {"a", "b"}, cols, attn::View::heatmap};
+    const std::string text = attn::render_tensor(wide, attn::RenderOptions{});
+    // the number table shows the first and last columns; the grid below has the same columns, named
+    const auto first = text.find("a-rather-long-word-8");
+    REQUIRE(first != std::string::npos);
+    CHECK(text.find("a-rather-long-word-8", first + 1) != std::string::npos);  // above the table and above the grid
+    CHECK(text.find("1 a-rather-long-word-1") == std::string::npos);
 }
 
 }  // namespace test_render_formats

@@ -379,12 +379,20 @@ std::string scale_legend(const ValueRange& range, bool fixed, int precision, boo
 std::string heatmap(const MatrixView& m, const Layout& layout, const ValueRange& range, bool fixed,
                     const RenderOptions& opt) {
     // A space before each column number keeps "26 27" from reading as "2627".
-    const std::size_t cell_width = std::max<std::size_t>(2, std::to_string(m.cols).size() + 1);
+    std::size_t cell_width = std::max<std::size_t>(2, std::to_string(m.cols).size() + 1);
     const std::size_t label_width = widest(layout.row_labels);
     const bool labelled_cols = !layout.col_labels.empty();
+    // The columns' own labels above the cells when cells that wide still fit the line; else
+    // numbers, with a legend below.
+    const std::size_t named_width = widest(layout.col_labels) + 1;
+    const bool named = labelled_cols && 2 + (label_width > 0 ? label_width + 2 : 0) +
+                                                layout.cols.size() * std::max(cell_width, named_width) <=
+                                            opt.line_width;
+    if (named) cell_width = std::max(cell_width, named_width);
     std::string out;
     if (labelled_cols)
-        out += table_line("  ", "", label_width, column_numbers(layout.cols), cell_width, "");
+        out += table_line("  ", "", label_width, named ? layout.col_labels : column_numbers(layout.cols), cell_width,
+                          "");
     for (std::size_t k = 0; k < layout.rows.size(); ++k) {
         const auto& r = layout.rows[k];
         std::string line = "  ";
@@ -394,7 +402,7 @@ std::string heatmap(const MatrixView& m, const Layout& layout, const ValueRange&
                            : pad(ellipsis, cell_width, true);
         out += line + "\n";
     }
-    if (labelled_cols) out += column_legend(layout);
+    if (labelled_cols && !named) out += column_legend(layout);
     return out + scale_legend(range, fixed, opt.precision, opt.color);
 }
 
