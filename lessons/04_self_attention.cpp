@@ -515,6 +515,20 @@ void record_future(Trace& trace, const Projections& proj, const Mat& X, const Ma
                 count_at_most(open_changes, visible_change), 0.0);
 }
 
+// The largest |PE_(p+k) - R_k PE_p| over the rows p, p + k of PE.
+double rotation_error(const Mat& PE) {
+    const std::size_t n = PE.shape(0), d = PE.shape(1);
+    double worst = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+        const Mat R = nn::offset_rotation(d, k);
+        for (std::size_t p = 0; p + k < n; ++p) {
+            const Vec turned = nn::matvec(R, xt::eval(xt::row(PE, p)), "R_k PE_p");
+            worst = std::max(worst, max_abs_difference(turned, xt::eval(xt::row(PE, p + k))));
+        }
+    }
+    return worst;
+}
+
 // Steps [positions] and [order]: the sinusoidal encoding and what it changes.
 void record_positions(Trace& trace, const Projections& proj, const Mat& X, const nn::AttentionResult& att) {
     const std::size_t n = X.shape(0), d = X.shape(1);
@@ -536,8 +550,17 @@ void record_positions(Trace& trace, const Projections& proj, const Mat& X, const
                "clock comes round (its period is 2 pi, about 6 positions). This width has d/2 = " +
                    std::to_string(d / 2) +
                    " clocks; the more there are (d = 512 has 256), the longer the slow ones keep distant positions "
-                   "apart.");
+                   "apart. The rotation is checked below for every pair of positions: PE_(p+k) = R_k PE_p. The "
+                   "encoding over 64 positions shows the clocks: the first columns flip every few rows, the last "
+                   "barely move. Sines and cosines exist for any position, so a sentence longer than any seen in "
+                   "training still gets encodings that keep this structure; learned position vectors (one per "
+                   "position, trained) have nothing for positions beyond the training length, which is why "
+                   "Vaswani et al. preferred the sinusoids, finding the two about equal on their test set.");
     trace.tensor("PE", "sinusoidal encoding, n x d", PE, numbered("pos ", 0, n), {}, View::heatmap);
+    trace.tensor("PE_64", "the same encoding over 64 positions", nn::sinusoidal_encoding(64, d), numbered("pos ", 0, 64),
+                 {}, View::heatmap);
+    trace.check("PE_(p+k) = R_k PE_p for every p, k with p + k < n: one rotation per offset, whatever p",
+                rotation_error(PE), 1e-12);
     trace.tensor("G", "G_pq = PE_p . PE_q, constant along each diagonal", G, numbered("p=", 0, n), numbered("q=", 0, n));
     trace.tensor("g", "g_k = sum_i cos(k / 10000^(2i/d))", by_offset, numbered("k=", 0, n));
     trace.check("PE_p . PE_(p+k) = g_k for every p and k: the offset alone decides",

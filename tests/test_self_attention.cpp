@@ -441,6 +441,25 @@ TEST_CASE("sinusoidal encoding against hand values", "[self_attention][positiona
     // PE(2, 3) = cos(2 / 100) = cos(0.02) = 1 - 0.0002 + 0.02^4/24 - ... = 0.9998000066665778
     CHECK_THAT(PE(2, 3), WithinAbs(0.9998000066665778, 1e-15));
     CHECK_THROWS_AS(nn::sinusoidal_encoding(3, 5), ShapeError);
+    CHECK_THROWS_AS(nn::offset_rotation(5, 1), ShapeError);
+}
+
+TEST_CASE("moving k positions is one rotation R_k of the sinusoidal encoding, whatever the position", "[self_attention]") {
+    const std::size_t n = 100, d = 64;
+    const Mat PE = nn::sinusoidal_encoding(n, d);
+    for (const std::size_t k : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{50}}) {
+        const Mat R = nn::offset_rotation(d, k);
+        // a rotation: R R^T = I
+        CHECK(max_abs_difference(nn::matmul(R, nn::transposed(R), "R R^T"), Mat(xt::eye<double>(d))) < 1e-15);
+        double worst = 0;
+        for (std::size_t p = 0; p + k < n; ++p)
+            worst = std::max(worst, max_abs_difference(nn::matvec(R, xt::eval(xt::row(PE, p)), "R PE_p"),
+                                                        Vec(xt::row(PE, p + k))));
+        CHECK(worst < 1e-12);
+    }
+    // the transposed rotation turns the wrong way: the check can fail
+    const Mat back = nn::transposed(nn::offset_rotation(d, 3));
+    CHECK(max_abs_difference(nn::matvec(back, xt::eval(xt::row(PE, 10)), "R^T PE_p"), Vec(xt::row(PE, 13))) > 0.1);
     CHECK_THROWS_AS(nn::sinusoidal_encoding(3, 0), ShapeError);
 }
 
