@@ -555,7 +555,7 @@ void record_positions(Trace& trace, const Projections& proj, const Mat& X, const
                    "barely move. Sines and cosines exist for any position, so a sentence longer than any seen in "
                    "training still gets encodings that keep this structure; learned position vectors (one per "
                    "position, trained) have nothing for positions beyond the training length, which is why "
-                   "Vaswani et al. preferred the sinusoids, finding the two about equal on their test set.");
+                   "Vaswani et al. chose the sinusoids, having found the two nearly identical (their table 3, row E).");
     trace.tensor("PE", "sinusoidal encoding, n x d", PE, numbered("pos ", 0, n), {}, View::heatmap);
     trace.tensor("PE_64", "the same encoding over 64 positions", nn::sinusoidal_encoding(64, d), numbered("pos ", 0, 64),
                  {}, View::heatmap);
