@@ -442,6 +442,56 @@ void record_local(Trace& trace, const Mat& Q, const Mat& K, const Mat& a_dot, co
                 local_from_global_error(a_local, a_dot, w.window, w.gaussian), 1e-12);
 }
 
+// Which targets' partners a window of local-m (centred on t) contains, in words.
+std::string local_m_reach(std::size_t D) {
+    std::vector<std::string> caught, missed;
+    for (std::size_t t = 0; t < partner_position.size(); ++t) {
+        const std::size_t at = t + 1, partner = partner_position[t];
+        const std::size_t distance = partner > at ? partner - at : at - partner;
+        (distance <= D ? caught : missed).push_back(target_sentence[t]);
+    }
+    if (missed.empty()) return "With D = " + std::to_string(D) + " every window still reaches its partner.";
+    return fmt::format("With D = {} the windows of {} miss their partners ({} of {} words), which sit near the other "
+                       "end of the sentence; only {} reach them.",
+                       D, fmt::join(missed, ", "), missed.size(), target_sentence.size(),
+                       caught.empty() ? std::string("none") : fmt::format("{}", fmt::join(caught, ", ")));
+}
+
+// Step [local-m]: local-m (p_t = t) and the location-based score, Luong's other two alignments.
+void record_local_m(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_a, std::size_t D) {
+    const auto keys = prefixed("k_", source_sentence);
+    trace.step("local-m", "Local-m and location-based alignment",
+               "local-m: p_t = t,  a_t = softmax over |s - t| <= D of e_t;  location: a_t = softmax(W_a h_t)",
+               "Luong et al. (2015, section 3.2) also try local-m, the monotonic variant: no prediction at all, "
+               "p_t = t, as if the t-th target word translated the t-th source word, and a plain softmax over the "
+               "window (no Gaussian). Our pair is the worst case for it: Hindi puts the verb last and reads the "
+               "phrase in the other order. " + local_m_reach(D) + " Their location-based score (eq. 8) goes "
+               "further the other way: a_t = softmax(W_a h_t) is computed from the target state alone, one weight "
+               "per source position, without looking at a single source word, so the same state gives the same "
+               "weights whatever the sentence says; W_a fixes the source length S. Luong et al. compare "
+               "these alignments with the content-based scores above in their table 4.");
+    const Mat e = nn::dot_scores(Q, K);
+    const Mat a_m = nn::local_m_weights(e, D);
+    trace.tensor("a_local_m", "local-m weights (p_t = t); row s, column t", one_column_per_query(a_m), keys,
+                 target_sentence, View::heatmap);
+    trace.tensor("W_a", "W_a, S x d, entries N(0, 1/d)", W_a);
+    const Mat a_location = nn::location_weights(Q, W_a);
+    trace.tensor("a_location", "location-based weights softmax(W_a q_t); row s, column t",
+                 one_column_per_query(a_location), keys, target_sentence, View::heatmap);
+    Vec positions = xt::empty<double>({Q.shape(0)});
+    for (std::size_t t = 0; t < Q.shape(0); ++t) positions(t) = as_double(t + 1);
+    const Mat window = nn::local_window(positions, K.shape(0), D);
+    trace.check("local-m weights are exactly 0 outside |s - t| <= D", largest_outside_window(a_m, window), 0.0);
+    trace.check("local-m rows sum to 1 (no Gaussian)", max_abs_difference(Vec(xt::sum(a_m, {1})), Vec(xt::ones<double>({Q.shape(0)}))),
+                1e-12);
+    // local-p at p_t = t, divided by its Gaussian, is local-m: the two share the windowed softmax
+    const Mat via_local_p = nn::local_p_weights(e, positions, D) / nn::gaussian_factors(positions, K.shape(0), D);
+    trace.check("local-m = local-p at p_t = t without its Gaussian",
+                max_abs_difference(xt::eval(via_local_p * window), a_m), 1e-12);
+    trace.check("location-based rows sum to 1",
+                max_abs_difference(Vec(xt::sum(a_location, {1})), Vec(xt::ones<double>({Q.shape(0)}))), 1e-12);
+}
+
 }  // namespace
 
 void lesson_scores(Trace& trace, const Config& config) {
@@ -472,6 +522,8 @@ void lesson_scores(Trace& trace, const Config& config) {
     const Vec v_p = trace.input("v_p", rng.normal_vec(d));
     const LocalWindow window = record_window(trace, Q, W_p, v_p, D);
     record_local(trace, Q, K, a_dot, window, D);
+    const Mat W_a = trace.input("W_a", rng.normal_mat(S, d, 1.0 / std::sqrt(as_double(d))));
+    record_local_m(trace, Q, K, W_a, D);
 }
 
 Lesson scores_lesson() {

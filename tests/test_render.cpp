@@ -145,7 +145,7 @@ TEST_CASE("Devanagari row labels stay aligned", "[render]") {
     CHECK(grid_widths[0] == 2 + 4 + 2 + 4 * 7);
     CHECK(text.find("           turn    off    the lights\n") != std::string::npos);  // the words above the cells
     CHECK(text.find("1 turn") == std::string::npos);  // so no numbered legend
-    CHECK(text.find("scale: ░ 0 … █ 1, fixed (each row is a distribution)") != std::string::npos);  // alpha's rows
+    CHECK(text.find("scale: ░ 0 … █ 1, fixed (probabilities)") != std::string::npos);  // alpha's rows
 }
 
 TEST_CASE("a heatmap of probabilities is shaded on the fixed scale 0 to 1", "[render]") {
@@ -157,11 +157,14 @@ TEST_CASE("a heatmap of probabilities is shaded on the fixed scale 0 to 1", "[re
     RenderOptions opt;
     opt.color = false;
     const std::string text = render_tensor(trace.steps()[0].tensors[0], opt);
-    CHECK(text.find("scale: ░ 0 … █ 1, fixed (each row is a distribution)") != std::string::npos);
+    CHECK(text.find("scale: ░ 0 … █ 1, fixed (probabilities)") != std::string::npos);
     CHECK(text.find("█") == text.find("█ 1, fixed"));  // no solid cell: 0.3 is far from 1
+    // the same weights one column per query (as lessons 2 and 3 show them): columns sum to 1
+    trace.tensor("P_T", "", Array{{0.14, 0.26}, {0.26, 0.14}, {0.3, 0.3}, {0.3, 0.3}}, {}, {}, View::heatmap);
+    CHECK_THAT(render_tensor(trace.steps()[0].tensors[1], opt), Catch::Contains("fixed (probabilities)"));
     // scores are not probabilities: their own range, said so
     trace.tensor("S", "", Array{{-1.0, 2.0}, {0.5, 0.0}}, {}, {}, View::heatmap);
-    CHECK_THAT(render_tensor(trace.steps()[0].tensors[1], opt),
+    CHECK_THAT(render_tensor(trace.steps()[0].tensors[2], opt),
                Catch::Contains("scale of this tensor's own range: ░ low = -1.0000 … █ high = 2.0000"));
 }
 

@@ -330,11 +330,11 @@ TEST_CASE("rows of probabilities are drawn on the fixed scale 0 to 1, other tens
     require_well_formed(svg);
     CHECK(svg.find(">1 (fixed scale:</text>") != std::string::npos);
     CHECK(svg.find(">max ") == std::string::npos);
-    const Array scores = weights * 2.0;  // rows sum to 2: not probabilities
+    const Array scores = weights * 3.0;  // rows sum to 3, columns to 1.5: not probabilities
     const std::string own = heatmap_svg(heatmap(scores), "scores");
-    CHECK(own.find(">max 0.6000</text>") != std::string::npos);
+    CHECK(own.find(">max 0.9000</text>") != std::string::npos);
     CHECK(own.find("fixed scale") == std::string::npos);
-    // on the fixed scale 0.3 is a third of the way, on its own range 0.6 is the top
+    // on the fixed scale 0.3 is a third of the way, on its own range 0.9 is the top
     CHECK(cell_fills(svg)[1] != cell_fills(own)[1]);
 }
 

@@ -371,7 +371,7 @@ std::string scale_legend(const ValueRange& range, bool fixed, int precision, boo
     const std::string low_mark = color ? grey_swatch(0.0, 1) : "░";
     const std::string high_mark = color ? grey_swatch(1.0, 1) : "█";
     if (fixed)
-        return fmt::format("  scale: {} 0 … {} 1, fixed (each row is a distribution)\n", low_mark, high_mark);
+        return fmt::format("  scale: {} 0 … {} 1, fixed (probabilities)\n", low_mark, high_mark);
     return fmt::format("  scale of this tensor's own range: {} low = {} … {} high = {}\n", low_mark,
                        format_number(range.low, precision), high_mark, format_number(range.high, precision));
 }

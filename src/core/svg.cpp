@@ -596,7 +596,7 @@ std::string heatmap_svg(const TensorRecord& t, const std::string& title) {
     if (s.any_finite && rows_are_distributions(t.value)) {  // probabilities: the fixed scale 0 to 1
         s.low = 0.0;
         s.high = 1.0;
-        bar_texts = {"1 (fixed scale:", "0 rows sum to 1)"};
+        bar_texts = {"1 (fixed scale:", "0 probabilities)"};
     } else if (s.any_finite) {
         bar_texts = {fmt::format("max {}{}", format_number(s.high, 4), s.low == s.high ? " (all equal)" : ""),
                      "min " + format_number(s.low, 4)};

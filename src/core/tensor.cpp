@@ -33,20 +33,34 @@ double max_abs_difference(const Array& a, const Array& b) {
     return worst;
 }
 
-bool rows_are_distributions(const Array& values) {
-    if (values.size() == 0 || values.dimension() == 0) return false;
-    const std::size_t width = values.shape().back();
-    if (width == 0) return false;
-    for (std::size_t at = 0; at < values.size(); at += width) {
+namespace {
+
+// Entries in [0, 1] and every line (`count` of them, `length` long, `stride` apart within a line,
+// `step` apart from line to line) summing to 1 within 1e-9, or to exactly 0.
+bool lines_are_distributions(const double* data, std::size_t count, std::size_t length, std::size_t stride,
+                             std::size_t step) {
+    for (std::size_t line = 0; line < count; ++line) {
         double sum = 0;
-        for (std::size_t k = at; k < at + width; ++k) {
-            const double x = values.data()[k];
+        for (std::size_t k = 0; k < length; ++k) {
+            const double x = data[line * step + k * stride];
             if (!(x >= 0.0 && x <= 1.0)) return false;  // NaN too
             sum += x;
         }
         if (std::abs(sum - 1.0) > 1e-9 && sum != 0.0) return false;
     }
     return true;
+}
+
+}  // namespace
+
+bool rows_are_distributions(const Array& values) {
+    if (values.size() == 0 || values.dimension() == 0) return false;
+    const std::size_t width = values.shape().back();
+    if (width == 0) return false;
+    if (lines_are_distributions(values.data(), values.size() / width, width, 1, width)) return true;
+    if (values.dimension() != 2) return false;
+    const std::size_t rows = values.shape()[0];
+    return lines_are_distributions(values.data(), width, rows, width, 1);  // columns
 }
 
 }  // namespace attn

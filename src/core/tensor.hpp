@@ -42,8 +42,9 @@ void expect_shape(const std::string& what, const E& e, const Shape& expected) {
 double max_abs_difference(const Array& a, const Array& b);
 
 // True when every row (the last axis) is a probability distribution: entries in [0, 1] and each
-// row summing to 1 within 1e-9, or all 0 (a fully masked row). Heatmaps shade such a tensor on
-// the fixed scale 0 to 1, so that weights of 0.14 to 0.26 do not look like a solid column.
+// row summing to 1 within 1e-9, or all 0 (a fully masked row); for a matrix, also when every
+// column is (attention weights shown one column per query). Heatmaps shade such a tensor on the
+// fixed scale 0 to 1, so that weights of 0.14 to 0.26 do not look like a solid column.
 bool rows_are_distributions(const Array& values);
 
 }  // namespace attn

@@ -89,4 +89,21 @@ Mat local_p_weights(const Mat& scores, const Vec& positions, std::size_t half_wi
     return aligned * gaussian;
 }
 
+Mat local_m_weights(const Mat& scores, std::size_t half_width) {
+    const std::size_t T = scores.shape(0), S = scores.shape(1);
+    Vec positions = xt::empty<double>({T});
+    for (std::size_t t = 0; t < T; ++t) positions(t) = static_cast<double>(t + 1);
+    const Mat window = local_window(positions, S, half_width);
+    Mat windowed = scores;
+    for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t j = 0; j < S; ++j)
+            if (window(t, j) == 0.0) windowed(t, j) = -std::numeric_limits<double>::infinity();
+    return softmax_rows(windowed);
+}
+
+Mat location_weights(const Mat& states, const Mat& W_a) {
+    expect_shape("location-based W_a", W_a, {W_a.shape(0), states.shape(1)});
+    return softmax_rows(matmul(states, transposed(W_a), "H W_a^T"));
+}
+
 }  // namespace attn::nn

@@ -35,4 +35,13 @@ Mat gaussian_factors(const Vec& positions, std::size_t source_length, std::size_
 // scores: T_q x S, positions: T_q.
 Mat local_p_weights(const Mat& scores, const Vec& positions, std::size_t half_width);
 
+// Local-m (Luong et al. 2015, section 3.2): p_t = t (positions from 1), as if source and target
+// were aligned word for word; the softmax of e_t over the window |s - t| <= D, exactly 0 outside,
+// and no Gaussian. scores: T_q x S.
+Mat local_m_weights(const Mat& scores, std::size_t half_width);
+
+// Location-based alignment (Luong et al. 2015, eq. 8 of arXiv v5): a_t = softmax(W_a h_t), from
+// the target state alone; the source words are never looked at. states: T_q x d, W_a: S x d.
+Mat location_weights(const Mat& states, const Mat& W_a);
+
 }  // namespace attn::nn
