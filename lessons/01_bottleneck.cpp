@@ -185,6 +185,24 @@ double largest_increase(const Vec& values) {
     return worst;
 }
 
+// What Δ_first(n) did in this run, in words: the fall is what the mean over many sentences shows,
+// not an identity, so the lesson reports it rather than checks it.
+std::string fading_note(const Vec& first_change, std::size_t trials) {
+    const auto lengths = length_labels();
+    if (largest_increase(first_change) <= 0.0)
+        return fmt::format("\nHere Δ_first falls at every doubling of n, from {:.3g} at {} to {:.3g} at {}, over {} "
+                           "sentences per length. That is a tendency of the mean, not an identity: with only a few "
+                           "sentences per length (trials), or a very narrow d, it can rise from one length to the next.",
+                           first_change(0), lengths.front(), first_change(first_change.size() - 1), lengths.back(),
+                           trials);
+    std::size_t at = 1;
+    for (std::size_t i = 1; i < first_change.size(); ++i)
+        if (first_change(i) - first_change(i - 1) > first_change(at) - first_change(at - 1)) at = i;
+    return fmt::format("\nHere Δ_first rises from {} to {} (by {:.3g}), over {} sentences per length: the fall is a "
+                       "tendency of the mean over many sentences, which so few need not show.",
+                       lengths[at - 1], lengths[at], first_change(at) - first_change(at - 1), trials);
+}
+
 // Step [embeddings]: the two embedding tables and X, the source sentence looked up in E_src.
 Mat record_embeddings(Trace& trace, const std::vector<std::string>& vocab, const Mat& E_src, const Mat& E_tgt) {
     trace.step("embeddings", "Tokens become vectors", "x_j = E_src[w_j],  y_i = E_tgt[w'_i]",
@@ -295,7 +313,9 @@ void record_bottleneck(Trace& trace, Rng& rng, const nn::GruParams& encoder, con
     trace.tensor("context_change", "mean over sentences", table, length_labels(), {"|c|", "Δ_first", "Δ_last"});
     const Vec first_change = xt::col(table, 1);
     trace.tensor("first_token_influence", "Δ_first(n)", first_change, length_labels(), {}, View::bars);
-    trace.check("replacing the first token moves c less and less as n grows", largest_increase(first_change), 0.0);
+    // Not an identity, so not a check: the fall is a tendency of the mean over many sentences, and a
+    // few sentences (trials=2, say) may break it. The text says what this run measured.
+    trace.steps().back().explanation += fading_note(first_change, trials);
 }
 
 // One row per demo length n: n, the n x d numbers read, the d passed on, and their ratio n.

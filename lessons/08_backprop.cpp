@@ -439,6 +439,10 @@ Mat error_by_step(const AttentionProblem& problem, const AttentionSolution& s, s
     return out;
 }
 
+// Whether the curve of error_by_step shows truncation at h = 1e-2: its error over 100 times the
+// rounding estimate there.
+bool truncation_visible(const Mat& curve) { return curve(1, 0) > 100.0 * curve(1, 1); }
+
 std::vector<std::string> step_labels() {
     std::vector<std::string> out;
     for (int k = 1; k <= 10; ++k) out.push_back(fmt::format("h=1e-{:02d}", k));
@@ -918,7 +922,10 @@ void record_finite_differences(Trace& trace, const AttentionProblem& attention, 
                    "until rounding takes over: each loss is rounded to about eps |L| (eps = 2.2e-16), and that "
                    "error divided by 2h grows as h shrinks. The plot shows both for one entry, dQ of \"lights\", "
                    "column 1: a slope of 2 on the right, and on the left an error that follows eps |L| / h (second "
-                   "column); the best h lies near eps^(1/3), about 6e-6.\n"
+                   "column); the best h lies near eps^(1/3), about 6e-6. The slope of 2 needs the third derivative "
+                   "of the loss in that entry to be well above rounding: at some seeds and widths (d = d_k = d_v = "
+                   "1) the loss is so nearly quadratic in it that the error is rounding already at h = 1e-1, and "
+                   "the check then claims that instead.\n"
                    "We use h = 1e-6. There truncation is about 1e-13 |L'''|, and rounding about eps |L| / h, "
                    "{:.1g} for the attention loss (L = {:.3g}). So an entry passes when |analytic - numeric| / "
                    "max(1, |numeric|) <= 100 eps max(1, |L|) / h, a hundred times the rounding of its own loss "
@@ -942,9 +949,15 @@ void record_finite_differences(Trace& trace, const AttentionProblem& attention, 
         for (const auto& r : group)
             trace.check(fmt::format("{} matches central differences in all {:.0f} entries", r.name, r.entries),
                         r.error, r.tolerance);
-    // errors(k) is the error at h = 10^-(k+1)
-    trace.check("truncation: from h = 1e-1 to 1e-2 the error falls by 10^2 (|decades - 2| shown, within 0.5)",
-                std::abs(portable::log(errors(0) / errors(1)) / portable::log(10.0) - 2.0), 0.5);
+    // errors(k) is the error at h = 10^-(k+1). The h^2 law shows only where truncation is well above
+    // rounding at h = 1e-2; where this entry's third derivative is tiny (d = d_k = d_v = 1 at some
+    // seeds: the error at h = 1e-1 is already 2e-15) both are rounding, and the claim is that instead.
+    if (truncation_visible(curve))
+        trace.check("truncation: from h = 1e-1 to 1e-2 the error falls by 10^2 (|decades - 2| shown, within 0.5)",
+                    std::abs(portable::log(errors(0) / errors(1)) / portable::log(10.0) - 2.0), 0.5);
+    else
+        trace.check("truncation is below rounding: at h = 1e-2 the error is within 100 eps |L| / h",
+                    errors(1), 100.0 * curve(1, 1));
     trace.check("rounding: the worst error at h <= 1e-8 is over 100 times the best (best x 100 / worst shown)",
                 100.0 * xt::amin(errors)() / std::max({errors(7), errors(8), errors(9)}), 1.0);
     trace.check(fmt::format("the wrong way misses by more than {:g} (misses counted)", wrong_bound),

@@ -647,19 +647,20 @@ void record_training(Trace& trace, const Training& t) {
                    "stood at {:.3f} and {:.3f} (test). "
                    "Row 0 is before training; later training losses are means over the epoch's batches while the "
                    "weights moved, test losses are measured at the epoch's end. Gradient clipping acted on {:.0f} "
-                   "and {:.0f} of {:.0f} steps (without, with). The check asks only that training worked at all: "
-                   "each model's training loss fell below half its starting value. (No wall time is recorded, so "
+                   "and {:.0f} of {:.0f} steps (without, with). Training took each model's training loss to {:.0f}% "
+                   "and {:.0f}% of its starting value. That is what this training reached, not an identity, so it "
+                   "is reported rather than checked: with a few epochs or sentences (epochs=1, sentences=50) a "
+                   "model may not get below half. (No wall time is recorded, so "
                    "that two runs export the same bytes; `time attn run learning-to-align` measures it.)",
                    t.with.W_o.shape(0), first_with, E, t.curves(E, 0), t.curves(E, 1),
                    t.curves(E, 2), t.curves(E, 3), t.curves(1, 1), t.curves(1, 3), t.clipped_without,
-                   t.clipped_with, t.steps));
+                   t.clipped_with, t.steps, 100.0 * t.curves(E, 0) / first_without,
+                   100.0 * t.curves(E, 2) / first_with));
     trace.tensor("losses", "nats per target word", t.curves, numbered("epoch ", 0, E + 1),
                  {"without, train", "without, test", "with, train", "with, test"}, View::plot);
     trace.tensor("digest_without", "sqrt(sum w^2) of each trained tensor", block_norms(t.without),
                  block_names(t.without));
     trace.tensor("digest_with", "sqrt(sum w^2) of each trained tensor", block_norms(t.with), block_names(t.with));
-    trace.check("training halved each model's training loss",
-                std::max({0.0, t.curves(E, 0) - first_without / 2.0, t.curves(E, 2) - first_with / 2.0}), 0.0);
 }
 
 std::size_t row_argmax(const Mat& M, std::size_t i) {
@@ -699,12 +700,15 @@ void record_alignment(Trace& trace, const Training& t) {
                    "are the weights alpha_ij of the model with attention, teacher-forced on \"turn off the lights\" "
                    "(never in the training set), at initialisation, after epoch 1 and at the end. At "
                    "initialisation each row is near-flat (1/{} = {:.2f} each would be flat; the largest weight is "
-                   "{:.2f}). At the end each target word's largest weight: {}. The check counts the target words "
-                   "whose largest weight is not on their source partner (lait <- lights, band <- off, karo <- turn): "
-                   "it must be 0. The <eos> row has no partner. The many-to-one pair \"pick up the red box\" -> "
+                   "{:.2f}). At the end each target word's largest weight: {}: {:.0f} of the {} target words put it on "
+                   "their source partner (lait <- lights, band <- off, karo <- turn). That is what this training "
+                   "reached, not an identity, so it is reported rather than checked: after a few epochs or on a "
+                   "few sentences (epochs=1, sentences=50) the alignment may not have formed yet. The <eos> row "
+                   "has no partner. The many-to-one pair \"pick up the red box\" -> "
                    "\"lal dibba uthao\": at the end uthao gives {:.2f} of its weight to 'pick' and 'up' together "
                    "({:.2f} and {:.2f}). {} Lesson 2 built such a map by hand; this one came out of the gradients.",
-                   lights_src.size(), flat, xt::amax(t.lights[0])(), fmt::join(found, ", "), uthao_on_verb,
+                   lights_src.size(), flat, xt::amax(t.lights[0])(), fmt::join(found, ", "),
+                   as_double(lights_partner.size()) - misses, lights_partner.size(), uthao_on_verb,
                    pickup(2, 0), pickup(2, 1), many_to_one(pickup(2, 0), pickup(2, 1))));
     const std::array<const char*, 3> when = {"init", "early", "final"};
     for (std::size_t k = 0; k < 3; ++k)
@@ -713,7 +717,6 @@ void record_alignment(Trace& trace, const Training& t) {
     for (std::size_t k = 0; k < 3; ++k)
         trace.tensor(fmt::format("pickup_{}", when[k]), "alpha, teacher-forced", t.pickup[k], with_eos(pickup_tgt),
                      pickup_src, View::heatmap);
-    trace.check("each word of \"lait band karo\" gives its largest weight to its source partner", misses, 0.0);
 }
 
 // One model's greedy translations of the test set, measured against the references.
