@@ -74,31 +74,34 @@ Mat gaussian_factors(const Vec& positions, std::size_t source_length, std::size_
     return factors;
 }
 
+namespace {
+
+// The softmax of each row over the positions its window holds: scores outside it become -inf,
+// so they get exactly 0.
+Mat softmax_in_window(const Mat& scores, const Mat& window) {
+    Mat windowed = scores;
+    for (std::size_t t = 0; t < scores.shape(0); ++t)
+        for (std::size_t j = 0; j < scores.shape(1); ++j)
+            if (window(t, j) == 0.0) windowed(t, j) = -std::numeric_limits<double>::infinity();
+    return softmax_rows(windowed);
+}
+
+}  // namespace
+
 Mat local_p_weights(const Mat& scores, const Vec& positions, std::size_t half_width) {
     const std::size_t T = scores.shape(0), S = scores.shape(1);
     expect_shape("local-p positions p", positions, {T});
     const Mat window = local_window(positions, S, half_width);
     const Mat gaussian = gaussian_factors(positions, S, half_width);
-    // 1. scores outside the window become -inf, so the softmax gives them exactly 0
-    Mat windowed = scores;
-    for (std::size_t t = 0; t < T; ++t)
-        for (std::size_t j = 0; j < S; ++j)
-            if (window(t, j) == 0.0) windowed(t, j) = -std::numeric_limits<double>::infinity();
-    // 2. softmax over the window, then the Gaussian centred on p_t; no renormalisation
-    const Mat aligned = softmax_rows(windowed);
-    return aligned * gaussian;
+    // softmax over the window, then the Gaussian centred on p_t; no renormalisation
+    return softmax_in_window(scores, window) * gaussian;
 }
 
 Mat local_m_weights(const Mat& scores, std::size_t half_width) {
     const std::size_t T = scores.shape(0), S = scores.shape(1);
     Vec positions = xt::empty<double>({T});
     for (std::size_t t = 0; t < T; ++t) positions(t) = static_cast<double>(t + 1);
-    const Mat window = local_window(positions, S, half_width);
-    Mat windowed = scores;
-    for (std::size_t t = 0; t < T; ++t)
-        for (std::size_t j = 0; j < S; ++j)
-            if (window(t, j) == 0.0) windowed(t, j) = -std::numeric_limits<double>::infinity();
-    return softmax_rows(windowed);
+    return softmax_in_window(scores, local_window(positions, S, half_width));
 }
 
 Mat location_weights(const Mat& states, const Mat& W_a) {
