@@ -7,8 +7,10 @@
 // (d) the output-only nn::fast_attention (lesson 10's tiles, for speed) at T = 1024, 4096 and
 // 16384, d = 64, with and without the causal flag: no GEMM floor there (the T x T matrices of the floor
 // take 2 GiB at T = 16384), its own table of times and peak memory instead.
-// Targets: time <= 1.3 x the GEMMs (whatever the op does besides them: scaling, softmax, masks,
-// copies, allocation) and peak extra memory <= 3 T^2 doubles besides the inputs.
+// Targets (issue 19): time <= 1.15 x the GEMMs for single-head attention, <= 0.7 x the full GEMMs
+// for causal attention (which needs only the lower half), <= 1.1 x for multi-head (whatever the op
+// does besides them: scaling, softmax, masks, copies, allocation); peak extra memory <= 3 T^2
+// doubles besides the inputs.
 //
 // Run with meson test --benchmark -C build (see tests/bench/meson.build), or by hand; Google
 // Benchmark's flags work, e.g. --benchmark_repetitions=5. After Google Benchmark's table come a
@@ -101,7 +103,7 @@ using namespace attn;
 
 constexpr std::size_t attention_T = 1024, attention_d = 64;
 constexpr std::size_t multi_head_T = 512, multi_head_d_model = 512, multi_head_h = 8;
-constexpr double time_target = 1.3, memory_target = 3.0;
+constexpr double memory_target = 3.0;
 
 // ---- Inputs, deterministic: the same numbers on every run and machine.
 
@@ -252,6 +254,7 @@ struct Case {
     std::string name, op, floor;
     std::size_t T;
     std::function<double()> peak_extra_bytes;  // one call, counted
+    double time_target;                        // op / floor at most
 };
 
 // Bytes allocated at the peak of one call of `call`, above what was allocated before it (the inputs).
@@ -333,21 +336,22 @@ int main(int argc, char** argv) {
     const MultiHeadInputs multi_head = multi_head_inputs();
     const std::vector<Case> cases = {
         {fmt::format("attention T={} d={}", attention_T, attention_d), "attention", "attention_gemms", attention_T,
-         [&] { return peak_extra_bytes([&] { run_attention(attention); }); }},
+         [&] { return peak_extra_bytes([&] { run_attention(attention); }); }, 1.15},
         {fmt::format("causal attention T={} d={}", attention_T, attention_d), "causal_attention", "attention_gemms",
-         attention_T, [&] { return peak_extra_bytes([&] { run_causal_attention(attention); }); }},
+         attention_T, [&] { return peak_extra_bytes([&] { run_causal_attention(attention); }); }, 0.7},
         {fmt::format("multi-head T={} d_model={} h={}", multi_head_T, multi_head_d_model, multi_head_h), "multi_head",
-         "multi_head_gemms", multi_head_T, [&] { return peak_extra_bytes([&] { run_multi_head(multi_head); }); }},
+         "multi_head_gemms", multi_head_T, [&] { return peak_extra_bytes([&] { run_multi_head(multi_head); }); },
+         1.1},
     };
 
     // Times are Google Benchmark's medians (one run each unless --benchmark_repetitions); the
     // floor of the causal case is the full Q K^T and A V, as without the mask.
-    fmt::print("\n{:<36}{:>14}{:>10}{:>8}  (target <= {})\n", "case", "attention_ms", "gemm_ms", "ratio", time_target);
+    fmt::print("\n{:<36}{:>14}{:>10}{:>8}{:>8}\n", "case", "attention_ms", "gemm_ms", "ratio", "target");
     for (const Case& c : cases) {
         const double op = reporter.median_ms(c.op), floor = reporter.median_ms(c.floor);
         const double ratio = op / floor;
-        fmt::print("{:<36}{:>14.2f}{:>10.2f}{:>8.2f}  {}\n", c.name, op, floor, ratio,
-                   std::isnan(ratio) ? "not run" : ratio <= time_target ? "ok" : "OVER");
+        fmt::print("{:<36}{:>14.2f}{:>10.2f}{:>8.2f}{:>8.2f}  {}\n", c.name, op, floor, ratio, c.time_target,
+                   std::isnan(ratio) ? "not run" : ratio <= c.time_target ? "ok" : "OVER");
     }
 
     // Peak memory of one call each, besides the inputs (which exist before the call; for the
