@@ -131,13 +131,13 @@ std::string after_columns(const std::string& line, std::size_t columns) {
 }
 
 // The index of the darkest heatmap cell in a row of 2-column cells drawn with " ░▒▓█".
-std::size_t darkest_cell(const std::string& cells) {
+std::size_t darkest_cell(const std::string& cells, std::size_t width) {
     const std::vector<std::string> shades = {" ", "░", "▒", "▓", "█"};
     const auto points = code_points(cells);
     std::size_t best = 0, best_shade = 0;
-    for (std::size_t k = 0; 2 * k < points.size(); ++k) {
+    for (std::size_t k = 0; width * k < points.size(); ++k) {
         std::size_t shade = 0;
-        while (shade < shades.size() && shades[shade] != points[2 * k]) ++shade;
+        while (shade < shades.size() && shades[shade] != points[width * k]) ++shade;
         if (shade > best_shade) best = k, best_shade = shade;
     }
     return best;
@@ -360,8 +360,10 @@ TEST_CASE("lesson 2's heatmap keeps its columns aligned with the Devanagari labe
         CHECK(display_width(number_rows[i]) == display_width(number_rows[0]));
         const std::string numbers = after_columns(number_rows[i], prefix);
         CHECK(numbers.find_first_not_of(" -0123456789.") == std::string::npos);
-        CHECK(display_width(grid_rows[i]) == prefix + 2 * 4);
-        CHECK(darkest_cell(after_columns(grid_rows[i], prefix)) == expected_source[i]);
+        // cells as wide as the longest column label ("lights") plus one, so the words sit above them
+        const std::size_t cell = display_width("lights") + 1;
+        CHECK(display_width(grid_rows[i]) == prefix + cell * 4);
+        CHECK(darkest_cell(after_columns(grid_rows[i], prefix), cell) == expected_source[i]);
     }
     // the column labels sit above the numbers: both lines end at the same column
     std::string header;
