@@ -95,7 +95,7 @@ public:
     // instead when stop_after(n) was called and n steps are recorded.
     Step& step(std::string id, std::string title, std::string equation, std::string explanation);
 
-    // Only the first n steps are wanted (0: all): the exercise checker stops a lesson there.
+    // Only the first n steps are wanted (0: all): a caller that needs no later step stops a lesson there.
     void stop_after(std::size_t n) { stop_after_ = n; }
 
     // Records a tensor in the current step (a step must have been started).
