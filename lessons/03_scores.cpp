@@ -478,8 +478,7 @@ void record_local_m(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_a, st
     const Mat a_location = nn::location_weights(Q, W_a);
     trace.tensor("a_location", "location-based weights softmax(W_a q_t); row s, column t",
                  one_column_per_query(a_location), keys, target_sentence, View::heatmap);
-    Vec positions = xt::empty<double>({Q.shape(0)});
-    for (std::size_t t = 0; t < Q.shape(0); ++t) positions(t) = as_double(t + 1);
+    const Vec positions = nn::monotonic_positions(Q.shape(0));
     const Mat window = nn::local_window(positions, K.shape(0), D);
     trace.check("local-m weights are exactly 0 outside |s - t| <= D", largest_outside_window(a_m, window), 0.0);
     trace.check("local-m rows sum to 1 (no Gaussian)", max_abs_difference(Vec(xt::sum(a_m, {1})), Vec(xt::ones<double>({Q.shape(0)}))),

@@ -561,10 +561,8 @@ double rotation_error(const Mat& PE) {
     return worst;
 }
 
-// Steps [positions] and [order]: the sinusoidal encoding and what it changes.
-void record_positions(Trace& trace, const Projections& proj, const Mat& X, const nn::AttentionResult& att) {
-    const std::size_t n = X.shape(0), d = X.shape(1);
-    const auto rows_n = prefixed("", sentence);
+// Step [positions]: the sinusoidal encoding, its rotation by an offset and its dot products.
+Mat record_positions(Trace& trace, std::size_t n, std::size_t d) {
     const Mat PE = nn::sinusoidal_encoding(n, d);
     const Mat G = nn::matmul(PE, nn::transposed(PE), "PE PE^T");
     const Vec by_offset = encoding_dot_by_offset(n, d);
@@ -600,7 +598,12 @@ void record_positions(Trace& trace, const Projections& proj, const Mat& X, const
     trace.check("PE(0, .) = [0, 1, 0, 1, ...]",
                 max_abs_difference(xt::row(PE, 0), xt::eval(xt::fmod(xt::arange<double>(0.0, as_double(d)), 2.0))),
                 0.0);
+    return PE;
+}
 
+// Step [order]: reordering the words moves the outputs along, until positions are added.
+void record_order(Trace& trace, const Projections& proj, const Mat& X, const Mat& PE, const nn::AttentionResult& att) {
+    const auto rows_n = prefixed("", sentence);
     const Mat X_reordered = nn::gather_rows(X, reordering);
     const Mat O = att.output, O_reordered = self_attend(proj, X_reordered).output;
     const Mat O_pos = self_attend(proj, X + PE).output, O_reordered_pos = self_attend(proj, X_reordered + PE).output;
@@ -673,7 +676,8 @@ void lesson_self_attention(Trace& trace, const Config& config) {
     record_wrong_way(trace, self.result, masked);
     record_padding(trace, proj, E, X.shape(0));
     record_future(trace, proj, X, X_other);
-    record_positions(trace, proj, X, self.result);
+    const Mat PE = record_positions(trace, X.shape(0), X.shape(1));
+    record_order(trace, proj, X, PE, self.result);
 }
 
 Lesson self_attention_lesson() {

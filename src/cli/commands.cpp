@@ -633,6 +633,7 @@ GradeRow grade_one(const std::filesystem::path& dir, const Lesson& l, const Exer
     }
     const Verdict v = judge(found, l, StepChoice{x.steps, false}, o.golden_dir, o.tolerance);
     row.result = v.missing ? "missing" : v.code == exit_ok ? "pass" : v.code == exit_mismatch ? "fail" : "error";
+    row.points = row.result == "pass" ? 1 : 0;  // from numbers: one point an exercise, of one
     row.step = v.step;
     row.message = capped(v.message, 500);
     while (!row.message.empty() && row.message.back() == '\n') row.message.pop_back();

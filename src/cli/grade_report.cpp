@@ -35,7 +35,7 @@ std::string csv_field(const std::string& text) {
 std::pair<int, int> points_of(const std::vector<GradeRow>& rows, std::size_t first, std::size_t count) {
     int points = 0, max_points = 0;
     for (std::size_t i = first; i < first + count; ++i) {
-        points += rows[i].result == "pass" ? std::max(rows[i].points, 1) : rows[i].points;
+        points += rows[i].points;
         max_points += rows[i].max_points;
     }
     return {points, max_points};
@@ -65,7 +65,7 @@ std::string grade_csv_long(const std::vector<GradeRow>& rows) {
     std::string out = "student,lesson,exercise,result,points,max_points,first_diverging_step,message\n";
     for (const auto& r : rows)
         out += fmt::format("{},{},{},{},{},{},{},{}\n", csv_field(r.student), csv_field(r.lesson),
-                           csv_field(r.exercise), r.result, r.result == "pass" ? std::max(r.points, 1) : r.points,
+                           csv_field(r.exercise), r.result, r.points,
                            r.max_points, csv_field(r.step), csv_field(r.message));
     return out;
 }
@@ -76,10 +76,9 @@ std::string grade_json(const std::vector<GradeRow>& rows, std::size_t per_studen
         std::size_t passed = 0;
         for (std::size_t i = at; i < at + per_student; ++i) {
             const GradeRow& r = rows[i];
-            const int points = r.result == "pass" ? std::max(r.points, 1) : r.points;
             passed += r.result == "pass" ? 1 : 0;
             results.push_back({{"student", r.student}, {"lesson", r.lesson}, {"exercise", r.exercise},
-                               {"result", r.result}, {"points", points}, {"max_points", r.max_points},
+                               {"result", r.result}, {"points", r.points}, {"max_points", r.max_points},
                                {"first_diverging_step", r.step},
                                {"message", r.message}});
         }

@@ -141,28 +141,17 @@ SandboxResult run_sandboxed(const SandboxCommand& command) {
         return result;
     }
     const int code = WEXITSTATUS(status);
-    if (code == 126 || code == 127) {
+    // bwrap's own failures (no user namespaces, a missing path) exit 1 with "bwrap: ..." on stderr;
+    // 126 is our child failing to open its output files, 127 bwrap not starting at all
+    if (code == 1 || code == 126 || code == 127) {
         std::string message;
         try {
             message = read_file_bytes(command.stderr_file, "sandbox messages", 4096);
         } catch (const std::exception&) {
         }
         while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-        // bwrap's own failures (no user namespaces) come with "bwrap: ..." on stderr
         if (message.rfind("bwrap:", 0) == 0 || code == 126) {
             result.error = message.empty() ? "bwrap could not start" : printable_utf8(message);
-            return result;
-        }
-    }
-    if (code == 1) {
-        std::string message;
-        try {
-            message = read_file_bytes(command.stderr_file, "sandbox messages", 4096);
-        } catch (const std::exception&) {
-        }
-        if (message.rfind("bwrap:", 0) == 0) {
-            while (!message.empty() && message.back() == '\n') message.pop_back();
-            result.error = printable_utf8(message);
             return result;
         }
     }

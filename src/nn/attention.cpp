@@ -97,11 +97,14 @@ Mat local_p_weights(const Mat& scores, const Vec& positions, std::size_t half_wi
     return softmax_in_window(scores, window) * gaussian;
 }
 
-Mat local_m_weights(const Mat& scores, std::size_t half_width) {
-    const std::size_t T = scores.shape(0), S = scores.shape(1);
+Vec monotonic_positions(std::size_t T) {
     Vec positions = xt::empty<double>({T});
     for (std::size_t t = 0; t < T; ++t) positions(t) = static_cast<double>(t + 1);
-    return softmax_in_window(scores, local_window(positions, S, half_width));
+    return positions;
+}
+
+Mat local_m_weights(const Mat& scores, std::size_t half_width) {
+    return softmax_in_window(scores, local_window(monotonic_positions(scores.shape(0)), scores.shape(1), half_width));
 }
 
 Mat location_weights(const Mat& states, const Mat& W_a) {

@@ -35,6 +35,9 @@ Mat gaussian_factors(const Vec& positions, std::size_t source_length, std::size_
 // scores: T_q x S, positions: T_q.
 Mat local_p_weights(const Mat& scores, const Vec& positions, std::size_t half_width);
 
+// p_t = t for t = 1..T: local-m's positions, as if target and source were aligned word for word.
+Vec monotonic_positions(std::size_t T);
+
 // Local-m (Luong et al. 2015, section 3.2): p_t = t (positions from 1), as if source and target
 // were aligned word for word; the softmax of e_t over the window |s - t| <= D, exactly 0 outside,
 // and no Gaussian. scores: T_q x S.
