@@ -400,8 +400,8 @@ LocalWindow record_window(Trace& trace, const Mat& Q, const Mat& W_p, const Vec&
                "then looks only at the positions s with |s - p_t| <= D. Positions count from 1, like the key "
                "labels. A window that reaches past the first or the last word is clipped: it simply holds "
                "fewer positions. A Gaussian with sigma = D / 2 then favours the positions nearest p_t (eq. 10). "
-               "Our W_p and v_p are random, so p_t lands wherever they send it; training would teach them to "
-               "aim at the partner.");
+               "Our W_p and v_p are random, so p_t lands wherever they send it; step [aimed] points them at the "
+               "partners.");
     trace.tensor("W_p", "W_p, d_p x d, entries N(0, 1/d)", W_p);
     trace.tensor("v_p", "v_p, d_p, entries N(0, 1)", v_p);
     const Vec p = nn::predicted_positions(Q, W_p, v_p, S);
@@ -440,6 +440,85 @@ void record_local(Trace& trace, const Mat& Q, const Mat& K, const Mat& a_dot, co
     trace.check("local weights are exactly 0 outside the window", largest_outside_window(a_local, w.window), 0.0);
     trace.check("in the window: local = gaussian * global / window mass",
                 local_from_global_error(a_local, a_dot, w.window, w.gaussian), 1e-12);
+}
+
+// Where the aimed local-p sends query t: a quarter position before its partner (p_t < S always,
+// and the first query's partner is word S itself).
+Vec aimed_positions() {
+    Vec aim = xt::empty<double>({partner_position.size()});
+    for (std::size_t t = 0; t < partner_position.size(); ++t) aim(t) = as_double(partner_position[t]) - 0.25;
+    return aim;
+}
+
+// How many queries' windows leave out their partner (0 when every window holds it).
+double partners_missed(const Mat& window) {
+    double missed = 0.0;
+    for (std::size_t t = 0; t < partner_position.size(); ++t)
+        if (window(t, partner_position[t] - 1) == 0.0) missed += 1.0;
+    return missed;
+}
+
+// Step [aimed]: v_p solved so that every window lands on its partner, where d allows it.
+void record_aimed(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_p, const LocalWindow& drawn, std::size_t D) {
+    const std::size_t S = source_sentence.size(), T = Q.shape(0), d = Q.shape(1);
+    const auto keys = prefixed("k_", source_sentence);
+    const Vec aim = aimed_positions();
+    Mat logits = xt::empty<double>({T, std::size_t{1}});  // p = S sigmoid(z) <=> z = log(p / (S - p))
+    for (std::size_t t = 0; t < T; ++t) logits(t, 0) = std::log(aim(t) / (as_double(S) - aim(t)));
+    const Mat hidden = nn::tanh_each(nn::matmul(Q, nn::transposed(W_p), "Q W_p^T"));
+    Mat v_map;  // 1 x d when the T hidden vectors are independent
+    std::string why_not;
+    if (d < T)
+        why_not = fmt::format("At d = {} it cannot: v_p has {} entries for {} conditions, and in general no v_p meets "
+                              "them all; run it with d of at least {} (the default is 6).",
+                              d, d, T, T);
+    else
+        try {
+            v_map = nn::linear_map_sending(hidden, logits);
+        } catch (const std::invalid_argument&) {
+            why_not = "Here it cannot: the five tanh(W_p q_t) are linearly dependent to rounding, so no v_p "
+                      "separates them; another seed will do.";
+        }
+    trace.step("aimed", "Local-p aimed at the partners",
+               "v_p^T tanh(W_p q_t) = log(a_t / (S - a_t)),  a_t = partner(t) - 1/4",
+               "Step [window] admitted that random W_p and v_p send p_t anywhere. Luong et al. train them with "
+               "the rest of the model; we do what training would reach, by solving. S sigmoid(z) = a_t exactly "
+               "when z = log(a_t / (S - a_t)), so keep W_p and ask v_p for T = " + std::to_string(T) +
+                   " logits: a quarter position before each partner (p_t < S always, and the first target word's "
+                   "partner is word S itself). That is T linear conditions on the d entries of v_p, solved "
+                   "exactly by the minimum-norm map of lesson 2 when the T vectors tanh(W_p q_t) are "
+                   "independent, which needs d >= T. " +
+                   (why_not.empty()
+                        ? std::string("Every window now holds its partner, and the Gaussian gives the partner a "
+                                      "factor of exp(-1/(32 sigma^2)). Compare the columns of a_aimed with "
+                                      "a_local of step [local].")
+                        : why_not));
+    trace.tensor("aim", "a_t = partner(t) - 1/4", aim, target_sentence);
+    if (!why_not.empty()) return;
+    const Vec v_p = xt::row(v_map, 0);
+    trace.tensor("v_p_aimed", "v_p solved: v_p^T tanh(W_p q_t) = log(a_t / (S - a_t))", v_p);
+    const Vec p = nn::predicted_positions(Q, W_p, v_p, S);
+    trace.tensor("p_aimed", "p_t = S sigmoid(v_p^T tanh(W_p q_t))", p, prefixed("q_", target_sentence));
+    const Mat a_aimed = nn::local_p_weights(nn::dot_scores(Q, K), p, D);
+    trace.tensor("a_aimed", "aimed local-p weights; row s, column t", one_column_per_query(a_aimed), keys,
+                 target_sentence, View::heatmap);
+    Mat partner = xt::empty<double>({T, std::size_t{2}});
+    const Mat a_drawn = nn::local_p_weights(nn::dot_scores(Q, K), drawn.p, D);
+    for (std::size_t t = 0; t < T; ++t) {
+        partner(t, 0) = a_drawn(t, partner_position[t] - 1);
+        partner(t, 1) = a_aimed(t, partner_position[t] - 1);
+    }
+    trace.tensor("partner_weight", "a_t(partner(t)), local-p drawn and aimed", partner, target_sentence,
+                 {"drawn", "aimed"});
+    Mat solved = xt::empty<double>({T, std::size_t{1}});
+    for (std::size_t t = 0; t < T; ++t) {
+        double z = 0.0;
+        for (std::size_t a = 0; a < d; ++a) z += v_p(a) * hidden(t, a);
+        solved(t, 0) = z;
+    }
+    trace.check("v_p^T tanh(W_p q_t) equals the aimed logit (to 256 eps |v_p| max_t |tanh(W_p q_t)|)",
+                max_abs_difference(solved, logits), solve_tolerance(v_map, hidden));
+    trace.check("every aimed window holds its partner", partners_missed(nn::local_window(p, S, D)), 0.0);
 }
 
 // Which targets' partners a window of local-m (centred on t) contains, in words.
@@ -521,6 +600,7 @@ void lesson_scores(Trace& trace, const Config& config) {
     const Vec v_p = trace.input("v_p", rng.normal_vec(d));
     const LocalWindow window = record_window(trace, Q, W_p, v_p, D);
     record_local(trace, Q, K, a_dot, window, D);
+    record_aimed(trace, Q, K, W_p, window, D);
     const Mat W_a = trace.input("W_a", rng.normal_mat(S, d, 1.0 / std::sqrt(as_double(d))));
     record_local_m(trace, Q, K, W_a, D);
 }

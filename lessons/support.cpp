@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace attn {
 
@@ -33,6 +34,16 @@ double largest_above_diagonal(const Mat& A) {
     for (std::size_t i = 0; i < A.shape(0); ++i)
         for (std::size_t j = i + 1; j < A.shape(1); ++j) worst = std::max(worst, std::abs(A(i, j)));
     return worst;
+}
+
+double solve_tolerance(const Mat& M, const Mat& A) {
+    const double map_norm = std::sqrt(xt::sum(M * M)());
+    double widest = 0.0;
+    for (std::size_t r = 0; r < A.shape(0); ++r) {
+        const auto row = xt::row(A, static_cast<std::ptrdiff_t>(r));
+        widest = std::max(widest, std::sqrt(xt::sum(row * row)()));
+    }
+    return 256.0 * std::numeric_limits<double>::epsilon() * map_norm * widest;
 }
 
 double negativity(const Mat& weights) { return std::max(0.0, -xt::amin(weights)()); }

@@ -27,6 +27,15 @@ Vec weighted_sum(const Vec& alpha, const Mat& H);
 // The largest |A_ij| above the diagonal (j > i): 0 when a causal mask held, the check's error.
 double largest_above_diagonal(const Mat& A);
 
+// The tolerance of "M a_r = b_r" for a map M solved from the rows a_r of A by
+// nn::linear_map_sending: 256 eps |M|_F max_r |a_r|. Rounding in the Householder solve, which is
+// backward stable (Golub & Van Loan, section 5.3), and in the product M a_r leaves about n eps |M|
+// |a_r| in each entry, and |M| is where the conditioning enters: it is about |B| / sigma_min(A),
+// large when the rows are close to dependent (lesson 2's three decoder states often are at n = 4:
+// |W_a| reaches 1000). Over 20,000 random settings of tests/test_properties.cpp the error stayed
+// below 25 eps |M|_F max |a_r| (24.2, for lesson 2's W_a at d=1, n=4, u=8); 256 leaves a margin of ten.
+double solve_tolerance(const Mat& M, const Mat& A);
+
 // How far the smallest entry lies below 0 (0 when none is negative): a weight check's error.
 double negativity(const Mat& weights);
 

@@ -258,7 +258,7 @@ TEST_CASE("lesson 2 aligns लाइट with lights, बंद with off, कर�
     CHECK(weights(1, 0) > weights(1, 3));
 }
 
-TEST_CASE("lesson 2 has 9 steps and every identity check holds", "[additive][lessons]") {
+TEST_CASE("lesson 2 has 10 steps and every identity check holds", "[additive][lessons]") {
     const Trace trace = run_additive(find_lesson("additive")->defaults.seed);
     std::vector<std::string> ids;
     std::size_t checks = 0;
@@ -271,8 +271,8 @@ TEST_CASE("lesson 2 has 9 steps and every identity check holds", "[additive][les
         }
     }
     CHECK(ids == std::vector<std::string>{"embeddings", "encoder", "decoder-start", "alignment-model", "first-word",
-                                          "decoder", "scores", "weights", "context"});
-    CHECK(checks == 11);
+                                          "decoder", "scores", "weights", "context", "many-to-one"});
+    CHECK(checks == 17);
     CHECK(trace.all_checks_hold());
 }
 
@@ -286,6 +286,31 @@ TEST_CASE("lesson 2: the plan, not the seed, fixes the scores", "[additive][less
     // while the weights that produce those scores differ
     CHECK(max_abs_difference(recorded(other, "alignment-model", "W_a").value,
                              recorded(reference, "alignment-model", "W_a").value) > 1e-3);
+}
+
+TEST_CASE("lesson 2's many-to-one grid: entarté spreads its weight over hit, with, a and pie", "[additive][lessons]") {
+    const Trace t = run_additive(find_lesson("additive")->defaults.seed);
+    const Mat K = recorded(t, "many-to-one", "K_pie").value, Q = recorded(t, "many-to-one", "Q_pie").value;
+    const Mat alpha = recorded(t, "many-to-one", "alpha_pie").value;
+    REQUIRE(alpha.shape(0) == 4);
+    REQUIRE(alpha.shape(1) == 6);
+    // the scores by hand, v = 2 in every feature, then a softmax per row with std::exp
+    for (std::size_t i = 0; i < 4; ++i) {
+        std::vector<double> e(6, 0.0);
+        double total = 0.0;
+        for (std::size_t j = 0; j < 6; ++j) {
+            for (std::size_t f = 0; f < 6; ++f) e[j] += 2.0 * std::tanh(Q(i, f) + K(j, f));
+            total += std::exp(e[j]);
+        }
+        for (std::size_t j = 0; j < 6; ++j) CHECK(std::abs(std::exp(e[j]) / total - alpha(i, j)) <= 1e-12);
+    }
+    // he hit me with a pie: entarté's row (the last) holds four equal weights on columns 1, 3, 4, 5
+    for (std::size_t j : {3u, 4u, 5u}) CHECK(alpha(3, j) == Approx(alpha(3, 1)).epsilon(1e-12));
+    CHECK(alpha(3, 1) + alpha(3, 3) + alpha(3, 4) + alpha(3, 5) > 0.95);
+    CHECK(alpha(3, 0) < 0.05);
+    CHECK(alpha(3, 2) < 0.05);
+    // the other three words each point at one English word: il-he, a-hit, m'-me
+    for (std::size_t i = 0; i < 3; ++i) CHECK(alpha(i, i) > 0.5);
 }
 
 TEST_CASE("lesson 2 can be recomputed from its recorded tensors alone", "[additive][lessons]") {

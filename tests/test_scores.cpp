@@ -434,6 +434,22 @@ TEST_CASE("lesson 3 holds its checks, for its own seed and others", "[scores][le
         }
 }
 
+TEST_CASE("lesson 3's aimed step says when d is too narrow to aim five windows, and claims nothing", "[scores][lessons]") {
+    const Lesson* lesson = find_lesson("scores");
+    REQUIRE(lesson);
+    Config config = lesson->defaults;
+    for (auto& [key, value] : config.values)
+        if (key == "d") value = 3;
+    const Trace trace = run_lesson(*lesson, config);
+    const Step* aimed = trace.find_step("aimed");
+    REQUIRE(aimed);
+    CHECK(aimed->checks.empty());
+    REQUIRE(aimed->tensors.size() == 1);
+    CHECK(aimed->tensors[0].name == "aim");
+    CHECK(aimed->explanation.find("At d = 3 it cannot") != std::string::npos);
+    CHECK(trace.all_checks_hold());
+}
+
 TEST_CASE("lesson 3's recorded tensors recompute each other", "[scores][lessons]") {
     const Lesson* lesson = find_lesson("scores");
     REQUIRE(lesson);
@@ -460,6 +476,27 @@ TEST_CASE("lesson 3's recorded tensors recompute each other", "[scores][lessons]
             CHECK_THAT(max_abs_difference(Vec(xt::row(a_local, static_cast<std::ptrdiff_t>(t))),
                                           loop_local_row(e_dot, t, p(t), D)),
                        WithinAbs(0.0, 1e-14));
+    }
+    SECTION("the aimed v_p sends every p_t a quarter position before its partner, and the window holds it") {
+        const Mat W_p = recorded(trace, "window", "W_p");
+        const Vec v_p = recorded(trace, "aimed", "v_p_aimed"), partner = recorded(trace, "inputs", "partner");
+        const double S = static_cast<double>(K.shape(0));
+        const Mat a_aimed = xt::transpose(Mat(recorded(trace, "aimed", "a_aimed")));
+        for (std::size_t t = 0; t < Q.shape(0); ++t) {
+            double logit = 0.0;
+            for (std::size_t a = 0; a < W_p.shape(0); ++a) {
+                double pre = 0.0;
+                for (std::size_t b = 0; b < W_p.shape(1); ++b) pre += W_p(a, b) * Q(t, b);
+                logit += v_p(a) * std::tanh(pre);
+            }
+            const double p = S / (1.0 + std::exp(-logit));
+            CHECK_THAT(p, WithinAbs(partner(t) - 0.25, 1e-10));
+            const auto partner_index = static_cast<std::size_t>(partner(t)) - 1;
+            CHECK(a_aimed(t, partner_index) > 0.5);  // inside the window, and its dot score wins there
+            CHECK_THAT(max_abs_difference(Vec(xt::row(a_aimed, static_cast<std::ptrdiff_t>(t))),
+                                          loop_local_row(e_dot, t, p, D)),
+                       WithinAbs(0.0, 1e-10));
+        }
     }
     SECTION("the keys have length sqrt(d) and, with the default seed, every query's partner wins") {
         const Vec partner = recorded(trace, "inputs", "partner");
