@@ -210,8 +210,8 @@ Mat record_embeddings(Trace& trace, const std::vector<std::string>& vocab, const
                "in an embedding table: one row of d numbers per word. The tables here are drawn from the seed, "
                "not trained, so the translation will be wrong; what matters is the shape of the computation. "
                "The source table has filler words too, for the measured demo in step [bottleneck].");
-    trace.tensor("E_src", "source embedding table, V_src x d", E_src, vocab);
-    trace.tensor("E_tgt", "target embedding table, V_tgt x d", E_tgt, target_vocab);
+    trace.parameter("E_src", "source embedding table, V_src x d", E_src, vocab);
+    trace.parameter("E_tgt", "target embedding table, V_tgt x d", E_tgt, target_vocab);
     const Mat X = nn::gather_rows(E_src, {0, 1, 2, 3});
     trace.tensor("X", "x_j = E_src[w_j], one row per source token", X, source_sentence);
     return X;
@@ -265,7 +265,7 @@ void record_decoder(Trace& trace, const nn::GruParams& decoder, const Mat& W_o, 
                "with the context, so its input weights are d x 2d. W_o turns a state into one score per "
                "target word.");
     record_by_gate(trace, decoder, "[y_{i-1}; c]");
-    trace.tensor("W_o", "output projection, V_tgt x d", W_o, target_vocab);
+    trace.parameter("W_o", "output projection, V_tgt x d", W_o, target_vocab);
 
     trace.step("decoder", "Teacher-forced decoding, one c for every step",
                "s_i = GRU([y_{i-1}; c], s_{i-1}),  p(y_i | y_<i, x) = softmax(W_o s_i)",

@@ -274,7 +274,7 @@ Vec record_decoder_start(Trace& trace, const GruNames& dec, const StackedGru& de
                "c_i. Luong et al. (2015) order it the other way: their decoder computes its state h_t first and "
                "scores with it, then mixes in the context (lesson 3, step [attentional-state]).");
     record(trace, dec, decoder);
-    trace.tensor("W_s", "initial-state weights, n x u", W_s);
+    trace.parameter("W_s", "initial-state weights, n x u", W_s);
     trace.tensor("s_0", "s_0 = tanh(W_s h←_1)", s0);
     return s0;
 }

@@ -260,7 +260,7 @@ Mat record_general(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_g) {
                "can look for something other than itself: W_g may rotate, stretch or mix features before the "
                "comparison. Our W_g is random, so it has no reason to favour the planted partner. With W_g = I "
                "the general score is the dot score, as the check confirms.");
-    trace.tensor("W_g", "W_g, d x d, entries N(0, 1/d)", W_g);
+    trace.parameter("W_g", "W_g, d x d, entries N(0, 1/d)", W_g);
     const Mat a_general =
         record_global_attention(trace, "general", "e_t(s) = q_t^T W_g k_s", nn::general_scores(Q, W_g, K), K);
     trace.check("general score with W_g = I equals the dot score",
@@ -276,9 +276,9 @@ Mat record_concat(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_q, cons
                "Bahdanau et al. (2015, appendix A.1.2), v_a^T tanh(W_q q_t + W_k k_s); the check computes it "
                "that way. The tanh bounds every score by the sum of |v_a|, so unlike a dot product it cannot "
                "grow with d. Untrained, W_a and v_a favour no partner either.");
-    trace.tensor("W_q", "query half of W_a = [W_q W_k], d_a x d, entries N(0, 1/(2d))", W_q);
-    trace.tensor("W_k", "key half of W_a, d_a x d, entries N(0, 1/(2d))", W_k);
-    trace.tensor("v_a", "v_a, d_a, entries N(0, 1)", v_a);
+    trace.parameter("W_q", "query half of W_a = [W_q W_k], d_a x d, entries N(0, 1/(2d))", W_q);
+    trace.parameter("W_k", "key half of W_a, d_a x d, entries N(0, 1/(2d))", W_k);
+    trace.parameter("v_a", "v_a, d_a, entries N(0, 1)", v_a);
     const Mat e_concat = nn::concat_scores(Q, K, side_by_side(W_q, W_k), v_a);
     const Mat a_concat =
         record_global_attention(trace, "concat", "e_t(s) = v_a^T tanh(W_a [q_t; k_s])", e_concat, K);
@@ -370,8 +370,8 @@ void record_attentional_state(Trace& trace, const Mat& Q, const Mat& K, const Ma
                "(section 3.3) h~_t is also fed to the next step as part of its input. One matrix on the "
                "concatenation is the same as two matrices on the parts, W_c [c; h] = W_c1 c + W_c2 h with "
                "W_c = [W_c1 W_c2], which is how many implementations write it. We use the dot-score contexts.");
-    trace.tensor("W_c1", "context half of W_c = [W_c1 W_c2], d x d, entries N(0, 1/(2d))", W_c1);
-    trace.tensor("W_c2", "state half of W_c, d x d, entries N(0, 1/(2d))", W_c2);
+    trace.parameter("W_c1", "context half of W_c = [W_c1 W_c2], d x d, entries N(0, 1/(2d))", W_c1);
+    trace.parameter("W_c2", "state half of W_c, d x d, entries N(0, 1/(2d))", W_c2);
     const Mat C_dot = nn::context_vectors(a_dot, K);
     const Mat H_tilde = nn::attentional_states(C_dot, Q, side_by_side(W_c1, W_c2));
     trace.tensor("H_tilde", "h~_t = tanh(W_c [c_t; q_t]), c_t from the dot score", H_tilde,
@@ -402,8 +402,8 @@ LocalWindow record_window(Trace& trace, const Mat& Q, const Mat& W_p, const Vec&
                "fewer positions. A Gaussian with sigma = D / 2 then favours the positions nearest p_t (eq. 10). "
                "Our W_p and v_p are random, so p_t lands wherever they send it; step [aimed] points them at the "
                "partners.");
-    trace.tensor("W_p", "W_p, d_p x d, entries N(0, 1/d)", W_p);
-    trace.tensor("v_p", "v_p, d_p, entries N(0, 1)", v_p);
+    trace.parameter("W_p", "W_p, d_p x d, entries N(0, 1/d)", W_p);
+    trace.parameter("v_p", "v_p, d_p, entries N(0, 1)", v_p);
     const Vec p = nn::predicted_positions(Q, W_p, v_p, S);
     trace.tensor("p", "p_t = S sigmoid(v_p^T tanh(W_p q_t)), S = " + std::to_string(S), p, queries);
     const Mat window = nn::local_window(p, S, D);
@@ -553,7 +553,7 @@ void record_local_m(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_a, st
     const Mat a_m = nn::local_m_weights(e, D);
     trace.tensor("a_local_m", "local-m weights (p_t = t); row s, column t", one_column_per_query(a_m), keys,
                  target_sentence, View::heatmap);
-    trace.tensor("W_a", "W_a, S x d, entries N(0, 1/d)", W_a);
+    trace.parameter("W_a", "W_a, S x d, entries N(0, 1/d)", W_a);
     const Mat a_location = nn::location_weights(Q, W_a);
     trace.tensor("a_location", "location-based weights softmax(W_a q_t); row s, column t",
                  one_column_per_query(a_location), keys, target_sentence, View::heatmap);

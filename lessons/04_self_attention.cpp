@@ -321,8 +321,8 @@ Vec record_one_hop(Trace& trace, const Mat& H, const Mat& W_s1, const Vec& w_s2)
                "(1 x d_a)(d_a x n) = 1 x n, and the softmax over the n tokens gives the weights a. The "
                "sentence embedding m = a H, (1 x n)(n x 2u) = 1 x 2u, has the same size however long the "
                "sentence is.");
-    trace.tensor("W_s1", "first layer, d_a x 2u", W_s1);
-    trace.tensor("w_s2", "the question, 1 x d_a", w_s2);
+    trace.parameter("W_s1", "first layer, d_a x 2u", W_s1);
+    trace.parameter("w_s2", "the question, 1 x d_a", w_s2);
     trace.tensor("F", "tanh(W_s1 H^T): (d_a x 2u)(2u x n) = d_a x n", one.hidden, numbered("f", 1, d_a), sentence);
     trace.tensor("e", "w_s2 tanh(W_s1 H^T): (1 x d_a)(d_a x n) = 1 x n", xt::row(one.scores, 0), rows_n);
     trace.tensor("a", "softmax over the n tokens, 1 x n", a, rows_n, {}, View::bars);
@@ -345,7 +345,7 @@ Mat record_hops(Trace& trace, const Mat& H, const Mat& W_s1, const Mat& W_s2) {
                "softmax along each row, and A holds r distributions over the tokens. M = A H, (r x n)(n x 2u) "
                "= r x 2u, stacks r sentence vectors; a classifier reads all of them. The check shows that the "
                "matrix form is nothing more than r single hops side by side.");
-    trace.tensor("W_s2", "r questions, r x d_a", W_s2, numbered("hop ", 1, r));
+    trace.parameter("W_s2", "r questions, r x d_a", W_s2, numbered("hop ", 1, r));
     trace.tensor("A", "softmax(W_s2 tanh(W_s1 H^T)): (r x d_a)(d_a x n) = r x n", A, numbered("hop ", 1, r), sentence,
                  View::heatmap);
     trace.tensor("M", "M = A H: (r x n)(n x 2u) = r x 2u", hops.embedding, numbered("hop ", 1, r));
@@ -405,9 +405,9 @@ SelfAttention record_self_attention(Trace& trace, const Projections& proj, const
                "for), a key (what it offers to be found by) and a value (what it hands over when found). Each "
                "projection is (n x d)(d x d_k) = n x d_k. Since rows 3 and 6 of X are equal, so are rows 3 "
                "and 6 of Q, K and V.");
-    trace.tensor("W_Q", "d x d_k", proj.W_Q);
-    trace.tensor("W_K", "d x d_k", proj.W_K);
-    trace.tensor("W_V", "d x d_k (here d_v = d_k)", proj.W_V);
+    trace.parameter("W_Q", "d x d_k", proj.W_Q);
+    trace.parameter("W_K", "d x d_k", proj.W_K);
+    trace.parameter("W_V", "d x d_k (here d_v = d_k)", proj.W_V);
     trace.tensor("Q", "Q = X W_Q: (n x d)(d x d_k) = n x d_k", x.Q, rows_n);
     trace.tensor("K", "K = X W_K: (n x d)(d x d_k) = n x d_k", x.K, rows_n);
     trace.tensor("V", "V = X W_V: (n x d)(d x d_k) = n x d_k", x.V, rows_n);

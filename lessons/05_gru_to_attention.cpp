@@ -637,9 +637,9 @@ nn::AttentionResult record_single_head(Trace& trace, const Parameters& p, const 
                "shared input map and the three maps are the attention layer's own weights: the Q, K and V of Vaswani "
                "et al. (2017, section 3.2). With all three maps equal to the identity this is stage 3 again, as the "
                "second check shows.");
-    trace.tensor("W_Q", "query map, d x d, entries N(0, 1/d)", p.maps.W_Q);
-    trace.tensor("W_K", "key map", p.maps.W_K);
-    trace.tensor("W_V", "value map", p.maps.W_V);
+    trace.parameter("W_Q", "query map, d x d, entries N(0, 1/d)", p.maps.W_Q);
+    trace.parameter("W_K", "key map", p.maps.W_K);
+    trace.parameter("W_V", "value map", p.maps.W_V);
     trace.tensor("Q", "q_t = W_Q f(x_t)", qkv.Q, labels.tokens);
     trace.tensor("K", "k_i = W_K f(x_i)", qkv.K, labels.tokens);
     trace.tensor("V", "v_i = W_V f(x_i)", qkv.V, labels.tokens);
@@ -799,10 +799,10 @@ void record_feed_forward(Trace& trace, const Parameters& p, const Mat& X, const 
                "around each of the two sub-layers and normalises (Vaswani et al. 2017, sections 3.1 and 3.2.2). The "
                "write-up also suggests applying g to each head separately; we apply it to the concatenation, as the "
                "Transformer does.");
-    trace.tensor("W_1", "d_ff x d, entries N(0, 1/d)", p.g.W_1);
-    trace.tensor("b_1", "d_ff, entries N(0, 0.01)", p.g.b_1);
-    trace.tensor("W_2", "d x d_ff, entries N(0, 1/d_ff)", p.g.W_2);
-    trace.tensor("b_2", "d, entries N(0, 0.01)", p.g.b_2);
+    trace.parameter("W_1", "d_ff x d, entries N(0, 1/d)", p.g.W_1);
+    trace.parameter("b_1", "d_ff, entries N(0, 0.01)", p.g.b_1);
+    trace.parameter("W_2", "d x d_ff, entries N(0, 1/d_ff)", p.g.W_2);
+    trace.parameter("b_2", "d, entries N(0, 0.01)", p.g.b_2);
     trace.tensor("Y", "y_t = g(h_t), the layer's output", Y, labels.tokens);
     trace.tensor("D_g", "1 where nudging row j of H_7 moves y_t", D_g, numbered("y_", 1, T), labels.states);
     trace.tensor("D_8", "1 where nudging x_j moves y_t", probes.dependencies.back(), numbered("y_", 1, T),

@@ -246,10 +246,10 @@ void record_params(Trace& trace, const nn::MultiHeadParams& p, std::size_t h) {
                "the right, x W. The entries are N(0, 1/d_model), so projected features stay near unit size. "
                "There are no biases, as in the paper's equations (PyTorch's nn.MultiheadAttention adds 4 d_model "
                "of them).");
-    trace.tensor("W_Q", "[W_1^Q ... W_h^Q], d_model x h d_k", p.W_Q, {}, features);
-    trace.tensor("W_K", "[W_1^K ... W_h^K], d_model x h d_k", p.W_K, {}, features);
-    trace.tensor("W_V", "[W_1^V ... W_h^V], d_model x h d_v", p.W_V, {}, features);
-    trace.tensor("W_O", "[W_1^O; ...; W_h^O], h d_v x d_model", p.W_O, features);
+    trace.parameter("W_Q", "[W_1^Q ... W_h^Q], d_model x h d_k", p.W_Q, {}, features);
+    trace.parameter("W_K", "[W_1^K ... W_h^K], d_model x h d_k", p.W_K, {}, features);
+    trace.parameter("W_V", "[W_1^V ... W_h^V], d_model x h d_v", p.W_V, {}, features);
+    trace.parameter("W_O", "[W_1^O; ...; W_h^O], h d_v x d_model", p.W_O, features);
 }
 
 // Steps [head-1] and [heads]: every head's attention, one head at a time as the paper writes it.

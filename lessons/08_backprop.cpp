@@ -667,9 +667,9 @@ void record_loss(Trace& trace, const AttentionProblem& p, const AttentionSolutio
                "PyTorch. Backpropagation (Rumelhart et al. 1986) runs this computation backwards, one stage at a "
                "time, starting from dL/dO = O - Y.");
     trace.tensor("X", "x_t, the embedding of token t, T x d", p.X, sentence);
-    trace.tensor("W_Q", "query projection, d x d_k", p.W_Q, {}, k_columns(d_k));
-    trace.tensor("W_K", "key projection, d x d_k", p.W_K, {}, k_columns(d_k));
-    trace.tensor("W_V", "value projection, d x d_v", p.W_V, {}, v_columns(d_v));
+    trace.parameter("W_Q", "query projection, d x d_k", p.W_Q, {}, k_columns(d_k));
+    trace.parameter("W_K", "key projection, d x d_k", p.W_K, {}, k_columns(d_k));
+    trace.parameter("W_V", "value projection, d x d_v", p.W_V, {}, v_columns(d_v));
     trace.tensor("Y", "y_t, the target of output t, T x d_v", p.Y, sentence, v_columns(d_v));
     trace.tensor("M", "the causal mask: 0 on and below the diagonal, -inf above", nn::causal_mask(p.X.shape(0)),
                  sentence, sentence);
@@ -803,9 +803,9 @@ void record_additive_backward(Trace& trace, const AdditiveProblem& p, const Addi
                "and the key path of H.");
     trace.tensor("S_prev", "row i: s_{i-1}, the query for target word i, T_y x u", p.S_prev, target_sentence);
     trace.tensor("H_ann", "row j: the annotation h_j, T_x x 2u", p.H, sentence);
-    trace.tensor("W_a", "applied to the decoder state, d_a x u", p.W_a, features);
-    trace.tensor("U_a", "applied to each annotation, d_a x 2u", p.U_a, features);
-    trace.tensor("v_a", "weighs the tanh features, d_a", p.v_a, features);
+    trace.parameter("W_a", "applied to the decoder state, d_a x u", p.W_a, features);
+    trace.parameter("U_a", "applied to each annotation, d_a x 2u", p.U_a, features);
+    trace.parameter("v_a", "weighs the tanh features, d_a", p.v_a, features);
     trace.tensor("C_target", "c*_i, the target of context i, T_y x 2u", p.C_target, target_sentence);
     trace.tensor("E", "e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j)", s.E, target_sentence, sentence);
     trace.tensor("alpha", "alpha = softmax of each row of E", s.alpha, target_sentence, sentence, View::heatmap);
@@ -1001,10 +1001,10 @@ void record_shortcut(Trace& trace, const Seq2Seq& m, const Mat& X_src, std::size
     trace.tensor("X_src", "x_j, the source words, T_max x d", X_src, numbered("x", 1, X_src.shape(0)));
     record(trace, gru_names("enc", "x_j"), stacked(m.encoder));
     record(trace, gru_names("dec", "[y_{i-1}; c_i]"), stacked(m.decoder));
-    trace.tensor("W_att", "W_a, applied to the decoder state, d_a x u", m.W_a);
-    trace.tensor("U_att", "U_a, applied to each encoder state, d_a x u", m.U_a);
-    trace.tensor("v_att", "v_a, d_a", m.v_a);
-    trace.tensor("W_o", "output layer: logits = W_o s_i, V_tgt x u", m.W_o, target_vocab);
+    trace.parameter("W_att", "W_a, applied to the decoder state, d_a x u", m.W_a);
+    trace.parameter("U_att", "U_a, applied to each encoder state, d_a x u", m.U_a);
+    trace.parameter("v_att", "v_a, d_a", m.v_a);
+    trace.parameter("W_o", "output layer: logits = W_o s_i, V_tgt x u", m.W_o, target_vocab);
     trace.tensor("Y_in", "y_{i-1}, the decoder inputs", m.Y_in, decoder_inputs);
     trace.tensor("dx_1", "dL/dx_1 at T = 4", check.analytic,
                  std::vector<std::string>{"without attention", "with attention"}, numbered("x", 1, X_src.shape(1)));

@@ -101,9 +101,9 @@ std::string stacked_symbol(const std::string& letter, const std::array<std::stri
 
 void record(Trace& trace, const GruNames& names, const StackedGru& g) {
     const std::vector<std::string> rows = gate_rows(names, g.U.shape(1));
-    trace.tensor(names.W, stacked_symbol("W", names.subscripts) + ", applied to " + names.input, g.W, rows);
-    trace.tensor(names.U, stacked_symbol("U", names.subscripts) + ", applied to " + names.state, g.U, rows);
-    trace.tensor(names.b, stacked_symbol("b", names.subscripts), g.b, rows);
+    trace.parameter(names.W, stacked_symbol("W", names.subscripts) + ", applied to " + names.input, g.W, rows);
+    trace.parameter(names.U, stacked_symbol("U", names.subscripts) + ", applied to " + names.state, g.U, rows);
+    trace.parameter(names.b, stacked_symbol("b", names.subscripts), g.b, rows);
 }
 
 nn::GruParams supplied_by_gate(Trace& trace, const std::string& step, nn::GruParams p) {
@@ -121,15 +121,15 @@ nn::GruParams supplied_by_gate(Trace& trace, const std::string& step, nn::GruPar
 }
 
 void record_by_gate(Trace& trace, const nn::GruParams& p, const std::string& input) {
-    trace.tensor("W_z", "update gate, input weights (" + input + ")", p.W_z);
-    trace.tensor("U_z", "update gate, state weights", p.U_z);
-    trace.tensor("b_z", "update gate bias", p.b_z);
-    trace.tensor("W_r", "reset gate, input weights (" + input + ")", p.W_r);
-    trace.tensor("U_r", "reset gate, state weights", p.U_r);
-    trace.tensor("b_r", "reset gate bias", p.b_r);
-    trace.tensor("W_h", "candidate, input weights (" + input + ")", p.W_h);
-    trace.tensor("U_h", "candidate, state weights", p.U_h);
-    trace.tensor("b_h", "candidate bias", p.b_h);
+    trace.parameter("W_z", "update gate, input weights (" + input + ")", p.W_z);
+    trace.parameter("U_z", "update gate, state weights", p.U_z);
+    trace.parameter("b_z", "update gate bias", p.b_z);
+    trace.parameter("W_r", "reset gate, input weights (" + input + ")", p.W_r);
+    trace.parameter("U_r", "reset gate, state weights", p.U_r);
+    trace.parameter("b_r", "reset gate bias", p.b_r);
+    trace.parameter("W_h", "candidate, input weights (" + input + ")", p.W_h);
+    trace.parameter("U_h", "candidate, state weights", p.U_h);
+    trace.parameter("b_h", "candidate bias", p.b_h);
 }
 
 }  // namespace attn

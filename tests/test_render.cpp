@@ -86,6 +86,26 @@ TEST_CASE("scalars and vectors render exactly", "[render]") {
     }
 }
 
+TEST_CASE("a drawn parameter is one summary line unless --show-params", "[render]") {
+    // entries 1, 2, 3, 6: mean 3, population sd sqrt(((-2)^2 + (-1)^2 + 0 + 3^2) / 4) = sqrt(3.5) = 1.87
+    TensorRecord w{"W", "weights", Array{{1.0, 2.0}, {3.0, 6.0}}, {}, {}, View::numbers};
+    w.drawn = true;
+    CHECK(render_tensor(w, RenderOptions{}) ==
+          "W  [2, 2]  = weights\n  drawn: mean 3, sd 1.87, from 1 to 6; --show-params prints all 4\n");
+    RenderOptions full;
+    full.show_params = true;
+    CHECK(render_tensor(w, full) == "W  [2, 2]  = weights\n  1  2\n  3  6\n");
+    SECTION("a constant one says so instead of a zero spread") {
+        TensorRecord b{"b_z", "bias", Array{2.0, 2.0, 2.0}, {}, {}, View::numbers};
+        b.drawn = true;
+        CHECK(render_tensor(b, RenderOptions{}) == "b_z  [3]  = bias\n  all 3 entries 2; --show-params prints them\n");
+    }
+    SECTION("a tensor that is not drawn is printed in full whatever the option") {
+        w.drawn = false;
+        CHECK(render_tensor(w, RenderOptions{}) == render_tensor(w, full));
+    }
+}
+
 TEST_CASE("display_width counts terminal columns, not bytes", "[render]") {
     CHECK(display_width("") == 0);
     CHECK(display_width("attention") == 9);

@@ -104,6 +104,8 @@ int run_main(int argc, char** argv) {
     run_cmd->add_option("lesson", run.lessons, "Lesson numbers or slugs, or 'all'");
     run_cmd->add_option("--step", run.step, "Show only the step with this id (ids are shown in brackets)");
     run_cmd->add_flag("--pause", run.pause, "Wait for Enter between steps, a screenful at a time; q Enter quits (when stdin is a terminal)");
+    run_cmd->add_flag("--show-params", run.render.show_params,
+                      "Print every number of the drawn weights; by default each is one line (mean, sd, range)");
     run_cmd->add_option("--precision", run.render.precision, "Decimals shown (default 4)")
         ->check(CLI::Range(0, 17));
     run_cmd->add_option("--color", color, "Colour: auto (a terminal and no NO_COLOR), always or never")

@@ -842,7 +842,31 @@ bool all_integers(const Array& values) {
                        [](double x) { return !std::isfinite(x) || (std::fabs(x) < 1e15 && x == std::floor(x)); });
 }
 
+namespace {
+
+// A drawn parameter in one line: its entries' mean, standard deviation and range, 3 significant digits.
+std::string parameter_summary(const TensorRecord& t) {
+    const std::size_t n = t.value.size();
+    double sum = 0.0, lowest = t.value.data()[0], highest = t.value.data()[0];
+    for (std::size_t i = 0; i < n; ++i) {
+        const double x = t.value.data()[i];
+        sum += x;
+        lowest = std::min(lowest, x);
+        highest = std::max(highest, x);
+    }
+    if (lowest == highest) return fmt::format("  all {} entries {:.3g}; --show-params prints them\n", n, lowest);
+    const double mean = sum / static_cast<double>(n);
+    double squares = 0.0;
+    for (std::size_t i = 0; i < n; ++i) squares += (t.value.data()[i] - mean) * (t.value.data()[i] - mean);
+    return fmt::format("  drawn: mean {:.3g}, sd {:.3g}, from {:.3g} to {:.3g}; --show-params prints all {}\n", mean,
+                       std::sqrt(squares / static_cast<double>(n)), lowest, highest, n);
+}
+
+}  // namespace
+
 std::string render_tensor(const TensorRecord& t, const RenderOptions& options) {
+    if (t.drawn && !options.show_params && t.value.size() > 1)
+        return header_line(t, options.color) + parameter_summary(t);
     RenderOptions opt = options;
     if (t.value.size() > 0 && all_integers(t.value)) opt.precision = 0;
     else opt.scientific = needs_one_scientific_format(t.value, opt.precision);

@@ -19,6 +19,7 @@ struct RenderOptions {
     std::size_t max_cols = 10;  // and first/last columns with a "…" column (fewer when they would not fit)
     std::size_t line_width = 78;  // tables and check lines are kept within this many columns
     bool scientific = false;      // every number in scientific notation (render_tensor decides per tensor)
+    bool show_params = false;     // drawn parameters in full (--show-params), not one summary line each
 };
 
 // Whether to emit colour: never/always as asked; auto means "stdout is a terminal"

@@ -85,6 +85,13 @@ const Array* Trace::supplied_input(const std::string& name, const Shape& drawn_s
     return &value;
 }
 
+TensorRecord& Trace::parameter(std::string name, std::string equation, Array value, std::vector<std::string> rows,
+                               std::vector<std::string> cols) {
+    TensorRecord& t = tensor(std::move(name), std::move(equation), std::move(value), std::move(rows), std::move(cols));
+    t.drawn = true;
+    return t;
+}
+
 Trace Trace::without_measured() const {
     Trace out = *this;
     for (auto& s : out.steps_)

@@ -36,6 +36,10 @@ struct TensorRecord {
     // A measurement of this machine (a wall time): shown and exported, but never written to or
     // compared with a golden file.
     bool measured = false;
+    // A parameter the lesson drew at random (a weight matrix, an embedding table): its numbers are
+    // recorded, exported and compared like any other, but `attn run` shows it as one summary line
+    // (shape, mean, spread, range) unless asked for --show-params.
+    bool drawn = false;
 
     Shape shape() const { return shape_of(value); }
 };
@@ -102,6 +106,10 @@ public:
     TensorRecord& tensor(std::string name, std::string equation, Array value,
                          std::vector<std::string> rows = {}, std::vector<std::string> cols = {},
                          View view = View::numbers);
+
+    // Records a parameter drawn at random (TensorRecord::drawn): tensor(), summarised when shown.
+    TensorRecord& parameter(std::string name, std::string equation, Array value, std::vector<std::string> rows = {},
+                            std::vector<std::string> cols = {});
 
     // Records an identity check in the current step; returns whether it holds.
     bool check(std::string claim, double max_abs_error, double tolerance);
