@@ -281,7 +281,7 @@ void record_decoder(Trace& trace, const nn::GruParams& decoder, const Mat& W_o, 
     const Mat logits = nn::matmul(dec.states, nn::transposed(W_o), "S W_o^T");
     const Mat probabilities = nn::softmax_rows(logits);
     trace.tensor("P", "P_i = softmax(W_o s_i); rows: positions, columns: words", probabilities,
-                 target_sentence, target_vocab, View::heatmap);
+                 target_sentence, target_vocab, View::heatmap).axes("target position", "target word");
     trace.check("every decoder input carries exactly the same context c", context_spread(inputs, c), 0.0);
     trace.check("each row of P sums to 1",
                 max_abs_difference(Vec(xt::sum(probabilities, {1})), xt::ones<double>({target_sentence.size()})),

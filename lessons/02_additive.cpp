@@ -396,7 +396,7 @@ Mat record_weights(Trace& trace, const Mat& E, const Mat& Q_plan) {
                "single fixed context could give. This is the alignment built into W_a and U_a, reached "
                "through the real encoder and decoder.");
     trace.tensor("alpha", "alpha = softmax(E) along each row", alpha, target_sentence, source_sentence,
-                 View::heatmap);
+                 View::heatmap).axes("target word", "source word");
     trace.check("no attention weight is negative", negativity(alpha), 0.0);
     trace.check("every row of alpha sums to 1", max_abs_difference(row_sums, xt::ones<double>({T_y})), 1e-12);
     for (std::size_t i = 0; i < T_y; ++i)
@@ -476,7 +476,7 @@ void record_many_to_one(Trace& trace, const Mat& K_pie, const Mat& Q_pie, double
     trace.tensor("Q_pie", "q_i: -1 opens the features of i's partners, 3 closes the others", Q_pie, pie_target,
                  prefixed("f_", pie_source));
     trace.tensor("E_pie", "e_ij = v^T tanh(q_i + k_j)", E, pie_target, pie_source);
-    trace.tensor("alpha_pie", "softmax of E_pie along each row", alpha, pie_target, pie_source, View::heatmap);
+    trace.tensor("alpha_pie", "softmax of E_pie along each row", alpha, pie_target, pie_source, View::heatmap).axes("French word", "English word");
     trace.check("every row of alpha_pie sums to 1",
                 max_abs_difference(Vec(xt::sum(alpha, {1})), Vec(xt::ones<double>({pie_target.size()}))), 1e-12);
     for (std::size_t i = 0; i < last; ++i)

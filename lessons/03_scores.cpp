@@ -102,7 +102,7 @@ Mat record_global_attention(Trace& trace, const std::string& name, const std::st
     trace.tensor("e_" + name, score_equation + "; row s, column t", one_column_per_query(scores), keys,
                  target_sentence);
     trace.tensor("a_" + name, "a_t(s) = softmax over s of e_t(s); each column sums to 1",
-                 one_column_per_query(weights), keys, target_sentence, View::heatmap);
+                 one_column_per_query(weights), keys, target_sentence, View::heatmap).axes("source word (key)", "target word (query)");
     trace.tensor("c_" + name, "c_t = sum_s a_t(s) k_s, one row per query", nn::context_vectors(weights, K),
                  prefixed("c_", target_sentence));
     return weights;
@@ -427,7 +427,7 @@ void record_local(Trace& trace, const Mat& Q, const Mat& K, const Mat& a_dot, co
                "get exactly 0, even a partner that the window missed.");
     const Mat a_local = nn::local_p_weights(nn::dot_scores(Q, K), w.p, D);
     trace.tensor("a_local", "local-p weights; row s, column t", one_column_per_query(a_local), keys,
-                 target_sentence, View::heatmap);
+                 target_sentence, View::heatmap).axes("source word (key)", "target word (query)");
     trace.tensor("step_" + std::to_string(featured_query + 1),
                  fmt::format("query {} ({}), p_t = {:.2f}, position by position", featured_query + 1,
                              target_sentence[featured_query], w.p(featured_query)),
@@ -501,7 +501,7 @@ void record_aimed(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_p, cons
     trace.tensor("p_aimed", "p_t = S sigmoid(v_p^T tanh(W_p q_t))", p, prefixed("q_", target_sentence));
     const Mat a_aimed = nn::local_p_weights(nn::dot_scores(Q, K), p, D);
     trace.tensor("a_aimed", "aimed local-p weights; row s, column t", one_column_per_query(a_aimed), keys,
-                 target_sentence, View::heatmap);
+                 target_sentence, View::heatmap).axes("source word (key)", "target word (query)");
     Mat partner = xt::empty<double>({T, std::size_t{2}});
     const Mat a_drawn = nn::local_p_weights(nn::dot_scores(Q, K), drawn.p, D);
     for (std::size_t t = 0; t < T; ++t) {
@@ -552,11 +552,11 @@ void record_local_m(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_a, st
     const Mat e = nn::dot_scores(Q, K);
     const Mat a_m = nn::local_m_weights(e, D);
     trace.tensor("a_local_m", "local-m weights (p_t = t); row s, column t", one_column_per_query(a_m), keys,
-                 target_sentence, View::heatmap);
+                 target_sentence, View::heatmap).axes("source word (key)", "target word (query)");
     trace.parameter("W_a", "W_a, S x d, entries N(0, 1/d)", W_a);
     const Mat a_location = nn::location_weights(Q, W_a);
     trace.tensor("a_location", "location-based weights softmax(W_a q_t); row s, column t",
-                 one_column_per_query(a_location), keys, target_sentence, View::heatmap);
+                 one_column_per_query(a_location), keys, target_sentence, View::heatmap).axes("source position", "target word (query)");
     const Vec positions = nn::monotonic_positions(Q.shape(0));
     const Mat window = nn::local_window(positions, K.shape(0), D);
     trace.check("local-m weights are exactly 0 outside |s - t| <= D", largest_outside_window(a_m, window), 0.0);

@@ -347,7 +347,7 @@ Mat record_hops(Trace& trace, const Mat& H, const Mat& W_s1, const Mat& W_s2) {
                "matrix form is nothing more than r single hops side by side.");
     trace.parameter("W_s2", "r questions, r x d_a", W_s2, numbered("hop ", 1, r));
     trace.tensor("A", "softmax(W_s2 tanh(W_s1 H^T)): (r x d_a)(d_a x n) = r x n", A, numbered("hop ", 1, r), sentence,
-                 View::heatmap);
+                 View::heatmap).axes("hop", "word");
     trace.tensor("M", "M = A H: (r x n)(n x 2u) = r x 2u", hops.embedding, numbered("hop ", 1, r));
     trace.check("every row of A sums to 1", max_abs_difference(row_sums(A), xt::ones<double>({r})), 1e-12);
     trace.check("row k of A equals eq. 5 run alone with w_s2 = row k of W_s2",
@@ -421,7 +421,7 @@ SelfAttention record_self_attention(Trace& trace, const Projections& proj, const
                "combination of the v_j: it lies inside their convex hull, so in particular every coordinate "
                "stays within that coordinate's range over V. No step waits for another, unlike the GRU.");
     trace.tensor("S", "S = Q K^T / sqrt(d_k): (n x d_k)(d_k x n) = n x n", att.scores, rows_n, sentence);
-    trace.tensor("A_self", "A = softmax of each row of S", att.weights, rows_n, sentence, View::heatmap);
+    trace.tensor("A_self", "A = softmax of each row of S", att.weights, rows_n, sentence, View::heatmap).axes("query word", "key word");
     trace.tensor("O", "O = A V: (n x n)(n x d_k) = n x d_k", att.output, rows_n);
     trace.check("no weight is negative", negativity(att.weights), 0.0);
     trace.check("every row of A sums to 1", max_abs_difference(row_sums(att.weights), xt::ones<double>({n})), 1e-12);
@@ -449,7 +449,7 @@ nn::AttentionResult record_causal(Trace& trace, const QKV& x) {
                "the second six, so their outputs differ.");
     trace.tensor("M_causal", "0 on and below the diagonal, -inf above", causal, rows_n, sentence);
     trace.tensor("S_causal", "S + M", masked.scores, rows_n, sentence);
-    trace.tensor("A_causal", "softmax of each row of S + M", masked.weights, rows_n, sentence, View::heatmap);
+    trace.tensor("A_causal", "softmax of each row of S + M", masked.weights, rows_n, sentence, View::heatmap).axes("query word", "key word");
     trace.tensor("O_causal", "A_causal V", masked.output, rows_n);
     trace.check("every weight above the diagonal is exactly 0", largest_above_diagonal(masked.weights), 0.0);
     trace.check("every row of A_causal sums to 1", max_abs_difference(row_sums(masked.weights), xt::ones<double>({n})),
@@ -511,7 +511,7 @@ void record_padding(Trace& trace, const Projections& proj, const Mat& E, std::si
                "only 0 and -inf, so their sum masks what either masks.");
     trace.tensor("X_pad", "x_t = E[w_t], padded to n", X_pad, rows_pad);
     trace.tensor("M_pad", "-inf where the query or the key is <pad>", pad_mask, rows_pad, padded_sentence);
-    trace.tensor("A_pad", "softmax of each row of S + M_pad", padded.weights, rows_pad, padded_sentence, View::heatmap);
+    trace.tensor("A_pad", "softmax of each row of S + M_pad", padded.weights, rows_pad, padded_sentence, View::heatmap).axes("query word", "key word");
     trace.tensor("O_pad", "A_pad V", padded.output, rows_pad);
     trace.check("no NaN in A_pad or O_pad (count shown)", nan_count(padded.weights) + nan_count(padded.output), 0.0);
     trace.check("the <pad> rows of A_pad and O_pad are exactly 0",
@@ -586,9 +586,9 @@ Mat record_positions(Trace& trace, std::size_t n, std::size_t d) {
                    "training still gets encodings that keep this structure; learned position vectors (one per "
                    "position, trained) have nothing for positions beyond the training length, which is why "
                    "Vaswani et al. chose the sinusoids, having found the two nearly identical (their table 3, row E).");
-    trace.tensor("PE", "sinusoidal encoding, n x d", PE, numbered("pos ", 0, n), {}, View::heatmap);
+    trace.tensor("PE", "sinusoidal encoding, n x d", PE, numbered("pos ", 0, n), {}, View::heatmap).axes("position", "feature");
     trace.tensor("PE_64", "the same encoding over 64 positions", nn::sinusoidal_encoding(64, d), numbered("pos ", 0, 64),
-                 {}, View::heatmap);
+                 {}, View::heatmap).axes("position", "feature");
     trace.check("PE_(p+k) = R_k PE_p for every p, k with p + k < n: one rotation per offset, whatever p",
                 rotation_error(PE), 1e-12);
     trace.tensor("G", "G_pq = PE_p . PE_q, constant along each diagonal", G, numbered("p=", 0, n), numbered("q=", 0, n));

@@ -501,7 +501,7 @@ Unrolled record_unrolled_weights(Trace& trace, const Parameters& p, const nn::Up
                "that sum to 1, which is exactly what a softmax produces.");
     const auto columns = unrolled_columns(T);
     trace.tensor("A_1", "a_{t,i} of feature 1; row t, column h_0 or h~_i", feature_weights(A, 0), labels.states,
-                 columns, View::heatmap);
+                 columns, View::heatmap).axes("step t", "h_0 or candidate h~_i");
     trace.tensor("A_2", "a_{t,i} of feature 2", feature_weights(A, 1), labels.states, columns);
     trace.check("for every t and feature, the closed form equals the recursion",
                 max_abs_difference(H_closed, run.states), 1e-12);
@@ -567,7 +567,7 @@ void record_free_weights(Trace& trace, const Parameters& p, const nn::UpdateOnly
                "run, the weights of all steps are one masked matrix computation over the recorded candidates (second "
                "check); but the candidates could not have been computed that way.");
     trace.tensor("alpha_2", "alpha_{t,i}; row t, column i; 0 for i > t", freed.weights, labels.states, labels.inputs,
-                 View::heatmap);
+                 View::heatmap).axes("step t", "input i");
     trace.tensor("H_cand_2", "h~_t = tanh(W x_t + U h_{t-1} + b), this stage's h_{t-1}", freed.candidates,
                  numbered("h~_", 1, T));
     trace.tensor("H_2", "h_t = sum_{i<=t} alpha_{t,i} h~_i", freed.states, labels.states);
@@ -608,7 +608,7 @@ TiedAttention record_tied_attention(Trace& trace, const Parameters& p, const Mat
     trace.tensor("F", "f(x) = F x, d x d, entries N(0, 1/d)", p.F);
     trace.tensor("Z", "z_i = f(x_i): key, value and query at once", Z, labels.tokens);
     trace.tensor("alpha_3", "softmax(Z Z^T / sqrt(d) + M), row t", tied.weights, labels.states, labels.inputs,
-                 View::heatmap);
+                 View::heatmap).axes("step t", "input i");
     trace.tensor("H_3", "h_t = sum_{i<=t} alpha_{t,i} f(x_i)", tied.output, labels.states);
     trace.tensor("D_3", "1 where nudging x_j moves h_t", probes.dependencies.back(), labels.states, labels.inputs);
     trace.tensor("sequential_steps", "steps that must wait for the previous one",
@@ -644,7 +644,7 @@ nn::AttentionResult record_single_head(Trace& trace, const Parameters& p, const 
     trace.tensor("K", "k_i = W_K f(x_i)", qkv.K, labels.tokens);
     trace.tensor("V", "v_i = W_V f(x_i)", qkv.V, labels.tokens);
     trace.tensor("alpha_4", "softmax(Q K^T / sqrt(d) + M), row t", single.weights, labels.states, labels.inputs,
-                 View::heatmap);
+                 View::heatmap).axes("step t", "input i");
     trace.tensor("H_4", "h_t = sum_{i<=t} alpha_{t,i} v_i", single.output, labels.states);
     trace.tensor("D_4", "1 where nudging x_j moves h_t", probes.dependencies.back(), labels.states, labels.inputs);
     const Mat I = xt::eye<double>(d);

@@ -272,7 +272,7 @@ LoopForm record_heads(Trace& trace, const Mat& X, const nn::MultiHeadParams& p, 
     trace.tensor("K_1", "X W_1^K", loop.K.front(), sentence);
     trace.tensor("V_1", "X W_1^V", loop.V.front(), sentence);
     trace.tensor("S_1", "Q_1 K_1^T / sqrt(d_k); rows: queries, columns: keys", first.scores, sentence, sentence);
-    trace.tensor("A_1", "softmax of each row of S_1", first.weights, sentence, sentence, View::heatmap);
+    trace.tensor("A_1", "softmax of each row of S_1", first.weights, sentence, sentence, View::heatmap).axes("query word", "key word");
     trace.tensor("head_1", "A_1 V_1", first.output, sentence);
     trace.check("every row of A_1 sums to 1",
                 max_abs_difference(Vec(xt::sum(first.weights, {1})), xt::ones<double>({T})), 1e-12);
@@ -288,7 +288,7 @@ LoopForm record_heads(Trace& trace, const Mat& X, const nn::MultiHeadParams& p, 
     for (std::size_t i = 1; i < h; ++i) {
         const std::string n = std::to_string(i + 1);
         trace.tensor("A_" + n, "softmax(Q_" + n + " K_" + n + "^T / sqrt(d_k))", loop.heads[i].weights, sentence,
-                     sentence, View::heatmap);
+                     sentence, View::heatmap).axes("query word", "key word");
         trace.tensor("head_" + n, "A_" + n + " V_" + n, loop.heads[i].output, sentence);
     }
     return loop;
@@ -370,7 +370,7 @@ void record_one_head(Trace& trace, const Mat& X, const nn::MultiHeadParams& p, s
                    "changes what the layer can express, not its size, as the next step counts.",
                    d_model, h, d_k));
     trace.tensor("A", "softmax(X W^Q (X W^K)^T / sqrt(d_model))", xt::view(single.weights, 0, xt::all(), xt::all()),
-                 sentence, sentence, View::heatmap);
+                 sentence, sentence, View::heatmap).axes("query word", "key word");
     trace.tensor("Y_1", "MultiHead(X) with h = 1", single.output, sentence);
     trace.check("multi-head attention with h = 1 equals Attention(X W^Q, X W^K, X W^V) W^O",
                 max_abs_difference(single.output, nn::matmul(plain.output, p.W_O, "Attention W^O")), 1e-12);
@@ -421,7 +421,7 @@ void record_causal(Trace& trace, Rng& rng, const Mat& X, const nn::MultiHeadPara
     for (std::size_t i = 0; i < h; ++i) {
         const std::string n = std::to_string(i + 1);
         trace.tensor("A_" + n, "softmax(Q_" + n + " K_" + n + "^T / sqrt(d_k) + M)",
-                     xt::view(causal.weights, i, xt::all(), xt::all()), sentence, sentence, View::heatmap);
+                     xt::view(causal.weights, i, xt::all(), xt::all()), sentence, sentence, View::heatmap).axes("query word", "key word");
     }
     trace.tensor("Y", "Concat(head_1, ..., head_h) W^O, causal", causal.output, sentence);
     trace.check("every weight above the diagonal is 0, in every head", weight_above_diagonal(causal.weights), 0.0);

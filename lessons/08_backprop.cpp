@@ -677,7 +677,7 @@ void record_loss(Trace& trace, const AttentionProblem& p, const AttentionSolutio
     trace.tensor("K", "K = X W_K", s.x.K, sentence, k_columns(d_k));
     trace.tensor("V", "V = X W_V", s.x.V, sentence, v_columns(d_v));
     trace.tensor("S", "S = Q K^T / sqrt(d_k) + M", s.forward.scores, sentence, sentence);
-    trace.tensor("P", "P = softmax of each row of S", s.forward.weights, sentence, sentence, View::heatmap);
+    trace.tensor("P", "P = softmax of each row of S", s.forward.weights, sentence, sentence, View::heatmap).axes("query word", "key word");
     trace.tensor("O", "O = P V", s.forward.output, sentence, v_columns(d_v));
     trace.tensor("L", "L = 1/2 sum_i |o_i - y_i|^2", Array(s.loss));
     trace.check("every weight above the diagonal is exactly 0", largest_above_diagonal(s.forward.weights), 0.0);
@@ -715,12 +715,12 @@ void record_softmax_backward(Trace& trace, const AttentionSolution& s) {
                "same products in different orders, so they agree to rounding: 1e-12 leaves room for that and "
                "is far below any mistake, which would be of the size of dS itself.");
     trace.tensor("p", "p = P_T, the weights of \"lights\"", p, sentence, {}, View::bars);
-    trace.tensor("J", "J = diag(p) - p p^T, J_jk = dp_j / ds_k", J, sentence, sentence, View::heatmap);
+    trace.tensor("J", "J = diag(p) - p p^T, J_jk = dp_j / ds_k", J, sentence, sentence, View::heatmap).axes("weight p_j", "score s_k");
     trace.tensor("pivots", "the pivots of Gaussian elimination on J", pivots, numbered("pivot ", 1, pivots.size()));
     trace.tensor("dP", "dP = dO V^T, the gradient arriving at the weights", dP, sentence, sentence);
     trace.tensor("D", "D_i = sum_j P_ij dP_ij (column 1) = dO_i . o_i (column 2)", averages, sentence,
                  std::vector<std::string>{"P . dP", "dO . O"});
-    trace.tensor("dS", "dS = P * (dP - D 1^T)", s.dS, sentence, sentence, View::heatmap);
+    trace.tensor("dS", "dS = P * (dP - D 1^T)", s.dS, sentence, sentence, View::heatmap).axes("query word", "key word");
     trace.check("every row of J sums to 0", xt::amax(xt::abs(row_sums(J)))(), 1e-15);
     trace.check("J is symmetric", max_abs_difference(J, nn::transposed(J)), 0.0);
     trace.check(fmt::format("J has rank T - 1 = {}: elimination keeps that many pivots (difference shown)", T - 1),
@@ -808,7 +808,7 @@ void record_additive_backward(Trace& trace, const AdditiveProblem& p, const Addi
     trace.parameter("v_a", "weighs the tanh features, d_a", p.v_a, features);
     trace.tensor("C_target", "c*_i, the target of context i, T_y x 2u", p.C_target, target_sentence);
     trace.tensor("E", "e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j)", s.E, target_sentence, sentence);
-    trace.tensor("alpha", "alpha = softmax of each row of E", s.alpha, target_sentence, sentence, View::heatmap);
+    trace.tensor("alpha", "alpha = softmax of each row of E", s.alpha, target_sentence, sentence, View::heatmap).axes("target word", "source word");
     trace.tensor("C", "C = alpha H", s.C, target_sentence);
     trace.tensor("L_additive", "L = 1/2 sum_i |c_i - c*_i|^2", Array(s.loss));
     trace.tensor("dE", "dE = alpha * (dalpha - D 1^T),  dalpha = (C - C*) H^T", s.dE, target_sentence, sentence);

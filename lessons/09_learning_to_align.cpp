@@ -713,10 +713,10 @@ void record_alignment(Trace& trace, const Training& t) {
     const std::array<const char*, 3> when = {"init", "early", "final"};
     for (std::size_t k = 0; k < 3; ++k)
         trace.tensor(fmt::format("lights_{}", when[k]), "alpha, teacher-forced", t.lights[k], with_eos(lights_tgt),
-                     lights_src, View::heatmap);
+                     lights_src, View::heatmap).axes("target word", "source word");
     for (std::size_t k = 0; k < 3; ++k)
         trace.tensor(fmt::format("pickup_{}", when[k]), "alpha, teacher-forced", t.pickup[k], with_eos(pickup_tgt),
-                     pickup_src, View::heatmap);
+                     pickup_src, View::heatmap).axes("target word", "source word");
 }
 
 // One model's greedy translations of the test set, measured against the references.

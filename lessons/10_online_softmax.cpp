@@ -244,7 +244,7 @@ void record_edges(Trace& trace) {
                "and no NaN leaks out of it; the online form reaches it without dividing, since its l is still "
                "0 at the end. A row of one entry gets weight 1.");
     trace.tensor("X", "five rows of logits", X, rows, entry_labels(4));
-    trace.tensor("A_online", "online_softmax_rows(X)", online, rows, entry_labels(4), View::heatmap);
+    trace.tensor("A_online", "online_softmax_rows(X)", online, rows, entry_labels(4), View::heatmap).axes("row", "entry");
     trace.tensor("A_one", "online_softmax of the single logit -3.5", one);
     trace.check("every row equals the two-pass softmax (the all -inf row: zeros in both)",
                 max_abs_difference(online, two_pass), softmax_tolerance);

@@ -39,6 +39,19 @@ TEST_CASE("lessons are deterministic and their step ids unique", "[lessons]") {
     }
 }
 
+TEST_CASE("every heatmap of every lesson says what its rows and columns are", "[lessons]") {
+    for (const auto& lesson : all_lessons()) {
+        const Trace trace = run_lesson(lesson, lesson.quick);
+        for (const auto& step : trace.steps())
+            for (const auto& t : step.tensors) {
+                if (t.view != View::heatmap) continue;
+                INFO("lesson " << lesson.slug << ", step " << step.id << ", " << t.name);
+                CHECK(!t.row_axis.empty());
+                CHECK(!t.col_axis.empty());
+            }
+    }
+}
+
 TEST_CASE("lesson 1 shows the bottleneck it claims", "[lessons][bottleneck]") {
     const Trace t = run_lesson(*find_lesson("bottleneck"), find_lesson("1")->defaults);
     const Step* decoder = t.find_step("decoder");

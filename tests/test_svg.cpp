@@ -235,6 +235,17 @@ TEST_CASE("a heatmap is a standalone SVG 1.1 document with title, labels, values
     CHECK(svg.find(">axis 1 · 4 columns</text>") != std::string::npos);
 }
 
+TEST_CASE("a heatmap's axis titles say what its rows and columns are, when the lesson says", "[svg]") {
+    TensorRecord t = heatmap(matrix(3, 4), hindi_rows, english_cols);
+    t.axes("target word", "source word");
+    const std::string svg = heatmap_svg(t, "Lesson 2 · Attention weights · alpha");
+    require_well_formed(svg);
+    CHECK(svg.find(">target word</text>") != std::string::npos);
+    CHECK(svg.find(">source word</text>") != std::string::npos);
+    CHECK(svg.find("axis 0") == std::string::npos);
+    CHECK(svg.find("axis 1") == std::string::npos);
+}
+
 TEST_CASE("a tensor without labels is labelled by index", "[svg]") {
     const std::string svg = heatmap_svg(heatmap(matrix(2, 3)), "t");
     CHECK(count(group(svg, "row-labels"), "<text ") == 2);

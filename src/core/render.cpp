@@ -759,6 +759,8 @@ std::string render_matrix(const TensorRecord& t, const RenderOptions& opt) {
         const bool probabilities = rows_are_distributions(t.value);
         out += heatmap(m, layout, probabilities ? ValueRange{0.0, 1.0, true} : finite_range(t.value), probabilities,
                        opt);
+        if (!t.row_axis.empty() || !t.col_axis.empty())
+            out += fmt::format("  rows: {} · columns: {}\n", t.row_axis, t.col_axis);
     }
     if (t.view == View::bars && m.cols == 1) out += bar_chart(m, t.rows, opt);
     if (t.view == View::plot && m.rows * m.cols > 0) out += line_plot(m, t.rows, t.cols, opt);

@@ -226,8 +226,9 @@ Grid grid_of(const TensorRecord& t) {
             g.rows = shape[0], g.cols = shape[1];
             g.row_labels = labels_or_indices(t.rows, g.rows);
             g.col_labels = labels_or_indices(t.cols, g.cols);
-            g.row_caption = "axis 0 · " + plural(g.rows, "row", "rows");
-            g.col_caption = "axis 1 · " + plural(g.cols, "column", "columns");
+            // what the rows and columns are, when the lesson says; else the axes and their sizes
+            g.row_caption = t.row_axis.empty() ? "axis 0 · " + plural(g.rows, "row", "rows") : t.row_axis;
+            g.col_caption = t.col_axis.empty() ? "axis 1 · " + plural(g.cols, "column", "columns") : t.col_axis;
             return g;
         default: break;
     }

@@ -40,6 +40,15 @@ struct TensorRecord {
     // recorded, exported and compared like any other, but `attn run` shows it as one summary line
     // (shape, mean, spread, range) unless asked for --show-params.
     bool drawn = false;
+    // What the rows and the columns of a heatmap are ("target word", "source word"): the axis
+    // titles of its SVG and a line under its terminal picture. Presentation only, like `view`.
+    std::string row_axis{}, col_axis{};
+
+    TensorRecord& axes(std::string rows_are, std::string cols_are) {
+        row_axis = std::move(rows_are);
+        col_axis = std::move(cols_are);
+        return *this;
+    }
 
     Shape shape() const { return shape_of(value); }
 };
