@@ -95,7 +95,7 @@ std::string golden_name(int number) {
 }  // namespace
 
 TEST_CASE("--pause: Enter goes on, q then Enter quits, and a tall step comes a screenful at a time", "[cli]") {
-    // --pause acts only on a terminal: script(1) runs attn on a pseudo-terminal of 40 rows
+    // --pause acts only on a terminal: script(1) runs attn on a pseudo-terminal of 32 rows
     if (run_command("command -v script >/dev/null 2>&1").code != 0) {
         WARN("skipped: script(1) (util-linux) is not installed");
         return;
@@ -109,10 +109,11 @@ TEST_CASE("--pause: Enter goes on, q then Enter quits, and a tall step comes a s
     const char* bin = std::getenv("ATTN_BIN");
     REQUIRE(bin != nullptr);
     const auto paused = [&](const std::string& keys) {
-        return run_command("cd '" + t.dir.string() + "' && printf '" + keys + "' | script -qec \"stty rows 40; '" +
+        return run_command("cd '" + t.dir.string() + "' && printf '" + keys + "' | script -qec \"stty rows 32; '" +
                            bin + "' run 1 --pause --color never\" /dev/null 2>&1");
     };
-    // Enter after step 1; step 2 (eleven weight matrices) is taller than 40 rows: q at its first "more"
+    // Enter after step 1 (27 lines); step 2 (nine weights, a summary line each: 42 lines) is taller
+    // than 32 rows: q at its first "more"
     const Result quit = paused("\\nq\\n");
     INFO(quit.output);
     CHECK(quit.code == 0);
