@@ -230,12 +230,10 @@ private:
         // the record of the program: its name, and the folder of the student's files
         const auto quoted = [](const std::filesystem::path& p) { return "R\"attn_path(" + p.string() + ")attn_path\""; };
         write_file_atomic(dir_ / "program_graded.cpp",
-                          fmt::format("#include \"cli/program.hpp\"\nnamespace attn {{\n"
-                                      "const Program& this_program() {{\n"
-                                      "    static const Program program{{\"attn-graded\", true, {}, {}, {}}};\n"
-                                      "    return program;\n}}\n"
-                                      "const GradeKit& grade_kit() {{\n    static const GradeKit kit{{}};\n"
-                                      "    return kit;\n}}\n}}  // namespace attn\n",
+                          fmt::format("#include \"cli/program_record.hpp\"\nnamespace attn {{\n"
+                                      "namespace {{\nconst char* const none[] = {{nullptr}};\n}}\n"
+                                      "extern const ProgramRecord program_record{{\"attn-graded\", true, {}, {}, {}, "
+                                      "none, none, none, none}};\n}}  // namespace attn\n",
                                       quoted(dir_ / "src"), quoted(this_program().source_dir), quoted(dir_)));
         std::vector<std::pair<std::string, std::string>> units(copied.begin(), copied.end());
         units.emplace_back("", "../program_graded.cpp");

@@ -1,0 +1,30 @@
+// The Program and GradeKit of this program, from the record meson.build generated for it.
+#include "cli/program.hpp"
+#include "cli/program_record.hpp"
+
+namespace attn {
+
+namespace {
+
+std::vector<std::string> strings_until_null(const char* const* items) {
+    std::vector<std::string> out;
+    for (; *items != nullptr; ++items) out.emplace_back(*items);
+    return out;
+}
+
+}  // namespace
+
+const Program& this_program() {
+    static const Program program{program_record.name, program_record.exercise_build, program_record.exercises_dir,
+                                 program_record.source_dir, program_record.build_dir};
+    return program;
+}
+
+const GradeKit& grade_kit() {
+    static const GradeKit kit{strings_until_null(program_record.kit_compiler),
+                              strings_until_null(program_record.kit_compile),
+                              strings_until_null(program_record.kit_link), strings_until_null(program_record.kit_pch)};
+    return kit;
+}
+
+}  // namespace attn
