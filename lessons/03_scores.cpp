@@ -450,6 +450,9 @@ Vec aimed_positions() {
     return aim;
 }
 
+// A vector as a d x 1 matrix.
+Mat as_column(const Vec& v) { return xt::eval(xt::view(v, xt::all(), xt::newaxis())); }
+
 // How many queries' windows leave out their partner (0 when every window holds it).
 double partners_missed(const Mat& window) {
     double missed = 0.0;
@@ -502,22 +505,12 @@ void record_aimed(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_p, cons
     const Mat a_aimed = nn::local_p_weights(nn::dot_scores(Q, K), p, D);
     trace.tensor("a_aimed", "aimed local-p weights; row s, column t", one_column_per_query(a_aimed), keys,
                  target_sentence, View::heatmap).axes("source word (key)", "target word (query)");
-    Mat partner = xt::empty<double>({T, std::size_t{2}});
-    const Mat a_drawn = nn::local_p_weights(nn::dot_scores(Q, K), drawn.p, D);
-    for (std::size_t t = 0; t < T; ++t) {
-        partner(t, 0) = a_drawn(t, partner_position[t] - 1);
-        partner(t, 1) = a_aimed(t, partner_position[t] - 1);
-    }
-    trace.tensor("partner_weight", "a_t(partner(t)), local-p drawn and aimed", partner, target_sentence,
+    trace.tensor("partner_weight", "a_t(partner(t)), local-p drawn and aimed",
+                 partner_weights({nn::local_p_weights(nn::dot_scores(Q, K), drawn.p, D), a_aimed}), target_sentence,
                  {"drawn", "aimed"});
-    Mat solved = xt::empty<double>({T, std::size_t{1}});
-    for (std::size_t t = 0; t < T; ++t) {
-        double z = 0.0;
-        for (std::size_t a = 0; a < d; ++a) z += v_p(a) * hidden(t, a);
-        solved(t, 0) = z;
-    }
     trace.check("v_p^T tanh(W_p q_t) equals the aimed logit (to 256 eps |v_p| max_t |tanh(W_p q_t)|)",
-                max_abs_difference(solved, logits), solve_tolerance(v_map, hidden));
+                max_abs_difference(nn::matmul(hidden, as_column(v_p), "tanh(Q W_p^T) v_p"), logits),
+                solve_tolerance(v_map, hidden));
     trace.check("every aimed window holds its partner", partners_missed(nn::local_window(p, S, D)), 0.0);
 }
 
