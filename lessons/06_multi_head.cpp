@@ -266,7 +266,7 @@ LoopForm record_heads(Trace& trace, const Mat& X, const nn::MultiHeadParams& p, 
                    "(V_1 = X W_1^V), scores each query against every key, divides by sqrt(d_k) = sqrt({0}) (the "
                    "width of the head, not d_model), and a softmax along each row turns the scores into weights. "
                    "head_1 is the weighted sum of the values. Read the heatmap by rows: the token on the left "
-                   "collects from the tokens numbered above.",
+                   "collects from the tokens named above it.",
                    d_k));
     trace.tensor("Q_1", "X W_1^Q", loop.Q.front(), sentence);
     trace.tensor("K_1", "X W_1^K", loop.K.front(), sentence);
