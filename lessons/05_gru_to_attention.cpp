@@ -673,12 +673,12 @@ void record_split_heads(Trace& trace, const Parameters& p, const Mat& X, const M
                "rows (Q^n = Z (W_Q^n)^T, and so on), attend separately and their outputs are concatenated, so each "
                "slice of h_t can "
                "read different positions. Here N = " + std::to_string(heads) + " and head n takes its rows of "
-               "stage 4's maps (head 1 the first d_h rows of each, head 2 the next). A trained layer draws every "
+               "stage 4's maps (head 1 the first d_h rows of each, head 2 the next d_h, and so on). A trained layer draws every "
                "head's maps independently and follows the concatenation with one more map, W_O (Vaswani et al. 2017, "
                "section 3.2.2; lesson 6).\n"
                "Splitting the same weights changes the outputs, because each head normalises its own scores (how much "
                "depends on the weights: at d = 2 it can be less than 0.01). Only h_1 "
-               "cannot change: there both heads read nothing but v_1. The matrix form calls the single-head attention "
+               "cannot change: there every head reads nothing but v_1. The matrix form calls the single-head attention "
                "once per head; the loop form slices columns of Q, K and V instead of rows of the maps.");
     trace.tensor("alpha_5", "alpha^n_{t,i}, one T x T matrix per head; row t", split.weights,
                  numbered("head ", 1, heads), labels.states);
