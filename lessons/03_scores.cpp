@@ -45,6 +45,20 @@ std::string limits(const Config& c) {
                         "lesson 3");
 }
 
+// Seconds per unit of each measurement, from runs on this project's 2-core machine at loads of 4.5
+// to 5.4, each the worst seen: pairs=20000 took 3.2 to 5.8 s (3e-4 s a pair, at eight widths up to
+// 512), queries=2000 with keys=16 2.7 to 5.1 s (1.7e-4 s a query and key), d=128 and d=256 0.6 to
+// 1.6 s (2.5e-5 s per d^2), every parameter at its maximum 2.9 to 5.1 s. Twice each on the safe side,
+// and a second for the rest: the largest settings are estimated at 28 s, well under the cap.
+TimeEstimate time_estimate(const Config& c) {
+    const double d = as_double(c.size(param::d)), pairs = as_double(c.size(param::pairs));
+    const double scored = as_double(c.size(param::queries)) * as_double(c.size(param::keys));
+    return {1.0 + 6e-4 * pairs + 3.5e-4 * scored + 5e-5 * d * d, "the measurements",
+            fmt::format("{} pairs, {:.0f} query-key scores at eight widths, d^2 = {:.0f}", c.size(param::pairs), scored,
+                        d * d),
+            {{&param::pairs, 1.0}, {&param::queries, 1.0}, {&param::keys, 1.0}, {&param::d, 2.0}}};
+}
+
 
 const std::vector<std::string> source_sentence = {"could", "you", "please", "turn", "off",
                                                   "the",   "lights", "in", "the", "kitchen"};
@@ -527,7 +541,8 @@ void lesson_scores(Trace& trace, const Config& config) {
 
 Lesson scores_lesson() {
     return make_lesson(3, "scores", "Score functions, scaling, local attention", "Luong et al. 2015; Vaswani et al. 2017",
-                       {param::d, param::D, param::pairs, param::queries, param::keys}, limits, lesson_scores);
+                       {param::d, param::D, param::pairs, param::queries, param::keys}, limits, time_estimate,
+                       lesson_scores);
 }
 
 }  // namespace attn

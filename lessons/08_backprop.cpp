@@ -55,13 +55,25 @@ const Param queries{"queries", 400, 100, 1000, "random queries per width in step
 std::string limits(const Config& c) {
     for (const Param* p : {&param::T_max, &param::d_max})
         if (auto why = power_of_two(c, *p, "the sizes double up to it"); !why.empty()) return why;
-    // Within the ranges no setting is slow: every parameter at its maximum at once takes 2.5 to 4 s
-    // on a shared 2-core machine (half of it the 18 queries d_max normal numbers that step [sqrt-d]
-    // draws), so only the memory needs a rule across parameters.
     const double d = as_double(c.size(param::d)), u = as_double(c.size(param::u));
     const double T = as_double(c.size(param::T_max)), w = as_double(c.size(param::d_max));
     // the T_max x d source of step [shortcut] with its states, gates and gradients, and one query's keys
     return memory_limit(T * (d + 12.0 * u) + 16.0 * w, "lesson 8");
+}
+
+// Seconds per unit of the two steps that grow: step [sqrt-d] draws queries x d_max normal numbers at
+// each of its widths (queries=1000 with d_max=4096 took 2.6 s, 6.2e-7 s a unit) and step [shortcut]
+// runs GRUs over T_max tokens (T_max=1024 with d = u = 32 took 0.54 s, 2.6e-7 s per T_max u (d + u)),
+// on this project's 2-core machine at a load of 4.8; every parameter at its maximum took 2.2 to
+// 4 s. About twice each on the safe side, and half a second for the rest: 7.7 s at the largest
+// settings, under the cap.
+TimeEstimate time_estimate(const Config& c) {
+    const double d = as_double(c.size(param::d)), u = as_double(c.size(param::u));
+    const double drawn = as_double(c.size(param::queries)) * as_double(c.size(param::d_max));
+    const double recurrent = as_double(c.size(param::T_max)) * u * (d + u);
+    return {0.5 + 1.5e-6 * drawn + 5e-7 * recurrent, "lesson 8",
+            fmt::format("queries x d_max = {:.3g} normal numbers, T_max u (d + u) = {:.3g}", drawn, recurrent),
+            {{&param::queries, 1.0}, {&param::d_max, 1.0}, {&param::T_max, 1.0}, {&param::u, 2.0}, {&param::d, 1.0}}};
 }
 
 const std::vector<std::string> sentence = {"turn", "off", "the", "lights"};
@@ -1156,7 +1168,7 @@ Lesson backprop_lesson() {
                        "2017; Dao et al. 2022",
                        {param::d, param::d_k, param::d_v, param::d_a, param::u, param::T_max, param::d_max,
                         param::queries},
-                       limits, lesson_backprop, {{"T_max", 32}, {"d_max", 64}, {"queries", 100}});
+                       limits, time_estimate, lesson_backprop, {{"T_max", 32}, {"d_max", 64}, {"queries", 100}});
 }
 
 }  // namespace attn
