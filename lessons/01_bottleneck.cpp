@@ -29,19 +29,28 @@ const Param d{"d", 6, 1, 256, "width of the word embeddings and of the encoder a
 const Param trials{"trials", 8, 1, 1000, "random sentences per length in the measured bottleneck demo"};
 }  // namespace param
 
-std::string limits(const Config& c) {
-    // the demo encodes `trials` sentences of up to 64 tokens with d-wide states: trials d^2 sets the
-    // time (2^21 is about 5 s here), trials d the memory
+// Seconds per sentence of the demo, which encodes `trials` sentences at each of five lengths (4 to
+// 64 tokens, 124 in all) with d-wide states: a d^2 part (the GRU's products) and a part per token
+// that does not grow with d^2. Measured on this project's 2-core machine: with d=256, 220 trials
+// took 11.3 s at a load of 4.2 (0.051 s a sentence) and 500 and 540 trials 52 to 53 s at a load of 7
+// (0.104 s a sentence, 1.6e-6 s per d^2); with d=128 1000 trials took 18.8 s; with d=45 3.3 s (0.0033
+// s a sentence, 0.0017 s of it beyond the d^2 part), with d=6 0.6 s. Twice the worst of each on the
+// safe side, and a second for the rest of the lesson.
+constexpr double seconds_per_sentence = 0.0035, seconds_per_sentence_d2 = 3.2e-6;
+
+TimeEstimate time_estimate(const Config& c) {
     const double d = as_double(c.size(param::d)), trials = as_double(c.size(param::trials));
-    const double work = trials * d * d, most_work = 2097152.0;
-    if (work > most_work)
-        return fmt::format("trials={} with d={} would run for minutes (trials x d^2 = {:.0f}, above {:.0f}): "
-                           "choose fewer trials, at most {:.0f} with d={}",
-                           c.size(param::trials), c.size(param::d), work, most_work, std::floor(most_work / (d * d)),
-                           c.size(param::d));
-    return memory_limit(trials * 64.0 * d * 4.0 + 40.0 * d * d, "lesson 1");
+    return {1.0 + trials * (seconds_per_sentence + seconds_per_sentence_d2 * d * d), "the measured demo",
+            fmt::format("{} trials x ({:g} s + {:g} s x d^2) a sentence", c.size(param::trials), seconds_per_sentence,
+                        seconds_per_sentence_d2),
+            {{&param::trials, 1.0}, {&param::d, 2.0}}};
 }
 
+std::string limits(const Config& c) {
+    // trials d sets the memory of the demo's sentences and states
+    const double d = as_double(c.size(param::d)), trials = as_double(c.size(param::trials));
+    return memory_limit(trials * 64.0 * d * 4.0 + 40.0 * d * d, "lesson 1");
+}
 
 const std::vector<std::string> source_sentence = {"turn", "off", "the", "lights"};
 const std::vector<std::string> target_sentence = {"लाइट", "बंद", "करो"};
@@ -367,7 +376,7 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
 
 Lesson bottleneck_lesson() {
     return make_lesson(1, "bottleneck", "The fixed-context bottleneck of seq2seq", "Sutskever et al. 2014; Cho et al. 2014",
-                       {param::d, param::trials}, limits, lesson_bottleneck);
+                       {param::d, param::trials}, limits, time_estimate, lesson_bottleneck);
 }
 
 }  // namespace attn

@@ -49,6 +49,18 @@ std::string limits(const Config& c) {
     return memory_limit(40.0 * widest * widest, "lesson 4");
 }
 
+// Seconds per widest^2 (widest of d, 2u, d_a, d_k and r): every parameter at its maximum (widest
+// 256) took 0.21 s on this project's 2-core machine at a load of 6.1, 3.2e-6 s a unit; 1e-5 on the
+// safe side, and half a second for the rest. No setting in range comes near the cap.
+TimeEstimate time_estimate(const Config& c) {
+    const double widest = std::max({as_double(c.size(param::d)), 2.0 * as_double(c.size(param::u)),
+                                    as_double(c.size(param::d_a)), as_double(c.size(param::d_k)),
+                                    as_double(c.size(param::r))});
+    return {0.5 + 1e-5 * widest * widest, "lesson 4",
+            fmt::format("widest^2 = {:.3g} of max(d, 2u, d_a, d_k)^2", widest * widest),
+            {{&param::d, 2.0}, {&param::u, 2.0}, {&param::d_a, 2.0}, {&param::d_k, 2.0}}};
+}
+
 
 const std::vector<std::string> vocabulary = {"turn", "off", "the", "lights", "in", "kitchen", "<pad>"};
 const std::vector<std::string> sentence = {"turn", "off", "the", "lights", "in", "the", "kitchen"};
@@ -683,7 +695,7 @@ void lesson_self_attention(Trace& trace, const Config& config) {
 Lesson self_attention_lesson() {
     return make_lesson(4, "self-attention", "Self-attention: Q, K, V, masks and positions",
                        "Lin et al. 2017; Vaswani et al. 2017", {param::d, param::u, param::d_a, param::r, param::d_k},
-                       limits, lesson_self_attention);
+                       limits, time_estimate, lesson_self_attention);
 }
 
 }  // namespace attn

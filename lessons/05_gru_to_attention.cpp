@@ -44,6 +44,16 @@ std::string limits(const Config& c) {
     return memory_limit(40.0 * d * std::max(d, as_double(c.size(param::d_ff))), "lesson 5");
 }
 
+// Seconds per unit of d (d + d_ff / 4): d=256 took 0.46 to 0.75 s and d=256 with d_ff=1024 0.49 s on
+// this project's 2-core machine at a load of 4.9 to 6.1 (1.1e-5 s per d^2); 2.5e-5 on the safe side,
+// and half a second for the rest. No setting in range comes near the cap.
+TimeEstimate time_estimate(const Config& c) {
+    const double d = as_double(c.size(param::d)), d_ff = as_double(c.size(param::d_ff));
+    return {0.5 + 2.5e-5 * d * (d + d_ff / 4.0), "lesson 5",
+            fmt::format("d (d + d_ff / 4) = {:.3g}", d * (d + d_ff / 4.0)),
+            {{&param::d, 2.0}, {&param::d_ff, 1.0}}};
+}
+
 
 const std::vector<std::string> vocabulary = {"the", "cat", "sat", "on", "mat"};
 const std::vector<std::size_t> sentence_ids = {0, 1, 2, 3, 0, 4};  // "the cat sat on the mat"
@@ -891,7 +901,7 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
 Lesson gru_to_attention_lesson() {
     return make_lesson(5, "gru-to-attention", "From a GRU to a self-attention layer",
                        "Cho et al. 2014; Bahdanau et al. 2015; Vaswani et al. 2017", {param::d, param::heads, param::d_ff},
-                       limits, lesson_gru_to_attention);
+                       limits, time_estimate, lesson_gru_to_attention);
 }
 
 }  // namespace attn

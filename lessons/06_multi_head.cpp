@@ -35,6 +35,16 @@ std::string limits(const Config& c) {
     return memory_limit(12.0 * d_model * d_model, "lesson 6");
 }
 
+// Seconds per d_model^2 (the projections W^Q, W^K, W^V, W^O drawn and applied): d_model=2048 took
+// 4.4 to 9.7 s on this project's 2-core machine at loads of 4.9 to 6.0 (2.3e-6 s a unit), d_model
+// = 1024 2.9 s and 512 0.8 s (the work grows a little slower than d_model^2 there); 5e-6 on the
+// safe side: 21 s at the largest setting, under the cap.
+TimeEstimate time_estimate(const Config& c) {
+    const double d_model = as_double(c.size(param::d_model));
+    return {0.5 + 5e-6 * d_model * d_model, "lesson 6", fmt::format("d_model^2 = {:.3g}", d_model * d_model),
+            {{&param::d_model, 2.0}}};
+}
+
 
 const std::vector<std::string> sentence = {"turn", "off", "the", "lights", "in", "the", "kitchen"};
 
@@ -457,7 +467,7 @@ void lesson_multi_head(Trace& trace, const Config& config) {
 
 Lesson multi_head_lesson() {
     return make_lesson(6, "multi-head", "Multi-head attention", "Vaswani et al. 2017", {param::d_model, param::heads},
-                       limits, lesson_multi_head);
+                       limits, time_estimate, lesson_multi_head);
 }
 
 }  // namespace attn

@@ -55,13 +55,25 @@ const Param queries{"queries", 400, 100, 1000, "random queries per width in step
 std::string limits(const Config& c) {
     for (const Param* p : {&param::T_max, &param::d_max})
         if (auto why = power_of_two(c, *p, "the sizes double up to it"); !why.empty()) return why;
-    // Within the ranges no setting is slow: every parameter at its maximum at once takes 2.5 to 4 s
-    // on a shared 2-core machine (half of it the 18 queries d_max normal numbers that step [sqrt-d]
-    // draws), so only the memory needs a rule across parameters.
     const double d = as_double(c.size(param::d)), u = as_double(c.size(param::u));
     const double T = as_double(c.size(param::T_max)), w = as_double(c.size(param::d_max));
     // the T_max x d source of step [shortcut] with its states, gates and gradients, and one query's keys
     return memory_limit(T * (d + 12.0 * u) + 16.0 * w, "lesson 8");
+}
+
+// Seconds per unit of the two steps that grow: step [sqrt-d] draws queries x d_max normal numbers at
+// each of its widths (queries=1000 with d_max=4096 took 2.6 s, 6.2e-7 s a unit) and step [shortcut]
+// runs GRUs over T_max tokens (T_max=1024 with d = u = 32 took 0.54 s, 2.6e-7 s per T_max u (d + u)),
+// on this project's 2-core machine at a load of 4.8; every parameter at its maximum took 2.2 to
+// 4 s. About twice each on the safe side, and half a second for the rest: 7.7 s at the largest
+// settings, under the cap.
+TimeEstimate time_estimate(const Config& c) {
+    const double d = as_double(c.size(param::d)), u = as_double(c.size(param::u));
+    const double drawn = as_double(c.size(param::queries)) * as_double(c.size(param::d_max));
+    const double recurrent = as_double(c.size(param::T_max)) * u * (d + u);
+    return {0.5 + 1.5e-6 * drawn + 5e-7 * recurrent, "lesson 8",
+            fmt::format("queries x d_max = {:.3g} normal numbers, T_max u (d + u) = {:.3g}", drawn, recurrent),
+            {{&param::queries, 1.0}, {&param::d_max, 1.0}, {&param::T_max, 1.0}, {&param::u, 2.0}, {&param::d, 1.0}}};
 }
 
 const std::vector<std::string> sentence = {"turn", "off", "the", "lights"};
@@ -439,9 +451,23 @@ Mat error_by_step(const AttentionProblem& problem, const AttentionSolution& s, s
     return out;
 }
 
-// Whether the curve of error_by_step shows truncation at h = 1e-2: its error over 100 times the
-// rounding estimate there.
-bool truncation_visible(const Mat& curve) { return curve(1, 0) > 100.0 * curve(1, 1); }
+// Whether the curve of error_by_step shows truncation at its row k (h = 10^-(k+1)): the error over
+// 100 times the rounding estimate there.
+bool truncation_visible(const Mat& curve, std::size_t k) { return curve(k, 0) > 100.0 * curve(k, 1); }
+
+// The row of the smallest h at which the curve still shows truncation, counting from row 1 (h = 1e-2)
+// while every row before it does; 0 when row 1 does not. The h^2 law is the limit of small h: the
+// error of the central difference is h^2 L''' / 6 + h^4 L^(5) / 120 + ..., and at h = 1e-1 the second
+// term can rival the first where L''' is small; each decade shrinks it against the first by 10^-2,
+// so the last decade before rounding shows the law most cleanly.
+std::size_t last_truncation_row(const Mat& curve) {
+    std::size_t k = 0;
+    while (k + 1 < curve.shape(0) && truncation_visible(curve, k + 1)) ++k;
+    return k;
+}
+
+// "1e-3" for row 2 of error_by_step's curve.
+std::string step_text(std::size_t row) { return fmt::format("1e-{}", row + 1); }
 
 std::vector<std::string> step_labels() {
     std::vector<std::string> out;
@@ -910,7 +936,12 @@ void record_finite_differences(Trace& trace, const AttentionProblem& attention, 
     Mat S = unmasked_scores(a.x);
     const Mat dS_numeric = nn::central_differences(S, [&] { return loss_of_scores(S, a.x.V, attention.Y); }, fd_step);
     const Mat dS_wrong = a.forward.weights * a.grads.dP;
-    const double miss = max_abs_difference(dS_wrong, dS_numeric), wrong_bound = 1e-3;
+    // the wrong way is caught when it misses by more than the tolerance a gradient entry is allowed
+    const double miss = max_abs_difference(dS_wrong, dS_numeric), wrong_bound = fd_tolerance(a.loss);
+    const std::size_t last_decade = last_truncation_row(curve);
+    const std::string decade = last_decade == 0 ? "here none: the error is rounding already at h = 1e-2"
+                                                : fmt::format("here from h = {} to {}", step_text(last_decade - 1),
+                                                              step_text(last_decade));
     trace.step("finite-differences", "Every gradient against finite differences",
                "dL/dx ≈ (L(x + h) - L(x - h)) / 2h,  error ≈ h^2 |L'''| / 6 + eps |L| / h",
                fmt::format(
@@ -922,10 +953,14 @@ void record_finite_differences(Trace& trace, const AttentionProblem& attention, 
                    "until rounding takes over: each loss is rounded to about eps |L| (eps = 2.2e-16), and that "
                    "error divided by 2h grows as h shrinks. The plot shows both for one entry, dQ of \"lights\", "
                    "column 1: a slope of 2 on the right, and on the left an error that follows eps |L| / h (second "
-                   "column); the best h lies near eps^(1/3), about 6e-6. The slope of 2 needs the third derivative "
-                   "of the loss in that entry to be well above rounding: at some seeds and widths (d = d_k = d_v = "
-                   "1) the loss is so nearly quadratic in it that the error is rounding already at h = 1e-1, and "
-                   "the check then claims that instead.\n"
+                   "column); the best h lies near eps^(1/3), about 6e-6. The slope of 2 is the law of small h: the "
+                   "next term of the error, h^4 L^(5) / 120, falls a hundred times faster than the first and can "
+                   "still rival it at h = 1e-1 where L''' is small (at some seeds with d_k = 1 the error there falls "
+                   "by 10^1 or 10^3 in a decade), so the check measures the last decade in which the error is still "
+                   "over 100 times eps |L| / h ({}). It needs the third derivative of the loss in that entry to be "
+                   "well above rounding: at some seeds and widths (d = d_k = d_v = 1) the loss is so nearly "
+                   "quadratic in it that the error is rounding already at h = 1e-2, and the check then claims that "
+                   "instead.\n"
                    "We use h = 1e-6. There truncation is about 1e-13 |L'''|, and rounding about eps |L| / h, "
                    "{:.1g} for the attention loss (L = {:.3g}). So an entry passes when |analytic - numeric| / "
                    "max(1, |numeric|) <= 100 eps max(1, |L|) / h, a hundred times the rounding of its own loss "
@@ -934,10 +969,12 @@ void record_finite_differences(Trace& trace, const AttentionProblem& attention, 
                    "gradients of the steps before, each with two forward passes.\n"
                    "The wrong way: a common slip keeps only the diagonal of the softmax Jacobian, dS = P * dP, as "
                    "if each weight depended on its own score alone. It misses the finite differences by up to "
-                   "{:.3g}, the term it dropped, P_ij D_i. Its worst row is the first: \"turn\" attends to itself "
+                   "{:.3g}, the term it dropped, P_ij D_i: {:.3g} times the tolerance an entry is allowed, so the "
+                   "check catches it. Its worst row is the first: \"turn\" attends to itself "
                    "alone, its one weight is 1 whatever its score, and still the wrong form hands that score a "
                    "gradient.",
-                   epsilon * a.loss / fd_step, a.loss, fd_tolerance(a.loss), entries, gradients, miss));
+                   decade, epsilon * a.loss / fd_step, a.loss, fd_tolerance(a.loss), entries, gradients, miss,
+                   miss / wrong_bound));
     record_gradient_table(trace, "fd_attention", "steps [softmax-backward] and [attention-backward]", groups[0]);
     record_gradient_table(trace, "fd_additive", "step [additive-backward]", groups[1]);
     record_gradient_table(trace, "fd_gru", "step [gru-backward]", groups[2]);
@@ -949,18 +986,25 @@ void record_finite_differences(Trace& trace, const AttentionProblem& attention, 
         for (const auto& r : group)
             trace.check(fmt::format("{} matches central differences in all {:.0f} entries", r.name, r.entries),
                         r.error, r.tolerance);
-    // errors(k) is the error at h = 10^-(k+1). The h^2 law shows only where truncation is well above
-    // rounding at h = 1e-2; where this entry's third derivative is tiny (d = d_k = d_v = 1 at some
-    // seeds: the error at h = 1e-1 is already 2e-15) both are rounding, and the claim is that instead.
-    if (truncation_visible(curve))
-        trace.check("truncation: from h = 1e-1 to 1e-2 the error falls by 10^2 (|decades - 2| shown, within 0.5)",
-                    std::abs(portable::log(errors(0) / errors(1)) / portable::log(10.0) - 2.0), 0.5);
+    // errors(k) is the error at h = 10^-(k+1). The h^2 law is checked over the last decade in which
+    // truncation is well above rounding (last_truncation_row); where this entry's third derivative is
+    // tiny (d = d_k = d_v = 1 at some seeds: the error at h = 1e-1 is already 2e-15) both are rounding
+    // at h = 1e-2, and the claim is that instead.
+    if (last_decade > 0)
+        trace.check(fmt::format("truncation: from h = {} to {} the error falls by 10^2 (|decades - 2| shown, "
+                                "within 0.5)",
+                                step_text(last_decade - 1), step_text(last_decade)),
+                    std::abs(portable::log(errors(last_decade - 1) / errors(last_decade)) / portable::log(10.0) -
+                             2.0),
+                    0.5);
     else
         trace.check("truncation is below rounding: at h = 1e-2 the error is within 100 eps |L| / h",
                     errors(1), 100.0 * curve(1, 1));
     trace.check("rounding: the worst error at h <= 1e-8 is over 100 times the best (best x 100 / worst shown)",
                 100.0 * xt::amin(errors)() / std::max({errors(7), errors(8), errors(9)}), 1.0);
-    trace.check(fmt::format("the wrong way misses by more than {:g} (misses counted)", wrong_bound),
+    trace.check(fmt::format("the wrong way misses by more than the tolerance {:.3g}: the check catches it (misses "
+                            "counted)",
+                            wrong_bound),
                 count_at_most({miss}, wrong_bound), 0.0);
 }
 
@@ -971,6 +1015,17 @@ void record_shortcut(Trace& trace, const Seq2Seq& m, const Mat& X_src, std::size
     const ShortcutCheck check = check_shortcut(m, X_src, lengths.front());
     const std::size_t last = lengths.size() - 1;
     const Vec without = xt::col(table, 0), with = xt::col(table, 1);
+    // With one-wide states the claim below is false at some seeds (4 of 3,000 property-test draws
+    // failed it, all with u = 1; of 1,500 seeds at T_max = 32 and small widths, 5 failed it with u = 1
+    // and none with u = 2): there it is reported, not checked.
+    const bool one_wide = m.encoder.hidden_width() == 1;
+    const std::string unchecked =
+        one_wide ? fmt::format(" With u = 1 each state is a single number, and which model gives x_1 the larger "
+                               "gradient at T = {} is not checked: at some seeds the model without attention keeps "
+                               "it, for a one-wide chain need not fade (at some seeds its gradient grows with T), "
+                               "and the untrained attention spreads its weights about evenly over the T states.",
+                               lengths[last])
+                 : std::string();
     trace.step("shortcut", "A shortcut to faraway words",
                "|dL/dx_1|,  L = -log p(करो | ...) at the last decoder step,  T = 4 .. T_max",
                fmt::format(
@@ -994,10 +1049,10 @@ void record_shortcut(Trace& trace, const Seq2Seq& m, const Mat& X_src, std::size
                    "Measured: without attention |dL/dx_1| {} from {:.3g} at T = 4 to {:.3g} at T = {}; with "
                    "attention it {} from {:.3g} to {:.3g}, {:.3g} times the norm without attention at T = {}. The "
                    "last column is the weight the last decoder step gives h_1, {:.3g} at T = 4 and {:.3g} at "
-                   "T = {}. {}",
+                   "T = {}. {}{}",
                    direction(without(0), without(last)), without(0), without(last), lengths[last],
                    direction(with(0), with(last)), with(0), with(last), with(last) / without(last), lengths[last],
-                   table(0, 2), table(last, 2), lengths[last], larger_gradient(lengths, without, with)));
+                   table(0, 2), table(last, 2), lengths[last], larger_gradient(lengths, without, with), unchecked));
     trace.tensor("X_src", "x_j, the source words, T_max x d", X_src, numbered("x", 1, X_src.shape(0)));
     record(trace, gru_names("enc", "x_j"), stacked(m.encoder));
     record(trace, gru_names("dec", "[y_{i-1}; c_i]"), stacked(m.decoder));
@@ -1014,9 +1069,10 @@ void record_shortcut(Trace& trace, const Seq2Seq& m, const Mat& X_src, std::size
                 check.tolerances(0));
     trace.check("with attention: dL/dx_1 at T = 4 matches central differences", check.errors(1),
                 check.tolerances(1));
-    trace.check(fmt::format("at T = {} the norm with attention exceeds the norm without (misses counted)",
-                            lengths[last]),
-                count_at_most({with(last) - without(last)}, 0.0), 0.0);
+    if (!one_wide)
+        trace.check(fmt::format("at T = {} the norm with attention exceeds the norm without (misses counted)",
+                                lengths[last]),
+                    count_at_most({with(last) - without(last)}, 0.0), 0.0);
 }
 
 // Step [sqrt-d]: the gradient that reaches the scores, scaled and unscaled, as the width grows.
@@ -1026,7 +1082,9 @@ void record_sqrt_d(Trace& trace, Rng& rng, std::size_t d_max, std::size_t querie
     const std::size_t last = widths.size() - 1;
     const Vec means = xt::col(demo.norms, 0), medians = xt::col(demo.norms, 2), scaled_medians = xt::col(demo.norms, 3);
     const Vec vanished = xt::col(demo.vanished, 0), vanished_scaled = xt::col(demo.vanished, 1);
-    const double most_vanished = 0.05;
+    // Unscaled, more than most_vanished of the queries at the widest w must pass almost nothing;
+    // scaled, at most fewest_vanished at any width (see the text).
+    const double most_vanished = 0.05, fewest_vanished = 0.01;
     trace.step("sqrt-d", "Why sqrt(d), seen from the gradient",
                "dS = P * (dP - D 1^T),  P = softmax(K q)  or  softmax(K q / sqrt(w))",
                fmt::format(
@@ -1044,11 +1102,16 @@ void record_sqrt_d(Trace& trace, Rng& rng, std::size_t d_max, std::size_t querie
                    "{:.3g}, and {:.0f}% pass less than {:g}. The mean {} less, from {:.3g} to {:.3g}: it is carried "
                    "by the few queries whose two largest scores happen to lie close, which still pass a gradient. "
                    "A share of {} queries has a standard error of at most 0.5 / sqrt({}) = {:.2g}; the checks' "
-                   "bounds are set well away from the measured values.",
+                   "bounds are set well away from the measured values. Scaled, a query still passes almost nothing "
+                   "now and then: the property test found three in its 3,000 runs of this lesson, each at w = 4, "
+                   "where the spread of a query's scaled scores, |q| / sqrt(w), varies most from query to query. "
+                   "So the check allows {:g}% of them at any width (one in 100 queries, the fewest a run draws), a "
+                   "fifth of the share the unscaled scores must exceed at w = {}.",
                    queries, score_keys, direction(medians(0), medians(last)), medians(0), medians(last), widths[last],
                    100.0 * vanished(last), vanishing_gradient, scaled_medians(0), scaled_medians(last),
                    100.0 * xt::amax(vanished_scaled)(), vanishing_gradient, direction(means(0), means(last)),
-                   means(0), means(last), queries, queries, 0.5 / std::sqrt(as_double(queries))));
+                   means(0), means(last), queries, queries, 0.5 / std::sqrt(as_double(queries)),
+                   100.0 * fewest_vanished, widths[last]));
     trace.tensor("score_gradients", fmt::format("|dS| over {} queries per width", queries), demo.norms,
                  doubling_labels("w", 4, d_max),
                  std::vector<std::string>{"mean unscaled", "mean scaled", "median unscaled", "median scaled"},
@@ -1056,8 +1119,9 @@ void record_sqrt_d(Trace& trace, Rng& rng, std::size_t d_max, std::size_t querie
     trace.tensor("vanished", fmt::format("the share of queries with |dS| < {:g}", vanishing_gradient), demo.vanished,
                  doubling_labels("w", 4, d_max), std::vector<std::string>{"unscaled", "scaled"}, View::plot);
     trace.check("every row of dS sums to 0 (largest |sum| over all draws)", demo.largest_row_sum, rounding);
-    trace.check(fmt::format("scaled: no query at any width passes less than {:g} (share shown)", vanishing_gradient),
-                xt::amax(vanished_scaled)(), 0.0);
+    trace.check(fmt::format("scaled: at most {:g}% of the queries at any width pass less than {:g} (share shown)",
+                            100.0 * fewest_vanished, vanishing_gradient),
+                xt::amax(vanished_scaled)(), fewest_vanished);
     trace.check(fmt::format("unscaled, w = {}: more than {:g}% of the queries pass less than {:g} (misses counted)",
                             widths[last], 100.0 * most_vanished, vanishing_gradient),
                 count_at_most({vanished(last)}, most_vanished), 0.0);
@@ -1156,7 +1220,7 @@ Lesson backprop_lesson() {
                        "2017; Dao et al. 2022",
                        {param::d, param::d_k, param::d_v, param::d_a, param::u, param::T_max, param::d_max,
                         param::queries},
-                       limits, lesson_backprop, {{"T_max", 32}, {"d_max", 64}, {"queries", 100}});
+                       limits, time_estimate, lesson_backprop, {{"T_max", 32}, {"d_max", 64}, {"queries", 100}});
 }
 
 }  // namespace attn

@@ -49,9 +49,27 @@ std::string power_of_two(const Config& c, const Param& param, const std::string&
     return fmt::format("{}={} is not a power of two: {}; {} would do", param.key, n, why, would_do);
 }
 
+const Param& grown_most(const Config& c, const std::vector<Growth>& growth) {
+    const auto grown = [&](const Growth& g) {
+        return std::pow(static_cast<double>(c.size(*g.param)) / static_cast<double>(g.param->value), g.power);
+    };
+    return *std::max_element(growth.begin(), growth.end(), [&](const Growth& a, const Growth& b) {
+                return grown(a) < grown(b);
+            })->param;
+}
+
+std::string time_limit(const Config& c, const TimeEstimate& estimate) {
+    if (estimate.seconds <= time_cap_seconds) return "";
+    const Param& lower = grown_most(c, estimate.growth);
+    return fmt::format("would run for minutes: {} would take about {:.0f} s on this machine ({}), above the cap of "
+                       "{:.0f} s: lower {} (now {})",
+                       estimate.what, estimate.seconds, estimate.model, time_cap_seconds, lower.key, c.size(lower));
+}
+
 Lesson make_lesson(int number, std::string slug, std::string title, std::string sources, std::vector<Param> params,
-                   LessonLimits limits, LessonFn fn, std::vector<Setting> quick) {
-    Lesson l{number, std::move(slug), std::move(title), std::move(sources), std::move(params), limits, fn, {}, {}};
+                   LessonLimits limits, LessonTime time, LessonFn fn, std::vector<Setting> quick) {
+    Lesson l{number, std::move(slug), std::move(title), std::move(sources), std::move(params), limits, time, fn, {},
+             {}};
     l.defaults = default_config(l.params, default_seed);
     l.quick = apply_settings(l.params, default_seed, quick);
     return l;
@@ -76,8 +94,9 @@ const Lesson* find_lesson(const std::string& name) {
 
 Config configure(const Lesson& lesson, std::uint64_t seed, const std::vector<Setting>& settings) {
     Config c = apply_settings(lesson.params, seed, settings);
-    if (const std::string why = lesson.limits(c); !why.empty())
-        throw SettingError(fmt::format("lesson {} {}: {}", lesson.number, lesson.slug, why));
+    std::string why = lesson.limits(c);
+    if (why.empty()) why = time_limit(c, lesson.time(c));
+    if (!why.empty()) throw SettingError(fmt::format("lesson {} {}: {}", lesson.number, lesson.slug, why));
     return c;
 }
 

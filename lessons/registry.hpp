@@ -16,6 +16,23 @@ using LessonFn = void (*)(Trace&, const Config&);
 // tensors need): "" when the configuration is fine, else what is wrong and what would do.
 using LessonLimits = std::string (*)(const Config&);
 
+// How one parameter grows a lesson's work: as (value / default)^power.
+struct Growth {
+    const Param* param;
+    double power;
+};
+
+// A lesson's estimate of its own time on this project's 2-core machine, from its settings alone:
+// every lesson measures its costliest settings and fits seconds per unit of work on the safe side
+// (the measurements are in a comment beside each estimate).
+struct TimeEstimate {
+    double seconds;
+    std::string what;            // what takes the time: "the timing step", "training", "lesson 6"
+    std::string model;           // the cost model in words: "d_model^2 multiply-adds, ..."
+    std::vector<Growth> growth;  // the parameters the work grows with, to name the one to lower
+};
+using LessonTime = TimeEstimate (*)(const Config&);
+
 struct Lesson {
     int number;                // course order, 1-based; golden/<NN>_<slug>.json
     std::string slug;          // "bottleneck"
@@ -23,6 +40,7 @@ struct Lesson {
     std::string sources;       // "Sutskever et al. 2014; Cho et al. 2014"
     std::vector<Param> params; // what --set may change, with defaults and ranges
     LessonLimits limits;       // rules across parameters, checked before any work
+    LessonTime time;           // the estimate of its time, refused above time_cap_seconds before any work
     LessonFn fn;
     Config defaults;           // seed 7 and the params' defaults: what `attn check` and the golden files use
     Config quick;              // the cheapest configuration with the same steps, for `attn list`
@@ -31,8 +49,12 @@ struct Lesson {
 // The most memory a lesson's tensors may take, in doubles (1 GiB).
 inline constexpr double memory_cap_doubles = 134217728.0;
 
+// The longest a lesson may be estimated to run, in seconds: about a minute on this machine.
+inline constexpr double time_cap_seconds = 60.0;
+
 // The configuration a user asked for: `seed` and `settings` applied to the lesson's defaults,
-// then its limits. Throws SettingError naming what is wrong, before any work.
+// then its limits, then its time estimate against the cap (time_limit). Throws SettingError naming
+// what is wrong, before any work.
 Config configure(const Lesson& lesson, std::uint64_t seed, const std::vector<Setting>& settings);
 
 // Every lesson, in course order.
@@ -45,7 +67,7 @@ const Lesson* find_lesson(const std::string& number_or_slug);
 // `quick` settings) filled in. Each lesson file builds its own from the parameters it declares
 // next to the code that reads them.
 Lesson make_lesson(int number, std::string slug, std::string title, std::string sources, std::vector<Param> params,
-                   LessonLimits limits, LessonFn fn, std::vector<Setting> quick = {});
+                   LessonLimits limits, LessonTime time, LessonFn fn, std::vector<Setting> quick = {});
 
 // The lessons, one per file in lessons/, in course order.
 Lesson bottleneck_lesson();
@@ -68,5 +90,11 @@ std::string divisible(const Config& c, const Param& width, const Param& heads, l
 std::string even(const Config& c, const Param& width);
 // `param` a power of two, else the two on either side; `why` says what doubles up to it.
 std::string power_of_two(const Config& c, const Param& param, const std::string& why);
+// The estimate within time_cap_seconds, else "would run for minutes: <what> would take about N s on
+// this machine (<model>), above the cap of 60 s: lower <key> (now <value>)", naming of the estimate's
+// growth the parameter whose setting has grown the work most against its default.
+std::string time_limit(const Config& c, const TimeEstimate& estimate);
+// The parameter time_limit names: of `growth`, the one whose (value / default)^power is largest.
+const Param& grown_most(const Config& c, const std::vector<Growth>& growth);
 
 }  // namespace attn
