@@ -6,7 +6,7 @@
 // The draws are reproducible: one master seed (ATTN_PROPERTY_SEED, default below) drives them
 // all, and a failure names the lesson, seed and settings as an `attn run` command that replays it.
 // ATTN_PROPERTY_DRAWS=N runs N draws per fast lesson instead of the default 300 (and scales the
-// draws and time budgets of lessons 3, 7 and 9 by N / 300). A sanitized build runs a fifth.
+// draws and time budgets of lessons 1, 3, 7 and 9 by N / 300). A sanitized build runs a fifth.
 #include "core/rng.hpp"
 #include "core/settings.hpp"
 #include "run.hpp"
@@ -119,15 +119,18 @@ struct Budget {
     double seconds;    // stop drawing once the draws so far took this long (0: no time budget)
 };
 
-// The fast lessons run 300 draws. Three measure or train, and run the draws that fit in a time
+// The fast lessons run 300 draws. Four measure or train, and run the draws that fit in a time
 // budget instead (at least two), in the same fixed order, so a larger budget only adds draws at the
-// end: lesson 3 (scores) takes sample statistics over at least 100 pairs and queries at eight
-// widths up to 512 (0.1 to 4 s a run on a loaded 2-core machine), lesson 7 (scaling) times its
-// layers, and lesson 9 (learning-to-align) trains two models.
+// end: lesson 1 (bottleneck) measures over up to 1000 random sentence pairs at widths up to 256 (up
+// to the minute its time limit allows; 300 draws took 65 to 79 s under load), lesson 3 (scores)
+// takes sample statistics over at least 100 pairs and queries at eight widths up to 512 (0.1 to 4 s
+// a run on a loaded 2-core machine), lesson 7 (scaling) times its layers, and lesson 9
+// (learning-to-align) trains two models.
 Budget budget_of(const Lesson& lesson) {
     const double scale = static_cast<double>(draws_wanted()) / static_cast<double>(default_draws) /
                          (sanitized() ? 5.0 : 1.0);
     const auto draws = [&](double n) { return std::max(2LL, static_cast<long long>(std::llround(n * scale))); };
+    if (lesson.slug == "bottleneck") return {draws(300.0), 30.0 * scale};
     if (lesson.slug == "scores") return {draws(300.0), 40.0 * scale};
     if (lesson.slug == "scaling") return {draws(40.0), 15.0 * scale};
     if (lesson.slug == "learning-to-align") return {draws(40.0), 30.0 * scale};
