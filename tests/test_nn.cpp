@@ -334,7 +334,8 @@ TEST_CASE("every copy of the kernels (baseline, AVX2, AVX-512) gives the same by
                 o.results.push_back(out);
             }
             // products: m x k times k x n with m, k and n from the lengths
-            const std::size_t m = lengths[(n * 7) % lengths.size()] % 70 + 1, k = n % 97 + 1;
+            // (k past 128 for the longest rows: the product's blocks of k carry their sums over)
+            const std::size_t m = lengths[(n * 7) % lengths.size()] % 70 + 1, k = n % 97 + 1 + (n > 128 ? 128 : 0);
             std::vector<double> A(m * k), B(k * n), C(m * n);
             for (auto& v : A) v = rng.normal();
             for (auto& v : B) v = rng.normal();
@@ -379,9 +380,12 @@ TEST_CASE("elimination_pivots counts the rank, with a tolerance for what is zero
 }
 
 TEST_CASE("matmul adds the products in the order of k, as the textbook triple loop does", "[nn][linalg]") {
-    // Shapes around the kernel's 4-row groups and 256-column blocks, large enough for two threads.
+    // Shapes around the kernel's tiles (2 or 4 rows x 8 columns, the last ones short), its blocks of
+    // 128 values of k (a sum carried over in C), fewer than 8 columns (no packing), large enough for
+    // two threads, and no k at all.
     const auto shape = GENERATE(std::make_tuple(1, 1, 1), std::make_tuple(3, 5, 2), std::make_tuple(9, 17, 300),
-                                std::make_tuple(130, 64, 520), std::make_tuple(5, 0, 4));
+                                std::make_tuple(130, 64, 520), std::make_tuple(5, 0, 4), std::make_tuple(5, 0, 9),
+                                std::make_tuple(7, 300, 13), std::make_tuple(66, 257, 70), std::make_tuple(1, 9, 8));
     const auto [m, k, n] = shape;
     const auto um = static_cast<std::size_t>(m), uk = static_cast<std::size_t>(k), un = static_cast<std::size_t>(n);
     Rng rng(3);
