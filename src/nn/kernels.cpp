@@ -30,6 +30,16 @@
 #define ATTN_RESTRICT
 #endif
 
+// GCC's loop vectoriser (at the -O3 of this file) would turn the k loop of a register tile into
+// an in-order vector reduction and leave the tile's accumulators in memory: four times slower. The
+// tiles are vectorised across their 8 columns instead (the unrolled inner loops), so the matrix
+// product's copies are compiled without it; the sums are the same either way.
+#if defined(__GNUC__) && !defined(__clang__)
+#define ATTN_NO_LOOP_VECTORIZE __attribute__((optimize("no-tree-loop-vectorize")))
+#else
+#define ATTN_NO_LOOP_VECTORIZE
+#endif
+
 namespace attn::nn {
 
 namespace {
@@ -132,62 +142,60 @@ ATTN_ALWAYS_INLINE void scale_and_mask_body(const double* in, double divisor, co
 }
 
 // C = A B by register blocks: a tile of MR rows x 8 columns of C is held in MR x 8 local
-// accumulators (vector registers once the compiler unrolls the two inner loops) while p runs over
-// the k products, so that C is written once per tile instead of once per product. B comes packed
-// (pack_panels): the 8 columns of a tile as one contiguous k x 8 block, read straight through.
+// accumulators (vector registers once the compiler unrolls the inner loops) while p runs over the
+// k products, so that C is written once per tile instead of once per product. B comes packed
+// (matmul_pack): the 8 columns of a tile as one contiguous k x 8 block, read straight through.
 // Every c_ij is still 0, then + a_i0 b_0j, + a_i1 b_1j, ..., in the order of p, in one accumulator
 // of its own: the numbers of the textbook triple loop, whatever MR, the vector width or the blocks
 // of k (a partial sum stored in C and loaded again is the same double).
-// With `accumulate`, the tile starts from the values in C instead of 0 (C += A B).
+// With `from_C` the tile starts from the values in C instead of 0 (C += A B).
 template <std::size_t MR>
 ATTN_ALWAYS_INLINE void matmul_tile(const double* ATTN_RESTRICT A, std::size_t lda, const double* ATTN_RESTRICT panel,
-                                    std::size_t k, double* ATTN_RESTRICT C, std::size_t ldc, std::size_t rows,
-                                    std::size_t cols, bool accumulate) {
+                                    std::size_t k, double* ATTN_RESTRICT C, std::size_t ldc, bool from_C) {
     constexpr std::size_t NR = matmul_panel_width;
     double acc[MR][NR];
-    if (accumulate && rows == MR && cols == NR) {
 #pragma GCC unroll 16
-        for (std::size_t r = 0; r < MR; ++r)
+    for (std::size_t r = 0; r < MR; ++r)
 #pragma GCC unroll 16
-            for (std::size_t c = 0; c < NR; ++c) acc[r][c] = C[r * ldc + c];
-    } else {
-#pragma GCC unroll 16
-        for (std::size_t r = 0; r < MR; ++r)
-#pragma GCC unroll 16
-            for (std::size_t c = 0; c < NR; ++c)
-                acc[r][c] = accumulate && r < rows && c < cols ? C[r * ldc + c] : 0.0;
-    }
+        for (std::size_t c = 0; c < NR; ++c) acc[r][c] = from_C ? C[r * ldc + c] : 0.0;
     for (std::size_t p = 0; p < k; ++p) {
         const double* ATTN_RESTRICT b = panel + p * NR;
 #pragma GCC unroll 16
         for (std::size_t r = 0; r < MR; ++r) {
-            // rows past `rows` (a short last tile) repeat the last row: computed, never stored
-            const double a = A[std::min(r, rows - 1) * lda + p];
+            const double a = A[r * lda + p];
 #pragma GCC unroll 16
             for (std::size_t c = 0; c < NR; ++c) acc[r][c] += a * b[c];
         }
     }
-    if (rows == MR && cols == NR) {
 #pragma GCC unroll 16
-        for (std::size_t r = 0; r < MR; ++r)
+    for (std::size_t r = 0; r < MR; ++r)
 #pragma GCC unroll 16
-            for (std::size_t c = 0; c < NR; ++c) C[r * ldc + c] = acc[r][c];
-    } else {
-        for (std::size_t r = 0; r < rows; ++r)
-            for (std::size_t c = 0; c < cols; ++c) C[r * ldc + c] = acc[r][c];
+        for (std::size_t c = 0; c < NR; ++c) C[r * ldc + c] = acc[r][c];
+}
+
+// The last panel when it is short (cols < 8 columns of C): one row at a time through an 8-wide
+// scratch row, so that the tile never writes past C's columns.
+ATTN_ALWAYS_INLINE void matmul_short_tile(const double* A, std::size_t lda, const double* panel, std::size_t k,
+                                          double* C, std::size_t ldc, std::size_t rows, std::size_t cols,
+                                          bool from_C) {
+    double scratch[matmul_panel_width] = {};
+    for (std::size_t i = 0; i < rows; ++i) {
+        if (from_C) std::copy(C + i * ldc, C + i * ldc + cols, scratch);
+        matmul_tile<1>(A + i * lda, lda, panel, k, scratch, matmul_panel_width, from_C);
+        std::copy(scratch, scratch + cols, C + i * ldc);
     }
 }
 
 // C (rows x n, row stride ldc) = A (rows x k, row stride lda) times the packed B (see
 // matmul_packed in nn/kernels.hpp), or C += A B with `accumulate`. The products go in blocks of
-// 128 values of p (a block of A's rows and of the panels stays in the first-level cache), panel by
-// panel, MR rows at a time; each entry's sum runs on from the block before.
+// 128 values of p (a block of A's rows and of a panel stays in the first-level cache), panel by
+// panel, MR rows at a time and the last rows one by one; each entry's sum runs on from the block
+// before.
 template <std::size_t MR>
 ATTN_ALWAYS_INLINE void matmul_packed_body(const double* A, std::size_t lda, const double* panels,
                                            std::size_t panel_stride, double* C, std::size_t ldc, std::size_t rows,
                                            std::size_t k, std::size_t n, bool accumulate) {
     constexpr std::size_t NR = matmul_panel_width, k_block = 128;
-    if (rows == 0 || n == 0) return;
     if (k == 0) {
         if (!accumulate)
             for (std::size_t i = 0; i < rows; ++i) std::fill(C + i * ldc, C + i * ldc + n, 0.0);
@@ -198,12 +206,14 @@ ATTN_ALWAYS_INLINE void matmul_packed_body(const double* A, std::size_t lda, con
         const bool from_C = accumulate || p0 > 0;
         for (std::size_t j0 = 0; j0 < n; j0 += NR) {
             const double* panel = panels + (j0 / NR) * panel_stride + p0 * NR;
-            const std::size_t cols = std::min(NR, n - j0);
+            if (n - j0 < NR) {
+                matmul_short_tile(A + p0, lda, panel, depth, C + j0, ldc, rows, n - j0, from_C);
+                continue;
+            }
             std::size_t i = 0;
             for (; i + MR <= rows; i += MR)
-                matmul_tile<MR>(A + i * lda + p0, lda, panel, depth, C + i * ldc + j0, ldc, MR, cols, from_C);
-            if (i < rows)
-                matmul_tile<MR>(A + i * lda + p0, lda, panel, depth, C + i * ldc + j0, ldc, rows - i, cols, from_C);
+                matmul_tile<MR>(A + i * lda + p0, lda, panel, depth, C + i * ldc + j0, ldc, from_C);
+            for (; i < rows; ++i) matmul_tile<1>(A + i * lda + p0, lda, panel, depth, C + i * ldc + j0, ldc, from_C);
         }
     }
 }
@@ -266,7 +276,7 @@ struct Kernels {
                                             std::size_t n) {                                                  \
         scale_and_mask_body(in, divisor, mask, out, n);                                                       \
     }                                                                                                         \
-    attributes void matmul_packed_##suffix(const double* A, std::size_t lda, const double* panels,            \
+    attributes ATTN_NO_LOOP_VECTORIZE void matmul_packed_##suffix(const double* A, std::size_t lda, const double* panels,            \
                                            std::size_t panel_stride, double* C, std::size_t ldc,               \
                                            std::size_t rows, std::size_t k, std::size_t n, bool accumulate) {  \
         matmul_packed_body<tile_rows>(A, lda, panels, panel_stride, C, ldc, rows, k, n, accumulate);          \
