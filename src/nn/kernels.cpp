@@ -399,16 +399,25 @@ void scale_and_mask_rows(Mat& scores, double divisor, const Mat* mask) {
     });
 }
 
-void matmul_pack(const double* B, std::size_t k, std::size_t n, double* panels) {
+namespace {
+
+// Columns [0, n) of the k rows of B (row stride ldb) packed as matmul_pack packs a k x n matrix.
+void matmul_pack_block(const double* B, std::size_t ldb, std::size_t k, std::size_t n, double* panels) {
     constexpr std::size_t NR = matmul_panel_width;
     for (std::size_t j0 = 0; j0 < n; j0 += NR) {
         double* panel = panels + j0 * k;
         const std::size_t cols = std::min(NR, n - j0);
         for (std::size_t p = 0; p < k; ++p) {
-            std::copy(B + p * n + j0, B + p * n + j0 + cols, panel + p * NR);
+            std::copy(B + p * ldb + j0, B + p * ldb + j0 + cols, panel + p * NR);
             std::fill(panel + p * NR + cols, panel + (p + 1) * NR, 0.0);
         }
     }
+}
+
+}  // namespace
+
+void matmul_pack(const double* B, std::size_t k, std::size_t n, double* panels) {
+    matmul_pack_block(B, n, k, n, panels);
 }
 
 void matmul_packed(const double* A, std::size_t lda, const double* panels, std::size_t panel_stride, double* C,
@@ -424,30 +433,23 @@ void matmul_span(const double* A, const double* B, double* C, std::size_t m, std
                      [&](std::size_t i) { kernels.matmul_narrow(A + i * k, B, C + i * n, 1, k, n); });
         return;
     }
-    // B packed once for both threads; blocks of 16 rows go to the threads, each reading the panels once
-    std::vector<double> panels(matmul_packed_size(k, n));
-    matmul_pack(B, k, n, panels.data());
-    constexpr std::size_t rows_per_block = 16;
+    // B packed a block of 256 columns at a time (k x 256 doubles besides the operands, whatever n),
+    // for both threads; blocks of 16 rows go to the threads, each reading the panels once
+    constexpr std::size_t columns_per_block = 256, rows_per_block = 16;
+    std::vector<double> panels(matmul_packed_size(k, std::min(n, columns_per_block)));
     const std::size_t blocks = (m + rows_per_block - 1) / rows_per_block;
-    // a block's work in multiply-adds, counted as for_each_row counts entries (a thread repays
-    // itself from about 2^15 entries of a softmax, about 2^18 multiply-adds)
-    const std::size_t work = std::max<std::size_t>(1, rows_per_block * k * n / 8);
-    for_each_row(blocks, work, [&](std::size_t b) {
-        const std::size_t first = b * rows_per_block, rows = std::min(rows_per_block, m - first);
-        kernels.matmul_packed(A + first * k, k, panels.data(), k * matmul_panel_width, C + first * n, n, rows, k, n,
-                              false);
-    });
-}
-
-void matmul_span_serial(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n) {
-    const Kernels& kernels = active();
-    if (n < matmul_panel_width) {
-        kernels.matmul_narrow(A, B, C, m, k, n);
-        return;
+    for (std::size_t j0 = 0; j0 < n; j0 += columns_per_block) {
+        const std::size_t cols = std::min(columns_per_block, n - j0);
+        matmul_pack_block(B + j0, n, k, cols, panels.data());
+        // a block's work in multiply-adds, counted as for_each_row counts entries (a thread repays
+        // itself from about 2^15 entries of a softmax, about 2^18 multiply-adds)
+        const std::size_t work = std::max<std::size_t>(1, rows_per_block * k * cols / 8);
+        for_each_row(blocks, work, [&](std::size_t b) {
+            const std::size_t first = b * rows_per_block, rows = std::min(rows_per_block, m - first);
+            kernels.matmul_packed(A + first * k, k, panels.data(), k * matmul_panel_width, C + first * n + j0, n, rows,
+                                  k, cols, false);
+        });
     }
-    std::vector<double> panels(matmul_packed_size(k, n));
-    matmul_pack(B, k, n, panels.data());
-    kernels.matmul_packed(A, k, panels.data(), k * matmul_panel_width, C, n, m, k, n, false);
 }
 
 double online_softmax_row(double* s, std::size_t n, double& running_max, double& running_sum) {

@@ -61,13 +61,9 @@ void scale_and_mask_rows(Mat& scores, double divisor, const Mat* mask);
 // C = A B for row-major A (m x k), B (k x n) and C (m x n, not overlapping A or B):
 // C_ij = (((0 + A_i0 B_0j) + A_i1 B_1j) + ...) + A_i,k-1 B_k-1,j, the products added in the order
 // of k, exactly the numbers of the textbook triple loop (and of nn::matvec for n = 1). Tiles of C
-// are held in registers while k runs (matmul_packed); B is packed first, k x n doubles besides the
-// operands.
+// are held in registers while k runs (matmul_packed); B is packed 256 columns at a time, at most
+// k x 256 doubles besides the operands.
 void matmul_span(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n);
-
-// The same product, with the same bits, on the calling thread only: for callers that already share
-// their work between the threads, where matmul_span would start a helper thread for every call.
-void matmul_span_serial(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n);
 
 // B packed for matmul_packed: its columns in panels of matmul_panel_width, panel q (columns 8q ..
 // 8q + 7) a contiguous k x 8 row-major block at offset 8 q k, zeros past column n - 1.
