@@ -1,5 +1,6 @@
 // The ops in src/nn against independent computations written out with plain loops.
 #include "core/rng.hpp"
+#include "nn/fast_attention.hpp"
 #include "nn/linalg.hpp"
 #include "nn/rnn.hpp"
 #include "nn/softmax.hpp"
@@ -341,6 +342,13 @@ TEST_CASE("every copy of the kernels (baseline, AVX2, AVX-512) gives the same by
             for (auto& v : B) v = rng.normal();
             nn::matmul_span(A.data(), B.data(), C.data(), m, k, n);
             o.results.push_back(C);
+        }
+        // the fast attention (lesson 7 records how far it is from the plain form): its tiles, online
+        // softmax and products, across its blocks of queries and keys, causal or not
+        const Mat Q = rng.normal_mat(300, 9, 2.0), K = rng.normal_mat(300, 9, 2.0), V = rng.normal_mat(300, 13);
+        for (const bool causal : {false, true}) {
+            const Mat O = nn::fast_attention(Q, K, V, causal);
+            o.results.emplace_back(O.begin(), O.end());
         }
         return o;
     };

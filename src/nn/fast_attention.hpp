@@ -2,9 +2,11 @@
 // T_q x T_k scores or weights, in blocks of queries against blocks of keys with a running maximum
 // and sum per query (the bookkeeping of nn::tiled_attention), the tiles multiplied by the
 // register-blocked product kernel (nn::matmul_packed) and the query blocks shared between two
-// threads. For the benchmark (tests/bench) and lesson 7's timings: no lesson records its numbers,
-// which differ from nn::scaled_dot_product_attention's in the last bits (1/sqrt(d_k) is applied to
-// Q, the tiles' sums are added in another order); tests/test_online_softmax.cpp compares the two.
+// threads. For the benchmark (tests/bench) and lesson 7's timings. Its numbers differ from
+// nn::scaled_dot_product_attention's in the last bits (1/sqrt(d_k) is applied to Q, the tiles' sums
+// are added in another order; tests/test_online_softmax.cpp compares the two), but they are the
+// same on every processor, as the kernels' are (each query block on one thread, no fused
+// multiply-add): lesson 7 records how far they are from the plain form's.
 // T_q = queries, T_k = keys/values, d_k = query/key width, d_v = value width, h = heads.
 #pragma once
 
