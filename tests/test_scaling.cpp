@@ -58,7 +58,7 @@ TEST_CASE("lesson 7 is registered as 'scaling' with its parameters", "[scaling]"
     CHECK(l.defaults.get("d") == 64);
     CHECK(l.defaults.get("T_min") == 64);
     CHECK(l.defaults.get("T_max") == 4096);
-    CHECK(l.defaults.get("T_tiled") == 16384);
+    CHECK(l.defaults.get("T_tiled") == 8192);
     CHECK(l.defaults.get("repeats") == 3);
     CHECK(l.limits(l.defaults).empty());
     CHECK(l.limits(l.quick).empty());
