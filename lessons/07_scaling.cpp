@@ -47,20 +47,22 @@ const Param repeats{"repeats", 3, 1, 100, "timed runs of each layer at each leng
 // of the caches as d grows, attention's large products with its T x T matrices, and the tiled
 // attention, whose tiles stay in the caches (about 0.04e-9 s per T^2 d on the quiet machine, 0.3e-9
 // under a load of 7). The default (d = 64, T = 64 .. 4096, tiled up to 8192, 3 runs) is estimated
-// at 7 s and takes 3 to 10 s (T_tiled = 16384 adds about 10 s under load: not the default, since
+// at 8 s and takes 3 to 10 s (T_tiled = 16384 adds about 10 s under load: not the default, since
 // the tests bless every lesson a dozen times); d = 1024 with T_max = 1024 took 59 s.
 constexpr double gru_seconds_per_madd = 6e-9, attention_seconds_per_madd = 0.85e-9,
                  tiled_seconds_per_madd = 0.15e-9;
 constexpr double time_cap_seconds = 60.0;
 
 // The timing step runs each layer `repeats` times at every length: the GRU's T d^2 and attention's
-// T^2 d multiply-adds up to T_max, the tiled attention's T^2 d up to T_tiled. Anything estimated
+// T^2 d multiply-adds up to T_max, the tiled attention's T^2 (d + 16) up to T_tiled. Anything estimated
 // above a minute is refused before it starts, naming the parameters of the largest part.
 std::string time_limit(const Config& c) {
     const double d = as_double(c.size(param::d)), runs = as_double(c.size(param::repeats));
     double gru = 0.0, attention = 0.0, tiled = 0.0;
     for (std::size_t T = c.size(param::T_min); T <= c.size(param::T_tiled); T *= 2) {
-        tiled += runs * as_double(T) * as_double(T) * d * tiled_seconds_per_madd;
+        // each score also costs an exponential and its share of the tiles' bookkeeping, about as much
+        // as 16 multiply-adds: what the time is made of when d is small
+        tiled += runs * as_double(T) * as_double(T) * (d + 16.0) * tiled_seconds_per_madd;
         if (T > c.size(param::T_max)) continue;
         gru += runs * as_double(T) * d * d * gru_seconds_per_madd;
         attention += runs * as_double(T) * as_double(T) * d * attention_seconds_per_madd;
@@ -92,12 +94,14 @@ std::string limits(const Config& c) {
                            "T_tiled, the GRU and the plain attention up to T_max",
                            c.size(param::T_tiled), c.size(param::T_max));
     // the T_max x T_max scores and weights of the attention run, the T_min x T_max pair of the check
-    // that reruns a block of queries, the T_max x d inputs, states and gates, and the T_tiled x d
-    // inputs, output, scaled queries and packed keys and values of the tiled run
+    // that reruns a block of queries, the T_max x d inputs, states and gates, and the tiled run's
+    // T_tiled x d tokens, their first rows for one length, output, scaled queries, packed keys and values
     const double T = as_double(c.size(param::T_max)), d = as_double(c.size(param::d));
     if (std::string why = memory_limit(2.0 * T * T + 2.0 * as_double(c.size(param::T_min)) * T + 6.0 * T * d +
-                                           5.0 * as_double(c.size(param::T_tiled)) * (d + 8.0),
-            fmt::format("the {0} x {0} attention scores and weights at T_max={0}", c.size(param::T_max)));
+                                           6.0 * as_double(c.size(param::T_tiled)) * (d + 8.0),
+            fmt::format("the {0} x {0} attention scores and weights at T_max={0} and the tiled run's {1} x {2} "
+                        "operands at T_tiled={1}",
+                        c.size(param::T_max), c.size(param::T_tiled), c.size(param::d)));
         !why.empty())
         return why;
     return time_limit(c);

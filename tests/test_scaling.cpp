@@ -181,6 +181,9 @@ TEST_CASE("lesson 7's limits: powers of two, T_min <= T_max <= T_tiled, the T x 
     CHECK_THAT(setting_error({{"T_tiled", 65536}}),
                Catch::Contains("would run for minutes") && Catch::Contains("lower T_tiled (now 65536)"));
     CHECK(setting_error({{"T_tiled", 32768}, {"repeats", 1}}).empty());
+    // ... until d is wide: 65536 tokens of 1024 numbers, several times over
+    CHECK_THAT(setting_error({{"d", 1024}, {"T_max", 64}, {"T_tiled", 65536}}),
+               Catch::Contains("65536 x 1024 operands at T_tiled=65536") && Catch::Contains("GiB"));
     CHECK(setting_error({{"T_min", 1}, {"T_max", 1}}).empty());
     CHECK(setting_error({{"T_min", 32}, {"T_max", 32}, {"d", 3}}).empty());
 }
