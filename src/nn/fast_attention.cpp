@@ -107,12 +107,16 @@ void solve(const Problem& problem, std::size_t T_q, std::size_t T_k, std::size_t
     });
 }
 
-// Columns [i d_k, (i+1) d_k) of W, times `scale`, as a contiguous d_model x d_k matrix: W_i.
-Mat head_block(const Mat& W, std::size_t i, std::size_t d_k, double scale) {
-    const std::size_t rows = W.shape(0), cols = W.shape(1);
-    Mat out = xt::empty<double>({rows, d_k});
-    for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t a = 0; a < d_k; ++a) out(r, a) = scale * W.data()[r * cols + i * d_k + a];
+// X (T x d_model) times columns [i d_k, (i+1) d_k) of W (times `scale`), on the calling thread:
+// a head's projection, T x d_k.
+std::vector<double> head_projection(const Mat& X, const Mat& W, std::size_t i, std::size_t d_k, double scale) {
+    const std::size_t T = X.shape(0), d_model = W.shape(0), cols = W.shape(1);
+    std::vector<double> W_i(d_model * d_k), panels(matmul_packed_size(d_model, d_k)), out(T * d_k);
+    for (std::size_t r = 0; r < d_model; ++r)
+        for (std::size_t a = 0; a < d_k; ++a) W_i[r * d_k + a] = scale * W.data()[r * cols + i * d_k + a];
+    matmul_pack(W_i.data(), d_model, d_k, panels.data());
+    matmul_packed(X.data(), d_model, panels.data(), matmul_panel_width * d_model, out.data(), d_k, T, d_model, d_k,
+                  false);
     return out;
 }
 
@@ -149,19 +153,23 @@ Mat fast_multi_head_attention(const Mat& X_q, const Mat& X_kv, const MultiHeadPa
     expect_shape("fast multi-head attention: W_O", p.W_O, {d_model, d_model});
     if (causal && T_q != T_k)
         throw std::invalid_argument("fast multi-head attention: the causal flag needs as many queries as keys");
-    // head by head, as nn::multi_head_attention goes, so that one head's projections are held at a
-    // time: Q_i = X_q (W_i^Q / sqrt(d_k)), K_i = X_kv W_i^K, V_i = X_kv W_i^V, then head i's attention
-    // written into its columns of Concat(head_1, ..., head_h)
+    // The heads go to the threads, each whole on one: Q_i = X_q (W_i^Q / sqrt(d_k)), K_i = X_kv W_i^K,
+    // V_i = X_kv W_i^V, then head i's attention written into its columns of Concat(head_1, ..., head_h).
+    // One hand-over between the threads instead of one per product (a thread that the system pauses
+    // on a busy machine holds the other up at each), and one head's projections per thread at a time.
     const double scale = 1.0 / std::sqrt(static_cast<double>(d_k));
     Mat concat = xt::zeros<double>({T_q, d_model});
     if (T_k > 0)
-        for (std::size_t i = 0; i < heads; ++i) {
-            const Mat Q_i = matmul(X_q, head_block(p.W_Q, i, d_k, scale), "X_q W_i^Q");
-            const Mat K_i = matmul(X_kv, head_block(p.W_K, i, d_k, 1.0), "X_kv W_i^K");
-            const Mat V_i = matmul(X_kv, head_block(p.W_V, i, d_k, 1.0), "X_kv W_i^V");
-            solve(Problem{Q_i.data(), d_k, K_i.data(), d_k, V_i.data(), d_k, concat.data() + i * d_k, d_model, true},
-                  T_q, T_k, d_k, d_k, causal);
-        }
+        for_each_row(heads, T_q * T_k * d_k, [&](std::size_t i) {
+            const std::vector<double> Q_i = head_projection(X_q, p.W_Q, i, d_k, scale),
+                                      K_i = head_projection(X_kv, p.W_K, i, d_k, 1.0),
+                                      V_i = head_projection(X_kv, p.W_V, i, d_k, 1.0);
+            const Prepared prepared = prepare(
+                Problem{Q_i.data(), d_k, K_i.data(), d_k, V_i.data(), d_k, concat.data() + i * d_k, d_model, true},
+                T_q, T_k, d_k, d_k);
+            for (std::size_t i0 = 0; i0 < T_q; i0 += fast_query_block)
+                query_block(prepared, i0, std::min(fast_query_block, T_q - i0), T_k, d_k, d_k, causal);
+        });
     return matmul(concat, p.W_O, "Concat(heads) W^O");
 }
 

@@ -187,33 +187,39 @@ ATTN_ALWAYS_INLINE void matmul_short_tile(const double* A, std::size_t lda, cons
 }
 
 // C (rows x n, row stride ldc) = A (rows x k, row stride lda) times the packed B (see
-// matmul_packed in nn/kernels.hpp), or C += A B with `accumulate`. The products go in blocks of
-// 128 values of p (a block of A's rows and of a panel stays in the first-level cache), panel by
-// panel, MR rows at a time and the last rows one by one; each entry's sum runs on from the block
-// before.
+// matmul_packed in nn/kernels.hpp), or C += A B with `accumulate`. Blocks of 64 rows, and in each
+// the products in blocks of 128 values of p (the block of A stays in the second-level cache, a
+// panel's slice in the first), panel by panel, MR rows at a time and the last rows one by one;
+// each entry's sum runs on from the block before.
 template <std::size_t MR>
 ATTN_ALWAYS_INLINE void matmul_packed_body(const double* A, std::size_t lda, const double* panels,
                                            std::size_t panel_stride, double* C, std::size_t ldc, std::size_t rows,
                                            std::size_t k, std::size_t n, bool accumulate) {
-    constexpr std::size_t NR = matmul_panel_width, k_block = 128;
+    constexpr std::size_t NR = matmul_panel_width, k_block = 128, row_block = 64;
     if (k == 0) {
         if (!accumulate)
             for (std::size_t i = 0; i < rows; ++i) std::fill(C + i * ldc, C + i * ldc + n, 0.0);
         return;
     }
-    for (std::size_t p0 = 0; p0 < k; p0 += k_block) {
-        const std::size_t depth = std::min(k_block, k - p0);
-        const bool from_C = accumulate || p0 > 0;
-        for (std::size_t j0 = 0; j0 < n; j0 += NR) {
-            const double* panel = panels + (j0 / NR) * panel_stride + p0 * NR;
-            if (n - j0 < NR) {
-                matmul_short_tile(A + p0, lda, panel, depth, C + j0, ldc, rows, n - j0, from_C);
-                continue;
+    for (std::size_t i0 = 0; i0 < rows; i0 += row_block) {
+        const std::size_t block_rows = std::min(row_block, rows - i0);
+        const double* A_block = A + i0 * lda;
+        double* C_block = C + i0 * ldc;
+        for (std::size_t p0 = 0; p0 < k; p0 += k_block) {
+            const std::size_t depth = std::min(k_block, k - p0);
+            const bool from_C = accumulate || p0 > 0;
+            for (std::size_t j0 = 0; j0 < n; j0 += NR) {
+                const double* panel = panels + (j0 / NR) * panel_stride + p0 * NR;
+                if (n - j0 < NR) {
+                    matmul_short_tile(A_block + p0, lda, panel, depth, C_block + j0, ldc, block_rows, n - j0, from_C);
+                    continue;
+                }
+                std::size_t i = 0;
+                for (; i + MR <= block_rows; i += MR)
+                    matmul_tile<MR>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0, ldc, from_C);
+                for (; i < block_rows; ++i)
+                    matmul_tile<1>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0, ldc, from_C);
             }
-            std::size_t i = 0;
-            for (; i + MR <= rows; i += MR)
-                matmul_tile<MR>(A + i * lda + p0, lda, panel, depth, C + i * ldc + j0, ldc, from_C);
-            for (; i < rows; ++i) matmul_tile<1>(A + i * lda + p0, lda, panel, depth, C + i * ldc + j0, ldc, from_C);
         }
     }
 }
