@@ -76,7 +76,9 @@ void query_block(const Prepared& pr, std::size_t i0, std::size_t rows, std::size
     for (std::size_t a = 0; a < rows; ++a) std::fill(out + a * pr.ldo, out + a * pr.ldo + d_v, 0.0);
     for (std::size_t j0 = 0; j0 < T_k; j0 += fast_key_block) {
         if (causal && j0 > i0 + rows - 1) break;  // every later key block lies after every query here
-        const std::size_t cols = std::min(fast_key_block, T_k - j0);
+        // under the mask the block on the diagonal stops at the block's last query: keys past it are
+        // masked for every query here, and are neither multiplied nor exponentiated
+        const std::size_t cols = std::min(fast_key_block, (causal ? i0 + rows : T_k) - j0);
         matmul_packed(pr.Q + i0 * pr.ldq, pr.ldq, pr.K_t_panels.data() + j0 * d_k, NR * d_k, S.data(), cols, rows,
                       d_k, cols, false);
         for (std::size_t a = 0; a < rows; ++a) {
