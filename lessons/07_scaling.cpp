@@ -1,16 +1,20 @@
 // Lesson 7: why attention replaced recurrence (Vaswani et al. 2017, section 4 and table 1). A GRU
 // and a self-attention layer read the same T tokens for T = T_min, 2 T_min, ..., T_max: the steps
 // that must run one after another, the multiply-adds, the wall time on this machine, the memory.
+// The output-only tiled attention (nn::fast_attention, lesson 10's blocks) is also timed, on up to
+// T_tiled tokens, past the T x T matrices' memory cap.
 // T = tokens, d = width of the tokens and of the GRU state, n = number of lengths measured.
 #include "registry.hpp"
 #include "gru.hpp"
 #include "support.hpp"
 
 #include "core/rng.hpp"
+#include "nn/fast_attention.hpp"
 #include "nn/rnn.hpp"
 #include "nn/self_attention.hpp"
 
 #include <fmt/format.h>
+#include <xtensor/xbuilder.hpp>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
@@ -32,45 +36,70 @@ const Param d{"d", 64, 1, 1024, "width of the tokens and of the GRU state"};
 const Param T_min{"T_min", 64, 1, 16384, "shortest sequence measured; a power of two"};
 const Param T_max{"T_max", 4096, 1, 16384,
                   "longest sequence measured; a power of two, at least T_min (T doubles up to it)"};
+const Param T_tiled{"T_tiled", 8192, 1, 65536,
+                    "longest sequence timed by the output-only tiled attention, which holds no T x T matrix; a "
+                    "power of two, at least T_max"};
 const Param repeats{"repeats", 3, 1, 100, "timed runs of each layer at each length; the fastest is kept"};
 }  // namespace param
 
 // Seconds per multiply-add of the timed runs, measured on this project's 2-core machine (under a
-// load of 3.5, so on the safe side): the GRU's chain of d x d products, whose weights fall out of
-// the caches as d grows, and attention's large products. The default (d = 64, T = 64 .. 4096, 3
-// runs) takes about 4 s; d = 1024 with T_max = 1024 took 59 s.
-constexpr double gru_seconds_per_madd = 6e-9, attention_seconds_per_madd = 0.85e-9;
+// load of 3.5 to 7, so on the safe side): the GRU's chain of d x d products, whose weights fall out
+// of the caches as d grows, attention's large products with its T x T matrices, and the tiled
+// attention, whose tiles stay in the caches (about 0.04e-9 s per T^2 d on the quiet machine, 0.3e-9
+// under a load of 7). The default (d = 64, T = 64 .. 4096, tiled up to 8192, 3 runs) is estimated
+// at 8 s and takes 3 to 10 s (T_tiled = 16384 adds about 10 s under load: not the default, since
+// the tests bless every lesson a dozen times); d = 1024 with T_max = 1024 took 59 s.
+constexpr double gru_seconds_per_madd = 6e-9, attention_seconds_per_madd = 0.85e-9,
+                 tiled_seconds_per_madd = 0.15e-9;
 
 // The timing step runs each layer `repeats` times at every length: the GRU's T d^2 and attention's
-// T^2 d multiply-adds. Anything estimated above a minute is refused before it starts.
+// T^2 d multiply-adds up to T_max, the tiled attention's T^2 (d + 16) up to T_tiled. Anything estimated
+// above a minute is refused before it starts (time_limit), naming a parameter of the largest part.
 TimeEstimate time_estimate(const Config& c) {
     const double d = as_double(c.size(param::d)), runs = as_double(c.size(param::repeats));
-    double gru = 0.0, attention = 0.0;
-    for (std::size_t T = c.size(param::T_min); T <= c.size(param::T_max); T *= 2) {
+    double gru = 0.0, attention = 0.0, tiled = 0.0;
+    for (std::size_t T = c.size(param::T_min); T <= c.size(param::T_tiled); T *= 2) {
+        // each score also costs an exponential and its share of the tiles' bookkeeping, about as much
+        // as 16 multiply-adds: what the time is made of when d is small
+        tiled += runs * as_double(T) * as_double(T) * (d + 16.0) * tiled_seconds_per_madd;
+        if (T > c.size(param::T_max)) continue;
         gru += runs * as_double(T) * d * d * gru_seconds_per_madd;
         attention += runs * as_double(T) * as_double(T) * d * attention_seconds_per_madd;
     }
-    return {gru + attention + 1.0, "the timing step",
-            fmt::format("{} runs of the GRU's T d^2 and attention's T^2 d multiply-adds at every length",
+    // the parameter to lower is one of the largest part: d or T_max for the GRU, T_max for the plain
+    // attention, T_tiled for the tiled one (a power of 0 leaves a parameter out)
+    const bool gru_most = gru > std::max(attention, tiled), tiled_most = tiled > std::max(gru, attention);
+    return {gru + attention + tiled + 1.0, "the timing step",
+            fmt::format("{} runs of the GRU's T d^2 and attention's T^2 d multiply-adds at every length up to T_max, "
+                        "and of the tiled attention's T^2 (d + 16) up to T_tiled",
                         c.size(param::repeats)),
-            {{&param::d, gru > attention ? 2.0 : 1.0}, {&param::T_max, gru > attention ? 1.0 : 2.0},
+            {{&param::d, gru_most ? 2.0 : 1.0},
+             {&param::T_max, tiled_most ? 0.0 : (gru_most ? 1.0 : 2.0)},
+             {&param::T_tiled, tiled_most ? 2.0 : 0.0},
              {&param::repeats, 1.0}}};
 }
 
 std::string limits(const Config& c) {
-    for (const Param* p : {&param::T_min, &param::T_max})
+    for (const Param* p : {&param::T_min, &param::T_max, &param::T_tiled})
         if (auto why = power_of_two(c, *p, "the lengths double from T_min to T_max, so both must be powers of two");
             !why.empty())
             return why;
     if (c.size(param::T_min) > c.size(param::T_max))
         return fmt::format("T_min={} is larger than T_max={}: the lengths run from T_min up to T_max",
                            c.size(param::T_min), c.size(param::T_max));
+    if (c.size(param::T_max) > c.size(param::T_tiled))
+        return fmt::format("T_tiled={} is smaller than T_max={}: the tiled attention is timed at every length up to "
+                           "T_tiled, the GRU and the plain attention up to T_max",
+                           c.size(param::T_tiled), c.size(param::T_max));
     // the T_max x T_max scores and weights of the attention run, the T_min x T_max pair of the check
-    // that reruns a block of queries, and the T_max x d inputs, states and gates
-    const double T = as_double(c.size(param::T_max));
-    if (std::string why = memory_limit(
-            2.0 * T * T + 2.0 * as_double(c.size(param::T_min)) * T + 6.0 * T * as_double(c.size(param::d)),
-            fmt::format("the {0} x {0} attention scores and weights at T_max={0}", c.size(param::T_max)));
+    // that reruns a block of queries, the T_max x d inputs, states and gates, and the tiled run's
+    // T_tiled x d tokens, their first rows for one length, output, scaled queries, packed keys and values
+    const double T = as_double(c.size(param::T_max)), d = as_double(c.size(param::d));
+    if (std::string why = memory_limit(2.0 * T * T + 2.0 * as_double(c.size(param::T_min)) * T + 6.0 * T * d +
+                                           6.0 * as_double(c.size(param::T_tiled)) * (d + 8.0),
+            fmt::format("the {0} x {0} attention scores and weights at T_max={0} and the tiled run's {1} x {2} "
+                        "operands at T_tiled={1}",
+                        c.size(param::T_max), c.size(param::T_tiled), c.size(param::d)));
         !why.empty())
         return why;
     return "";
@@ -121,22 +150,31 @@ double fastest_ms(std::size_t repeats, Result& kept, Run run) {
 struct Measurements {
     Mat table;    // n x 4: GRU steps, attention steps, weights MiB, GRU states MiB
     Mat timings;  // n x 2: GRU ms, attention ms
+    Mat tiled;    // one row per length up to T_tiled: tiled attention ms
     nn::GruRun shortest_gru, longest_gru;
     nn::AttentionResult longest_attention;
     double weights_bytes_error = 0.0, states_bytes_error = 0.0;
+    double tiled_error = 0.0;  // largest |tiled output - plain output| at T_max
 };
 
-Measurements measure(Trace& trace, const Mat& X, const nn::GruParams& gru, const std::vector<std::size_t>& lengths,
+// X_long: the tokens for the tiled runs, T_tiled rows (X's rows first); tiled_lengths: T_min .. T_tiled,
+// which begin with `lengths`.
+Measurements measure(Trace& trace, const Mat& X, const Mat& X_long, const nn::GruParams& gru,
+                     const std::vector<std::size_t>& lengths, const std::vector<std::size_t>& tiled_lengths,
                      std::size_t repeats) {
     const std::size_t n = lengths.size(), d = X.shape(1);
     const Vec h0 = xt::zeros<double>({d});
     Measurements m;
     m.table = xt::zeros<double>({n, std::size_t{4}});
     m.timings = xt::zeros<double>({n, std::size_t{2}});
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::size_t T = lengths[i];
-        trace.progress(fmt::format("measuring: T = {} ({} of {})", T, i + 1, n));
-        const Mat X_T = first_rows(X, T);
+    m.tiled = xt::zeros<double>({tiled_lengths.size(), std::size_t{1}});
+    for (std::size_t i = 0; i < tiled_lengths.size(); ++i) {
+        const std::size_t T = tiled_lengths[i];
+        trace.progress(fmt::format("measuring: T = {} ({} of {})", T, i + 1, tiled_lengths.size()));
+        const Mat X_T = first_rows(X_long, T);
+        Mat output;
+        m.tiled(i, 0) = fastest_ms(repeats, output, [&] { return nn::fast_attention(X_T, X_T, X_T, false); });
+        if (i >= n) continue;  // past T_max: the tiled form alone
         nn::GruRun run;
         nn::AttentionResult attention;
         m.timings(i, 0) = fastest_ms(repeats, run, [&] { return nn::gru_forward(gru, X_T, h0); });
@@ -152,7 +190,10 @@ Measurements measure(Trace& trace, const Mat& X, const nn::GruParams& gru, const
         m.weights_bytes_error = std::max(m.weights_bytes_error, std::abs(weights_bytes - as_double(T * T * 8)));
         m.states_bytes_error = std::max(m.states_bytes_error, std::abs(states_bytes - as_double(T * d * 8)));
         if (i == 0) m.shortest_gru = run;
-        if (i + 1 == n) m.longest_gru = std::move(run), m.longest_attention = std::move(attention);
+        if (i + 1 == n) {
+            m.tiled_error = max_abs_difference(output, attention.output);
+            m.longest_gru = std::move(run), m.longest_attention = std::move(attention);
+        }
     }
     return m;
 }
@@ -318,7 +359,8 @@ void record_work(Trace& trace, const nn::GruParams& gru, const std::vector<std::
 
 // Step [timing]: the wall time of each layer on this machine, shown but never compared.
 void record_timing(Trace& trace, const Mat& X, const Measurements& m, const std::vector<std::string>& labels,
-                   std::size_t repeats, std::size_t T_min) {
+                   const std::vector<std::string>& tiled_labels, std::size_t repeats, std::size_t T_min,
+                   std::size_t T_tiled) {
     const std::size_t T_max = X.shape(0), d = X.shape(1);
     // a block of T_min queries (fewer when T_min = T_max, so that the block is not the whole run)
     const std::size_t block = std::min(T_min, std::max<std::size_t>(1, T_max / 2));
@@ -348,8 +390,15 @@ void record_timing(Trace& trace, const Mat& X, const Measurements& m, const std:
                    "sequential steps a layer can process all positions of a sequence at once, which is what "
                    "parallel hardware rewards (they trained on 8 GPUs), and a recurrent layer never can. The checks "
                    "confirm that the timed attention is what it claims: its rows are distributions, and the last "
-                   "{2} queries computed on their own, as another core would, give the rows of the full run.",
-                   runs_text(repeats), 3 * d, block));
+                   "{2} queries computed on their own, as another core would, give the rows of the full run.\n"
+                   "The table 'tiled' times the same outputs computed without the T x T matrices: the tiled form "
+                   "of lesson 10 (online-softmax), blocks of 64 queries against blocks of 256 keys with a running "
+                   "maximum and sum per query (nn::fast_attention). It does the same 2 T^2 d multiply-adds, but "
+                   "in tiles that stay in the caches, and it holds T d numbers instead of 2 T^2, so it runs on "
+                   "past T_max = {3}, where the plain form's matrices would break the 1 GiB cap, up to T_tiled = "
+                   "{4}. At those lengths the growth per doubling comes near 4: the quadratic work is all there is. "
+                   "The last check compares its outputs with the plain form's at T = {3}.",
+                   runs_text(repeats), 3 * d, block, T_max, T_tiled));
     TensorRecord& timings = trace.tensor("timings", fmt::format("milliseconds, the fastest of {}", runs_text(repeats)),
                                          m.timings, labels, {"GRU ms", "attention ms"}, View::plot);
     timings.measured = true;
@@ -362,6 +411,16 @@ void record_timing(Trace& trace, const Mat& X, const Measurements& m, const std:
                 row_sum_error(m.longest_attention.weights), 1e-12);
     trace.check(fmt::format("the last {} queries alone give the same outputs as the full run at T = {}", block, T_max),
                 block_of_queries_error(X, m.longest_attention, block), 1e-12);
+    TensorRecord& tiled =
+        trace.tensor("tiled", fmt::format("milliseconds, the fastest of {}; output only, no T×T matrix", runs_text(repeats)),
+                     m.tiled, tiled_labels, {"tiled attention ms"}, View::plot);
+    tiled.measured = true;
+    TensorRecord& tiled_growth = trace.tensor(
+        "tiled growth", "time(T) / time(T/2) of the tiled attention", growth_per_doubling(m.tiled),
+        std::vector<std::string>(tiled_labels.begin() + 1, tiled_labels.end()), {"tiled attention"});
+    tiled_growth.measured = true;
+    trace.check(fmt::format("the tiled attention's outputs are the plain form's at T = {}", T_max), m.tiled_error,
+                1e-12);
 }
 
 // Step [memory]: the bytes the runs at T_max hold, T^2 for attention against T d for the GRU.
@@ -398,25 +457,29 @@ void record_memory(Trace& trace, const Measurements& m, std::size_t T_max, std::
 void lesson_scaling(Trace& trace, const Config& config) {
     const std::size_t d = config.size(param::d), T_min = config.size(param::T_min), T_max = config.size(param::T_max);
     const std::size_t repeats = config.size(param::repeats);
-    const std::vector<std::size_t> lengths = doubling_lengths(T_min, T_max);
-    const std::vector<std::string> labels = length_labels(lengths);
+    const std::size_t T_tiled = config.size(param::T_tiled);
+    const std::vector<std::size_t> lengths = doubling_lengths(T_min, T_max), tiled_lengths = doubling_lengths(T_min, T_tiled);
+    const std::vector<std::string> labels = length_labels(lengths), tiled_labels = length_labels(tiled_lengths);
     Rng rng(config.seed);
     const Mat X = rng.normal_mat(T_max, d);
     // weights N(0, 1/d), so that every pre-activation sums d products and stays near unit scale; no biases
     const nn::GruParams gru = draw_gru(rng, d, d, fan_in_init(GruInit::Order::by_gate, d, d, 0.0, 0.0));
+    // the tokens past T_max, for the tiled runs alone, drawn after everything else
+    const Mat X_long = xt::concatenate(xt::xtuple(X, rng.normal_mat(T_tiled - T_max, d)), 0);
 
-    const Measurements m = measure(trace, X, gru, lengths, repeats);
+    const Measurements m = measure(trace, X, X_long, gru, lengths, tiled_lengths, repeats);
     record_layers(trace, X, gru, lengths, m, T_min);
     record_sequential_steps(trace, m, lengths, labels, d);
     record_work(trace, gru, lengths, labels);
-    record_timing(trace, X, m, labels, repeats, T_min);
+    record_timing(trace, X, m, labels, tiled_labels, repeats, T_min, T_tiled);
     record_memory(trace, m, T_max, d);
 }
 
 Lesson scaling_lesson() {
     return make_lesson(7, "scaling", "Why attention replaced recurrence: steps, time and memory",
-                       "Vaswani et al. 2017, section 4; Cho et al. 2014", {param::d, param::T_min, param::T_max, param::repeats},
-                       limits, time_estimate, lesson_scaling, {{"d", 1}, {"T_min", 1}, {"T_max", 2}, {"repeats", 1}});
+                       "Vaswani et al. 2017, section 4; Cho et al. 2014",
+                       {param::d, param::T_min, param::T_max, param::T_tiled, param::repeats}, limits, time_estimate,
+                       lesson_scaling, {{"d", 1}, {"T_min", 1}, {"T_max", 2}, {"T_tiled", 4}, {"repeats", 1}});
 }
 
 }  // namespace attn

@@ -1,5 +1,6 @@
 // The ops in src/nn against independent computations written out with plain loops.
 #include "core/rng.hpp"
+#include "nn/fast_attention.hpp"
 #include "nn/linalg.hpp"
 #include "nn/rnn.hpp"
 #include "nn/softmax.hpp"
@@ -334,12 +335,20 @@ TEST_CASE("every copy of the kernels (baseline, AVX2, AVX-512) gives the same by
                 o.results.push_back(out);
             }
             // products: m x k times k x n with m, k and n from the lengths
-            const std::size_t m = lengths[(n * 7) % lengths.size()] % 70 + 1, k = n % 97 + 1;
+            // (k past 128 for the longest rows: the product's blocks of k carry their sums over)
+            const std::size_t m = lengths[(n * 7) % lengths.size()] % 70 + 1, k = n % 97 + 1 + (n > 128 ? 128 : 0);
             std::vector<double> A(m * k), B(k * n), C(m * n);
             for (auto& v : A) v = rng.normal();
             for (auto& v : B) v = rng.normal();
             nn::matmul_span(A.data(), B.data(), C.data(), m, k, n);
             o.results.push_back(C);
+        }
+        // the fast attention (lesson 7 records how far it is from the plain form): its tiles, online
+        // softmax and products, across its blocks of queries and keys, causal or not
+        const Mat Q = rng.normal_mat(300, 9, 2.0), K = rng.normal_mat(300, 9, 2.0), V = rng.normal_mat(300, 13);
+        for (const bool causal : {false, true}) {
+            const Mat O = nn::fast_attention(Q, K, V, causal);
+            o.results.emplace_back(O.begin(), O.end());
         }
         return o;
     };
@@ -379,9 +388,12 @@ TEST_CASE("elimination_pivots counts the rank, with a tolerance for what is zero
 }
 
 TEST_CASE("matmul adds the products in the order of k, as the textbook triple loop does", "[nn][linalg]") {
-    // Shapes around the kernel's 4-row groups and 256-column blocks, large enough for two threads.
+    // Shapes around the kernel's tiles (2 or 4 rows x 8 columns, the last ones short), its blocks of
+    // 128 values of k (a sum carried over in C), fewer than 8 columns (no packing), large enough for
+    // two threads, and no k at all.
     const auto shape = GENERATE(std::make_tuple(1, 1, 1), std::make_tuple(3, 5, 2), std::make_tuple(9, 17, 300),
-                                std::make_tuple(130, 64, 520), std::make_tuple(5, 0, 4));
+                                std::make_tuple(130, 64, 520), std::make_tuple(5, 0, 4), std::make_tuple(5, 0, 9),
+                                std::make_tuple(7, 300, 13), std::make_tuple(66, 257, 70), std::make_tuple(1, 9, 8));
     const auto [m, k, n] = shape;
     const auto um = static_cast<std::size_t>(m), uk = static_cast<std::size_t>(k), un = static_cast<std::size_t>(n);
     Rng rng(3);

@@ -210,16 +210,30 @@ TEST_CASE("tiled attention refuses what it cannot compute", "[online_softmax]") 
 
 TEST_CASE("the output-only fast attention equals the plain form across its blocks, causal or not",
           "[online_softmax]") {
-    // its blocks are 64 queries x 256 keys: T = 300 crosses both, T = 1 and 70 only some
-    for (const std::size_t T : {std::size_t{1}, std::size_t{70}, std::size_t{300}}) {
-        Rng rng(200 + T);
-        const Mat Q = rng.normal_mat(T, 6, 2.0), K = rng.normal_mat(T, 6, 2.0), V = rng.normal_mat(T, 5);
-        for (const bool causal : {false, true}) {
-            INFO("T = " << T << (causal ? ", causal" : ""));
-            nn::AttentionResult plain;
-            const Mat expected = causal_plain(Q, K, V, causal, plain);
-            CHECK(max_abs_difference(nn::fast_attention(Q, K, V, causal), expected) <= attention_tolerance);
+    // its blocks are 64 queries x 256 keys: T = 300 crosses both, T = 1 and 70 only some; its
+    // products go by tiles of 4 rows x 8 columns (d_v = 5 is one short panel, 13 a full one and a
+    // short one) and blocks of 128 products (d_k = 130)
+    const std::vector<std::pair<std::size_t, std::size_t>> widths = {{6, 5}, {9, 13}, {130, 16}};
+    for (const std::size_t T : {std::size_t{1}, std::size_t{70}, std::size_t{300}})
+        for (const auto& [d_k, d_v] : widths) {
+            Rng rng(200 + T + d_k);
+            const Mat Q = rng.normal_mat(T, d_k, 2.0), K = rng.normal_mat(T, d_k, 2.0), V = rng.normal_mat(T, d_v);
+            for (const bool causal : {false, true}) {
+                INFO("T = " << T << ", d_k = " << d_k << ", d_v = " << d_v << (causal ? ", causal" : ""));
+                nn::AttentionResult plain;
+                const Mat expected = causal_plain(Q, K, V, causal, plain);
+                const Mat fast = nn::fast_attention(Q, K, V, causal);
+                REQUIRE(fast.shape(0) == T);
+                REQUIRE(fast.shape(1) == d_v);
+                CHECK(max_abs_difference(fast, expected) <= attention_tolerance);
+            }
         }
+    // under the causal mask the first query sees only the first key: its output is that key's value
+    {
+        Rng rng(5);
+        const Mat Q = rng.normal_mat(100, 4, 3.0), K = rng.normal_mat(100, 4, 3.0), V = rng.normal_mat(100, 3);
+        const Mat fast = nn::fast_attention(Q, K, V, true);
+        for (std::size_t v = 0; v < 3; ++v) CHECK(fast(0, v) == V(0, v));
     }
     // fewer queries than keys, without the flag; and the refusals
     Rng rng(3);
@@ -228,6 +242,36 @@ TEST_CASE("the output-only fast attention equals the plain form across its block
           attention_tolerance);
     CHECK_THROWS_AS(nn::fast_attention(Q, K, V, true), std::invalid_argument);
     CHECK_THROWS_AS(nn::fast_attention(Q, xt::ones<double>({400, 3}), V, false), ShapeError);
+}
+
+TEST_CASE("the fast multi-head attention equals nn::multi_head_attention's output, causal or not",
+          "[online_softmax]") {
+    // T = 70 queries: one full block of 64 and a short one; d_model = 24 in 3 heads of 8
+    const std::size_t T = 70, d_model = 24, heads = 3;
+    Rng rng(31);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d_model));
+    const Mat X = rng.normal_mat(T, d_model, 1.5);
+    nn::MultiHeadParams p;
+    p.W_Q = rng.normal_mat(d_model, d_model, scale);
+    p.W_K = rng.normal_mat(d_model, d_model, scale);
+    p.W_V = rng.normal_mat(d_model, d_model, scale);
+    p.W_O = rng.normal_mat(d_model, d_model, scale);
+    const Mat mask = nn::causal_mask(T);
+    for (const bool causal : {false, true}) {
+        INFO((causal ? "causal" : "no mask"));
+        const nn::MultiHeadResult plain =
+            nn::multi_head_attention(X, X, p, heads, causal ? &mask : nullptr, nn::HeadWeights::drop);
+        CHECK(max_abs_difference(nn::fast_multi_head_attention(X, X, p, heads, causal), plain.output) <=
+              attention_tolerance);
+    }
+    // keys and values from another sequence of another length, without the flag
+    const Mat X_kv = rng.normal_mat(300, d_model);
+    CHECK(max_abs_difference(nn::fast_multi_head_attention(X, X_kv, p, heads, false),
+                             nn::multi_head_attention(X, X_kv, p, heads, nullptr, nn::HeadWeights::drop).output) <=
+          attention_tolerance);
+    CHECK_THROWS_AS(nn::fast_multi_head_attention(X, X_kv, p, heads, true), std::invalid_argument);
+    CHECK_THROWS_AS(nn::fast_multi_head_attention(X, X, p, 5, false), ShapeError);  // 5 does not divide 24
+    CHECK_THROWS_AS(nn::fast_multi_head_attention(X, rng.normal_mat(T, 12), p, heads, false), ShapeError);
 }
 
 }  // namespace test_online_softmax

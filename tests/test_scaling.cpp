@@ -29,9 +29,9 @@ const Lesson& scaling() {
     return *l;
 }
 
-// T = 16, 32, 64 with d = 8, one timed run each: a few milliseconds.
+// T = 16, 32, 64 with d = 8, and 128 for the tiled attention alone, one timed run each: a few milliseconds.
 Config small_config() {
-    return configure(scaling(), 7, {{"d", 8}, {"T_min", 16}, {"T_max", 64}, {"repeats", 1}});
+    return configure(scaling(), 7, {{"d", 8}, {"T_min", 16}, {"T_max", 64}, {"T_tiled", 128}, {"repeats", 1}});
 }
 
 std::vector<std::string> step_ids(const Trace& t) {
@@ -58,6 +58,7 @@ TEST_CASE("lesson 7 is registered as 'scaling' with its parameters", "[scaling]"
     CHECK(l.defaults.get("d") == 64);
     CHECK(l.defaults.get("T_min") == 64);
     CHECK(l.defaults.get("T_max") == 4096);
+    CHECK(l.defaults.get("T_tiled") == 8192);
     CHECK(l.defaults.get("repeats") == 3);
     CHECK(l.limits(l.defaults).empty());
     CHECK(l.limits(l.quick).empty());
@@ -114,13 +115,22 @@ TEST_CASE("lesson 7's timings are measured: shown and plotted, never in a golden
     std::size_t measured = 0;
     for (const auto& s : t.steps())
         for (const auto& tensor : s.tensors) measured += tensor.measured ? 1 : 0;
-    CHECK(measured == 2);
+    CHECK(measured == 4);
+    // the tiled attention at every length up to T_tiled = 128, one past T_max = 64
+    const TensorRecord& tiled = recorded(t, "timing", "tiled");
+    CHECK(tiled.measured);
+    CHECK(tiled.view == View::plot);
+    REQUIRE(tiled.shape() == Shape{4, 1});
+    CHECK(tiled.rows == std::vector<std::string>{"T=16", "T=32", "T=64", "T=128"});
+    for (const double ms : tiled.value) CHECK((std::isfinite(ms) && ms >= 0));
+    CHECK(recorded(t, "timing", "tiled growth").shape() == Shape{3, 1});
 
     SECTION("the golden writer gets no measured tensor") {
         const std::string json = to_golden_json(t.without_measured());
         CHECK_THAT(json, !Catch::Contains("\"measured\""));
         CHECK_THAT(json, !Catch::Contains("\"timings\""));
         CHECK_THAT(json, !Catch::Contains("\"growth\""));
+        CHECK_THAT(json, !Catch::Contains("\"tiled\""));
         CHECK_THAT(json, Catch::Contains("\"scaling\""));
         CHECK_THAT(to_golden_json(t), Catch::Contains("\"measured\": true"));
     }
@@ -145,8 +155,8 @@ TEST_CASE("lesson 7 reports its progress once per length", "[scaling]") {
     std::vector<std::string> reports;
     t.on_progress([&](const std::string& what) { reports.push_back(what); });
     scaling().fn(t, small_config());
-    CHECK(reports == std::vector<std::string>{"measuring: T = 16 (1 of 3)", "measuring: T = 32 (2 of 3)",
-                                              "measuring: T = 64 (3 of 3)"});
+    CHECK(reports == std::vector<std::string>{"measuring: T = 16 (1 of 4)", "measuring: T = 32 (2 of 4)",
+                                              "measuring: T = 64 (3 of 4)", "measuring: T = 128 (4 of 4)"});
 }
 
 TEST_CASE("attn list counts the same steps for lesson 7 in its quick and its default configuration", "[scaling]") {
@@ -157,13 +167,23 @@ TEST_CASE("attn list counts the same steps for lesson 7 in its quick and its def
     CHECK(step_ids(quick) == step_ids(run_lesson(l, l.defaults)));
 }
 
-TEST_CASE("lesson 7's limits: powers of two, T_min <= T_max, the T x T memory", "[scaling]") {
+TEST_CASE("lesson 7's limits: powers of two, T_min <= T_max <= T_tiled, the T x T memory, the time", "[scaling]") {
     CHECK_THAT(setting_error({{"T_min", 48}}), Catch::Contains("T_min=48 is not a power of two") &&
                                                   Catch::Contains("32 or 64"));
     CHECK_THAT(setting_error({{"T_max", 1000}}), Catch::Contains("T_max=1000 is not a power of two"));
     CHECK_THAT(setting_error({{"T_min", 128}, {"T_max", 64}}), Catch::Contains("T_min=128 is larger than T_max=64"));
     CHECK_THAT(setting_error({{"T_max", 8192}}),
                Catch::Contains("8192 x 8192 attention scores and weights") && Catch::Contains("GiB"));
+    CHECK_THAT(setting_error({{"T_tiled", 5000}}), Catch::Contains("T_tiled=5000 is not a power of two"));
+    CHECK_THAT(setting_error({{"T_max", 1024}, {"T_tiled", 512}}),
+               Catch::Contains("T_tiled=512 is smaller than T_max=1024"));
+    // the tiled attention needs no T x T matrix: 65536 tokens fit the memory cap, not the time cap
+    CHECK_THAT(setting_error({{"T_tiled", 65536}}),
+               Catch::Contains("would run for minutes") && Catch::Contains("lower T_tiled (now 65536)"));
+    CHECK(setting_error({{"T_tiled", 32768}, {"repeats", 1}}).empty());
+    // ... until d is wide: 65536 tokens of 1024 numbers, several times over
+    CHECK_THAT(setting_error({{"d", 1024}, {"T_max", 64}, {"T_tiled", 65536}}),
+               Catch::Contains("65536 x 1024 operands at T_tiled=65536") && Catch::Contains("GiB"));
     CHECK(setting_error({{"T_min", 1}, {"T_max", 1}}).empty());
     CHECK(setting_error({{"T_min", 32}, {"T_max", 32}, {"d", 3}}).empty());
 }

@@ -1,14 +1,15 @@
 // Output-only attention in blocks (see nn/fast_attention.hpp). T_q = queries, T_k = keys,
-// d_k = key width, d_v = value width.
+// d_k = key width, d_v = value width, h = heads.
 #include "nn/fast_attention.hpp"
 
-#include "core/portable_math.hpp"
 #include "nn/kernels.hpp"
+#include "nn/linalg.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace attn::nn {
@@ -16,6 +17,110 @@ namespace attn::nn {
 namespace {
 
 constexpr std::size_t fast_query_block = 64, fast_key_block = 256;
+static_assert(fast_key_block % matmul_panel_width == 0, "a key block starts at a panel of packed K and V");
+
+// One attention problem: row-major operands given by their first entry and row stride, and where
+// its output goes. `scaled`: Q is already multiplied by 1/sqrt(d_k) (and is read in place).
+struct Problem {
+    const double* Q;
+    std::size_t ldq;
+    const double* K;
+    std::size_t ldk;
+    const double* V;
+    std::size_t ldv;
+    double* O;
+    std::size_t ldo;
+    bool scaled;
+};
+
+// A problem made ready for the tiles: Q times 1/sqrt(d_k) (a contiguous copy unless it came scaled);
+// K^T and V packed as the right operands of matmul_packed (panels of 8 keys, d_k tall; panels of 8
+// value columns, T_k tall).
+struct Prepared {
+    std::vector<double> Q_copy, K_t_panels, V_panels;
+    const double* Q;
+    std::size_t ldq;
+    double* O;
+    std::size_t ldo;
+};
+
+Prepared prepare(const Problem& pr, std::size_t T_q, std::size_t T_k, std::size_t d_k, std::size_t d_v) {
+    constexpr std::size_t NR = matmul_panel_width;
+    Prepared out{{}, std::vector<double>(matmul_packed_size(d_k, T_k), 0.0),
+                 std::vector<double>(matmul_packed_size(T_k, d_v), 0.0), pr.Q, pr.ldq, pr.O, pr.ldo};
+    if (!pr.scaled) {
+        const double scale = 1.0 / std::sqrt(static_cast<double>(d_k));
+        out.Q_copy.resize(T_q * d_k);
+        for (std::size_t i = 0; i < T_q; ++i)
+            for (std::size_t p = 0; p < d_k; ++p) out.Q_copy[i * d_k + p] = pr.Q[i * pr.ldq + p] * scale;
+        out.Q = out.Q_copy.data();
+        out.ldq = d_k;
+    }
+    // K^T's column j is key j: panel j / 8, row p, lane j % 8
+    for (std::size_t j = 0; j < T_k; ++j)
+        for (std::size_t p = 0; p < d_k; ++p)
+            out.K_t_panels[(j / NR) * NR * d_k + p * NR + j % NR] = pr.K[j * pr.ldk + p];
+    for (std::size_t j = 0; j < T_k; ++j)
+        for (std::size_t v = 0; v < d_v; ++v)
+            out.V_panels[(v / NR) * NR * T_k + j * NR + v % NR] = pr.V[j * pr.ldv + v];
+    return out;
+}
+
+// Rows i0 .. i0 + rows - 1 of one problem's output: the key blocks in order, each tile's scores,
+// their online softmax row by row (the output rows rescaled when a maximum grows), then P V added.
+void query_block(const Prepared& pr, std::size_t i0, std::size_t rows, std::size_t T_k, std::size_t d_k,
+                 std::size_t d_v, bool causal) {
+    constexpr std::size_t NR = matmul_panel_width;
+    std::vector<double> S(rows * fast_key_block), m(rows, -std::numeric_limits<double>::infinity()), l(rows, 0.0);
+    double* out = pr.O + i0 * pr.ldo;
+    for (std::size_t a = 0; a < rows; ++a) std::fill(out + a * pr.ldo, out + a * pr.ldo + d_v, 0.0);
+    for (std::size_t j0 = 0; j0 < T_k; j0 += fast_key_block) {
+        if (causal && j0 > i0 + rows - 1) break;  // every later key block lies after every query here
+        // under the mask the block on the diagonal stops at the block's last query: keys past it are
+        // masked for every query here, and are neither multiplied nor exponentiated
+        const std::size_t cols = std::min(fast_key_block, (causal ? i0 + rows : T_k) - j0);
+        matmul_packed(pr.Q + i0 * pr.ldq, pr.ldq, pr.K_t_panels.data() + j0 * d_k, NR * d_k, S.data(), cols, rows,
+                      d_k, cols, false);
+        for (std::size_t a = 0; a < rows; ++a) {
+            const std::size_t i = i0 + a;
+            // keys j0 .. i under the mask: none when the block starts after query i
+            const std::size_t kept = !causal ? cols : i < j0 ? 0 : std::min(cols, i - j0 + 1);
+            double* s = S.data() + a * cols;
+            const double factor = online_softmax_row(s, kept, m[a], l[a]);
+            std::fill(s + kept, s + cols, 0.0);
+            if (factor != 1.0)
+                for (std::size_t v = 0; v < d_v; ++v) out[a * pr.ldo + v] *= factor;
+        }
+        matmul_packed(S.data(), cols, pr.V_panels.data() + j0 * NR, NR * T_k, out, pr.ldo, rows, cols, d_v, true);
+    }
+    for (std::size_t a = 0; a < rows; ++a)
+        if (l[a] != 0.0)
+            for (std::size_t v = 0; v < d_v; ++v) out[a * pr.ldo + v] /= l[a];
+}
+
+// The problem's query blocks, shared between the threads (each block's products stay on its thread).
+void solve(const Problem& problem, std::size_t T_q, std::size_t T_k, std::size_t d_k, std::size_t d_v,
+           bool causal) {
+    const Prepared prepared = prepare(problem, T_q, T_k, d_k, d_v);
+    const std::size_t blocks = (T_q + fast_query_block - 1) / fast_query_block;
+    for_each_row(blocks, T_k * (d_k + d_v), [&](std::size_t b) {
+        const std::size_t i0 = b * fast_query_block;
+        query_block(prepared, i0, std::min(fast_query_block, T_q - i0), T_k, d_k, d_v, causal);
+    });
+}
+
+// X (T x d_model) times columns [i d_k, (i+1) d_k) of W (times `scale`), on the calling thread:
+// a head's projection, T x d_k.
+std::vector<double> head_projection(const Mat& X, const Mat& W, std::size_t i, std::size_t d_k, double scale) {
+    const std::size_t T = X.shape(0), d_model = W.shape(0), cols = W.shape(1);
+    std::vector<double> W_i(d_model * d_k), panels(matmul_packed_size(d_model, d_k)), out(T * d_k);
+    for (std::size_t r = 0; r < d_model; ++r)
+        for (std::size_t a = 0; a < d_k; ++a) W_i[r * d_k + a] = scale * W.data()[r * cols + i * d_k + a];
+    matmul_pack(W_i.data(), d_model, d_k, panels.data());
+    matmul_packed(X.data(), d_model, panels.data(), matmul_panel_width * d_model, out.data(), d_k, T, d_model, d_k,
+                  false);
+    return out;
+}
 
 void expect_fast_shapes(const Mat& Q, const Mat& K, const Mat& V, bool causal) {
     if (K.shape(1) != Q.shape(1) || K.shape(0) != V.shape(0))
@@ -30,61 +135,44 @@ void expect_fast_shapes(const Mat& Q, const Mat& K, const Mat& V, bool causal) {
 
 Mat fast_attention(const Mat& Q, const Mat& K, const Mat& V, bool causal) {
     expect_fast_shapes(Q, K, V, causal);
-    const double minus_inf = -std::numeric_limits<double>::infinity();
     const std::size_t T_q = Q.shape(0), T_k = K.shape(0), d_k = Q.shape(1), d_v = V.shape(1);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(d_k));
-    // K^T block by block: block b (keys j0 .. j0 + cols - 1) is a contiguous d_k x cols matrix at
-    // offset j0 d_k, the right operand of matmul_span_serial
-    std::vector<double> K_t(T_k * d_k);
-    for (std::size_t j0 = 0; j0 < T_k; j0 += fast_key_block) {
-        const std::size_t cols = std::min(fast_key_block, T_k - j0);
-        double* block = K_t.data() + j0 * d_k;
-        for (std::size_t c = 0; c < cols; ++c)
-            for (std::size_t p = 0; p < d_k; ++p) block[p * cols + c] = K(j0 + c, p);
-    }
     Mat O = xt::zeros<double>({T_q, d_v});
-    const std::size_t query_blocks = (T_q + fast_query_block - 1) / fast_query_block;
-    // the query blocks are shared between the two threads; each block's products stay on its thread
-    // (matmul_span would start a helper thread for every tile, two per tile on top of these two)
-    for_each_row(query_blocks, T_k * (d_k + d_v), [&](std::size_t qb) {
-        const std::size_t i0 = qb * fast_query_block, rows = std::min(fast_query_block, T_q - i0);
-        std::vector<double> S(rows * fast_key_block), PV(rows * d_v), m(rows, minus_inf), l(rows, 0.0);
-        double* out = O.data() + i0 * d_v;
-        for (std::size_t j0 = 0; j0 < T_k; j0 += fast_key_block) {
-            if (causal && j0 > i0 + rows - 1) break;  // every later key block lies after every query here
-            const std::size_t cols = std::min(fast_key_block, T_k - j0);
-            matmul_span_serial(Q.data() + i0 * d_k, K_t.data() + j0 * d_k, S.data(), rows, d_k, cols);
-            for (std::size_t a = 0; a < rows; ++a) {
-                double* s = S.data() + a * cols;
-                const std::size_t i = i0 + a;
-                double tile_max = minus_inf;
-                for (std::size_t c = 0; c < cols; ++c) {
-                    s[c] = causal && j0 + c > i ? minus_inf : s[c] * scale;
-                    tile_max = std::max(tile_max, s[c]);
-                }
-                const double m_new = std::max(m[a], tile_max);
-                if (m_new == minus_inf) {
-                    std::fill(s, s + cols, 0.0);
-                    continue;
-                }
-                const double factor = m[a] == minus_inf ? 0.0 : portable::exp(m[a] - m_new);
-                for (std::size_t c = 0; c < cols; ++c) s[c] -= m_new;
-                exp_span(s, s, cols);
-                double sum = 0.0;
-                for (std::size_t c = 0; c < cols; ++c) sum += s[c];
-                l[a] = l[a] * factor + sum;
-                m[a] = m_new;
-                for (std::size_t v = 0; v < d_v; ++v) out[a * d_v + v] *= factor;
-            }
-            // the tile's P (rows x cols, stored with row stride cols) times V's block of rows
-            matmul_span_serial(S.data(), V.data() + j0 * d_v, PV.data(), rows, cols, d_v);
-            for (std::size_t e = 0; e < rows * d_v; ++e) out[e] += PV[e];
-        }
-        for (std::size_t a = 0; a < rows; ++a)
-            if (l[a] != 0.0)
-                for (std::size_t v = 0; v < d_v; ++v) out[a * d_v + v] /= l[a];
-    });
+    if (T_k == 0) return O;  // no keys: nothing to weigh, zeros (as the plain form's empty sums)
+    solve(Problem{Q.data(), d_k, K.data(), d_k, V.data(), d_v, O.data(), d_v, false}, T_q, T_k, d_k, d_v, causal);
     return O;
+}
+
+Mat fast_multi_head_attention(const Mat& X_q, const Mat& X_kv, const MultiHeadParams& p, std::size_t heads,
+                              bool causal) {
+    const std::size_t T_q = X_q.shape(0), T_k = X_kv.shape(0), d_model = X_q.shape(1);
+    const std::size_t d_k = head_width(d_model, heads);
+    if (X_kv.shape(1) != d_model)
+        throw ShapeError("fast multi-head attention: X_kv " + shape_string(shape_of(X_kv)) + " must have d_model = " +
+                         std::to_string(d_model) + " columns, as X_q has");
+    expect_shape("fast multi-head attention: W_Q", p.W_Q, {d_model, d_model});
+    expect_shape("fast multi-head attention: W_K", p.W_K, {d_model, d_model});
+    expect_shape("fast multi-head attention: W_V", p.W_V, {d_model, d_model});
+    expect_shape("fast multi-head attention: W_O", p.W_O, {d_model, d_model});
+    if (causal && T_q != T_k)
+        throw std::invalid_argument("fast multi-head attention: the causal flag needs as many queries as keys");
+    // The heads go to the threads, each whole on one: Q_i = X_q (W_i^Q / sqrt(d_k)), K_i = X_kv W_i^K,
+    // V_i = X_kv W_i^V, then head i's attention written into its columns of Concat(head_1, ..., head_h).
+    // One hand-over between the threads instead of one per product (a thread that the system pauses
+    // on a busy machine holds the other up at each), and one head's projections per thread at a time.
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d_k));
+    Mat concat = xt::zeros<double>({T_q, d_model});
+    if (T_k > 0)
+        for_each_row(heads, T_q * T_k * d_k, [&](std::size_t i) {
+            const std::vector<double> Q_i = head_projection(X_q, p.W_Q, i, d_k, scale),
+                                      K_i = head_projection(X_kv, p.W_K, i, d_k, 1.0),
+                                      V_i = head_projection(X_kv, p.W_V, i, d_k, 1.0);
+            const Prepared prepared = prepare(
+                Problem{Q_i.data(), d_k, K_i.data(), d_k, V_i.data(), d_k, concat.data() + i * d_k, d_model, true},
+                T_q, T_k, d_k, d_k);
+            for (std::size_t i0 = 0; i0 < T_q; i0 += fast_query_block)
+                query_block(prepared, i0, std::min(fast_query_block, T_q - i0), T_k, d_k, d_k, causal);
+        });
+    return matmul(concat, p.W_O, "Concat(heads) W^O");
 }
 
 }  // namespace attn::nn

@@ -1,20 +1,34 @@
 // Attention for speed, output only: softmax(Q K^T / sqrt(d_k) (+ causal mask)) V without the
 // T_q x T_k scores or weights, in blocks of queries against blocks of keys with a running maximum
-// and sum per query (the bookkeeping of nn::tiled_attention), the tiles multiplied by the vectorised
-// kernels and the query blocks shared between two threads. For the benchmark (tests/bench) and
-// for callers that want only O: no lesson records its numbers, which differ from
-// nn::scaled_dot_product_attention's in the last bits (another order of additions).
-// T_q = queries, T_k = keys/values, d_k = query/key width, d_v = value width.
+// and sum per query (the bookkeeping of nn::tiled_attention), the tiles multiplied by the
+// register-blocked product kernel (nn::matmul_packed) and the query blocks shared between two
+// threads. For the benchmark (tests/bench) and lesson 7's timings. Its numbers differ from
+// nn::scaled_dot_product_attention's in the last bits (1/sqrt(d_k) is applied to Q, the tiles' sums
+// are added in another order; tests/test_online_softmax.cpp compares the two), but they are the
+// same on every processor, as the kernels' are (each query block on one thread, no fused
+// multiply-add): lesson 7 records how far they are from the plain form's.
+// T_q = queries, T_k = keys/values, d_k = query/key width, d_v = value width, h = heads.
 #pragma once
 
 #include "core/tensor.hpp"
+#include "nn/multi_head.hpp"
 
 namespace attn::nn {
 
 // Q: T_q x d_k, K: T_k x d_k, V: T_k x d_v; returns T_q x d_v. With `causal` (T_q = T_k) query i
-// sees keys j <= i, and key blocks wholly after a query block are not computed. Memory besides
-// the result: K transposed (T_k x d_k) and per query block a 64 x 256 tile. Throws ShapeError on
-// mismatched shapes, std::invalid_argument for `causal` with T_q != T_k.
+// sees keys j <= i: key blocks wholly after a query block are not multiplied, and no exponential
+// is computed for a masked key. Memory besides the result: Q scaled, K and V packed (T_q d_k +
+// T_k (d_k + d_v) doubles, rounded up to 8 keys and 8 value columns) and per query block in flight
+// a 64 x 256 tile. Throws ShapeError on mismatched shapes, std::invalid_argument for `causal` with
+// T_q != T_k.
 Mat fast_attention(const Mat& Q, const Mat& K, const Mat& V, bool causal);
+
+// Concat(head_1, ..., head_h) W^O with head_i = fast_attention(X_q W_i^Q, X_kv W_i^K, X_kv W_i^V,
+// causal): nn::multi_head_attention's output (HeadWeights::drop, a causal mask or none) by the fast
+// path, head by head as multi_head_attention goes (one head's projections held at a time), each
+// head's query blocks shared between the threads. Throws as multi_head_attention and
+// fast_attention do.
+Mat fast_multi_head_attention(const Mat& X_q, const Mat& X_kv, const MultiHeadParams& p, std::size_t heads,
+                              bool causal);
 
 }  // namespace attn::nn

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 // The three copies of each kernel: the bodies below are inlined into a baseline function and into
 // functions compiled for AVX2 and for AVX-512 (GCC's and Clang's `target` attribute; `flatten`
@@ -27,6 +28,16 @@
 #define ATTN_BASELINE_COPY
 #define ATTN_ALWAYS_INLINE inline
 #define ATTN_RESTRICT
+#endif
+
+// GCC's loop vectoriser (at the -O3 of this file) would turn the k loop of a register tile into
+// an in-order vector reduction and leave the tile's accumulators in memory: four times slower. The
+// tiles are vectorised across their 8 columns instead (the unrolled inner loops), so the matrix
+// product's copies are compiled without it; the sums are the same either way.
+#if defined(__GNUC__) && !defined(__clang__)
+#define ATTN_NO_LOOP_VECTORIZE __attribute__((optimize("no-tree-loop-vectorize")))
+#else
+#define ATTN_NO_LOOP_VECTORIZE
 #endif
 
 namespace attn::nn {
@@ -130,44 +141,127 @@ ATTN_ALWAYS_INLINE void scale_and_mask_body(const double* in, double divisor, co
         for (std::size_t j = 0; j < n; ++j) out[j] = mask[j] == minus_inf ? minus_inf : out[j] + mask[j];
 }
 
-// Row i of C = A B: c_j = 0, then c_j += a_p B_pj for p = 0 .. k-1, for a block of columns at a
-// time so that the block of c stays in the first-level cache while the rows of B stream past.
-// Four rows of A at once where there are four: each row of B is read once for the four, and every
-// c_ij still receives its products in the order of p.
-ATTN_ALWAYS_INLINE void matmul_rows_body(const double* ATTN_RESTRICT A, const double* ATTN_RESTRICT B,
-                                         double* ATTN_RESTRICT C, std::size_t rows, std::size_t k, std::size_t n) {
-    constexpr std::size_t block = 256;
-    for (std::size_t j0 = 0; j0 < n; j0 += block) {
-        const std::size_t width = std::min(block, n - j0);
-        std::size_t i = 0;
-        for (; i + 4 <= rows; i += 4) {
-            double* ATTN_RESTRICT c0 = C + i * n + j0;
-            double* ATTN_RESTRICT c1 = c0 + n;
-            double* ATTN_RESTRICT c2 = c1 + n;
-            double* ATTN_RESTRICT c3 = c2 + n;
-            for (std::size_t j = 0; j < width; ++j) c0[j] = c1[j] = c2[j] = c3[j] = 0.0;
-            for (std::size_t p = 0; p < k; ++p) {
-                const double a0 = A[i * k + p], a1 = A[(i + 1) * k + p], a2 = A[(i + 2) * k + p],
-                             a3 = A[(i + 3) * k + p];
-                const double* ATTN_RESTRICT b = B + p * n + j0;
-                for (std::size_t j = 0; j < width; ++j) {
-                    c0[j] += a0 * b[j];
-                    c1[j] += a1 * b[j];
-                    c2[j] += a2 * b[j];
-                    c3[j] += a3 * b[j];
-                }
-            }
+// C = A B by register blocks: a tile of MR rows x 8 columns of C is held in MR x 8 local
+// accumulators (vector registers once the compiler unrolls the inner loops) while p runs over the
+// k products, so that C is written once per tile instead of once per product. B comes packed
+// (matmul_pack): the 8 columns of a tile as one contiguous k x 8 block, read straight through.
+// Every c_ij is still 0, then + a_i0 b_0j, + a_i1 b_1j, ..., in the order of p, in one accumulator
+// of its own: the numbers of the textbook triple loop, whatever MR, the vector width or the blocks
+// of k (a partial sum stored in C and loaded again is the same double).
+// With `from_C` the tile starts from the values in C instead of 0 (C += A B).
+template <std::size_t MR>
+ATTN_ALWAYS_INLINE void matmul_tile(const double* ATTN_RESTRICT A, std::size_t lda, const double* ATTN_RESTRICT panel,
+                                    std::size_t k, double* ATTN_RESTRICT C, std::size_t ldc, bool from_C) {
+    constexpr std::size_t NR = matmul_panel_width;
+    double acc[MR][NR];
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MR; ++r)
+#pragma GCC unroll 16
+        for (std::size_t c = 0; c < NR; ++c) acc[r][c] = from_C ? C[r * ldc + c] : 0.0;
+    for (std::size_t p = 0; p < k; ++p) {
+        const double* ATTN_RESTRICT b = panel + p * NR;
+#pragma GCC unroll 16
+        for (std::size_t r = 0; r < MR; ++r) {
+            const double a = A[r * lda + p];
+#pragma GCC unroll 16
+            for (std::size_t c = 0; c < NR; ++c) acc[r][c] += a * b[c];
         }
-        for (; i < rows; ++i) {
-            double* ATTN_RESTRICT c = C + i * n + j0;
-            for (std::size_t j = 0; j < width; ++j) c[j] = 0.0;
-            for (std::size_t p = 0; p < k; ++p) {
-                const double a = A[i * k + p];
-                const double* ATTN_RESTRICT b = B + p * n + j0;
-                for (std::size_t j = 0; j < width; ++j) c[j] += a * b[j];
+    }
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MR; ++r)
+#pragma GCC unroll 16
+        for (std::size_t c = 0; c < NR; ++c) C[r * ldc + c] = acc[r][c];
+}
+
+// The last panel when it is short (cols < 8 columns of C): one row at a time through an 8-wide
+// scratch row, so that the tile never writes past C's columns.
+ATTN_ALWAYS_INLINE void matmul_short_tile(const double* A, std::size_t lda, const double* panel, std::size_t k,
+                                          double* C, std::size_t ldc, std::size_t rows, std::size_t cols,
+                                          bool from_C) {
+    double scratch[matmul_panel_width] = {};
+    for (std::size_t i = 0; i < rows; ++i) {
+        if (from_C) std::copy(C + i * ldc, C + i * ldc + cols, scratch);
+        matmul_tile<1>(A + i * lda, lda, panel, k, scratch, matmul_panel_width, from_C);
+        std::copy(scratch, scratch + cols, C + i * ldc);
+    }
+}
+
+// C (rows x n, row stride ldc) = A (rows x k, row stride lda) times the packed B (see
+// matmul_packed in nn/kernels.hpp), or C += A B with `accumulate`. Blocks of 64 rows, and in each
+// the products in blocks of 128 values of p (the block of A stays in the second-level cache, a
+// panel's slice in the first), panel by panel, MR rows at a time and the last rows one by one;
+// each entry's sum runs on from the block before.
+template <std::size_t MR>
+ATTN_ALWAYS_INLINE void matmul_packed_body(const double* A, std::size_t lda, const double* panels,
+                                           std::size_t panel_stride, double* C, std::size_t ldc, std::size_t rows,
+                                           std::size_t k, std::size_t n, bool accumulate) {
+    constexpr std::size_t NR = matmul_panel_width, k_block = 128, row_block = 64;
+    if (k == 0) {
+        if (!accumulate)
+            for (std::size_t i = 0; i < rows; ++i) std::fill(C + i * ldc, C + i * ldc + n, 0.0);
+        return;
+    }
+    for (std::size_t i0 = 0; i0 < rows; i0 += row_block) {
+        const std::size_t block_rows = std::min(row_block, rows - i0);
+        const double* A_block = A + i0 * lda;
+        double* C_block = C + i0 * ldc;
+        for (std::size_t p0 = 0; p0 < k; p0 += k_block) {
+            const std::size_t depth = std::min(k_block, k - p0);
+            const bool from_C = accumulate || p0 > 0;
+            for (std::size_t j0 = 0; j0 < n; j0 += NR) {
+                const double* panel = panels + (j0 / NR) * panel_stride + p0 * NR;
+                if (n - j0 < NR) {
+                    matmul_short_tile(A_block + p0, lda, panel, depth, C_block + j0, ldc, block_rows, n - j0, from_C);
+                    continue;
+                }
+                std::size_t i = 0;
+                for (; i + MR <= block_rows; i += MR)
+                    matmul_tile<MR>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0, ldc, from_C);
+                for (; i < block_rows; ++i)
+                    matmul_tile<1>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0, ldc, from_C);
             }
         }
     }
+}
+
+// Row i of C = A B for a few columns (n below one panel, as in a matrix-vector product, where
+// packing would pad every row of B to 8 columns): c_j = 0, then c_j += a_p B_pj in the order of p.
+ATTN_ALWAYS_INLINE void matmul_narrow_body(const double* ATTN_RESTRICT A, const double* ATTN_RESTRICT B,
+                                           double* ATTN_RESTRICT C, std::size_t rows, std::size_t k, std::size_t n) {
+    for (std::size_t i = 0; i < rows; ++i) {
+        double* ATTN_RESTRICT c = C + i * n;
+        for (std::size_t j = 0; j < n; ++j) c[j] = 0.0;
+        for (std::size_t p = 0; p < k; ++p) {
+            const double a = A[i * k + p];
+            const double* ATTN_RESTRICT b = B + p * n;
+            for (std::size_t j = 0; j < n; ++j) c[j] += a * b[j];
+        }
+    }
+}
+
+// One row of a tile of scores for nn::fast_attention (see online_softmax_row in nn/kernels.hpp).
+ATTN_ALWAYS_INLINE double online_softmax_row_body(double* s, std::size_t n, double& running_max,
+                                                  double& running_sum) {
+    const double minus_inf = -std::numeric_limits<double>::infinity();
+    bool has_nan = false;
+    const double largest = std::max(running_max, n > 0 ? largest_of(s, n, has_nan) : minus_inf);
+    if (largest == minus_inf) {  // nothing seen yet but masked keys: nothing to add, nothing to rescale
+        std::fill(s, s + n, 0.0);
+        return 1.0;
+    }
+    const double factor = running_max == minus_inf ? 0.0 : portable::exp(running_max - largest);
+    for (std::size_t j = 0; j < n; ++j) s[j] = portable::exp_input(s[j] - largest);
+    for (std::size_t j = 0; j < n; ++j) s[j] = portable::exp_of_clamped(s[j]);
+    double partial[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    std::size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (std::size_t lane = 0; lane < 8; ++lane) partial[lane] += s[j + lane];
+    double total = ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
+                   ((partial[4] + partial[5]) + (partial[6] + partial[7]));
+    for (; j < n; ++j) total += s[j];
+    running_sum = running_sum * factor + total;
+    running_max = largest;
+    return has_nan ? std::numeric_limits<double>::quiet_NaN() : factor;
 }
 
 // One copy of every kernel, for one vector width.
@@ -175,26 +269,41 @@ struct Kernels {
     void (*exp)(const double*, double*, std::size_t);
     void (*softmax)(const double*, double*, std::size_t);
     void (*scale_and_mask)(const double*, double, const double*, double*, std::size_t);
-    void (*matmul_rows)(const double*, const double*, double*, std::size_t, std::size_t, std::size_t);
+    void (*matmul_packed)(const double*, std::size_t, const double*, std::size_t, double*, std::size_t, std::size_t,
+                          std::size_t, std::size_t, bool);
+    void (*matmul_narrow)(const double*, const double*, double*, std::size_t, std::size_t, std::size_t);
+    double (*online_softmax_row)(double*, std::size_t, double&, double&);
 };
 
-#define ATTN_KERNEL_COPY(suffix, attributes)                                                                  \
+#define ATTN_KERNEL_COPY(suffix, attributes, tile_rows)                                                       \
     attributes void exp_##suffix(const double* x, double* out, std::size_t n) { exp_body(x, out, n); }        \
     attributes void softmax_##suffix(const double* x, double* out, std::size_t n) { softmax_body(x, out, n); } \
     attributes void scale_and_mask_##suffix(const double* in, double divisor, const double* mask, double* out, \
                                             std::size_t n) {                                                  \
         scale_and_mask_body(in, divisor, mask, out, n);                                                       \
     }                                                                                                         \
-    attributes void matmul_rows_##suffix(const double* A, const double* B, double* C, std::size_t rows,      \
-                                         std::size_t k, std::size_t n) {                                      \
-        matmul_rows_body(A, B, C, rows, k, n);                                                                \
+    attributes ATTN_NO_LOOP_VECTORIZE void matmul_packed_##suffix(const double* A, std::size_t lda, const double* panels,            \
+                                           std::size_t panel_stride, double* C, std::size_t ldc,               \
+                                           std::size_t rows, std::size_t k, std::size_t n, bool accumulate) {  \
+        matmul_packed_body<tile_rows>(A, lda, panels, panel_stride, C, ldc, rows, k, n, accumulate);          \
     }                                                                                                         \
-    constexpr Kernels kernels_##suffix{exp_##suffix, softmax_##suffix, scale_and_mask_##suffix, matmul_rows_##suffix};
+    attributes void matmul_narrow_##suffix(const double* A, const double* B, double* C, std::size_t rows,    \
+                                           std::size_t k, std::size_t n) {                                    \
+        matmul_narrow_body(A, B, C, rows, k, n);                                                              \
+    }                                                                                                         \
+    attributes double online_softmax_row_##suffix(double* s, std::size_t n, double& running_max,             \
+                                                  double& running_sum) {                                      \
+        return online_softmax_row_body(s, n, running_max, running_sum);                                       \
+    }                                                                                                         \
+    constexpr Kernels kernels_##suffix{exp_##suffix,           softmax_##suffix,       scale_and_mask_##suffix, \
+                                       matmul_packed_##suffix, matmul_narrow_##suffix, online_softmax_row_##suffix};
 
-ATTN_KERNEL_COPY(baseline, ATTN_BASELINE_COPY)
+// Tiles of 2 x 8 in SSE2's sixteen 2-wide registers, 4 x 8 with AVX2 and AVX-512 (8 accumulators of 4
+// or 4 of 8 doubles, and room for the row of B and the broadcast a).
+ATTN_KERNEL_COPY(baseline, ATTN_BASELINE_COPY, 2)
 #if ATTN_WIDE_COPIES
-ATTN_KERNEL_COPY(avx2, ATTN_AVX2_COPY)
-ATTN_KERNEL_COPY(avx512, ATTN_AVX512_COPY)
+ATTN_KERNEL_COPY(avx2, ATTN_AVX2_COPY, 4)
+ATTN_KERNEL_COPY(avx512, ATTN_AVX512_COPY, 4)
 #endif
 
 const Kernels& kernels_of(KernelPath path) {
@@ -296,22 +405,61 @@ void scale_and_mask_rows(Mat& scores, double divisor, const Mat* mask) {
     });
 }
 
-void matmul_span(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n) {
-    // blocks of 16 rows go to the threads: each block reads every row of B once for its 16 rows
-    constexpr std::size_t rows_per_block = 16;
-    const std::size_t blocks = (m + rows_per_block - 1) / rows_per_block;
-    const Kernels& kernels = active();
-    // a block's work in multiply-adds, counted as for_each_row counts entries (a thread repays
-    // itself from about 2^15 entries of a softmax, about 2^18 multiply-adds)
-    const std::size_t work = std::max<std::size_t>(1, rows_per_block * k * n / 8);
-    for_each_row(blocks, work, [&](std::size_t b) {
-        const std::size_t first = b * rows_per_block, rows = std::min(rows_per_block, m - first);
-        kernels.matmul_rows(A + first * k, B, C + first * n, rows, k, n);
-    });
+namespace {
+
+// Columns [0, n) of the k rows of B (row stride ldb) packed as matmul_pack packs a k x n matrix.
+void matmul_pack_block(const double* B, std::size_t ldb, std::size_t k, std::size_t n, double* panels) {
+    constexpr std::size_t NR = matmul_panel_width;
+    for (std::size_t j0 = 0; j0 < n; j0 += NR) {
+        double* panel = panels + j0 * k;
+        const std::size_t cols = std::min(NR, n - j0);
+        for (std::size_t p = 0; p < k; ++p) {
+            std::copy(B + p * ldb + j0, B + p * ldb + j0 + cols, panel + p * NR);
+            std::fill(panel + p * NR + cols, panel + (p + 1) * NR, 0.0);
+        }
+    }
 }
 
-void matmul_span_serial(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n) {
-    active().matmul_rows(A, B, C, m, k, n);
+}  // namespace
+
+void matmul_pack(const double* B, std::size_t k, std::size_t n, double* panels) {
+    matmul_pack_block(B, n, k, n, panels);
+}
+
+void matmul_packed(const double* A, std::size_t lda, const double* panels, std::size_t panel_stride, double* C,
+                   std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, bool accumulate) {
+    active().matmul_packed(A, lda, panels, panel_stride, C, ldc, m, k, n, accumulate);
+}
+
+void matmul_span(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n) {
+    const Kernels& kernels = active();
+    if (n < matmul_panel_width) {
+        // a few columns (a matrix-vector product): B as it is, rows on two threads when large
+        for_each_row(m, std::max<std::size_t>(1, k * n / 8),
+                     [&](std::size_t i) { kernels.matmul_narrow(A + i * k, B, C + i * n, 1, k, n); });
+        return;
+    }
+    // B packed a block of 256 columns at a time (k x 256 doubles besides the operands, whatever n),
+    // for both threads; blocks of 16 rows go to the threads, each reading the panels once
+    constexpr std::size_t columns_per_block = 256, rows_per_block = 16;
+    std::vector<double> panels(matmul_packed_size(k, std::min(n, columns_per_block)));
+    const std::size_t blocks = (m + rows_per_block - 1) / rows_per_block;
+    for (std::size_t j0 = 0; j0 < n; j0 += columns_per_block) {
+        const std::size_t cols = std::min(columns_per_block, n - j0);
+        matmul_pack_block(B + j0, n, k, cols, panels.data());
+        // a block's work in multiply-adds, counted as for_each_row counts entries (a thread repays
+        // itself from about 2^15 entries of a softmax, about 2^18 multiply-adds)
+        const std::size_t work = std::max<std::size_t>(1, rows_per_block * k * cols / 8);
+        for_each_row(blocks, work, [&](std::size_t b) {
+            const std::size_t first = b * rows_per_block, rows = std::min(rows_per_block, m - first);
+            kernels.matmul_packed(A + first * k, k, panels.data(), k * matmul_panel_width, C + first * n + j0, n, rows,
+                                  k, cols, false);
+        });
+    }
+}
+
+double online_softmax_row(double* s, std::size_t n, double& running_max, double& running_sum) {
+    return active().online_softmax_row(s, n, running_max, running_sum);
 }
 
 void for_each_row(std::size_t rows, std::size_t cols, const std::function<void(std::size_t)>& row) {

@@ -60,13 +60,33 @@ void scale_and_mask_rows(Mat& scores, double divisor, const Mat* mask);
 
 // C = A B for row-major A (m x k), B (k x n) and C (m x n, not overlapping A or B):
 // C_ij = (((0 + A_i0 B_0j) + A_i1 B_1j) + ...) + A_i,k-1 B_k-1,j, the products added in the order
-// of k, exactly the numbers of the textbook triple loop (and of nn::matvec for n = 1).
+// of k, exactly the numbers of the textbook triple loop (and of nn::matvec for n = 1). Tiles of C
+// are held in registers while k runs (matmul_packed); B is packed 256 columns at a time, at most
+// k x 256 doubles besides the operands.
 void matmul_span(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n);
 
-// The same product, with the same bits, on the calling thread only: for callers that already share
-// their work between the threads (nn::fast_attention's query blocks), where matmul_span would start
-// a helper thread for every call.
-void matmul_span_serial(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n);
+// B packed for matmul_packed: its columns in panels of matmul_panel_width, panel q (columns 8q ..
+// 8q + 7) a contiguous k x 8 row-major block at offset 8 q k, zeros past column n - 1.
+constexpr std::size_t matmul_panel_width = 8;
+constexpr std::size_t matmul_packed_size(std::size_t k, std::size_t n) {
+    return (n + matmul_panel_width - 1) / matmul_panel_width * matmul_panel_width * k;
+}
+void matmul_pack(const double* B, std::size_t k, std::size_t n, double* panels);
+
+// C = A B (or C += A B with `accumulate`) on the calling thread, for A: m x k with row stride lda,
+// C: m x n with row stride ldc, and B given as panels of 8 columns: panel q's row p (B_p,8q ..
+// B_p,8q+7) at panels[q panel_stride + 8 p] (matmul_pack's layout has panel_stride = 8 k; a larger
+// stride picks rows of taller panels). Each C_ij gets its products in the order of k, as
+// matmul_span (with `accumulate`, starting from C_ij instead of 0).
+void matmul_packed(const double* A, std::size_t lda, const double* panels, std::size_t panel_stride, double* C,
+                   std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, bool accumulate);
+
+// For nn::fast_attention: one row s of a tile of scores meets the running maximum m and sum l of its
+// query's earlier tiles (the online softmax). With m' = max(m, max_j s_j): s_j becomes
+// exp(s_j - m'), l becomes l exp(m - m') + sum_j s_j, m becomes m'; returns exp(m - m'), the factor
+// by which the query's accumulated output must be rescaled (0 for the first finite maximum; NaN
+// when s holds a NaN). A row whose m' is -inf (every key masked so far) becomes zeros and returns 1.
+double online_softmax_row(double* s, std::size_t n, double& running_max, double& running_sum);
 
 // Calls row(r) once for every r in [0, rows), on two threads when the rows x cols matrix is large
 // enough to repay starting one. row(r) must touch row r only: then the result is the same, bit for

@@ -7,6 +7,7 @@ Runs tests/bench/attention_bench (Google Benchmark, JSON, repeated, medians) for
   causal attention   the same with the causal mask
   multi-head         T = 512, d_model = 512, h = 8, no heads' weights kept (nn::multi_head_attention)
   fast attention     the output-only tiled nn::fast_attention, T = 1024 and 4096, plain and causal
+  fast multi-head    nn::fast_multi_head_attention on the multi-head shapes (the fast path per head)
 
 then times the same shapes, float64, on the CPU in
 
@@ -47,8 +48,10 @@ CASES = [
     ("attention T=1024 d=64", "attention", "attention_gemms", ("attention", 1024, 64, False)),
     ("causal attention T=1024 d=64", "causal_attention", "attention_gemms", ("attention", 1024, 64, True)),
     ("multi-head T=512 d_model=512 h=8", "multi_head", "multi_head_gemms", ("multi_head", 512, 512, 8)),
-    ("fast attention T=1024", "fast_attention_T1024", None, ("attention", 1024, 64, False)),
-    ("fast attention T=1024 causal", "fast_attention_T1024_causal", None, ("attention", 1024, 64, True)),
+    ("fast attention T=1024", "fast_attention_T1024", "attention_gemms", ("attention", 1024, 64, False)),
+    ("fast attention T=1024 causal", "fast_attention_T1024_causal", "attention_gemms",
+     ("attention", 1024, 64, True)),
+    ("fast multi-head T=512 d_model=512 h=8", "fast_multi_head", "multi_head_gemms", ("multi_head", 512, 512, 8)),
     ("fast attention T=4096", "fast_attention_T4096", None, ("attention", 4096, 64, False)),
     ("fast attention T=4096 causal", "fast_attention_T4096_causal", None, ("attention", 4096, 64, True)),
 ]
