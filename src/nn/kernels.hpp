@@ -9,7 +9,8 @@
 // several entries side by side), and no fused multiply-add (-ffp-contract=off). Each kernel is
 // compiled three times: for baseline x86-64 (SSE2), for AVX2 and for AVX-512; the fastest copy
 // the processor runs is used, unless the environment variable ATTN_KERNELS names another
-// (baseline, avx2 or avx512): tests/test_kernels.cpp runs every copy and compares the bytes.
+// (baseline, avx2 or avx512): tests/test_nn.cpp ([kernels]) runs every copy and compares the bytes, and
+// tests/test_cli.cpp blesses every lesson under each.
 #pragma once
 
 #include "core/tensor.hpp"
