@@ -85,6 +85,20 @@ ATTN_ALWAYS_INLINE void divide(const double* x, double divisor, double* out, std
     for (std::size_t j = 0; j < n; ++j) out[j] = x[j] / divisor;
 }
 
+// The sum of n values as eight partial sums (entry j goes to sum j mod 8), joined pairwise, then the
+// rest in order: added one by one, each addition would wait for the previous one; eight sums make
+// one or two vector additions per eight entries, and the same numbers whatever the vector width.
+ATTN_ALWAYS_INLINE double eight_lane_sum(const double* x, std::size_t n) {
+    double partial[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    std::size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (std::size_t lane = 0; lane < 8; ++lane) partial[lane] += x[j + lane];
+    double total = ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
+                   ((partial[4] + partial[5]) + (partial[6] + partial[7]));
+    for (; j < n; ++j) total += x[j];
+    return total;
+}
+
 ATTN_ALWAYS_INLINE void exp_body(const double* x, double* out, std::size_t n) {
     // clamped first, in a loop of its own: with the comparisons in the loop of the exp, the
     // compiler would give each side its own copy of the exp and not vectorise it
@@ -115,16 +129,8 @@ ATTN_ALWAYS_INLINE void softmax_body(const double* logits, double* out, std::siz
     for (std::size_t j = 0; j < unmasked; ++j) out[j] = portable::exp_input(logits[j] - largest);
     for (std::size_t j = 0; j < unmasked; ++j) out[j] = portable::exp_of_clamped(out[j]);
     std::fill(out + unmasked, out + n, 0.0);
-    // 3. sum, as eight partial sums (entry j goes to sum j mod 8) then the rest in order: added
-    // one by one, each addition would wait for the previous one; eight sums make one or two vector
-    // additions per eight entries, and the same numbers whatever the vector width.
-    double partial[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    std::size_t j = 0;
-    for (; j + 8 <= unmasked; j += 8)
-        for (std::size_t lane = 0; lane < 8; ++lane) partial[lane] += out[j + lane];
-    double total = ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
-                   ((partial[4] + partial[5]) + (partial[6] + partial[7]));
-    for (; j < unmasked; ++j) total += out[j];
+    // 3. sum (eight_lane_sum)
+    const double total = eight_lane_sum(out, unmasked);
     // 4. normalise: divided, not multiplied by a rounded 1 / total, which would round twice
     divide(out, total, out, n);
 }
@@ -252,13 +258,7 @@ ATTN_ALWAYS_INLINE double online_softmax_row_body(double* s, std::size_t n, doub
     const double factor = running_max == minus_inf ? 0.0 : portable::exp(running_max - largest);
     for (std::size_t j = 0; j < n; ++j) s[j] = portable::exp_input(s[j] - largest);
     for (std::size_t j = 0; j < n; ++j) s[j] = portable::exp_of_clamped(s[j]);
-    double partial[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    std::size_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        for (std::size_t lane = 0; lane < 8; ++lane) partial[lane] += s[j + lane];
-    double total = ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
-                   ((partial[4] + partial[5]) + (partial[6] + partial[7]));
-    for (; j < n; ++j) total += s[j];
+    const double total = eight_lane_sum(s, n);
     running_sum = running_sum * factor + total;
     running_max = largest;
     return has_nan ? std::numeric_limits<double>::quiet_NaN() : factor;
