@@ -476,9 +476,6 @@ Vec aimed_positions() {
     return aim;
 }
 
-// A vector as a d x 1 matrix.
-Mat as_column(const Vec& v) { return xt::eval(xt::view(v, xt::all(), xt::newaxis())); }
-
 // How many queries' windows leave out their partner (0 when every window holds it).
 double partners_missed(const Mat& window) {
     double missed = 0.0;
@@ -535,7 +532,7 @@ void record_aimed(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_p, cons
                  partner_weights({nn::local_p_weights(nn::dot_scores(Q, K), drawn.p, D), a_aimed}), target_sentence,
                  {"drawn", "aimed"});
     trace.check("v_p^T tanh(W_p q_t) equals the aimed logit (to 256 eps |v_p| max_t |tanh(W_p q_t)|)",
-                max_abs_difference(nn::matmul(hidden, as_column(v_p), "tanh(Q W_p^T) v_p"), logits),
+                max_abs_difference(nn::matmul(hidden, nn::transposed(as_row(v_p)), "tanh(Q W_p^T) v_p"), logits),
                 solve_tolerance(v_map, hidden));
     trace.check("every aimed window holds its partner", partners_missed(nn::local_window(p, S, D)), 0.0);
 }

@@ -1,5 +1,5 @@
-// Helpers shared by the test programs: running a built binary, reading a file whole, and
-// finding a tensor a lesson recorded.
+// Helpers shared by the test programs: running a built binary, reading a file whole, finding a
+// tensor a lesson recorded, and listing the checks of a lesson that fail.
 #pragma once
 
 #include "core/trace.hpp"
@@ -72,6 +72,17 @@ inline const TensorRecord& recorded(const Trace& trace, const std::string& step,
         if (t.name == name) found = &t;
     REQUIRE(found != nullptr);
     return *found;
+}
+
+// The claims of the checks that fail, one per line with its step, error and tolerance ("" when all hold).
+inline std::string failed_checks(const Trace& trace) {
+    std::ostringstream out;
+    for (const auto& s : trace.steps())
+        for (const auto& c : s.checks)
+            if (!c.holds)
+                out << "    [" << s.id << "] " << c.claim << ": error " << c.max_abs_error << " > tolerance "
+                    << c.tolerance << "\n";
+    return out.str();
 }
 
 }  // namespace attn::test

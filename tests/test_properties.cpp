@@ -10,6 +10,7 @@
 #include "core/rng.hpp"
 #include "core/settings.hpp"
 #include "run.hpp"
+#include "support.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -103,17 +104,6 @@ std::string replay_command(const Lesson& lesson, std::uint64_t seed, const std::
     return out;
 }
 
-// The claims of the checks that fail, one per line ("" when all hold).
-std::string failed_checks(const Trace& trace) {
-    std::string out;
-    for (const auto& s : trace.steps())
-        for (const auto& c : s.checks)
-            if (!c.holds)
-                out += fmt::format("    [{}] {}: error {:.3g} > tolerance {:.3g}\n", s.id, c.claim, c.max_abs_error,
-                                   c.tolerance);
-    return out;
-}
-
 struct Budget {
     long long draws;   // how many draws at most
     double seconds;    // stop drawing once the draws so far took this long (0: no time budget)
@@ -179,7 +169,7 @@ void run_draws(const Lesson& lesson) {
         const double began = elapsed();
         try {
             const Trace trace = run_lesson(lesson, config);
-            if (const std::string failed = failed_checks(trace); !failed.empty())
+            if (const std::string failed = attn::test::failed_checks(trace); !failed.empty())
                 failures.push_back(fmt::format("  {}\n{}", replay, failed));
             for (const auto& step : trace.steps())
                 for (const auto& c : step.checks)

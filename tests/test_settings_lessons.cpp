@@ -6,6 +6,7 @@
 // checked. tests/test_properties.cpp runs every lesson at random settings within the ranges.)
 #include "core/settings.hpp"
 #include "run.hpp"
+#include "support.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -66,17 +67,6 @@ bool too_slow(const Lesson& lesson, const std::string& key, long long value) {
     return false;
 }
 
-// The claims of the checks that fail, one per line ("" when all hold).
-std::string failed_checks(const Trace& trace) {
-    std::string out;
-    for (const auto& s : trace.steps())
-        for (const auto& c : s.checks)
-            if (!c.holds)
-                out += fmt::format("  {}: {} (error {:.3g} > tolerance {:.3g})\n", s.id, c.claim, c.max_abs_error,
-                                   c.tolerance);
-    return out;
-}
-
 std::string error_of_configure(const Lesson& lesson, const std::vector<Setting>& settings) {
     try {
         configure(lesson, lesson.defaults.seed, settings);
@@ -105,7 +95,7 @@ TEST_CASE("every parameter of lessons 1-6 runs at both ends of its range, all ch
                 const auto began = std::chrono::steady_clock::now();
                 try {
                     const Trace trace = run_lesson(lesson, configure(lesson, lesson.defaults.seed, settings));
-                    const std::string failed = failed_checks(trace);
+                    const std::string failed = attn::test::failed_checks(trace);
                     INFO("failed identity checks:\n" << failed);
                     CHECK(failed.empty());
                 } catch (const std::exception& e) {
