@@ -6,6 +6,7 @@
 #include "support.hpp"
 
 #include "core/rng.hpp"
+#include "nn/reductions.hpp"
 #include "nn/activations.hpp"
 #include "nn/attention.hpp"
 #include "nn/linalg.hpp"
@@ -85,9 +86,8 @@ Mat one_column_per_query(const Mat& per_query_rows) { return nn::transposed(per_
 Mat keys_of_equal_length(Rng& rng, std::size_t count, std::size_t d) {
     Mat K = rng.normal_mat(count, d);
     for (std::size_t s = 0; s < count; ++s) {
-        auto key = xt::row(K, static_cast<std::ptrdiff_t>(s));
-        const double length = std::sqrt(xt::sum(key * key)());
-        key *= std::sqrt(as_double(d)) / length;
+        const Vec key = nn::row_of(K, s);
+        nn::set_row(K, s, key * (std::sqrt(as_double(d)) / nn::norm_of(key)));
     }
     return K;
 }
@@ -101,7 +101,7 @@ Vec partner_positions() {
 Mat planted_queries(Rng& rng, const Mat& K) {
     Mat Q = rng.normal_mat(partner_position.size(), K.shape(1), query_noise);
     for (std::size_t t = 0; t < partner_position.size(); ++t)
-        xt::row(Q, static_cast<std::ptrdiff_t>(t)) += xt::row(K, static_cast<std::ptrdiff_t>(partner_position[t] - 1));
+        nn::set_row(Q, t, nn::row_of(Q, t) + nn::row_of(K, partner_position[t] - 1));
     return Q;
 }
 
@@ -138,7 +138,7 @@ Mat attentional_states_by_parts(const Mat& C, const Mat& H, const Mat& W_c1, con
 }
 
 double sample_variance(const Vec& x) {
-    const double mean = xt::sum(x)() / as_double(x.size());
+    const double mean = nn::sum_of(x) / as_double(x.size());
     double total = 0.0;
     for (const double v : x) total += (v - mean) * (v - mean);
     return total / as_double(x.size() - 1);
@@ -152,8 +152,8 @@ Mat measure_dot_variance(Rng& rng, std::size_t pairs) {
     for (std::size_t w = 0; w < demo_widths.size(); ++w) {
         const std::size_t d = demo_widths[w];
         const Mat Q = rng.normal_mat(pairs, d), K = rng.normal_mat(pairs, d);
-        const Vec dots = xt::sum(Q * K, {1});
-        const Vec lengths = xt::sqrt(xt::sum(K * K, {1}));
+        const Vec dots = nn::row_sums(Q * K);
+        const Vec lengths = xt::sqrt(nn::row_sums(K * K));
         const Vec by_root_length = dots / xt::sqrt(lengths);
         table(w, 0) = sample_variance(dots);
         table(w, 1) = table(w, 0) / as_double(d);
@@ -183,22 +183,21 @@ struct SaturationDemo {
 // entries): the largest weight of softmax(q.k) and of softmax(q.k / sqrt(d)), then |J|_F for each.
 SaturationDemo measure_saturation(Rng& rng, std::size_t queries, std::size_t keys) {
     const std::size_t measures = 4;
-    SaturationDemo demo{xt::zeros<double>({demo_widths.size(), measures}),
-                        xt::zeros<double>({demo_widths.size(), measures})};
+    SaturationDemo demo{nn::zeros(demo_widths.size(), measures), nn::zeros(demo_widths.size(), measures)};
     for (std::size_t w = 0; w < demo_widths.size(); ++w) {
         Mat samples = xt::empty<double>({queries, measures});
         for (std::size_t r = 0; r < queries; ++r) {
             const Mat q = rng.normal_mat(1, demo_widths[w]), K = rng.normal_mat(keys, demo_widths[w]);
             const Mat unscaled = nn::softmax_rows(nn::dot_scores(q, K));
             const Mat scaled = nn::softmax_rows(nn::scaled_dot_scores(q, K));
-            samples(r, 0) = xt::amax(unscaled)();
-            samples(r, 1) = xt::amax(scaled)();
+            samples(r, 0) = nn::max_of(unscaled);
+            samples(r, 1) = nn::max_of(scaled);
             samples(r, 2) = softmax_jacobian_norm(unscaled);
             samples(r, 3) = softmax_jacobian_norm(scaled);
         }
         for (std::size_t m = 0; m < measures; ++m) {
-            const Vec column = xt::col(samples, static_cast<std::ptrdiff_t>(m));
-            demo.means(w, m) = xt::sum(column)() / as_double(queries);
+            const Vec column = nn::column_of(samples, m);
+            demo.means(w, m) = nn::sum_of(column) / as_double(queries);
             demo.standard_errors(w, m) = std::sqrt(sample_variance(column) / as_double(queries));
         }
     }
@@ -214,7 +213,7 @@ double largest_outside_window(const Mat& weights, const Mat& window) {
 
 // Inside the window, the windowed softmax is the global softmax divided by its mass in the window.
 double local_from_global_error(const Mat& local, const Mat& global, const Mat& window, const Mat& gaussian) {
-    const Vec mass_in_window = xt::sum(global * window, {1});
+    const Vec mass_in_window = nn::row_sums(global * window);
     double worst = 0.0;
     for (std::size_t t = 0; t < local.shape(0); ++t)
         for (std::size_t s = 0; s < local.shape(1); ++s)
@@ -225,12 +224,11 @@ double local_from_global_error(const Mat& local, const Mat& global, const Mat& w
 
 // One query position by position: distance s - p_t, global weight, Gaussian, local weight.
 Mat featured_comparison(const Vec& positions, const Mat& global, const Mat& gaussian, const Mat& local) {
-    const auto t = static_cast<std::ptrdiff_t>(featured_query);
     Mat out = xt::empty<double>({global.shape(1), std::size_t{4}});
     for (std::size_t s = 0; s < global.shape(1); ++s) out(s, 0) = as_double(s + 1) - positions(featured_query);
-    xt::col(out, 1) = xt::row(global, t);
-    xt::col(out, 2) = xt::row(gaussian, t);
-    xt::col(out, 3) = xt::row(local, t);
+    nn::set_column(out, 1, nn::row_of(global, featured_query));
+    nn::set_column(out, 2, nn::row_of(gaussian, featured_query));
+    nn::set_column(out, 3, nn::row_of(local, featured_query));
     return out;
 }
 
@@ -334,11 +332,11 @@ void record_variance(Trace& trace, Rng& rng, std::size_t pairs) {
     const Mat variance = measure_dot_variance(rng, pairs);
     trace.tensor("dot_variance", "sample variances over " + std::to_string(pairs) + " pairs per width", variance,
                  width_labels(), {"var(q.k)", "var(q.k/√d)", "var(q.k/√|k|)"});
-    trace.tensor("variance_growth", "var(q.k), growing in step with d", Vec(xt::col(variance, 0)), width_labels(), {},
+    trace.tensor("variance_growth", "var(q.k), growing in step with d", nn::column_of(variance, 0), width_labels(), {},
                  View::bars);
-    const Vec relative = xt::col(variance, 1);
+    const Vec relative = nn::column_of(variance, 1);
     trace.check("var(q.k) / d = 1 within 4 sqrt(3.5 / pairs)",
-                xt::amax(xt::abs(relative - 1.0))(), 4.0 * std::sqrt(3.5 / as_double(pairs)));
+                nn::max_abs_of(Vec(relative - 1.0)), 4.0 * std::sqrt(3.5 / as_double(pairs)));
 }
 
 // Step [saturation]: the largest softmax weight and the Jacobian's size, unscaled and scaled. The
@@ -362,14 +360,14 @@ void record_saturation(Trace& trace, Rng& rng, std::size_t demo_queries, std::si
                                "at 4 of 150 seeds. With 4 standard errors more, a bound fails by chance less than "
                                "once in 30,000 runs even where the expected value reaches the round number (the "
                                "normal tail beyond 4 standard errors).",
-                               xt::amax(saturation.standard_errors)()));
+                               nn::max_of(saturation.standard_errors)));
     const std::vector<std::string> measures = {"max a", "max a scaled", "|J|", "|J| scaled"};
     trace.tensor("saturation", "means over " + std::to_string(demo_queries) + " queries", saturation.means,
                  width_labels(), measures);
     trace.tensor("saturation_se", "their standard errors: sample std / sqrt(" +
                      std::to_string(demo_queries) + ")", saturation.standard_errors, width_labels(), measures);
-    const Vec largest = xt::col(saturation.means, 0), largest_scaled = xt::col(saturation.means, 1);
-    const Vec jacobian = xt::col(saturation.means, 2), jacobian_scaled = xt::col(saturation.means, 3);
+    const Vec largest = nn::column_of(saturation.means, 0), largest_scaled = nn::column_of(saturation.means, 1);
+    const Vec jacobian = nn::column_of(saturation.means, 2), jacobian_scaled = nn::column_of(saturation.means, 3);
     trace.tensor("largest_weight", "mean max_s a(s), unscaled", largest, width_labels(), {}, View::bars);
     const std::size_t widest = demo_widths.size() - 1;
     // a mean's standard error, and the ratio's from both (to first order)
@@ -382,7 +380,7 @@ void record_saturation(Trace& trace, Rng& rng, std::size_t demo_queries, std::si
     trace.check("unscaled, d = 512: max a within 0.1 + 4 standard errors of 1", 1.0 - largest(widest),
                 0.1 + 4.0 * se(widest, 0));
     trace.check("scaled: max a varies by at most 0.1 (range shown)",
-                xt::amax(largest_scaled)() - xt::amin(largest_scaled)(), 0.1);
+                nn::max_of(largest_scaled) - nn::min_of(largest_scaled), 0.1);
     trace.check("d = 512: |J| / |J| scaled below 1/3 + 4 standard errors (ratio shown)", ratio,
                 1.0 / 3.0 + 4.0 * ratio_se);
 }
@@ -460,7 +458,7 @@ void record_local(Trace& trace, const Mat& Q, const Mat& K, const Mat& a_dot, co
                  featured_comparison(w.p, a_dot, w.gaussian, a_local), keys,
                  {"s - p_t", "global", "gaussian", "local"});
     trace.tensor("local_mass", "sum_s a_t(s), below 1: no renormalising after the Gaussian",
-                 Vec(xt::sum(a_local, {1})), target_sentence);
+                 nn::row_sums(a_local), target_sentence);
     trace.tensor("c_local", "c_t = sum_s a_t(s) k_s over the window", nn::context_vectors(a_local, K),
                  prefixed("c_", target_sentence));
     trace.check("local weights are exactly 0 outside the window", largest_outside_window(a_local, w.window), 0.0);
@@ -521,7 +519,7 @@ void record_aimed(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_p, cons
                         : why_not));
     trace.tensor("aim", "a_t = partner(t) - 1/4", aim, target_sentence);
     if (!why_not.empty()) return;
-    const Vec v_p = xt::row(v_map, 0);
+    const Vec v_p = nn::row_of(v_map, 0);
     trace.tensor("v_p_aimed", "v_p solved: v_p^T tanh(W_p q_t) = log(a_t / (S - a_t))", v_p);
     const Vec p = nn::predicted_positions(Q, W_p, v_p, S);
     trace.tensor("p_aimed", "p_t = S sigmoid(v_p^T tanh(W_p q_t))", p, prefixed("q_", target_sentence));
@@ -576,14 +574,14 @@ void record_local_m(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_a, st
     const Vec positions = nn::monotonic_positions(Q.shape(0));
     const Mat window = nn::local_window(positions, K.shape(0), D);
     trace.check("local-m weights are exactly 0 outside |s - t| <= D", largest_outside_window(a_m, window), 0.0);
-    trace.check("local-m rows sum to 1 (no Gaussian)", max_abs_difference(Vec(xt::sum(a_m, {1})), Vec(xt::ones<double>({Q.shape(0)}))),
+    trace.check("local-m rows sum to 1 (no Gaussian)", max_abs_difference(nn::row_sums(a_m), nn::ones(Q.shape(0))),
                 1e-12);
     // local-p at p_t = t, divided by its Gaussian, is local-m: the two share the windowed softmax
     const Mat via_local_p = nn::local_p_weights(e, positions, D) / nn::gaussian_factors(positions, K.shape(0), D);
     trace.check("local-m = local-p at p_t = t without its Gaussian",
                 max_abs_difference(xt::eval(via_local_p * window), a_m), 1e-12);
     trace.check("location-based rows sum to 1",
-                max_abs_difference(Vec(xt::sum(a_location, {1})), Vec(xt::ones<double>({Q.shape(0)}))), 1e-12);
+                max_abs_difference(nn::row_sums(a_location), nn::ones(Q.shape(0))), 1e-12);
 }
 
 }  // namespace

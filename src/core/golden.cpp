@@ -28,7 +28,7 @@ namespace {
 
 // ---- writing ---------------------------------------------------------------
 
-std::string quoted(const std::string& s) {
+std::string json_quoted(const std::string& s) {
     // replace invalid UTF-8 instead of throwing: a label must never stop a bless
     return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -41,7 +41,7 @@ std::string number_text(double x) {
 
 std::string string_list(const std::vector<std::string>& items) {
     std::string out = "[";
-    for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + quoted(items[i]);
+    for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + json_quoted(items[i]);
     return out + "]";
 }
 
@@ -82,8 +82,8 @@ const char* view_name(View v) {
 void write_tensor(std::ostringstream& out, const TensorRecord& t) {
     const std::string in = "        ";
     out << in << "{\n";
-    out << in << "  \"name\": " << quoted(t.name) << ",\n";
-    out << in << "  \"equation\": " << quoted(t.equation) << ",\n";
+    out << in << "  \"name\": " << json_quoted(t.name) << ",\n";
+    out << in << "  \"equation\": " << json_quoted(t.equation) << ",\n";
     out << in << "  \"shape\": " << shape_list(t.shape()) << ",\n";
     if (!t.rows.empty()) out << in << "  \"rows\": " << string_list(t.rows) << ",\n";
     if (!t.cols.empty()) out << in << "  \"cols\": " << string_list(t.cols) << ",\n";
@@ -97,7 +97,7 @@ void write_tensor(std::ostringstream& out, const TensorRecord& t) {
 }
 
 void write_check(std::ostringstream& out, const CheckRecord& c) {
-    out << "        {\"claim\": " << quoted(c.claim) << ", \"max_abs_error\": " << number_text(c.max_abs_error)
+    out << "        {\"claim\": " << json_quoted(c.claim) << ", \"max_abs_error\": " << number_text(c.max_abs_error)
         << ", \"tolerance\": " << number_text(c.tolerance) << ", \"holds\": " << (c.holds ? "true" : "false")
         << "}";
 }
@@ -341,19 +341,19 @@ std::string to_golden_json(const Trace& trace) {
     out << "{\n";
     out << "  \"format\": \"attn-golden\",\n";
     out << "  \"version\": " << golden_format_version << ",\n";
-    out << "  \"lesson\": " << quoted(trace.lesson()) << ",\n";
+    out << "  \"lesson\": " << json_quoted(trace.lesson()) << ",\n";
     out << "  \"config\": {\"seed\": " << trace.config().seed;
-    for (const auto& [key, value] : trace.config().values) out << ", " << quoted(key) << ": " << value;
+    for (const auto& [key, value] : trace.config().values) out << ", " << json_quoted(key) << ": " << value;
     out << "},\n";
     out << "  \"steps\": [";
     const auto& steps = trace.steps();
     for (std::size_t i = 0; i < steps.size(); ++i) {
         const Step& s = steps[i];
         out << (i ? ",\n" : "\n") << "    {\n";
-        out << "      \"id\": " << quoted(s.id) << ",\n";
-        out << "      \"title\": " << quoted(s.title) << ",\n";
-        out << "      \"equation\": " << quoted(s.equation) << ",\n";
-        out << "      \"explanation\": " << quoted(s.explanation) << ",\n";
+        out << "      \"id\": " << json_quoted(s.id) << ",\n";
+        out << "      \"title\": " << json_quoted(s.title) << ",\n";
+        out << "      \"equation\": " << json_quoted(s.equation) << ",\n";
+        out << "      \"explanation\": " << json_quoted(s.explanation) << ",\n";
         out << "      \"tensors\": [";
         for (std::size_t k = 0; k < s.tensors.size(); ++k) {
             out << (k ? ",\n" : "\n");

@@ -305,7 +305,7 @@ std::string cell_number(double x) {
 }
 
 // The smallest of 1, 2, 5, 10, 20, 50, ... that is at least `needed`: labelled rows easy to count.
-std::size_t nice_step(double needed) {
+std::size_t label_step(double needed) {
     for (std::size_t decade = 1;; decade *= 10)
         for (const std::size_t m : {1, 2, 5})
             if (static_cast<double>(m * decade) >= needed) return m * decade;
@@ -321,7 +321,7 @@ constexpr std::size_t values_up_to = 12;      // rows and columns up to which ce
 constexpr std::size_t tooltips_up_to = 4096;  // cells up to which each carries a <title> tooltip
 const double cos45 = std::sqrt(0.5);
 
-struct Layout {
+struct SvgLayout {
     double cell_w = 0, cell_h = 0, label_size = 12;
     bool values = false, rotated = false;
     std::size_t row_step = 1, col_step = 1;
@@ -331,9 +331,9 @@ struct Layout {
     std::string row_caption, col_caption;
 };
 
-Layout layout_of(const Grid& g, const std::vector<std::string>& notes, const std::vector<std::string>& bar_texts,
+SvgLayout layout_of(const Grid& g, const std::vector<std::string>& notes, const std::vector<std::string>& bar_texts,
                  double title_w, double subtitle_w) {
-    Layout L;
+    SvgLayout L;
     // 1. cells: big enough for their numbers when shown, otherwise a grid about 576 px across
     L.values = g.rows <= values_up_to && g.cols <= values_up_to;
     if (L.values) {
@@ -357,11 +357,11 @@ Layout layout_of(const Grid& g, const std::vector<std::string>& notes, const std
         for (const auto& label : labels) w = std::max(w, text_width(shortened(label, label_limit), L.label_size));
         return w;
     };
-    L.row_step = nice_step((L.label_size + 2) / L.cell_h);
+    L.row_step = label_step((L.label_size + 2) / L.cell_h);
     const double col_label_w = widest_label(g.col_labels);
-    const std::size_t level_step = nice_step((col_label_w + 6) / L.cell_w);
+    const std::size_t level_step = label_step((col_label_w + 6) / L.cell_w);
     // rotated by 45 degrees, neighbouring baselines are cell_w * step * cos45 apart
-    const std::size_t rotated_step = nice_step(1.05 * L.label_size / (L.cell_w * cos45));
+    const std::size_t rotated_step = label_step(1.05 * L.label_size / (L.cell_w * cos45));
     L.rotated = level_step > 1 && rotated_step < level_step;
     L.col_step = L.rotated ? rotated_step : level_step;
     L.row_caption = g.row_caption;
@@ -432,7 +432,7 @@ void write_defs(Out out, const ValueSummary& s) {
     fmt::format_to(out, "</defs>\n");
 }
 
-void write_cells(Out out, const Grid& g, const Layout& L, const ValueSummary& s) {
+void write_cells(Out out, const Grid& g, const SvgLayout& L, const ValueSummary& s) {
     const bool outlined = L.cell_w >= 12 && L.cell_h >= 12;
     const bool tooltips = g.rows * g.cols <= tooltips_up_to;
     fmt::format_to(out, "<g class=\"cells\" shape-rendering=\"crispEdges\"{}>\n",
@@ -478,7 +478,7 @@ std::string label_content(const std::u32string& label) {
     return xml_escaped(shown) + "<title>" + xml_escaped(label) + "</title>";
 }
 
-void write_labels(Out out, const Grid& g, const Layout& L) {
+void write_labels(Out out, const Grid& g, const SvgLayout& L) {
     const double size = L.label_size;
     fmt::format_to(out, "<g class=\"row-labels\" font-size=\"{}\" text-anchor=\"end\" fill=\"#222222\">\n", px(size));
     for (std::size_t r = 0; r < g.rows; r += L.row_step)
@@ -500,7 +500,7 @@ void write_labels(Out out, const Grid& g, const Layout& L) {
     fmt::format_to(out, "</g>\n");
 }
 
-void write_captions(Out out, const Grid& g, const Layout& L) {
+void write_captions(Out out, const Grid& g, const SvgLayout& L) {
     const double grid_w = g.cols * L.cell_w, grid_h = g.rows * L.cell_h;
     const std::string style = fmt::format("font-size=\"{}\" font-style=\"italic\" fill=\"#555555\"", px(caption_size));
     if (!L.col_caption.empty()) {
@@ -519,7 +519,7 @@ void write_captions(Out out, const Grid& g, const Layout& L) {
     }
 }
 
-void write_colour_bar(Out out, const Layout& L, const ValueSummary& s, const std::vector<std::string>& bar_texts,
+void write_colour_bar(Out out, const SvgLayout& L, const ValueSummary& s, const std::vector<std::string>& bar_texts,
                       const std::vector<std::string>& notes) {
     const double x = L.bar_left, top = L.grid_top, h = L.bar_height;
     const double text_x = x + bar_width + 6;
@@ -607,7 +607,7 @@ std::string heatmap_svg(const TensorRecord& t, const std::string& title) {
     if (s.plus_inf) notes.push_back("+∞");
     if (s.nan) notes.push_back("NaN (not a number)");
 
-    const Layout L = layout_of(g, notes, bar_texts, title_w, subtitle_w);
+    const SvgLayout L = layout_of(g, notes, bar_texts, title_w, subtitle_w);
     std::string svg = document_start(L.width, L.height, title);
     const Out out(svg);
     write_defs(out, s);

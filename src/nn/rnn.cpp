@@ -92,17 +92,12 @@ GruRun gru_forward(const GruParams& p, const Mat& X, const Vec& h0) {
     return run;
 }
 
-namespace {
-
-// The rows of X in reverse order; reversing twice gives X back.
 Mat reversed_rows(const Mat& X) {
     Mat out = xt::empty<double>({X.shape(0), X.shape(1)});
     for (std::size_t t = 0; t < X.shape(0); ++t)
         xt::row(out, static_cast<std::ptrdiff_t>(t)) = xt::row(X, static_cast<std::ptrdiff_t>(X.shape(0) - 1 - t));
     return out;
 }
-
-}  // namespace
 
 BiGruRun bigru_forward(const GruParams& fwd, const GruParams& bwd, const Mat& X) {
     check_gru_params(fwd);

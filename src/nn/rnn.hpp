@@ -58,6 +58,9 @@ struct BiGruRun {
     Mat annotations;  // T x (d_fwd + d_bwd), row j: h_j = [h→_j; h←_j]
 };
 
+// The rows of X (T x n) in reverse order; reversing twice gives X back.
+Mat reversed_rows(const Mat& X);
+
 // Runs both GRUs over the rows of X (T x d_in); both must take inputs of width d_in.
 BiGruRun bigru_forward(const GruParams& fwd, const GruParams& bwd, const Mat& X);
 

@@ -5,6 +5,7 @@
 #include "core/portable_math.hpp"
 #include "nn/backward.hpp"
 #include "nn/linalg.hpp"
+#include "nn/reductions.hpp"
 #include "nn/scores.hpp"
 #include "nn/softmax.hpp"
 
@@ -19,15 +20,6 @@ namespace {
 Mat one_row(const Vec& v) {
     Mat out = xt::empty<double>({std::size_t{1}, v.size()});
     std::copy(v.begin(), v.end(), out.begin());
-    return out;
-}
-
-Vec row_of(const Mat& M, std::size_t i) { return xt::row(M, static_cast<std::ptrdiff_t>(i)); }
-
-Mat reversed_rows(const Mat& X) {
-    Mat out = xt::empty<double>({X.shape(0), X.shape(1)});
-    for (std::size_t t = 0; t < X.shape(0); ++t)
-        xt::row(out, static_cast<std::ptrdiff_t>(t)) = xt::row(X, static_cast<std::ptrdiff_t>(X.shape(0) - 1 - t));
     return out;
 }
 

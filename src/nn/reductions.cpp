@@ -1,0 +1,50 @@
+#include "nn/reductions.hpp"
+
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
+
+#include <cmath>
+
+namespace attn::nn {
+
+namespace {
+
+std::ptrdiff_t signed_index(std::size_t i) { return static_cast<std::ptrdiff_t>(i); }
+
+}  // namespace
+
+double sum_of(const Vec& v) { return xt::sum(v)(); }
+double sum_of(const Mat& M) { return xt::sum(M)(); }
+Vec row_sums(const Mat& M) { return xt::sum(M, {1}); }
+Vec column_sums(const Mat& M) { return xt::sum(M, {0}); }
+
+double max_of(const Vec& v) { return xt::amax(v)(); }
+double max_of(const Mat& M) { return xt::amax(M)(); }
+double min_of(const Vec& v) { return xt::amin(v)(); }
+double min_of(const Mat& M) { return xt::amin(M)(); }
+double max_abs_of(const Vec& v) { return xt::amax(xt::abs(v))(); }
+double max_abs_of(const Mat& M) { return xt::amax(xt::abs(M))(); }
+
+double dot(const Vec& a, const Vec& b) {
+    expect_shape("dot: the second vector", b, {a.size()});
+    return xt::sum(a * b)();
+}
+double norm_of(const Vec& v) { return std::sqrt(xt::sum(v * v)()); }
+
+Vec row_of(const Mat& M, std::size_t i) { return xt::row(M, signed_index(i)); }
+Vec column_of(const Mat& M, std::size_t j) { return xt::col(M, signed_index(j)); }
+void set_row(Mat& M, std::size_t i, const Vec& v) {
+    expect_shape("set_row: the row", v, {M.shape(1)});
+    xt::row(M, signed_index(i)) = v;
+}
+void set_column(Mat& M, std::size_t j, const Vec& v) {
+    expect_shape("set_column: the column", v, {M.shape(0)});
+    xt::col(M, signed_index(j)) = v;
+}
+
+Vec zeros(std::size_t n) { return xt::zeros<double>({n}); }
+Mat zeros(std::size_t rows, std::size_t cols) { return xt::zeros<double>({rows, cols}); }
+Vec ones(std::size_t n) { return xt::ones<double>({n}); }
+
+}  // namespace attn::nn
