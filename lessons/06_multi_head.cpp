@@ -5,6 +5,7 @@
 #include "support.hpp"
 
 #include "core/rng.hpp"
+#include "nn/reductions.hpp"
 #include "nn/linalg.hpp"
 #include "nn/multi_head.hpp"
 #include "nn/self_attention.hpp"
@@ -76,12 +77,12 @@ nn::MultiHeadParams draw_params(Rng& rng, std::size_t d_model) {
 
 // W_i^Q = columns [i d_k, (i+1) d_k) of W^Q (i counted from 0 here, from 1 in the text).
 Mat head_columns(const Mat& W, std::size_t i, std::size_t d_k) {
-    return xt::view(W, xt::all(), xt::range(i * d_k, (i + 1) * d_k));
+    return nn::columns_of(W, i * d_k, d_k);
 }
 
 // W_i^O = rows [i d_v, (i+1) d_v) of W^O: the part of W^O that reads head i.
 Mat head_rows(const Mat& W, std::size_t i, std::size_t d_v) {
-    return xt::view(W, xt::range(i * d_v, (i + 1) * d_v), xt::all());
+    return nn::rows_of(W, i * d_v, d_v);
 }
 
 // Multi-head attention as the paper writes it: every head projects X with its own blocks of
@@ -102,7 +103,7 @@ LoopForm heads_one_by_one(const Mat& X, const nn::MultiHeadParams& p, std::size_
         f.K.push_back(nn::matmul(X, head_columns(p.W_K, i, d_k), "X W_i^K"));
         f.V.push_back(nn::matmul(X, head_columns(p.W_V, i, d_k), "X W_i^V"));
         f.heads.push_back(nn::scaled_dot_product_attention(f.Q[i], f.K[i], f.V[i]));
-        xt::view(f.concat, xt::all(), xt::range(i * d_k, (i + 1) * d_k)) = f.heads[i].output;
+        nn::set_columns(f.concat, i * d_k, f.heads[i].output);
     }
     f.output = nn::matmul(f.concat, p.W_O, "Concat(heads) W^O");
     return f;
@@ -150,7 +151,7 @@ double weights_error(const std::vector<nn::AttentionResult>& a, const std::vecto
 // sum_i head_i W_i^O: each head's own contribution to the output, added up.
 Mat sum_of_head_contributions(const LoopForm& f, const Mat& W_O) {
     const std::size_t d_v = f.heads.front().output.shape(1);
-    Mat total = xt::zeros<double>(f.output.shape());
+    Mat total = nn::zeros(f.output.shape(0), f.output.shape(1));
     for (std::size_t i = 0; i < f.heads.size(); ++i)
         total += nn::matmul(f.heads[i].output, head_rows(W_O, i, d_v), "head_i W_i^O");
     return total;
@@ -179,7 +180,7 @@ std::vector<std::string> head_count_labels(const std::vector<std::size_t>& count
 // One row per head count h: d_k, parameters, multiply-adds, softmax entries, each summed head by
 // head from the sizes of that head's own matrices and products.
 Mat cost_by_head_count(std::size_t T, std::size_t d_model, const std::vector<std::size_t>& head_counts) {
-    Mat table = xt::zeros<double>({head_counts.size(), std::size_t{4}});
+    Mat table = nn::zeros(head_counts.size(), 4);
     for (std::size_t r = 0; r < head_counts.size(); ++r) {
         const std::size_t h = head_counts[r], d_k = nn::head_width(d_model, h), d_v = d_k;
         table(r, 0) = as_double(d_k);
@@ -195,7 +196,7 @@ Mat cost_by_head_count(std::size_t T, std::size_t d_model, const std::vector<std
 
 // Largest difference between a column of the table and that column's value for one full-width head.
 double column_spread(const Mat& table, std::size_t column, double full_width_value) {
-    return xt::amax(xt::abs(xt::col(table, static_cast<std::ptrdiff_t>(column)) - full_width_value))();
+    return nn::max_abs_of(Vec(nn::column_of(table, column) - full_width_value));
 }
 
 // Largest weight any head gives to a later token (j > t).
@@ -209,7 +210,7 @@ double weight_above_diagonal(const nn::Heads& weights) {
 
 double row_sum_error(const nn::Heads& weights) {
     const Mat sums = xt::sum(weights, {2});
-    return xt::amax(xt::abs(sums - 1.0))();
+    return nn::max_abs_of(Mat(sums - 1.0));
 }
 
 // Replaces the last token's vector and reruns the causal layer: how far does any earlier output move?
@@ -217,10 +218,9 @@ double earlier_outputs_moved(Rng& rng, const Mat& X, const nn::MultiHeadParams& 
                              const Mat& output) {
     const std::size_t T = X.shape(0);
     Mat changed = X;
-    xt::row(changed, -1) = rng.normal_vec(X.shape(1));
+    nn::set_row(changed, T - 1, rng.normal_vec(X.shape(1)));
     const Mat moved = nn::multi_head_attention(changed, changed, p, h, &mask).output;
-    return max_abs_difference(xt::view(moved, xt::range(0, T - 1), xt::all()),
-                              xt::view(output, xt::range(0, T - 1), xt::all()));
+    return max_abs_difference(nn::rows_of(moved, 0, T - 1), nn::rows_of(output, 0, T - 1));
 }
 
 // Step [inputs]: the tokens X and the sizes T, d_model, h and d_k = d_model / h.
@@ -285,7 +285,7 @@ LoopForm record_heads(Trace& trace, const Mat& X, const nn::MultiHeadParams& p, 
     trace.tensor("A_1", "softmax of each row of S_1", first.weights, sentence, sentence, View::heatmap).axes("query word", "key word");
     trace.tensor("head_1", "A_1 V_1", first.output, sentence);
     trace.check("every row of A_1 sums to 1",
-                max_abs_difference(Vec(xt::sum(first.weights, {1})), xt::ones<double>({T})), 1e-12);
+                max_abs_difference(nn::row_sums(first.weights), nn::ones(T)), 1e-12);
 
     trace.step("heads", "The other heads: same recipe, own weights",
                "head_i = Attention(X W_i^Q, X W_i^K, X W_i^V),  i = 1 .. h",
@@ -379,7 +379,7 @@ void record_one_head(Trace& trace, const Mat& X, const nn::MultiHeadParams& p, s
                    "by 1/sqrt({0}), where {1} heads gave it {1} weightings over {2} features each. Splitting "
                    "changes what the layer can express, not its size, as the next step counts.",
                    d_model, h, d_k));
-    trace.tensor("A", "softmax(X W^Q (X W^K)^T / sqrt(d_model))", xt::view(single.weights, 0, xt::all(), xt::all()),
+    trace.tensor("A", "softmax(X W^Q (X W^K)^T / sqrt(d_model))", slice(single.weights, 0),
                  sentence, sentence, View::heatmap).axes("query word", "key word");
     trace.tensor("Y_1", "MultiHead(X) with h = 1", single.output, sentence);
     trace.check("multi-head attention with h = 1 equals Attention(X W^Q, X W^K, X W^V) W^O",
@@ -431,13 +431,13 @@ void record_causal(Trace& trace, Rng& rng, const Mat& X, const nn::MultiHeadPara
     for (std::size_t i = 0; i < h; ++i) {
         const std::string n = std::to_string(i + 1);
         trace.tensor("A_" + n, "softmax(Q_" + n + " K_" + n + "^T / sqrt(d_k) + M)",
-                     xt::view(causal.weights, i, xt::all(), xt::all()), sentence, sentence, View::heatmap).axes("query word", "key word");
+                     slice(causal.weights, i), sentence, sentence, View::heatmap).axes("query word", "key word");
     }
     trace.tensor("Y", "Concat(head_1, ..., head_h) W^O, causal", causal.output, sentence);
     trace.check("every weight above the diagonal is 0, in every head", weight_above_diagonal(causal.weights), 0.0);
     trace.check("every row of every head's weights sums to 1", row_sum_error(causal.weights), 1e-12);
     trace.check("the output of \"kitchen\" is the same as without the mask",
-                max_abs_difference(xt::row(causal.output, -1), xt::row(layer.output, -1)), 1e-12);
+                max_abs_difference(nn::row_of(causal.output, T - 1), nn::row_of(layer.output, T - 1)), 1e-12);
     trace.check("changing \"kitchen\" leaves the outputs of the earlier tokens unchanged",
                 earlier_outputs_moved(rng, X, p, h, mask, causal.output), 1e-12);
 }

@@ -42,6 +42,16 @@ void set_column(Mat& M, std::size_t j, const Vec& v) {
     expect_shape("set_column: the column", v, {M.shape(0)});
     xt::col(M, signed_index(j)) = v;
 }
+Mat rows_of(const Mat& M, std::size_t first, std::size_t count) {
+    return xt::view(M, xt::range(first, first + count), xt::all());
+}
+Mat columns_of(const Mat& M, std::size_t first, std::size_t count) {
+    return xt::view(M, xt::all(), xt::range(first, first + count));
+}
+void set_columns(Mat& M, std::size_t first, const Mat& block) {
+    expect_shape("set_columns: the block", block, {M.shape(0), block.shape(1)});
+    xt::view(M, xt::all(), xt::range(first, first + block.shape(1))) = block;
+}
 
 Vec zeros(std::size_t n) { return xt::zeros<double>({n}); }
 Mat zeros(std::size_t rows, std::size_t cols) { return xt::zeros<double>({rows, cols}); }

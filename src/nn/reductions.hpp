@@ -30,6 +30,9 @@ Vec row_of(const Mat& M, std::size_t i);  // xt::row(M, i), copied
 Vec column_of(const Mat& M, std::size_t j);  // xt::col(M, j), copied
 void set_row(Mat& M, std::size_t i, const Vec& v);  // xt::row(M, i) = v (ShapeError on a wrong length)
 void set_column(Mat& M, std::size_t j, const Vec& v);  // xt::col(M, j) = v
+Mat rows_of(const Mat& M, std::size_t first, std::size_t count);  // xt::view(M, xt::range(first, first + count), xt::all())
+Mat columns_of(const Mat& M, std::size_t first, std::size_t count);  // xt::view(M, xt::all(), xt::range(first, first + count))
+void set_columns(Mat& M, std::size_t first, const Mat& block);  // columns_of(M, first, block's width) = block
 
 Vec zeros(std::size_t n);
 Mat zeros(std::size_t rows, std::size_t cols);
