@@ -10,6 +10,7 @@
 #include "core/rng.hpp"
 #include "nn/attention.hpp"
 #include "nn/linalg.hpp"
+#include "nn/reductions.hpp"
 #include "nn/rnn.hpp"
 #include "nn/scores.hpp"
 #include "nn/softmax.hpp"
@@ -90,7 +91,7 @@ Mat planned_keys() { return key_height * xt::eye<double>(source_sentence.size())
 std::vector<std::size_t> planned_sources(const Mat& Q_plan) {
     std::vector<std::size_t> out;
     for (std::size_t i = 0; i < Q_plan.shape(0); ++i) {
-        const auto row = xt::row(Q_plan, static_cast<std::ptrdiff_t>(i));
+        const Vec row = nn::row_of(Q_plan, i);
         out.push_back(static_cast<std::size_t>(std::distance(row.begin(), std::min_element(row.begin(), row.end()))));
     }
     return out;
@@ -120,7 +121,7 @@ struct ScoreParts {
 
 ScoreParts scores_from_projections(const Vec& query, const Mat& keys, const Vec& v) {
     const std::size_t T_x = keys.shape(0), d_a = keys.shape(1);
-    ScoreParts parts{query, keys, xt::empty<double>({T_x, d_a}), xt::zeros<double>({T_x})};
+    ScoreParts parts{query, keys, xt::empty<double>({T_x, d_a}), nn::zeros(T_x)};
     for (std::size_t j = 0; j < T_x; ++j)
         for (std::size_t a = 0; a < d_a; ++a) {
             parts.hidden(j, a) = portable::tanh(query(a) + keys(j, a));
@@ -132,17 +133,14 @@ ScoreParts scores_from_projections(const Vec& query, const Mat& keys, const Vec&
 // e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j) for one decoder step, one annotation at a time.
 ScoreParts scores_by_hand(const Vec& s_prev, const Mat& H, const AlignmentModel& m) {
     Mat keys = xt::empty<double>({H.shape(0), m.U_a.shape(0)});
-    for (std::size_t j = 0; j < H.shape(0); ++j) {
-        const auto r = static_cast<std::ptrdiff_t>(j);
-        xt::row(keys, r) = nn::matvec(m.U_a, xt::row(H, r), "U_a h_j");
-    }
+    for (std::size_t j = 0; j < H.shape(0); ++j) nn::set_row(keys, j, nn::matvec(m.U_a, nn::row_of(H, j), "U_a h_j"));
     return scores_from_projections(nn::matvec(m.W_a, s_prev, "W_a s_{i-1}"), keys, m.v_a);
 }
 
 Vec concatenated(const Vec& a, const Vec& b) {
     Vec out = xt::empty<double>({a.size() + b.size()});
-    xt::view(out, xt::range(0, a.size())) = a;
-    xt::view(out, xt::range(a.size(), a.size() + b.size())) = b;
+    std::copy(a.begin(), a.end(), out.begin());
+    std::copy(b.begin(), b.end(), out.begin() + static_cast<std::ptrdiff_t>(a.size()));
     return out;
 }
 
@@ -169,18 +167,17 @@ DecoderRun decode(const nn::GruParams& decoder, const Vec& s0, const Mat& Y_in, 
                    xt::empty<double>({T_y, n})};
     Vec s = s0;
     for (std::size_t i = 0; i < T_y; ++i) {
-        const auto r = static_cast<std::ptrdiff_t>(i);
         const Vec e = score(i, s);
         const Vec alpha = nn::softmax(e);
         const Vec c = weighted_sum(alpha, H);
-        const Vec input = concatenated(xt::row(Y_in, r), c);
-        xt::row(run.queries, r) = s;
-        xt::row(run.scores, r) = e;
-        xt::row(run.weights, r) = alpha;
-        xt::row(run.contexts, r) = c;
-        xt::row(run.inputs, r) = input;
+        const Vec input = concatenated(nn::row_of(Y_in, i), c);
+        nn::set_row(run.queries, i, s);
+        nn::set_row(run.scores, i, e);
+        nn::set_row(run.weights, i, alpha);
+        nn::set_row(run.contexts, i, c);
+        nn::set_row(run.inputs, i, input);
         s = nn::gru_step(decoder, input, s).state;
-        xt::row(run.states, r) = s;
+        nn::set_row(run.states, i, s);
     }
     return run;
 }
@@ -191,7 +188,7 @@ DecoderRun decode(const nn::GruParams& decoder, const Vec& s0, const Mat& Y_in, 
 AlignmentModel build_alignment_model(const nn::GruParams& decoder, const Vec& s0, const Mat& Y_in, const Mat& H,
                                      const Mat& Q_plan, const Mat& K_plan, const Vec& v_a) {
     const DecoderRun planned = decode(decoder, s0, Y_in, H, [&](std::size_t i, const Vec&) {
-        return scores_from_projections(xt::row(Q_plan, static_cast<std::ptrdiff_t>(i)), K_plan, v_a).scores;
+        return scores_from_projections(nn::row_of(Q_plan, i), K_plan, v_a).scores;
     });
     return {nn::linear_map_sending(planned.queries, Q_plan), nn::linear_map_sending(H, K_plan), v_a};
 }
@@ -200,14 +197,14 @@ AlignmentModel build_alignment_model(const nn::GruParams& decoder, const Vec& s0
 Mat joined_weights(const AlignmentModel& m) {
     const std::size_t n = m.W_a.shape(1), width = m.U_a.shape(1);
     Mat W = xt::empty<double>({m.W_a.shape(0), n + width});
-    xt::view(W, xt::all(), xt::range(0, n)) = m.W_a;
-    xt::view(W, xt::all(), xt::range(n, n + width)) = m.U_a;
+    nn::set_columns(W, 0, m.W_a);
+    nn::set_columns(W, n, m.U_a);
     return W;
 }
 
 // 0 when the largest weight of row i sits in column `expected`, 1 otherwise.
 double misaligned(const Mat& alpha, std::size_t i, std::size_t expected) {
-    const auto row = xt::row(alpha, static_cast<std::ptrdiff_t>(i));
+    const Vec row = nn::row_of(alpha, i);
     const auto best = std::distance(row.begin(), std::max_element(row.begin(), row.end()));
     return static_cast<std::size_t>(best) == expected ? 0.0 : 1.0;
 }
@@ -270,7 +267,7 @@ nn::BiGruRun record_encoder(Trace& trace, const GruNames& fwd, const StackedGru&
 // Step [decoder-start]: the decoder's weights and s_0 = tanh(W_s h←_1), the state it starts from.
 Vec record_decoder_start(Trace& trace, const GruNames& dec, const StackedGru& decoder, const Mat& W_s,
                          const nn::BiGruRun& encoder) {
-    const Vec s0 = nn::tanh_each(nn::matvec(W_s, xt::row(encoder.backward.states, 0), "W_s h←_1"));
+    const Vec s0 = nn::tanh_each(nn::matvec(W_s, nn::row_of(encoder.backward.states, 0), "W_s h←_1"));
     trace.step("decoder-start", "The decoder and the state it starts from",
                "s_0 = tanh(W_s h←_1),  s_i = GRU([y_{i-1}; c_i], s_{i-1})",
                "The decoder is a GRU of width n whose input is the previous target word next to a context "
@@ -341,9 +338,9 @@ void record_first_word(Trace& trace, const DecoderRun& run, const Vec& s0, const
     trace.tensor("K", "row j: U_a h_j", first.keys, source_sentence, feature_names);
     trace.tensor("tanh_1", "row j: tanh(W_a s_0 + U_a h_j)", first.hidden, source_sentence, feature_names);
     trace.tensor("e_1", "e_1j = v_a . tanh(W_a s_0 + U_a h_j)", first.scores, source_sentence);
-    trace.tensor("alpha_1", "alpha_1j = exp(e_1j) / sum_k exp(e_1k)", xt::row(run.weights, 0), source_sentence, {},
+    trace.tensor("alpha_1", "alpha_1j = exp(e_1j) / sum_k exp(e_1k)", nn::row_of(run.weights, 0), source_sentence, {},
                  View::bars);
-    trace.tensor("c_1", "c_1 = sum_j alpha_1j h_j", xt::row(run.contexts, 0));
+    trace.tensor("c_1", "c_1 = sum_j alpha_1j h_j", nn::row_of(run.contexts, 0));
     trace.tensor("W", "W = [W_a U_a],  d_a x (n + 2u)", W_joined, feature_names);
     trace.check("the concat form v_a^T tanh(W [s_0; h_j]) equals the split form v_a^T tanh(W_a s_0 + U_a h_j)",
                 max_abs_difference(nn::concat_scores(as_row(s0), H, W_joined, model.v_a), as_row(first.scores)),
@@ -364,7 +361,7 @@ void record_decoder(Trace& trace, const DecoderRun& run, const AlignmentModel& m
                "must be large, about |Q_plan| / sigma_min, and rounding in the solve and in W_a s_{i-1} grows "
                "with it, to about n eps |W_a| |s_{i-1}| per entry; the real run feeds that once more through the "
                "decoder. The check allows 256 eps |W_a|_F max |s_{i-1}|: " + fmt::format("{:.3g}", solve_tolerance(model.W_a, run.queries)) +
-               " here, with |W_a|_F = " + fmt::format("{:.3g}", std::sqrt(xt::sum(model.W_a * model.W_a)())) + ".");
+               " here, with |W_a|_F = " + fmt::format("{:.3g}", std::sqrt(nn::sum_of(Mat(model.W_a * model.W_a)))) + ".");
     trace.tensor("D_in", "row i: [y_{i-1}; c_i]", run.inputs,
                  std::vector<std::string>{"<sos> ; c_1", "लाइट ; c_2", "बंद ; c_3"});
     trace.tensor("S", "s_i = GRU([y_{i-1}; c_i], s_{i-1})", run.states, numbered("s_", 1, target_sentence.size()));
@@ -397,7 +394,7 @@ Mat record_weights(Trace& trace, const Mat& E, const Mat& Q_plan) {
     const std::size_t T_y = target_sentence.size();
     const std::vector<std::size_t> planned_source = planned_sources(Q_plan);
     const Mat alpha = nn::softmax_rows(E);
-    const Vec row_sums = xt::sum(alpha, {1});
+    const Vec row_sums = nn::row_sums(alpha);
     trace.step("weights", "Attention weights: the alignment", "alpha_ij = exp(e_ij) / sum_k exp(e_ik)",
                "Softmax along each row turns scores into weights: positive, summing to 1 per target word. "
                "Adding one number to a whole row of E changes nothing, so only differences within a row "
@@ -409,7 +406,7 @@ Mat record_weights(Trace& trace, const Mat& E, const Mat& Q_plan) {
     trace.tensor("alpha", "alpha = softmax(E) along each row", alpha, target_sentence, source_sentence,
                  View::heatmap).axes("target word", "source word");
     trace.check("no attention weight is negative", negativity(alpha), 0.0);
-    trace.check("every row of alpha sums to 1", max_abs_difference(row_sums, xt::ones<double>({T_y})), 1e-12);
+    trace.check("every row of alpha sums to 1", max_abs_difference(row_sums, nn::ones(T_y)), 1e-12);
     for (std::size_t i = 0; i < T_y; ++i)
         trace.check(target_sentence[i] + " gives its largest weight to \"" + source_sentence[planned_source[i]] +
                         "\"",
@@ -462,10 +459,10 @@ double partner_mass(const Mat& alpha, std::size_t i) {
 
 // Step [many-to-one]: one target word aligned to four source words at once.
 void record_many_to_one(Trace& trace, const Mat& K_pie, const Mat& Q_pie, double v_entry) {
-    const Mat E = nn::additive_scores_projected(Q_pie, K_pie, Vec(v_entry * xt::ones<double>({K_pie.shape(1)})));
+    const Mat E = nn::additive_scores_projected(Q_pie, K_pie, Vec(v_entry * nn::ones(K_pie.shape(1))));
     const Mat alpha = nn::softmax_rows(E);
     const std::size_t last = pie_target.size() - 1;
-    const auto last_row = xt::row(alpha, static_cast<std::ptrdiff_t>(last));
+    const Vec last_row = nn::row_of(alpha, last);
     const double largest = *std::max_element(last_row.begin(), last_row.end());
     trace.step("many-to-one", "Many source words, one target word",
                "alpha_ij = softmax_j(v^T tanh(q_i + k_j)),  entarté: q opens hit, with, a, pie",
@@ -489,7 +486,7 @@ void record_many_to_one(Trace& trace, const Mat& K_pie, const Mat& Q_pie, double
     trace.tensor("E_pie", "e_ij = v^T tanh(q_i + k_j)", E, pie_target, pie_source);
     trace.tensor("alpha_pie", "softmax of E_pie along each row", alpha, pie_target, pie_source, View::heatmap).axes("French word", "English word");
     trace.check("every row of alpha_pie sums to 1",
-                max_abs_difference(Vec(xt::sum(alpha, {1})), Vec(xt::ones<double>({pie_target.size()}))), 1e-12);
+                max_abs_difference(nn::row_sums(alpha), nn::ones(pie_target.size())), 1e-12);
     for (std::size_t i = 0; i < last; ++i)
         trace.check(pie_target[i] + " gives its largest weight to \"" + pie_source[pie_partners[i][0]] + "\"",
                     misaligned(alpha, i, pie_partners[i][0]), 0.0);
@@ -518,7 +515,7 @@ void lesson_additive(Trace& trace, const Config& config) {
     // the plan of step [alignment-model] is built by rule, not drawn; it can be replaced too
     const Mat K_plan = trace.input("K_plan", planned_keys());
     const Mat Q_plan = trace.input("Q_plan", planned_queries());
-    const Vec v_a = trace.input("v_a", Vec(score_scale * xt::ones<double>({T_x})));
+    const Vec v_a = trace.input("v_a", Vec(score_scale * nn::ones(T_x)));
 
     record_embeddings(trace, X, Y_in);
     const nn::BiGruRun encoder = record_encoder(trace, fwd, forward, bwd, backward, X);

@@ -6,10 +6,10 @@
 #include "support.hpp"
 
 #include "core/rng.hpp"
-#include "nn/reductions.hpp"
 #include "nn/activations.hpp"
 #include "nn/attention.hpp"
 #include "nn/linalg.hpp"
+#include "nn/reductions.hpp"
 #include "nn/scores.hpp"
 #include "nn/softmax.hpp"
 

@@ -5,9 +5,9 @@
 #include "support.hpp"
 
 #include "core/rng.hpp"
-#include "nn/reductions.hpp"
 #include "nn/linalg.hpp"
 #include "nn/multi_head.hpp"
+#include "nn/reductions.hpp"
 #include "nn/self_attention.hpp"
 
 #include <fmt/format.h>
