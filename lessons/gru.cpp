@@ -2,7 +2,7 @@
 
 #include "support.hpp"
 
-#include <xtensor/xview.hpp>
+#include "nn/reductions.hpp"
 
 #include <cmath>
 
@@ -15,7 +15,7 @@ GruInit fan_in_init(GruInit::Order order, std::size_t d_in, std::size_t d, doubl
 namespace {
 
 Vec draw_bias(Rng& rng, std::size_t n, double scale) {
-    return scale > 0.0 ? rng.normal_vec(n, scale) : Vec(xt::zeros<double>({n}));
+    return scale > 0.0 ? rng.normal_vec(n, scale) : nn::zeros(n);
 }
 
 }  // namespace
@@ -44,25 +44,24 @@ nn::GruParams draw_gru(Rng& rng, std::size_t d_in, std::size_t d, const GruInit&
 StackedGru stacked(const nn::GruParams& p) {
     const std::size_t d = p.hidden_width(), d_in = p.input_width();
     StackedGru g{xt::empty<double>({3 * d, d_in}), xt::empty<double>({3 * d, d}), xt::empty<double>({3 * d})};
-    const auto block = [d](std::size_t k) { return xt::range(k * d, (k + 1) * d); };
-    xt::view(g.W, block(0), xt::all()) = p.W_z;
-    xt::view(g.W, block(1), xt::all()) = p.W_r;
-    xt::view(g.W, block(2), xt::all()) = p.W_h;
-    xt::view(g.U, block(0), xt::all()) = p.U_z;
-    xt::view(g.U, block(1), xt::all()) = p.U_r;
-    xt::view(g.U, block(2), xt::all()) = p.U_h;
-    xt::view(g.b, block(0)) = p.b_z;
-    xt::view(g.b, block(1)) = p.b_r;
-    xt::view(g.b, block(2)) = p.b_h;
+    nn::set_rows(g.W, 0, p.W_z);
+    nn::set_rows(g.W, d, p.W_r);
+    nn::set_rows(g.W, 2 * d, p.W_h);
+    nn::set_rows(g.U, 0, p.U_z);
+    nn::set_rows(g.U, d, p.U_r);
+    nn::set_rows(g.U, 2 * d, p.U_h);
+    nn::set_entries(g.b, 0, p.b_z);
+    nn::set_entries(g.b, d, p.b_r);
+    nn::set_entries(g.b, 2 * d, p.b_h);
     return g;
 }
 
 nn::GruParams unstacked(const StackedGru& g) {
     const std::size_t d = g.U.shape(1);
-    const auto block = [d](std::size_t k) { return xt::range(k * d, (k + 1) * d); };
-    return {xt::view(g.W, block(0), xt::all()), xt::view(g.U, block(0), xt::all()), xt::view(g.b, block(0)),
-            xt::view(g.W, block(1), xt::all()), xt::view(g.U, block(1), xt::all()), xt::view(g.b, block(1)),
-            xt::view(g.W, block(2), xt::all()), xt::view(g.U, block(2), xt::all()), xt::view(g.b, block(2))};
+    const auto W = [&](std::size_t k) { return nn::rows_of(g.W, k * d, d); };
+    const auto U = [&](std::size_t k) { return nn::rows_of(g.U, k * d, d); };
+    const auto b = [&](std::size_t k) { return nn::entries_of(g.b, k * d, d); };
+    return {W(0), U(0), b(0), W(1), U(1), b(1), W(2), U(2), b(2)};
 }
 
 GruNames gru_names(const std::string& which, const std::string& input) {

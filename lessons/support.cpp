@@ -1,5 +1,7 @@
 #include "support.hpp"
 
+#include "nn/reductions.hpp"
+
 #include <xtensor/xsort.hpp>
 #include <xtensor/xview.hpp>
 
@@ -24,8 +26,8 @@ std::vector<std::string> prefixed(const std::string& prefix, const std::vector<s
 Mat as_row(const Vec& v) { return xt::eval(xt::view(v, xt::newaxis(), xt::all())); }
 
 Vec weighted_sum(const Vec& alpha, const Mat& H) {
-    Vec sum = xt::zeros<double>({H.shape(1)});
-    for (std::size_t j = 0; j < H.shape(0); ++j) sum += alpha(j) * xt::row(H, static_cast<std::ptrdiff_t>(j));
+    Vec sum = nn::zeros(H.shape(1));
+    for (std::size_t j = 0; j < H.shape(0); ++j) sum += alpha(j) * nn::row_of(H, j);
     return sum;
 }
 
@@ -37,15 +39,14 @@ double largest_above_diagonal(const Mat& A) {
 }
 
 double solve_tolerance(const Mat& M, const Mat& A) {
-    const double map_norm = std::sqrt(xt::sum(M * M)());
+    const double map_norm = std::sqrt(nn::sum_of(Mat(M * M)));
     double widest = 0.0;
     for (std::size_t r = 0; r < A.shape(0); ++r) {
-        const auto row = xt::row(A, static_cast<std::ptrdiff_t>(r));
-        widest = std::max(widest, std::sqrt(xt::sum(row * row)()));
+        widest = std::max(widest, nn::norm_of(nn::row_of(A, r)));
     }
     return 256.0 * std::numeric_limits<double>::epsilon() * map_norm * widest;
 }
 
-double negativity(const Mat& weights) { return std::max(0.0, -xt::amin(weights)()); }
+double negativity(const Mat& weights) { return std::max(0.0, -nn::min_of(weights)); }
 
 }  // namespace attn

@@ -52,6 +52,14 @@ void set_columns(Mat& M, std::size_t first, const Mat& block) {
     expect_shape("set_columns: the block", block, {M.shape(0), block.shape(1)});
     xt::view(M, xt::all(), xt::range(first, first + block.shape(1))) = block;
 }
+void set_rows(Mat& M, std::size_t first, const Mat& block) {
+    expect_shape("set_rows: the block", block, {block.shape(0), M.shape(1)});
+    xt::view(M, xt::range(first, first + block.shape(0)), xt::all()) = block;
+}
+Vec entries_of(const Vec& v, std::size_t first, std::size_t count) { return xt::view(v, xt::range(first, first + count)); }
+void set_entries(Vec& v, std::size_t first, const Vec& part) {
+    xt::view(v, xt::range(first, first + part.size())) = part;
+}
 
 Vec zeros(std::size_t n) { return xt::zeros<double>({n}); }
 Mat zeros(std::size_t rows, std::size_t cols) { return xt::zeros<double>({rows, cols}); }

@@ -1,4 +1,4 @@
-// Sums, extremes, rows and columns of a vector or matrix, as plain functions. Each is the xtensor
+// Sums, extremes, rows, columns and blocks of a vector or matrix, as plain functions. Each is the xtensor
 // expression its comment names, evaluated once here: the lessons call these instead of writing the
 // expressions inline, so that xtensor's reducers and assigners are compiled once, at -O2 in attn_nn,
 // rather than instantiated again in every lesson (issue 13: the lessons' share of a clean build).
@@ -33,6 +33,9 @@ void set_column(Mat& M, std::size_t j, const Vec& v);  // xt::col(M, j) = v
 Mat rows_of(const Mat& M, std::size_t first, std::size_t count);  // xt::view(M, xt::range(first, first + count), xt::all())
 Mat columns_of(const Mat& M, std::size_t first, std::size_t count);  // xt::view(M, xt::all(), xt::range(first, first + count))
 void set_columns(Mat& M, std::size_t first, const Mat& block);  // columns_of(M, first, block's width) = block
+void set_rows(Mat& M, std::size_t first, const Mat& block);  // rows_of(M, first, block's height) = block
+Vec entries_of(const Vec& v, std::size_t first, std::size_t count);  // xt::view(v, xt::range(first, first + count))
+void set_entries(Vec& v, std::size_t first, const Vec& part);  // entries_of(v, first, part's length) = part
 
 Vec zeros(std::size_t n);
 Mat zeros(std::size_t rows, std::size_t cols);
