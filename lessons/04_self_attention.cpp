@@ -11,6 +11,7 @@
 #include "core/rng.hpp"
 #include "nn/linalg.hpp"
 #include "nn/positional.hpp"
+#include "nn/reductions.hpp"
 #include "nn/rnn.hpp"
 #include "nn/self_attention.hpp"
 #include "nn/softmax.hpp"
@@ -18,8 +19,6 @@
 
 #include <fmt/format.h>
 #include <xtensor/xbuilder.hpp>
-#include <xtensor/xmath.hpp>
-#include <xtensor/xview.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -94,14 +93,12 @@ nn::GruParams drawn_gru(Trace& trace, Rng& rng, const std::string& which, std::s
 
 // ---------------------------------------------------------------- structured self-attention
 
-Vec row_sums(const Mat& A) { return xt::sum(A, {1}); }
-
 // Each hop k run alone as the single-vector attention of eq. 5, with w_s2 = row k of W_s2.
 Mat hops_one_at_a_time(const Mat& H, const Mat& W_s1, const Mat& W_s2) {
     Mat A = xt::empty<double>({W_s2.shape(0), H.shape(0)});
     for (std::size_t k = 0; k < W_s2.shape(0); ++k) {
-        const Mat w_s2 = xt::view(W_s2, xt::range(k, k + 1), xt::all());
-        xt::row(A, static_cast<std::ptrdiff_t>(k)) = xt::row(nn::structured_self_attention(H, W_s1, w_s2).weights, 0);
+        const Mat w_s2 = nn::rows_of(W_s2, k, k + 1);
+        nn::set_row(A, k, nn::row_of(nn::structured_self_attention(H, W_s1, w_s2).weights, 0));
     }
     return A;
 }
@@ -121,13 +118,13 @@ double penalty_by_entries(const Mat& A) {
 
 // r identical rows a: A A^T = |a|^2 everywhere, so P = r (|a|^2 - 1)^2 + r (r - 1) |a|^4.
 double penalty_of_repeated_row(const Vec& a, std::size_t r) {
-    const double sq = xt::sum(a * a)(), hops = as_double(r);
+    const double sq = nn::dot(a, a), hops = as_double(r);
     return hops * (sq - 1.0) * (sq - 1.0) + hops * (hops - 1.0) * sq * sq;
 }
 
 Mat repeated_rows(const Vec& a, std::size_t r) {
     Mat A = xt::empty<double>({r, a.size()});
-    for (std::size_t k = 0; k < r; ++k) xt::row(A, static_cast<std::ptrdiff_t>(k)) = a;
+    for (std::size_t k = 0; k < r; ++k) nn::set_row(A, k, a);
     return A;
 }
 
@@ -139,7 +136,7 @@ std::vector<std::size_t> spread_tokens(std::size_t r, std::size_t n) {
 }
 
 Mat one_hot_rows(const std::vector<std::size_t>& tokens, std::size_t n) {
-    Mat A = xt::zeros<double>({tokens.size(), n});
+    Mat A = nn::zeros(tokens.size(), n);
     for (std::size_t k = 0; k < tokens.size(); ++k) A(k, tokens[k]) = 1.0;
     return A;
 }
@@ -177,19 +174,19 @@ nn::AttentionResult self_attend(const Projections& p, const Mat& X, const Mat& m
 // o_i = sum_j softmax_j(q_i . k_j / sqrt(d_k)) v_j, one query at a time.
 Mat attention_by_rows(const QKV& x) {
     const std::size_t n = x.Q.shape(0), d_k = x.Q.shape(1);
-    Mat O = xt::zeros<double>({n, x.V.shape(1)});
+    Mat O = nn::zeros(n, x.V.shape(1));
     for (std::size_t i = 0; i < n; ++i) {
-        Vec scores = xt::zeros<double>({n});
+        Vec scores = nn::zeros(n);
         for (std::size_t j = 0; j < n; ++j)
             for (std::size_t c = 0; c < d_k; ++c) scores(j) += x.Q(i, c) * x.K(j, c) / std::sqrt(as_double(d_k));
-        xt::row(O, static_cast<std::ptrdiff_t>(i)) = weighted_sum(nn::softmax(scores), x.V);
+        nn::set_row(O, i, weighted_sum(nn::softmax(scores), x.V));
     }
     return O;
 }
 
 // How far any coordinate of any output row lies outside the range of that coordinate over the rows of V.
 double outside_value_range(const Mat& O, const Mat& V) {
-    const Vec lowest = xt::amin(V, {0}), highest = xt::amax(V, {0});
+    const Vec lowest = nn::column_minima(V), highest = nn::column_maxima(V);
     double worst = 0.0;
     for (std::size_t i = 0; i < O.shape(0); ++i)
         for (std::size_t c = 0; c < O.shape(1); ++c)
@@ -206,7 +203,7 @@ Mat zeroed_after_softmax(const Mat& scores) {
 }
 
 Mat rows_divided_by_their_sums(const Mat& A) {
-    const Vec sums = row_sums(A);
+    const Vec sums = nn::row_sums(A);
     Mat out = A;
     for (std::size_t i = 0; i < A.shape(0); ++i)
         for (std::size_t j = 0; j < A.shape(1); ++j) out(i, j) /= sums(i);
@@ -216,7 +213,7 @@ Mat rows_divided_by_their_sums(const Mat& A) {
 // Entry i: sum_{j>i} A_ij, the weight row i of the full softmax gives to later tokens, which
 // zeroing after the softmax throws away (0 for the last row, which has no later token).
 Vec future_shares(const Mat& A) {
-    Vec out = xt::zeros<double>({A.shape(0)});
+    Vec out = nn::zeros(A.shape(0));
     for (std::size_t i = 0; i < A.shape(0); ++i)
         for (std::size_t j = i + 1; j < A.shape(1); ++j) out(i) += A(i, j);
     return out;
@@ -239,10 +236,6 @@ double nan_count(const Mat& M) {
     return as_double(static_cast<std::size_t>(count));
 }
 
-Mat rows(const Mat& M, std::size_t first, std::size_t last) {
-    return xt::view(M, xt::range(first, last), xt::all());
-}
-
 // Column 0: how far the causal outputs at positions <= t move when every token after t is
 // replaced by the matching row of X_other; column 1: the same without a mask. One row per t.
 Mat future_token_changes(const Projections& p, const Mat& X, const Mat& X_other) {
@@ -252,10 +245,11 @@ Mat future_token_changes(const Projections& p, const Mat& X, const Mat& X_other)
     Mat changes = xt::empty<double>({n, std::size_t{2}});
     for (std::size_t t = 0; t < n; ++t) {
         Mat changed = X;
-        xt::view(changed, xt::range(t + 1, n), xt::all()) = rows(X_other, t + 1, n);
-        changes(t, 0) = max_abs_difference(rows(self_attend(p, changed, causal).output, 0, t + 1),
-                                           rows(O_causal, 0, t + 1));
-        changes(t, 1) = max_abs_difference(rows(self_attend(p, changed).output, 0, t + 1), rows(O_open, 0, t + 1));
+        nn::set_rows(changed, t + 1, nn::rows_of(X_other, t + 1, n));
+        changes(t, 0) = max_abs_difference(nn::rows_of(self_attend(p, changed, causal).output, 0, t + 1),
+                                           nn::rows_of(O_causal, 0, t + 1));
+        changes(t, 1) = max_abs_difference(nn::rows_of(self_attend(p, changed).output, 0, t + 1),
+                                           nn::rows_of(O_open, 0, t + 1));
     }
     return changes;
 }
@@ -271,7 +265,7 @@ double count_at_most(const Vec& values, double bound) {
 // PE_p . PE_{p+k} = sum_i sin(w_i p) sin(w_i (p + k)) + cos(w_i p) cos(w_i (p + k))
 //                 = sum_i cos(w_i k),  w_i = 1 / 10000^(2i/d): one value per offset k, whatever p.
 Vec encoding_dot_by_offset(std::size_t n, std::size_t d) {
-    Vec out = xt::zeros<double>({n});
+    Vec out = nn::zeros(n);
     for (std::size_t k = 0; k < n; ++k)
         for (std::size_t i = 0; i < d / 2; ++i)
             out(k) += portable::cos(as_double(k) / portable::pow10000(as_double(2 * i) / as_double(d)));
@@ -292,15 +286,14 @@ Mat permutation_mismatch(const Mat& O_reordered, const Mat& O, const Mat& O_reor
     const Mat expected = nn::gather_rows(O, reordering), expected_pos = nn::gather_rows(O_pos, reordering);
     Mat out = xt::empty<double>({O.shape(0), std::size_t{2}});
     for (std::size_t t = 0; t < O.shape(0); ++t) {
-        const auto r = static_cast<std::ptrdiff_t>(t);
-        out(t, 0) = xt::amax(xt::abs(xt::row(O_reordered, r) - xt::row(expected, r)))();
-        out(t, 1) = xt::amax(xt::abs(xt::row(O_reordered_pos, r) - xt::row(expected_pos, r)))();
+        out(t, 0) = nn::max_abs_of(Vec(nn::row_of(O_reordered, t) - nn::row_of(expected, t)));
+        out(t, 1) = nn::max_abs_of(Vec(nn::row_of(O_reordered_pos, t) - nn::row_of(expected_pos, t)));
     }
     return out;
 }
 
 double row_difference(const Mat& M, std::size_t a, std::size_t b) {
-    return max_abs_difference(xt::row(M, static_cast<std::ptrdiff_t>(a)), xt::row(M, static_cast<std::ptrdiff_t>(b)));
+    return max_abs_difference(nn::row_of(M, a), nn::row_of(M, b));
 }
 
 // Step [encoder]: H = (h_1, ..., h_n) from lesson 2's bidirectional GRU.
@@ -324,7 +317,7 @@ Vec record_one_hop(Trace& trace, const Mat& H, const Mat& W_s1, const Vec& w_s2)
     const std::size_t d_a = W_s1.shape(0);
     const auto rows_n = prefixed("", sentence);
     const nn::StructuredAttention one = nn::structured_self_attention(H, W_s1, as_row(w_s2));
-    const Vec a = xt::row(one.weights, 0), m = xt::row(one.embedding, 0);
+    const Vec a = nn::row_of(one.weights, 0), m = nn::row_of(one.embedding, 0);
     trace.step("one-hop", "One attention vector over the sentence",
                "a = softmax(w_s2 tanh(W_s1 H^T)),  m = a H",
                "There is no decoder state to compare with, so the question is a learned vector, w_s2 (Lin et "
@@ -336,10 +329,10 @@ Vec record_one_hop(Trace& trace, const Mat& H, const Mat& W_s1, const Vec& w_s2)
     trace.parameter("W_s1", "first layer, d_a x 2u", W_s1);
     trace.parameter("w_s2", "the question, 1 x d_a", w_s2);
     trace.tensor("F", "tanh(W_s1 H^T): (d_a x 2u)(2u x n) = d_a x n", one.hidden, numbered("f", 1, d_a), sentence);
-    trace.tensor("e", "w_s2 tanh(W_s1 H^T): (1 x d_a)(d_a x n) = 1 x n", xt::row(one.scores, 0), rows_n);
+    trace.tensor("e", "w_s2 tanh(W_s1 H^T): (1 x d_a)(d_a x n) = 1 x n", nn::row_of(one.scores, 0), rows_n);
     trace.tensor("a", "softmax over the n tokens, 1 x n", a, rows_n, {}, View::bars);
     trace.tensor("m", "m = a H: (1 x n)(n x 2u) = 1 x 2u", m);
-    trace.check("a sums to 1", std::abs(xt::sum(a)() - 1.0), 1e-12);
+    trace.check("a sums to 1", std::abs(nn::sum_of(a) - 1.0), 1e-12);
     trace.check("m = a H equals the sum over tokens sum_t a_t h_t", max_abs_difference(m, weighted_sum(a, H)), 1e-12);
     return a;
 }
@@ -361,7 +354,7 @@ Mat record_hops(Trace& trace, const Mat& H, const Mat& W_s1, const Mat& W_s2) {
     trace.tensor("A", "softmax(W_s2 tanh(W_s1 H^T)): (r x d_a)(d_a x n) = r x n", A, numbered("hop ", 1, r), sentence,
                  View::heatmap).axes("hop", "word");
     trace.tensor("M", "M = A H: (r x n)(n x 2u) = r x 2u", hops.embedding, numbered("hop ", 1, r));
-    trace.check("every row of A sums to 1", max_abs_difference(row_sums(A), xt::ones<double>({r})), 1e-12);
+    trace.check("every row of A sums to 1", max_abs_difference(nn::row_sums(A), nn::ones(r)), 1e-12);
     trace.check("row k of A equals eq. 5 run alone with w_s2 = row k of W_s2",
                 max_abs_difference(A, hops_one_at_a_time(H, W_s1, W_s2)), 1e-12);
     return A;
@@ -436,7 +429,7 @@ SelfAttention record_self_attention(Trace& trace, const Projections& proj, const
     trace.tensor("A_self", "A = softmax of each row of S", att.weights, rows_n, sentence, View::heatmap).axes("query word", "key word");
     trace.tensor("O", "O = A V: (n x n)(n x d_k) = n x d_k", att.output, rows_n);
     trace.check("no weight is negative", negativity(att.weights), 0.0);
-    trace.check("every row of A sums to 1", max_abs_difference(row_sums(att.weights), xt::ones<double>({n})), 1e-12);
+    trace.check("every row of A sums to 1", max_abs_difference(nn::row_sums(att.weights), nn::ones(n)), 1e-12);
     trace.check("the loop o_i = sum_j softmax_j(q_i . k_j / sqrt(d_k)) v_j equals O",
                 max_abs_difference(attention_by_rows(x), att.output), 1e-12);
     trace.check("every o_i lies within the range of the v_j, coordinate by coordinate",
@@ -464,10 +457,10 @@ nn::AttentionResult record_causal(Trace& trace, const QKV& x) {
     trace.tensor("A_causal", "softmax of each row of S + M", masked.weights, rows_n, sentence, View::heatmap).axes("query word", "key word");
     trace.tensor("O_causal", "A_causal V", masked.output, rows_n);
     trace.check("every weight above the diagonal is exactly 0", largest_above_diagonal(masked.weights), 0.0);
-    trace.check("every row of A_causal sums to 1", max_abs_difference(row_sums(masked.weights), xt::ones<double>({n})),
+    trace.check("every row of A_causal sums to 1", max_abs_difference(nn::row_sums(masked.weights), nn::ones(n)),
                 1e-12);
     trace.check("the first output is the first value: o_1 = v_1",
-                max_abs_difference(xt::row(masked.output, 0), xt::row(x.V, 0)), 1e-12);
+                max_abs_difference(nn::row_of(masked.output, 0), nn::row_of(x.V, 0)), 1e-12);
     return masked;
 }
 
@@ -475,7 +468,7 @@ nn::AttentionResult record_causal(Trace& trace, const QKV& x) {
 void record_wrong_way(Trace& trace, const nn::AttentionResult& att, const nn::AttentionResult& masked) {
     const auto rows_n = prefixed("", sentence);
     const Mat A_zeroed = zeroed_after_softmax(att.scores);
-    const Vec zeroed_sums = row_sums(A_zeroed);
+    const Vec zeroed_sums = nn::row_sums(A_zeroed);
     const Vec lost = future_shares(att.weights);
     const std::size_t least = least_lost_row(lost), n = lost.size();
     trace.step("wrong-way", "The wrong way: zeroing after the softmax",
@@ -496,7 +489,7 @@ void record_wrong_way(Trace& trace, const nn::AttentionResult& att, const nn::At
     trace.tensor("row_sums", "sum_j of each row of A_zeroed", zeroed_sums, rows_n, {}, View::bars);
     trace.tensor("lost", "sum_{j>i} A_ij: the weight row i gave to later tokens", lost, rows_n);
     trace.check("each row of A_zeroed falls short of 1 by the weight it gave to later tokens",
-                max_abs_difference(zeroed_sums + lost, xt::ones<double>({n})), 1e-12);
+                max_abs_difference(zeroed_sums + lost, nn::ones(n)), 1e-12);
     trace.check("the wrong way: rows 1..n-1 sum to less than 1 (rows that do not, counted)",
                 rows_keeping_everything(zeroed_sums), 0.0);
     trace.check("each zeroed row divided by its sum gives A_causal",
@@ -508,7 +501,7 @@ void record_padding(Trace& trace, const Projections& proj, const Mat& E, std::si
     const Mat X_pad = nn::gather_rows(E, padded_ids);
     const Mat pad_mask = nn::padding_mask(n, n, valid_length, valid_length);
     const nn::AttentionResult padded = self_attend(proj, X_pad, pad_mask);
-    const nn::AttentionResult alone = self_attend(proj, rows(X_pad, 0, valid_length));
+    const nn::AttentionResult alone = self_attend(proj, nn::rows_of(X_pad, 0, valid_length));
     const auto rows_pad = prefixed("", padded_sentence);
     trace.step("padding", "Padding: a shorter sentence in the batch",
                "M_ij = -inf when j >= L or i >= L,  L = 4 real tokens",
@@ -527,21 +520,21 @@ void record_padding(Trace& trace, const Projections& proj, const Mat& E, std::si
     trace.tensor("O_pad", "A_pad V", padded.output, rows_pad);
     trace.check("no NaN in A_pad or O_pad (count shown)", nan_count(padded.weights) + nan_count(padded.output), 0.0);
     trace.check("the <pad> rows of A_pad and O_pad are exactly 0",
-                std::max(xt::amax(xt::abs(rows(padded.weights, valid_length, n)))(),
-                         xt::amax(xt::abs(rows(padded.output, valid_length, n)))()),
+                std::max(nn::max_abs_of(nn::rows_of(padded.weights, valid_length, n)),
+                         nn::max_abs_of(nn::rows_of(padded.output, valid_length, n))),
                 0.0);
     trace.check("the real rows of A_pad sum to 1",
-                max_abs_difference(row_sums(rows(padded.weights, 0, valid_length)), xt::ones<double>({valid_length})),
+                max_abs_difference(nn::row_sums(nn::rows_of(padded.weights, 0, valid_length)), nn::ones(valid_length)),
                 1e-12);
     trace.check("the real rows of O_pad equal attention over the 4 real tokens alone",
-                max_abs_difference(rows(padded.output, 0, valid_length), alone.output), 1e-12);
+                max_abs_difference(nn::rows_of(padded.output, 0, valid_length), alone.output), 1e-12);
 }
 
 // Step [future]: replacing later tokens moves no earlier output under the causal mask.
 void record_future(Trace& trace, const Projections& proj, const Mat& X, const Mat& X_other) {
     const std::size_t n = X.shape(0);
     const Mat changes = future_token_changes(proj, X, X_other);
-    const Vec open_changes = xt::view(changes, xt::range(0, n - 1), 1);
+    const Vec open_changes = nn::column_of(nn::rows_of(changes, 0, n - 1), 1);
     trace.step("future", "The future cannot reach the past",
                "O_causal(X')_s = O_causal(X)_s  for s <= t,  X' = X changed after t",
                "For every t from 1 to n, the tokens after position t are replaced by other vectors (X_other), "
@@ -554,7 +547,7 @@ void record_future(Trace& trace, const Projections& proj, const Mat& X, const Ma
     trace.tensor("change", "max |O(X') - O(X)| over positions 1..t", changes, numbered("t=", 1, n),
                  std::vector<std::string>{"causal", "no mask"});
     trace.check("causal: for every t the outputs at positions <= t are unchanged",
-                xt::amax(xt::col(changes, 0))(), 1e-12);
+                nn::max_of(nn::column_of(changes, 0)), 1e-12);
     trace.check("no mask: each t < n moves an earlier output by > 1e-9, far beyond rounding (misses counted)",
                 count_at_most(open_changes, visible_change), 0.0);
 }
@@ -566,11 +559,18 @@ double rotation_error(const Mat& PE) {
     for (std::size_t k = 0; k < n; ++k) {
         const Mat R = nn::offset_rotation(d, k);
         for (std::size_t p = 0; p + k < n; ++p) {
-            const Vec turned = nn::matvec(R, xt::eval(xt::row(PE, p)), "R_k PE_p");
-            worst = std::max(worst, max_abs_difference(turned, xt::eval(xt::row(PE, p + k))));
+            const Vec turned = nn::matvec(R, nn::row_of(PE, p), "R_k PE_p");
+            worst = std::max(worst, max_abs_difference(turned, nn::row_of(PE, p + k)));
         }
     }
     return worst;
+}
+
+// [0, 1, 0, 1, ...], d entries: i mod 2.
+Vec zeros_and_ones(std::size_t d) {
+    Vec out = xt::empty<double>({d});
+    for (std::size_t i = 0; i < d; ++i) out(i) = as_double(i % 2);
+    return out;
 }
 
 // Step [positions]: the sinusoidal encoding, its rotation by an offset and its dot products.
@@ -608,7 +608,7 @@ Mat record_positions(Trace& trace, std::size_t n, std::size_t d) {
     trace.check("PE_p . PE_(p+k) = g_k for every p and k: the offset alone decides",
                 offset_only_error(G, by_offset), 1e-12);
     trace.check("PE(0, .) = [0, 1, 0, 1, ...]",
-                max_abs_difference(xt::row(PE, 0), xt::eval(xt::fmod(xt::arange<double>(0.0, as_double(d)), 2.0))),
+                max_abs_difference(nn::row_of(PE, 0), zeros_and_ones(d)),
                 0.0);
     return PE;
 }
@@ -620,7 +620,7 @@ void record_order(Trace& trace, const Projections& proj, const Mat& X, const Mat
     const Mat O = att.output, O_reordered = self_attend(proj, X_reordered).output;
     const Mat O_pos = self_attend(proj, X + PE).output, O_reordered_pos = self_attend(proj, X_reordered + PE).output;
     const Mat mismatch = permutation_mismatch(O_reordered, O, O_reordered_pos, O_pos);
-    const Vec positional_mismatch = xt::col(mismatch, 1);
+    const Vec positional_mismatch = nn::column_of(mismatch, 1);
     trace.step("order", "Without positions, word order is invisible",
                "O(P X) = P O(X),  but  O(P X + PE) != P O(X + PE)",
                "Reorder the sentence as \"in the kitchen turn off the lights\": a permutation matrix P moves the "
@@ -638,7 +638,7 @@ void record_order(Trace& trace, const Projections& proj, const Mat& X, const Mat
     trace.tensor("mismatch", "row t: max |O(P X) - P O(X)|, then with X + PE", mismatch,
                  prefixed("", permuted(sentence, reordering)), std::vector<std::string>{"no PE", "with PE"});
     trace.tensor("O_pos", "O(X + PE)", O_pos, rows_n);
-    trace.check("without positions: O(P X) = P O(X)", xt::amax(xt::col(mismatch, 0))(), 1e-12);
+    trace.check("without positions: O(P X) = P O(X)", nn::max_of(nn::column_of(mismatch, 0)), 1e-12);
     trace.check("without positions: the two \"the\" rows of O are equal", row_difference(O, first_the, second_the),
                 1e-12);
     trace.check("with positions: every row of the mismatch exceeds 1e-9, far beyond rounding (misses counted)",

@@ -9,14 +9,13 @@
 #include "core/rng.hpp"
 #include "nn/linalg.hpp"
 #include "nn/positional.hpp"
+#include "nn/reductions.hpp"
 #include "nn/rnn.hpp"
 #include "nn/self_attention.hpp"
 #include "nn/unroll.hpp"
 
 #include <fmt/format.h>
 #include <xtensor/xbuilder.hpp>
-#include <xtensor/xmath.hpp>
-#include <xtensor/xview.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -168,9 +167,9 @@ nn::GruParams full_gru(const Parameters& p) { return unstacked(p.gru); }
 // The same GRU with the reset gate saturated open: W_r = 0, U_r = 0, b_r = 40, so r_t = 1.
 nn::GruParams reset_held_open(const Parameters& p) {
     nn::GruParams open = full_gru(p);
-    open.W_r = xt::zeros_like(open.W_r);
-    open.U_r = xt::zeros_like(open.U_r);
-    open.b_r = xt::full_like(open.b_r, reset_open_bias);
+    open.W_r.fill(0.0);
+    open.U_r.fill(0.0);
+    open.b_r.fill(reset_open_bias);
     return open;
 }
 
@@ -191,21 +190,19 @@ double outside_interpolation(const Mat& states, const Mat& candidates, const Vec
     return worst;
 }
 
-Mat feature_weights(const nn::Tensor3& a, std::size_t k) { return xt::view(a, k, xt::all(), xt::all()); }
+Mat feature_weights(const nn::Tensor3& a, std::size_t k) { return nn::slice_of(a, k); }
 
 // max over features and steps of |sum_i a_{t,i} - 1|.
 double row_sum_error(const nn::Tensor3& a) {
-    const Mat sums = xt::sum(a, {2});
-    return xt::amax(xt::abs(sums - 1.0))();
+    const Mat sums = nn::last_axis_sums(a);
+    return nn::max_abs_of(Mat(sums - 1.0));
 }
 
 // Row t, column f: max over features of |h_t from closed form f - h_t from the recursion|.
 Mat errors_per_step(const Mat& states, const std::vector<Mat>& closed_forms) {
     Mat out = xt::empty<double>({states.shape(0), closed_forms.size()});
-    for (std::size_t f = 0; f < closed_forms.size(); ++f) {
-        const Mat difference = xt::abs(closed_forms[f] - states);
-        xt::col(out, static_cast<std::ptrdiff_t>(f)) = xt::amax(difference, {1});
-    }
+    for (std::size_t f = 0; f < closed_forms.size(); ++f)
+        nn::set_column(out, f, nn::row_max_abs_differences(closed_forms[f], states));
     return out;
 }
 
@@ -213,24 +210,21 @@ Mat errors_per_step(const Mat& states, const std::vector<Mat>& closed_forms) {
 Mat first_feature_row_sums(const std::vector<nn::Tensor3>& weights) {
     Mat out = xt::empty<double>({weights.front().shape(1), weights.size()});
     for (std::size_t f = 0; f < weights.size(); ++f)
-        xt::col(out, static_cast<std::ptrdiff_t>(f)) = xt::sum(feature_weights(weights[f], 0), {1});
+        nn::set_column(out, f, nn::row_sums(feature_weights(weights[f], 0)));
     return out;
 }
 
 // How far `value` falls short of `floor`: the error of a claim "value >= floor" (0 when it holds).
 double shortfall(double value, double floor) { return std::max(0.0, floor - value); }
 
-double smallest(const Vec& v) { return xt::amin(v)(); }
-
 // Entry (t, j) is 1 when nudging every entry of x_j by 0.5 moves h_t by more than 1e-12, else 0.
 Mat measured_dependency(const Layer& layer, const Mat& X) {
     const Mat base = layer(X);
-    Mat dependency = xt::zeros<double>({base.shape(0), X.shape(0)});
+    Mat dependency = nn::zeros(base.shape(0), X.shape(0));
     for (std::size_t j = 0; j < X.shape(0); ++j) {
         Mat probe = X;
-        xt::row(probe, static_cast<std::ptrdiff_t>(j)) += nudge;
-        const Mat change = xt::abs(layer(probe) - base);
-        const Vec largest = xt::amax(change, {1});
+        nn::set_row(probe, j, nn::row_of(probe, j) + nudge);
+        const Vec largest = nn::row_max_abs_differences(layer(probe), base);
         for (std::size_t t = 0; t < base.shape(0); ++t) dependency(t, j) = largest(t) > moved ? 1.0 : 0.0;
     }
     return dependency;
@@ -253,7 +247,7 @@ double reads_other_rows(const Mat& dependency) {
     return worst;
 }
 
-Mat full_pattern(std::size_t T) { return xt::ones<double>({T, T}); }
+Mat full_pattern(std::size_t T) { return nn::ones(T, T); }
 
 // max |layer(x_T .. x_1) - layer(x_1 .. x_T) read backwards|: 0 when reversing the input only
 // reverses the output, i.e. when the layer cannot tell the order of its inputs.
@@ -264,8 +258,7 @@ double reversal_gap(const Layer& layer, const Mat& X) {
 
 // max_k |H(a, k) - H(b, k)|: how different the outputs at two positions are.
 double row_gap(const Mat& H, std::size_t a, std::size_t b) {
-    const Vec first = xt::row(H, static_cast<std::ptrdiff_t>(a)), second = xt::row(H, static_cast<std::ptrdiff_t>(b));
-    return max_abs_difference(first, second);
+    return max_abs_difference(nn::row_of(H, a), nn::row_of(H, b));
 }
 
 // Stage 2 after the fact: all T rows of weights from the recorded candidates in one masked
@@ -300,8 +293,8 @@ nn::AttentionResult attend(const Projections& p, nn::Span span) {
 // Rows n d_h .. (n + 1) d_h - 1 of each map: head n's own maps.
 Maps head_maps(const Maps& m, std::size_t n, std::size_t heads) {
     const std::size_t d_h = m.W_Q.shape(0) / heads;
-    auto rows = xt::range(n * d_h, (n + 1) * d_h);
-    return {xt::view(m.W_Q, rows, xt::all()), xt::view(m.W_K, rows, xt::all()), xt::view(m.W_V, rows, xt::all())};
+    const std::size_t first = n * d_h, last = (n + 1) * d_h;
+    return {nn::rows_of(m.W_Q, first, last), nn::rows_of(m.W_K, first, last), nn::rows_of(m.W_V, first, last)};
 }
 
 struct HeadsRun {
@@ -315,8 +308,8 @@ HeadsRun concatenated_heads(const Mat& Z, const Maps& m, std::size_t heads, nn::
     HeadsRun run{xt::empty<double>({heads, T, T}), xt::empty<double>({T, heads * d_h})};
     for (std::size_t n = 0; n < heads; ++n) {
         const nn::AttentionResult head = attend(project(Z, head_maps(m, n, heads)), span);
-        xt::view(run.weights, n, xt::all(), xt::all()) = head.weights;
-        xt::view(run.H, xt::all(), xt::range(n * d_h, (n + 1) * d_h)) = head.output;
+        nn::set_slice(run.weights, n, head.weights);
+        nn::set_columns(run.H, n * d_h, head.output);
     }
     return run;
 }
@@ -328,10 +321,10 @@ Mat concatenated_heads_by_positions(const Mat& Z, const Maps& m, std::size_t hea
     const std::size_t d_h = all.V.shape(1) / heads;
     Mat H = xt::empty<double>({Z.shape(0), all.V.shape(1)});
     for (std::size_t n = 0; n < heads; ++n) {
-        auto cols = xt::range(n * d_h, (n + 1) * d_h);
-        const Mat Q = xt::view(all.Q, xt::all(), cols), K = xt::view(all.K, xt::all(), cols);
-        const Mat V = xt::view(all.V, xt::all(), cols);
-        xt::view(H, xt::all(), cols) = nn::attention_by_positions(Q, K, V, span);
+        const std::size_t first = n * d_h, last = (n + 1) * d_h;
+        const Mat Q = nn::columns_of(all.Q, first, last), K = nn::columns_of(all.K, first, last);
+        const Mat V = nn::columns_of(all.V, first, last);
+        nn::set_columns(H, first, nn::attention_by_positions(Q, K, V, span));
     }
     return H;
 }
@@ -340,8 +333,8 @@ Mat concatenated_heads_by_positions(const Mat& Z, const Maps& m, std::size_t hea
 Mat feed_forward_row_by_row(const nn::FeedForward& g, const Mat& H) {
     Mat out = xt::empty<double>({H.shape(0), g.W_2.shape(0)});
     for (std::size_t t = 0; t < H.shape(0); ++t) {
-        const Mat row = xt::view(H, xt::range(t, t + 1), xt::all());
-        xt::row(out, static_cast<std::ptrdiff_t>(t)) = xt::row(nn::position_wise_feed_forward(g, row), 0);
+        const Mat row = nn::rows_of(H, t, t + 1);
+        nn::set_row(out, t, nn::row_of(nn::position_wise_feed_forward(g, row), 0));
     }
     return out;
 }
@@ -392,7 +385,7 @@ Mat recap_counts(const std::vector<Mat>& dependencies, std::size_t T) {
     Mat out = xt::empty<double>({dependencies.size(), std::size_t{2}});
     for (std::size_t s = 0; s < dependencies.size(); ++s) {
         out(s, 0) = s < 2 ? as_double(T) : 1.0;
-        out(s, 1) = xt::sum(xt::row(dependencies[s], 0))();
+        out(s, 1) = nn::sum_of(nn::row_of(dependencies[s], 0));
     }
     return out;
 }
@@ -551,9 +544,9 @@ void record_wrong_closed_forms(Trace& trace, const Parameters& p, const nn::Upda
                  forms);
     trace.tensor("errors", "max over features |closed form - recursion|", errors, labels.states, forms);
     trace.check("the write-up's form misses h_t by > 1e-9 at every t (error: shortfall)",
-                shortfall(smallest(xt::col(errors, 1)), clear_gap), 0.0);
+                shortfall(nn::min_of(nn::column_of(errors, 1)), clear_gap), 0.0);
     trace.check("the product from j = i misses h_t by > 1e-9 (error: shortfall)",
-                shortfall(xt::amax(xt::col(errors, 2))(), clear_gap), 0.0);
+                shortfall(nn::max_of(nn::column_of(errors, 2)), clear_gap), 0.0);
 }
 
 // Step [free-weights]: stage 2, softmax weights in place of the products of gates.
@@ -582,8 +575,7 @@ void record_free_weights(Trace& trace, const Parameters& p, const nn::UpdateOnly
                  numbered("h~_", 1, T));
     trace.tensor("H_2", "h_t = sum_{i<=t} alpha_{t,i} h~_i", freed.states, labels.states);
     trace.tensor("D_2", "1 where nudging x_j moves h_t", probes.dependencies.back(), labels.states, labels.inputs);
-    const Vec weight_sums = xt::sum(freed.weights, {1});
-    trace.check("every row of alpha sums to 1", max_abs_difference(weight_sums, xt::ones<double>({T})), 1e-12);
+    trace.check("every row of alpha sums to 1", max_abs_difference(nn::row_sums(freed.weights), nn::ones(T)), 1e-12);
     trace.check("softmax(X H~^T / sqrt(d) + causal mask) gives the step-by-step weights",
                 max_abs_difference(weights_from_candidates(X, freed.candidates), freed.weights), 1e-12);
     trace.check("no h_t depends on a later input x_j, j > t", reads_later_inputs(probes.dependencies.back()), 0.0);
@@ -657,7 +649,7 @@ nn::AttentionResult record_single_head(Trace& trace, const Parameters& p, const 
                  View::heatmap).axes("step t", "input i");
     trace.tensor("H_4", "h_t = sum_{i<=t} alpha_{t,i} v_i", single.output, labels.states);
     trace.tensor("D_4", "1 where nudging x_j moves h_t", probes.dependencies.back(), labels.states, labels.inputs);
-    const Mat I = xt::eye<double>(d);
+    const Mat I = nn::identity(d);
     trace.check("the loop over t equals the masked matrix form",
                 max_abs_difference(nn::attention_by_positions(qkv.Q, qkv.K, qkv.V, nn::Span::causal), single.output),
                 1e-12);
@@ -675,7 +667,7 @@ void record_split_heads(Trace& trace, const Parameters& p, const Mat& X, const M
     const HeadsRun split = concatenated_heads(Z, p.maps, heads, nn::Span::causal);
     const Layer causal_heads = heads_layer(p.F, p.maps, heads, nn::Span::causal, false);
     probe_stage(probes, causal_heads, X);
-    const Vec split_change = xt::amax(xt::abs(split.H - single.output), {1});
+    const Vec split_change = nn::row_max_abs_differences(split.H, single.output);
     trace.step("heads", "Stage 5 · Several heads, side by side",
                "H = [H^1 ... H^N],  H^n = softmax(Q^n (K^n)^T / sqrt(d_h) + M) V^n",
                "One softmax gives one weight per pair of positions, shared by every feature of the value; the GRU's "
@@ -703,7 +695,7 @@ void record_split_heads(Trace& trace, const Parameters& p, const Mat& X, const M
                 max_abs_difference(concatenated_heads(Z, p.maps, 1, nn::Span::causal).H, single.output), 1e-12);
     trace.check("h_1 does not change when the maps are split", split_change(0), 1e-12);
     trace.check("splitting changes the output by > 1e-9 (error: shortfall)",
-                shortfall(xt::amax(split_change)(), clear_gap), 0.0);
+                shortfall(nn::max_of(split_change), clear_gap), 0.0);
     trace.check("no h_t depends on a later input x_j, j > t", reads_later_inputs(probes.dependencies.back()), 0.0);
 }
 

@@ -11,13 +11,13 @@
 #include "core/portable_math.hpp"
 #include "core/rng.hpp"
 #include "nn/online_softmax.hpp"
+#include "nn/reductions.hpp"
 #include "nn/self_attention.hpp"
 #include "nn/softmax.hpp"
 #include "nn/tiled_attention.hpp"
 
 #include <fmt/format.h>
-#include <xtensor/xmath.hpp>
-#include <xtensor/xview.hpp>
+#include <xtensor/xbuilder.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -126,7 +126,7 @@ std::pair<double, Vec> softmax_without_rescale(const Vec& x) {
 
 // sum_k e^{x_k - max_k x_k}, in order: the two-pass normaliser.
 double shifted_sum(const Vec& x) {
-    const double m = xt::amax(x)();
+    const double m = nn::max_of(x);
     double sum = 0.0;
     for (std::size_t j = 0; j < x.size(); ++j) sum += portable::exp(x(j) - m);
     return sum;
@@ -153,7 +153,7 @@ double row_sum_error(const nn::TiledAttention& tiled, const Mat& scores) {
 
 // Largest |m_i - max_j s_ij| over the rows.
 double row_max_error(const nn::TiledAttention& tiled, const Mat& scores) {
-    const Vec largest = xt::amax(scores, {1});
+    const Vec largest = nn::row_maxima(scores);
     return max_abs_difference(tiled.row_max, largest);
 }
 
@@ -194,7 +194,7 @@ void record_two_pass(Trace& trace, const Vec& x) {
     else
         trace.check("no entry above 709.78: the unshifted form does not overflow and agrees with the shifted one",
                     max_abs_difference(unshifted, safe), softmax_tolerance);
-    trace.check("shifted: the weights are finite and sum to 1", std::abs(xt::sum(safe)() - 1.0), 1e-15);
+    trace.check("shifted: the weights are finite and sum to 1", std::abs(nn::sum_of(safe) - 1.0), 1e-15);
 }
 
 // "Here the maximum moves from 2 to 705 and then to 712.": the values the running maximum (column 0
@@ -237,7 +237,7 @@ void record_online(Trace& trace, const Vec& x) {
     trace.tensor("no_rescale", "the mistake: l_j = l_{j-1} + e^{x_j - m_j}, then e^{x_i - m_n} / l_n", wrong,
                  entry_labels(n));
     trace.check("m_n is the largest entry, exactly (a maximum is never rounded)",
-                std::abs(steps(n - 1, 0) - xt::amax(x)()), 0.0);
+                std::abs(steps(n - 1, 0) - nn::max_of(x)), 0.0);
     trace.check("l_n equals the two-pass sum sum_k e^{x_k - m}", std::abs(steps(n - 1, 1) - shifted_sum(x)), 1e-15);
     trace.check("the online softmax equals the two-pass softmax", max_abs_difference(online, nn::softmax(x)),
                 softmax_tolerance);
@@ -278,8 +278,8 @@ void record_edges(Trace& trace) {
     trace.check("every row equals the two-pass softmax (the all -inf row: zeros in both)",
                 max_abs_difference(online, two_pass), softmax_tolerance);
     trace.check("the all -inf row is exactly 0, with no NaN",
-                xt::amax(xt::abs(xt::row(online, 4)))() + count_if_not(xt::row(online, 4), is_finite), 0.0);
-    trace.check("the ties get exactly 1/4 each", max_abs_difference(xt::row(online, 2), Vec{0.25, 0.25, 0.25, 0.25}),
+                nn::max_abs_of(nn::row_of(online, 4)) + count_if_not(nn::row_of(online, 4), is_finite), 0.0);
+    trace.check("the ties get exactly 1/4 each", max_abs_difference(nn::row_of(online, 2), Vec{0.25, 0.25, 0.25, 0.25}),
                 0.0);
     trace.check("a single logit gets weight exactly 1", std::abs(one(0) - 1.0), 0.0);
 }
@@ -345,7 +345,7 @@ void record_block_sizes(Trace& trace, const Inputs& in, std::size_t B_r, std::si
     const Mat O_plain = plain_attention(in.Q, in.K, in.V, false, plain);
     const std::vector<std::pair<std::size_t, std::size_t>> sizes = {
         {1, 1}, {2, 5}, {B_r, B_c}, {T, 1}, {1, T}, {T, T}, {T + 3, 2 * T}};
-    Mat table = xt::zeros<double>({sizes.size(), std::size_t{4}});
+    Mat table = nn::zeros(sizes.size(), 4);
     std::vector<std::string> labels;
     double worst = 0.0, exps_error = 0.0, one_block_rescalings = 0.0;
     for (std::size_t k = 0; k < sizes.size(); ++k) {
@@ -411,7 +411,7 @@ void record_causal(Trace& trace, const Inputs& in, std::size_t B_r, std::size_t 
     trace.check(fmt::format("exponentials: T (T + 1) / 2 = {}, none for a masked entry", visible),
                 std::abs(as_double(tiled.exponentials) - as_double(visible)), 0.0);
     trace.check("the first output is the first value, o_1 = v_1",
-                max_abs_difference(xt::row(tiled.output, 0), xt::row(in.V, 0)), 1e-15);
+                max_abs_difference(nn::row_of(tiled.output, 0), nn::row_of(in.V, 0)), 1e-15);
 }
 
 // Step [memory]: the bytes each form holds, run up to T_max and computed beyond.
@@ -421,7 +421,7 @@ void record_memory(Trace& trace, Rng& rng, std::size_t T_max, std::size_t d_k, s
     const Mat Q = rng.normal_mat(T_max, d_k), K = rng.normal_mat(T_max, d_k), V = rng.normal_mat(T_max, d_v);
     std::vector<std::size_t> lengths;
     for (std::size_t T = T_first; T <= T_last_computed; T *= 2) lengths.push_back(T);
-    Mat table = xt::zeros<double>({lengths.size(), std::size_t{3}});
+    Mat table = nn::zeros(lengths.size(), 3);
     std::vector<std::string> labels;
     double plain_bytes_error = 0.0, tiled_bytes_error = 0.0, output_error = 0.0, exps_error = 0.0;
     for (std::size_t k = 0; k < lengths.size(); ++k) {
@@ -433,8 +433,7 @@ void record_memory(Trace& trace, Rng& rng, std::size_t T_max, std::size_t d_k, s
         const bool run = T <= T_max;
         if (run) {
             trace.progress(fmt::format("memory: T = {}", T));
-            const Mat Q_T = xt::view(Q, xt::range(0, T), xt::all()), K_T = xt::view(K, xt::range(0, T), xt::all()),
-                      V_T = xt::view(V, xt::range(0, T), xt::all());
+            const Mat Q_T = nn::rows_of(Q, 0, T), K_T = nn::rows_of(K, 0, T), V_T = nn::rows_of(V, 0, T);
             nn::TiledAttention tiled = nn::tiled_attention(Q_T, K_T, V_T, B_r, B_c, false);
             tiled_bytes = tiled.working_bytes;
             nn::AttentionResult plain = nn::scaled_dot_product_attention(Q_T, K_T, V_T);

@@ -65,4 +65,30 @@ Vec zeros(std::size_t n) { return xt::zeros<double>({n}); }
 Mat zeros(std::size_t rows, std::size_t cols) { return xt::zeros<double>({rows, cols}); }
 Vec ones(std::size_t n) { return xt::ones<double>({n}); }
 
+// added for lessons 05, 04, 10
+Vec row_maxima(const Mat& M) { return xt::amax(M, {1}); }
+Vec column_maxima(const Mat& M) { return xt::amax(M, {0}); }
+Vec column_minima(const Mat& M) { return xt::amin(M, {0}); }
+Vec row_max_abs_differences(const Mat& A, const Mat& B) {
+    expect_shape("row_max_abs_differences: the second matrix", B, shape_of(A));
+    return xt::amax(xt::abs(A - B), {1});
+}
+Mat ones(std::size_t rows, std::size_t cols) { return xt::ones<double>({rows, cols}); }
+Mat identity(std::size_t n) { return xt::eye<double>(n); }
+Mat rows_of(const Mat& M, std::size_t first, std::size_t last) { return xt::view(M, xt::range(first, last), xt::all()); }
+Mat columns_of(const Mat& M, std::size_t first, std::size_t last) {
+    return xt::view(M, xt::all(), xt::range(first, last));
+}
+void set_rows(Mat& M, std::size_t first, const Mat& block) {
+    expect_shape("set_rows: the block's width", Shape{block.shape(1)}, {M.shape(1)});
+    xt::view(M, xt::range(first, first + block.shape(0)), xt::all()) = block;
+}
+void set_columns(Mat& M, std::size_t first, const Mat& block) {
+    expect_shape("set_columns: the block's height", Shape{block.shape(0)}, {M.shape(0)});
+    xt::view(M, xt::all(), xt::range(first, first + block.shape(1))) = block;
+}
+Mat slice_of(const xt::xtensor<double, 3>& A, std::size_t k) { return xt::view(A, k, xt::all(), xt::all()); }
+void set_slice(Array& A, std::size_t k, const Mat& M) { xt::view(A, k, xt::all(), xt::all()) = M; }
+Mat last_axis_sums(const xt::xtensor<double, 3>& A) { return xt::sum(A, {2}); }
+
 }  // namespace attn::nn

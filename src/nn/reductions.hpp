@@ -41,4 +41,19 @@ Vec zeros(std::size_t n);
 Mat zeros(std::size_t rows, std::size_t cols);
 Vec ones(std::size_t n);
 
+// added for lessons 05, 04, 10
+Vec row_maxima(const Mat& M);  // xt::amax(M, {1}): entry i is the largest of row i
+Vec column_maxima(const Mat& M);  // xt::amax(M, {0}): entry j is the largest of column j
+Vec column_minima(const Mat& M);  // xt::amin(M, {0}): entry j is the smallest of column j
+Vec row_max_abs_differences(const Mat& A, const Mat& B);  // xt::amax(xt::abs(A - B), {1}): max_j |A_ij - B_ij|
+Mat ones(std::size_t rows, std::size_t cols);  // xt::ones<double>({rows, cols})
+Mat identity(std::size_t n);  // xt::eye<double>(n)
+Mat rows_of(const Mat& M, std::size_t first, std::size_t last);  // xt::view(M, xt::range(first, last), xt::all()), copied
+Mat columns_of(const Mat& M, std::size_t first, std::size_t last);  // xt::view(M, xt::all(), xt::range(first, last)), copied
+void set_rows(Mat& M, std::size_t first, const Mat& block);  // xt::view(M, xt::range(first, first + block rows), xt::all()) = block
+void set_columns(Mat& M, std::size_t first, const Mat& block);  // xt::view(M, xt::all(), xt::range(first, first + block columns)) = block
+Mat slice_of(const xt::xtensor<double, 3>& A, std::size_t k);  // xt::view(A, k, xt::all(), xt::all()), copied
+void set_slice(Array& A, std::size_t k, const Mat& M);  // xt::view(A, k, xt::all(), xt::all()) = M (A has 3 axes)
+Mat last_axis_sums(const xt::xtensor<double, 3>& A);  // xt::sum(A, {2}): entry (k, i) sums A(k, i, .)
+
 }  // namespace attn::nn
