@@ -77,12 +77,12 @@ nn::MultiHeadParams draw_params(Rng& rng, std::size_t d_model) {
 
 // W_i^Q = columns [i d_k, (i+1) d_k) of W^Q (i counted from 0 here, from 1 in the text).
 Mat head_columns(const Mat& W, std::size_t i, std::size_t d_k) {
-    return nn::columns_of(W, i * d_k, d_k);
+    return nn::columns_of(W, i * d_k, (i + 1) * d_k);
 }
 
 // W_i^O = rows [i d_v, (i+1) d_v) of W^O: the part of W^O that reads head i.
 Mat head_rows(const Mat& W, std::size_t i, std::size_t d_v) {
-    return nn::rows_of(W, i * d_v, d_v);
+    return nn::rows_of(W, i * d_v, (i + 1) * d_v);
 }
 
 // Multi-head attention as the paper writes it: every head projects X with its own blocks of

@@ -58,9 +58,9 @@ StackedGru stacked(const nn::GruParams& p) {
 
 nn::GruParams unstacked(const StackedGru& g) {
     const std::size_t d = g.U.shape(1);
-    const auto W = [&](std::size_t k) { return nn::rows_of(g.W, k * d, d); };
-    const auto U = [&](std::size_t k) { return nn::rows_of(g.U, k * d, d); };
-    const auto b = [&](std::size_t k) { return nn::entries_of(g.b, k * d, d); };
+    const auto W = [&](std::size_t k) { return nn::rows_of(g.W, k * d, (k + 1) * d); };
+    const auto U = [&](std::size_t k) { return nn::rows_of(g.U, k * d, (k + 1) * d); };
+    const auto b = [&](std::size_t k) { return nn::entries_of(g.b, k * d, (k + 1) * d); };
     return {W(0), U(0), b(0), W(1), U(1), b(1), W(2), U(2), b(2)};
 }
 

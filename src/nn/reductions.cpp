@@ -42,21 +42,7 @@ void set_column(Mat& M, std::size_t j, const Vec& v) {
     expect_shape("set_column: the column", v, {M.shape(0)});
     xt::col(M, signed_index(j)) = v;
 }
-Mat rows_of(const Mat& M, std::size_t first, std::size_t count) {
-    return xt::view(M, xt::range(first, first + count), xt::all());
-}
-Mat columns_of(const Mat& M, std::size_t first, std::size_t count) {
-    return xt::view(M, xt::all(), xt::range(first, first + count));
-}
-void set_columns(Mat& M, std::size_t first, const Mat& block) {
-    expect_shape("set_columns: the block", block, {M.shape(0), block.shape(1)});
-    xt::view(M, xt::all(), xt::range(first, first + block.shape(1))) = block;
-}
-void set_rows(Mat& M, std::size_t first, const Mat& block) {
-    expect_shape("set_rows: the block", block, {block.shape(0), M.shape(1)});
-    xt::view(M, xt::range(first, first + block.shape(0)), xt::all()) = block;
-}
-Vec entries_of(const Vec& v, std::size_t first, std::size_t count) { return xt::view(v, xt::range(first, first + count)); }
+Vec entries_of(const Vec& v, std::size_t first, std::size_t last) { return xt::view(v, xt::range(first, last)); }
 void set_entries(Vec& v, std::size_t first, const Vec& part) {
     xt::view(v, xt::range(first, first + part.size())) = part;
 }
@@ -65,7 +51,6 @@ Vec zeros(std::size_t n) { return xt::zeros<double>({n}); }
 Mat zeros(std::size_t rows, std::size_t cols) { return xt::zeros<double>({rows, cols}); }
 Vec ones(std::size_t n) { return xt::ones<double>({n}); }
 
-// added for lessons 05, 04, 10
 Vec row_maxima(const Mat& M) { return xt::amax(M, {1}); }
 Vec column_maxima(const Mat& M) { return xt::amax(M, {0}); }
 Vec column_minima(const Mat& M) { return xt::amin(M, {0}); }

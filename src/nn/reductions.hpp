@@ -30,18 +30,13 @@ Vec row_of(const Mat& M, std::size_t i);  // xt::row(M, i), copied
 Vec column_of(const Mat& M, std::size_t j);  // xt::col(M, j), copied
 void set_row(Mat& M, std::size_t i, const Vec& v);  // xt::row(M, i) = v (ShapeError on a wrong length)
 void set_column(Mat& M, std::size_t j, const Vec& v);  // xt::col(M, j) = v
-Mat rows_of(const Mat& M, std::size_t first, std::size_t count);  // xt::view(M, xt::range(first, first + count), xt::all())
-Mat columns_of(const Mat& M, std::size_t first, std::size_t count);  // xt::view(M, xt::all(), xt::range(first, first + count))
-void set_columns(Mat& M, std::size_t first, const Mat& block);  // columns_of(M, first, block's width) = block
-void set_rows(Mat& M, std::size_t first, const Mat& block);  // rows_of(M, first, block's height) = block
-Vec entries_of(const Vec& v, std::size_t first, std::size_t count);  // xt::view(v, xt::range(first, first + count))
-void set_entries(Vec& v, std::size_t first, const Vec& part);  // entries_of(v, first, part's length) = part
+Vec entries_of(const Vec& v, std::size_t first, std::size_t last);  // xt::view(v, xt::range(first, last)), copied
+void set_entries(Vec& v, std::size_t first, const Vec& part);  // xt::view(v, xt::range(first, first + part's length)) = part
 
 Vec zeros(std::size_t n);
 Mat zeros(std::size_t rows, std::size_t cols);
 Vec ones(std::size_t n);
 
-// added for lessons 05, 04, 10
 Vec row_maxima(const Mat& M);  // xt::amax(M, {1}): entry i is the largest of row i
 Vec column_maxima(const Mat& M);  // xt::amax(M, {0}): entry j is the largest of column j
 Vec column_minima(const Mat& M);  // xt::amin(M, {0}): entry j is the smallest of column j
