@@ -118,14 +118,13 @@ struct BatchedForm {
     Mat output;
 };
 
-Mat slice(const nn::Heads& heads, std::size_t i) { return xt::view(heads, i, xt::all(), xt::all()); }
-
 BatchedForm heads_batched(const Mat& X, const nn::MultiHeadParams& p, std::size_t h) {
     BatchedForm f{nn::split_heads(nn::matmul(X, p.W_Q, "X W^Q"), h), nn::split_heads(nn::matmul(X, p.W_K, "X W^K"), h),
                   nn::split_heads(nn::matmul(X, p.W_V, "X W^V"), h), {}, {}, {}};
     nn::Heads outputs = xt::empty<double>({h, X.shape(0), f.V.shape(2)});
     for (std::size_t i = 0; i < h; ++i) {
-        f.heads.push_back(nn::scaled_dot_product_attention(slice(f.Q, i), slice(f.K, i), slice(f.V, i)));
+        f.heads.push_back(
+            nn::scaled_dot_product_attention(nn::slice_of(f.Q, i), nn::slice_of(f.K, i), nn::slice_of(f.V, i)));
         xt::view(outputs, i, xt::all(), xt::all()) = f.heads[i].output;
     }
     f.concat = nn::merge_heads(outputs);
@@ -137,7 +136,7 @@ BatchedForm heads_batched(const Mat& X, const nn::MultiHeadParams& p, std::size_
 double slices_error(const nn::Heads& split, const std::vector<Mat>& per_head) {
     double worst = 0.0;
     for (std::size_t i = 0; i < per_head.size(); ++i)
-        worst = std::max(worst, max_abs_difference(slice(split, i), per_head[i]));
+        worst = std::max(worst, max_abs_difference(nn::slice_of(split, i), per_head[i]));
     return worst;
 }
 
@@ -209,7 +208,7 @@ double weight_above_diagonal(const nn::Heads& weights) {
 }
 
 double row_sum_error(const nn::Heads& weights) {
-    const Mat sums = xt::sum(weights, {2});
+    const Mat sums = nn::last_axis_sums(weights);
     return nn::max_abs_of(Mat(sums - 1.0));
 }
 
@@ -379,7 +378,7 @@ void record_one_head(Trace& trace, const Mat& X, const nn::MultiHeadParams& p, s
                    "by 1/sqrt({0}), where {1} heads gave it {1} weightings over {2} features each. Splitting "
                    "changes what the layer can express, not its size, as the next step counts.",
                    d_model, h, d_k));
-    trace.tensor("A", "softmax(X W^Q (X W^K)^T / sqrt(d_model))", slice(single.weights, 0),
+    trace.tensor("A", "softmax(X W^Q (X W^K)^T / sqrt(d_model))", nn::slice_of(single.weights, 0),
                  sentence, sentence, View::heatmap).axes("query word", "key word");
     trace.tensor("Y_1", "MultiHead(X) with h = 1", single.output, sentence);
     trace.check("multi-head attention with h = 1 equals Attention(X W^Q, X W^K, X W^V) W^O",
@@ -431,7 +430,7 @@ void record_causal(Trace& trace, Rng& rng, const Mat& X, const nn::MultiHeadPara
     for (std::size_t i = 0; i < h; ++i) {
         const std::string n = std::to_string(i + 1);
         trace.tensor("A_" + n, "softmax(Q_" + n + " K_" + n + "^T / sqrt(d_k) + M)",
-                     slice(causal.weights, i), sentence, sentence, View::heatmap).axes("query word", "key word");
+                     nn::slice_of(causal.weights, i), sentence, sentence, View::heatmap).axes("query word", "key word");
     }
     trace.tensor("Y", "Concat(head_1, ..., head_h) W^O, causal", causal.output, sentence);
     trace.check("every weight above the diagonal is 0, in every head", weight_above_diagonal(causal.weights), 0.0);
