@@ -4,6 +4,7 @@
 #include "core/render.hpp"
 #include "core/rng.hpp"
 #include "nn/attention.hpp"
+#include "nn/reductions.hpp"
 #include "nn/rnn.hpp"
 #include "nn/scores.hpp"
 #include "nn/softmax.hpp"
@@ -12,7 +13,6 @@
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
-#include <xtensor/xview.hpp>
 
 #include <cmath>
 #include <sstream>
@@ -40,11 +40,11 @@ nn::GruParams small_gru(Rng& rng, std::size_t d_in, std::size_t d) {
 // The GRU state after each row of X, visiting the rows in `order`, from a zero state;
 // row t of the result belongs to row t of X whatever the order of reading.
 Mat states_by_hand(const nn::GruParams& p, const Mat& X, const std::vector<std::size_t>& order) {
-    Mat states = xt::zeros<double>({X.shape(0), p.hidden_width()});
-    Vec h = xt::zeros<double>({p.hidden_width()});
+    Mat states = nn::zeros(X.shape(0), p.hidden_width());
+    Vec h = nn::zeros(p.hidden_width());
     for (const std::size_t t : order) {
-        h = nn::gru_step(p, xt::row(X, static_cast<std::ptrdiff_t>(t)), h).state;
-        xt::row(states, static_cast<std::ptrdiff_t>(t)) = h;
+        h = nn::gru_step(p, nn::row_of(X, t), h).state;
+        nn::set_row(states, t, h);
     }
     return states;
 }
@@ -77,9 +77,9 @@ nn::GruParams gru_from_stacked(const Mat& W, const Mat& U, const Vec& b) {
     Mat* U_blocks[] = {&p.U_z, &p.U_r, &p.U_h};
     Vec* b_blocks[] = {&p.b_z, &p.b_r, &p.b_h};
     for (std::size_t k = 0; k < 3; ++k) {
-        *W_blocks[k] = xt::view(W, xt::range(k * w, (k + 1) * w), xt::all());
-        *U_blocks[k] = xt::view(U, xt::range(k * w, (k + 1) * w), xt::all());
-        *b_blocks[k] = xt::view(b, xt::range(k * w, (k + 1) * w));
+        *W_blocks[k] = nn::rows_of(W, k * w, (k + 1) * w);
+        *U_blocks[k] = nn::rows_of(U, k * w, (k + 1) * w);
+        *b_blocks[k] = nn::entries_of(b, k * w, (k + 1) * w);
     }
     return p;
 }
@@ -164,15 +164,16 @@ TEST_CASE("bigru_forward equals gru_step run forwards and over the reversed sent
     REQUIRE(shape_of(run.annotations) == Shape{shape.T, shape.d_fwd + shape.d_bwd});
     CHECK(max_abs_difference(run.forward.states, expected_fwd) <= 1e-14);
     CHECK(max_abs_difference(run.backward.states, expected_bwd) <= 1e-14);
-    const Mat fwd_half = xt::view(run.annotations, xt::all(), xt::range(0, shape.d_fwd));
-    const Mat bwd_half = xt::view(run.annotations, xt::all(), xt::range(shape.d_fwd, shape.d_fwd + shape.d_bwd));
+    const Mat fwd_half = nn::columns_of(run.annotations, 0, shape.d_fwd);
+    const Mat bwd_half = nn::columns_of(run.annotations, shape.d_fwd, shape.d_fwd + shape.d_bwd);
     CHECK(max_abs_difference(fwd_half, expected_fwd) <= 1e-14);
     CHECK(max_abs_difference(bwd_half, expected_bwd) <= 1e-14);
 
     // the backward gates are stored in source order too: row T-1 is the first step, from h = 0
-    const nn::GruStep last = nn::gru_step(bwd, xt::row(X, -1), xt::zeros<double>({shape.d_bwd}));
-    const Vec last_update = xt::row(run.backward.update_gates, -1);
-    const Vec last_candidate = xt::row(run.backward.candidates, -1);
+    const std::size_t last_row = shape.T - 1;
+    const nn::GruStep last = nn::gru_step(bwd, nn::row_of(X, last_row), nn::zeros(shape.d_bwd));
+    const Vec last_update = nn::row_of(run.backward.update_gates, last_row);
+    const Vec last_candidate = nn::row_of(run.backward.candidates, last_row);
     CHECK(max_abs_difference(last_update, last.update_gate) <= 1e-14);
     CHECK(max_abs_difference(last_candidate, last.candidate) <= 1e-14);
 }
@@ -183,14 +184,14 @@ TEST_CASE("the forward half of h_j never sees later words; the backward half doe
     const nn::GruParams fwd = small_gru(rng, 3, 2), bwd = small_gru(rng, 3, 2);
     const Mat X = rng.normal_mat(4, 3);
     Mat changed = X;
-    xt::row(changed, 3) = rng.normal_vec(3);  // a different last word
+    nn::set_row(changed, 3, rng.normal_vec(3));  // a different last word
 
     const nn::BiGruRun a = nn::bigru_forward(fwd, bwd, X), b = nn::bigru_forward(fwd, bwd, changed);
-    const Mat a_early = xt::view(a.forward.states, xt::range(0, 3), xt::all());
-    const Mat b_early = xt::view(b.forward.states, xt::range(0, 3), xt::all());
+    const Mat a_early = nn::rows_of(a.forward.states, 0, 3);
+    const Mat b_early = nn::rows_of(b.forward.states, 0, 3);
     // the same operations on the same inputs: bit for bit equal
     CHECK(max_abs_difference(a_early, b_early) == 0.0);
-    const Vec a_first = xt::row(a.backward.states, 0), b_first = xt::row(b.backward.states, 0);
+    const Vec a_first = nn::row_of(a.backward.states, 0), b_first = nn::row_of(b.backward.states, 0);
     CHECK(max_abs_difference(a_first, b_first) > 1e-6);
 }
 
@@ -228,8 +229,8 @@ TEST_CASE("additive scores equal v^T tanh(W_q q_i + W_k k_j) written as loops", 
 
     // concat form with W = [W_q W_k]
     Mat W = xt::empty<double>({shape.d_a, shape.d_q + shape.d_k});
-    xt::view(W, xt::all(), xt::range(0, shape.d_q)) = W_q;
-    xt::view(W, xt::all(), xt::range(shape.d_q, shape.d_q + shape.d_k)) = W_k;
+    nn::set_columns(W, 0, W_q);
+    nn::set_columns(W, shape.d_q, W_k);
     CHECK(max_abs_difference(nn::concat_scores(Q, K, W, v), E) <= 1e-12);
 }
 
@@ -329,12 +330,12 @@ TEST_CASE("lesson 2 can be recomputed from its recorded tensors alone", "[additi
 
     // s_0 = tanh(W_s h←_1), the first row of S_prev
     const Mat W_s = value("decoder-start", "W_s"), H_bwd = value("encoder", "H_bwd");
-    const Vec s0 = xt::tanh(nn::matvec(W_s, xt::row(H_bwd, 0), "W_s h←_1"));
+    const Vec s0 = xt::tanh(nn::matvec(W_s, nn::row_of(H_bwd, 0), "W_s h←_1"));
     CHECK(max_abs_difference(s0, value("decoder-start", "s_0")) <= 1e-12);
 
     // scores, weights and contexts from the alignment model and the queries
     const Mat S_prev = value("scores", "S_prev");
-    CHECK(max_abs_difference(xt::row(S_prev, 0), s0) <= 1e-12);
+    CHECK(max_abs_difference(nn::row_of(S_prev, 0), s0) <= 1e-12);
     const Mat W_a = value("alignment-model", "W_a"), U_a = value("alignment-model", "U_a");
     const Vec v_a = value("alignment-model", "v_a");
     const Mat E = nn::additive_scores(S_prev, H, W_a, U_a, v_a);
@@ -343,22 +344,21 @@ TEST_CASE("lesson 2 can be recomputed from its recorded tensors alone", "[additi
     CHECK(max_abs_difference(alpha, value("weights", "alpha")) <= 1e-12);
     const Mat C = nn::context_vectors(alpha, H);
     CHECK(max_abs_difference(C, value("context", "C")) <= 1e-12);
-    CHECK(max_abs_difference(xt::row(E, 0), value("first-word", "e_1")) <= 1e-12);
+    CHECK(max_abs_difference(nn::row_of(E, 0), value("first-word", "e_1")) <= 1e-12);
 
     // the decoder: D_in = [y_{i-1}; c_i] and s_i = GRU(D_in_i, s_{i-1})
     const Mat D_in = value("decoder", "D_in"), S = value("decoder", "S"), Y_in = value("embeddings", "Y_in");
     const std::size_t d = Y_in.shape(1);
-    const Mat D_words = xt::view(D_in, xt::all(), xt::range(0, d));
-    const Mat D_contexts = xt::view(D_in, xt::all(), xt::range(d, D_in.shape(1)));
+    const Mat D_words = nn::columns_of(D_in, 0, d);
+    const Mat D_contexts = nn::columns_of(D_in, d, D_in.shape(1));
     CHECK(max_abs_difference(D_words, Y_in) == 0.0);  // copies, not computations
     CHECK(max_abs_difference(D_contexts, C) <= 1e-12);
     const nn::GruParams dec = gru_from_stacked(value("decoder-start", "W_dec"), value("decoder-start", "U_dec"),
                                                value("decoder-start", "b_dec"));
     for (std::size_t i = 0; i < 3; ++i) {
-        const auto r = static_cast<std::ptrdiff_t>(i);
-        const Vec s = nn::gru_step(dec, xt::row(D_in, r), xt::row(S_prev, r)).state;
-        CHECK(max_abs_difference(s, xt::row(S, r)) <= 1e-12);
-        if (i + 1 < 3) CHECK(max_abs_difference(s, xt::row(S_prev, r + 1)) <= 1e-12);
+        const Vec s = nn::gru_step(dec, nn::row_of(D_in, i), nn::row_of(S_prev, i)).state;
+        CHECK(max_abs_difference(s, nn::row_of(S, i)) <= 1e-12);
+        if (i + 1 < 3) CHECK(max_abs_difference(s, nn::row_of(S_prev, i + 1)) <= 1e-12);
     }
 }
 
