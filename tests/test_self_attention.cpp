@@ -7,6 +7,8 @@
 #include "core/rng.hpp"
 #include "nn/linalg.hpp"
 #include "nn/positional.hpp"
+#include "nn/reductions.hpp"
+#include "nn/rnn.hpp"
 #include "nn/scores.hpp"
 #include "nn/softmax.hpp"
 #include "nn/self_attention.hpp"
@@ -14,7 +16,6 @@
 #include "run.hpp"
 
 #include <catch2/catch.hpp>
-#include <xtensor/xview.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -48,7 +49,7 @@ std::size_t nan_count(const Mat& M) {
 // softmax_j(S_ij + M_ij) written out: unmasked entries only, the largest subtracted, masked entries
 // 0, a fully masked row all 0.
 Mat loop_masked_softmax(const Mat& S, const Mat& M) {
-    Mat out = xt::zeros<double>({S.shape(0), S.shape(1)});
+    Mat out = nn::zeros(S.shape(0), S.shape(1));
     for (std::size_t i = 0; i < S.shape(0); ++i) {
         double largest = -inf;
         for (std::size_t j = 0; j < S.shape(1); ++j)
@@ -69,7 +70,7 @@ struct LoopAttention {
 };
 
 LoopAttention loop_attention(const Mat& Q, const Mat& K, const Mat& V, const Mat& M) {
-    LoopAttention r{xt::zeros<double>({Q.shape(0), K.shape(0)}), {}, xt::zeros<double>({Q.shape(0), V.shape(1)})};
+    LoopAttention r{nn::zeros(Q.shape(0), K.shape(0)), {}, nn::zeros(Q.shape(0), V.shape(1))};
     for (std::size_t i = 0; i < Q.shape(0); ++i)
         for (std::size_t j = 0; j < K.shape(0); ++j) {
             for (std::size_t c = 0; c < Q.shape(1); ++c) r.scores(i, j) += Q(i, c) * K(j, c);
@@ -84,7 +85,7 @@ LoopAttention loop_attention(const Mat& Q, const Mat& K, const Mat& V, const Mat
 
 // Each entry -inf with probability `share`, else 0; rows may end up fully masked.
 Mat random_mask(Rng& rng, std::size_t T_q, std::size_t T_k, double share) {
-    Mat M = xt::zeros<double>({T_q, T_k});
+    Mat M = nn::zeros(T_q, T_k);
     for (auto& x : M) x = rng.uniform() < share ? -inf : 0.0;
     return M;
 }
@@ -100,11 +101,11 @@ std::vector<std::size_t> random_permutation(Rng& rng, std::size_t n) {
 Mat permuted_rows(const Mat& X, const std::vector<std::size_t>& order) {
     Mat out = xt::empty<double>({X.shape(0), X.shape(1)});
     for (std::size_t t = 0; t < order.size(); ++t)
-        xt::row(out, static_cast<std::ptrdiff_t>(t)) = xt::row(X, static_cast<std::ptrdiff_t>(order[t]));
+        nn::set_row(out, t, nn::row_of(X, order[t]));
     return out;
 }
 
-Mat first_rows(const Mat& M, std::size_t count) { return xt::view(M, xt::range(std::size_t{0}, count), xt::all()); }
+Mat first_rows(const Mat& M, std::size_t count) { return nn::rows_of(M, 0, count); }
 
 struct SelfAttentionWeights {
     Mat W_Q, W_K, W_V;
@@ -204,19 +205,19 @@ TEST_CASE("masked softmax equals an explicit loop", "[self_attention][mask]") {
 TEST_CASE("a fully masked row gives zero weights and a zero output, never NaN", "[self_attention][mask]") {
     Rng rng(11);
     const Mat Q = rng.normal_mat(3, 4), K = rng.normal_mat(5, 4), V = rng.normal_mat(5, 2);
-    Mat M = xt::zeros<double>({3, 5});
-    xt::row(M, 1) = -inf;  // query 2 may look at nothing
+    Mat M = nn::zeros(3, 5);
+    for (std::size_t j = 0; j < 5; ++j) M(1, j) = -inf;  // query 2 may look at nothing
     const nn::AttentionResult r = nn::scaled_dot_product_attention(Q, K, V, M);
     CHECK(nan_count(r.weights) == 0);
     CHECK(nan_count(r.output) == 0);
     for (std::size_t j = 0; j < 5; ++j) CHECK(r.weights(1, j) == 0.0);
     for (std::size_t c = 0; c < 2; ++c) CHECK(r.output(1, c) == 0.0);
     // the other rows are untouched by it
-    for (std::size_t i : {0u, 2u}) CHECK_THAT(xt::sum(xt::row(r.weights, i))(), WithinAbs(1.0, 1e-15));
+    for (std::size_t i : {0u, 2u}) CHECK_THAT(nn::sum_of(nn::row_of(r.weights, i)), WithinAbs(1.0, 1e-15));
 }
 
 TEST_CASE("masked softmax with -inf and very large logits", "[self_attention][mask]") {
-    const Mat open = xt::zeros<double>({1, 3});
+    const Mat open = nn::zeros(1, 3);
     SECTION("a -inf logit gets weight 0, the rest as if it were absent") {
         const Mat A = nn::masked_softmax(Mat{{0.0, -inf, std::log(3.0)}}, open);
         CHECK(A(0, 1) == 0.0);
@@ -259,7 +260,7 @@ TEST_CASE("scaled dot-product attention equals explicit loops", "[self_attention
     Rng rng(seed);
     const Mat Q = rng.normal_mat(T_q, d_k), K = rng.normal_mat(T_k, d_k), V = rng.normal_mat(T_k, d_v);
 
-    const LoopAttention open = loop_attention(Q, K, V, xt::zeros<double>({T_q, T_k}));
+    const LoopAttention open = loop_attention(Q, K, V, nn::zeros(T_q, T_k));
     const nn::AttentionResult r = nn::scaled_dot_product_attention(Q, K, V);
     CHECK(max_abs_difference(r.scores, open.scores) <= loop_tolerance);
     CHECK(max_abs_difference(r.weights, open.weights) <= loop_tolerance);
@@ -319,7 +320,7 @@ TEST_CASE("attention rejects keys and values of different lengths", "[self_atten
     Rng rng(3);
     const Mat Q = rng.normal_mat(2, 3), K = rng.normal_mat(4, 3), V = rng.normal_mat(5, 2);
     CHECK_THROWS_AS(nn::scaled_dot_product_attention(Q, K, V), ShapeError);
-    CHECK_THROWS_AS(nn::scaled_dot_product_attention(Q, K, rng.normal_mat(4, 2), xt::zeros<double>({2, 3})),
+    CHECK_THROWS_AS(nn::scaled_dot_product_attention(Q, K, rng.normal_mat(4, 2), nn::zeros(2, 3)),
                     ShapeError);
 }
 
@@ -334,7 +335,7 @@ TEST_CASE("structured self-attention equals explicit loops", "[self_attention][s
     const Mat H = rng.normal_mat(n, 2 * u), W_s1 = rng.normal_mat(d_a, 2 * u), W_s2 = rng.normal_mat(r, d_a, 2.0);
     const nn::StructuredAttention s = nn::structured_self_attention(H, W_s1, W_s2);
 
-    Mat hidden = xt::zeros<double>({d_a, n}), scores = xt::zeros<double>({r, n}), M = xt::zeros<double>({r, 2 * u});
+    Mat hidden = nn::zeros(d_a, n), scores = nn::zeros(r, n), M = nn::zeros(r, 2 * u);
     for (std::size_t a = 0; a < d_a; ++a)
         for (std::size_t t = 0; t < n; ++t) {
             for (std::size_t c = 0; c < 2 * u; ++c) hidden(a, t) += W_s1(a, c) * H(t, c);
@@ -343,7 +344,7 @@ TEST_CASE("structured self-attention equals explicit loops", "[self_attention][s
     for (std::size_t k = 0; k < r; ++k)
         for (std::size_t t = 0; t < n; ++t)
             for (std::size_t a = 0; a < d_a; ++a) scores(k, t) += W_s2(k, a) * hidden(a, t);
-    const Mat A = loop_masked_softmax(scores, xt::zeros<double>({r, n}));
+    const Mat A = loop_masked_softmax(scores, nn::zeros(r, n));
     for (std::size_t k = 0; k < r; ++k)
         for (std::size_t t = 0; t < n; ++t)
             for (std::size_t c = 0; c < 2 * u; ++c) M(k, c) += A(k, t) * H(t, c);
@@ -361,7 +362,7 @@ TEST_CASE("Lin's penalty equals a direct sum over entries", "[self_attention][st
         const std::uint64_t seed = GENERATE(1u, 2u, 3u, 4u);
         Rng rng(seed);
         const std::size_t r = 1 + rng.below(4), n = 2 + rng.below(6);
-        const Mat A = nn::masked_softmax(rng.normal_mat(r, n, 2.0), xt::zeros<double>({r, n}));
+        const Mat A = nn::masked_softmax(rng.normal_mat(r, n, 2.0), nn::zeros(r, n));
         CHECK_THAT(nn::redundancy_penalty(A), WithinAbs(loop_penalty(A), 1e-12));
     }
     SECTION("one-hot rows on distinct tokens: A A^T = I, P = 0 exactly") {
@@ -374,7 +375,7 @@ TEST_CASE("Lin's penalty equals a direct sum over entries", "[self_attention][st
         const Mat same = {{0.0, 1.0, 0.0}, {0.0, 1.0, 0.0}, {0.0, 1.0, 0.0}};
         CHECK_THAT(nn::redundancy_penalty(same), WithinAbs(6.0, 1e-15));
         // two uniform rows over 4 tokens: A A^T = 1/4 everywhere: 2 (1/4 - 1)^2 + 2 (1/4)^2 = 1.25
-        CHECK_THAT(nn::redundancy_penalty(xt::eval(0.25 * xt::ones<double>({2, 4}))), WithinAbs(1.25, 1e-15));
+        CHECK_THAT(nn::redundancy_penalty(Mat(0.25 * nn::ones(2, 4))), WithinAbs(1.25, 1e-15));
     }
 }
 
@@ -386,7 +387,7 @@ TEST_CASE("without positions self-attention is permutation-equivariant, with the
     Rng rng(seed);
     const std::size_t n = 6, d = 8, d_k = 4;
     const SelfAttentionWeights w = draw_weights(rng, d, d_k);
-    const Mat X = rng.normal_mat(n, d), open = xt::zeros<double>({n, n});
+    const Mat X = rng.normal_mat(n, d), open = nn::zeros(n, n);
     std::vector<std::size_t> order = random_permutation(rng, n);
     const bool identity = [&] {
         for (std::size_t i = 0; i < n; ++i)
@@ -403,7 +404,7 @@ TEST_CASE("without positions self-attention is permutation-equivariant, with the
     const Mat moved_pe = self_attention(w, permuted_rows(X, order) + PE, open);
     CHECK(max_abs_difference(moved_pe, permuted_rows(self_attention(w, X + PE, open), order)) > 1e-6);
     // positions that travel with their words restore it
-    const Mat travelled = self_attention(w, permuted_rows(xt::eval(X + PE), order), open);
+    const Mat travelled = self_attention(w, permuted_rows(Mat(X + PE), order), open);
     CHECK(max_abs_difference(travelled, permuted_rows(self_attention(w, X + PE, open), order)) <= loop_tolerance);
 }
 
@@ -413,12 +414,12 @@ TEST_CASE("causal outputs at positions <= t ignore every token after t", "[self_
     const std::size_t n = 7, d = 6, d_k = 3;
     const SelfAttentionWeights w = draw_weights(rng, d, d_k);
     const Mat X = rng.normal_mat(n, d), other = rng.normal_mat(n, d, 3.0);
-    const Mat causal = nn::causal_mask(n), open = xt::zeros<double>({n, n});
+    const Mat causal = nn::causal_mask(n), open = nn::zeros(n, n);
     const Mat O = self_attention(w, X, causal), O_open = self_attention(w, X, open);
     for (std::size_t t = 0; t + 1 < n; ++t) {
         INFO("seed " << seed << ", t " << t);
         Mat changed = X;
-        xt::view(changed, xt::range(t + 1, n), xt::all()) = xt::view(other, xt::range(t + 1, n), xt::all());
+        nn::set_rows(changed, t + 1, nn::rows_of(other, t + 1, n));
         const Mat O_changed = self_attention(w, changed, causal), O_open_changed = self_attention(w, changed, open);
         CHECK(max_abs_difference(first_rows(O_changed, t + 1), first_rows(O, t + 1)) <= loop_tolerance);
         // the property is not vacuous: without the mask the same change reaches the past
@@ -450,16 +451,16 @@ TEST_CASE("moving k positions is one rotation R_k of the sinusoidal encoding, wh
     for (const std::size_t k : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{50}}) {
         const Mat R = nn::offset_rotation(d, k);
         // a rotation: R R^T = I
-        CHECK(max_abs_difference(nn::matmul(R, nn::transposed(R), "R R^T"), Mat(xt::eye<double>(d))) < 1e-15);
+        CHECK(max_abs_difference(nn::matmul(R, nn::transposed(R), "R R^T"), nn::identity(d)) < 1e-15);
         double worst = 0;
         for (std::size_t p = 0; p + k < n; ++p)
-            worst = std::max(worst, max_abs_difference(nn::matvec(R, xt::eval(xt::row(PE, p)), "R PE_p"),
-                                                        Vec(xt::row(PE, p + k))));
+            worst = std::max(worst, max_abs_difference(nn::matvec(R, nn::row_of(PE, p), "R PE_p"),
+                                                        nn::row_of(PE, p + k)));
         CHECK(worst < 1e-12);
     }
     // the transposed rotation turns the wrong way: the check can fail
     const Mat back = nn::transposed(nn::offset_rotation(d, 3));
-    CHECK(max_abs_difference(nn::matvec(back, xt::eval(xt::row(PE, 10)), "R^T PE_p"), Vec(xt::row(PE, 13))) > 0.1);
+    CHECK(max_abs_difference(nn::matvec(back, nn::row_of(PE, 10), "R^T PE_p"), nn::row_of(PE, 13)) > 0.1);
     CHECK_THROWS_AS(nn::sinusoidal_encoding(3, 0), ShapeError);
 }
 
@@ -495,7 +496,8 @@ TEST_CASE("lesson 4 holds all its checks and shows what it claims", "[self_atten
     // hops: A is r x n and each row is a distribution
     const Array& A = recorded(trace, "hops", "A");
     REQUIRE(A.shape(0) == static_cast<std::size_t>(lesson->defaults.get("r")));
-    for (std::size_t k = 0; k < A.shape(0); ++k) CHECK_THAT(xt::sum(xt::row(A, k))(), WithinAbs(1.0, 1e-12));
+    const Vec row_totals = nn::row_sums(A);
+    for (std::size_t k = 0; k < A.shape(0); ++k) CHECK_THAT(row_totals(k), WithinAbs(1.0, 1e-12));
 
     // penalty: our A, the copies of a, the one-hot hops; the last exactly 0 and the copies worst
     const Array& P = recorded(trace, "penalty", "P");
