@@ -3,13 +3,14 @@
 // T_q = queries, T_k = keys (source length S), d = widths, d_a = width of an additive layer.
 #include "core/rng.hpp"
 #include "nn/attention.hpp"
+#include "nn/linalg.hpp"
+#include "nn/reductions.hpp"
 #include "nn/scores.hpp"
 #include "nn/softmax.hpp"
 #include "run.hpp"
 
 #include <catch2/catch.hpp>
 #include <xtensor/xsort.hpp>
-#include <xtensor/xview.hpp>
 
 #include <cmath>
 #include <limits>
@@ -39,7 +40,7 @@ struct Sizes {
 };
 
 Mat loop_dot(const Mat& Q, const Mat& K) {
-    Mat e = xt::zeros<double>({Q.shape(0), K.shape(0)});
+    Mat e = nn::zeros(Q.shape(0), K.shape(0));
     for (std::size_t i = 0; i < Q.shape(0); ++i)
         for (std::size_t j = 0; j < K.shape(0); ++j)
             for (std::size_t a = 0; a < Q.shape(1); ++a) e(i, j) += Q(i, a) * K(j, a);
@@ -47,7 +48,7 @@ Mat loop_dot(const Mat& Q, const Mat& K) {
 }
 
 Mat loop_general(const Mat& Q, const Mat& W, const Mat& K) {
-    Mat e = xt::zeros<double>({Q.shape(0), K.shape(0)});
+    Mat e = nn::zeros(Q.shape(0), K.shape(0));
     for (std::size_t i = 0; i < Q.shape(0); ++i)
         for (std::size_t j = 0; j < K.shape(0); ++j)
             for (std::size_t a = 0; a < Q.shape(1); ++a)
@@ -57,7 +58,7 @@ Mat loop_general(const Mat& Q, const Mat& W, const Mat& K) {
 
 // v . tanh(W_q q_i + W_k k_j), one hidden unit at a time.
 Mat loop_additive(const Mat& Q, const Mat& K, const Mat& W_q, const Mat& W_k, const Vec& v) {
-    Mat e = xt::zeros<double>({Q.shape(0), K.shape(0)});
+    Mat e = nn::zeros(Q.shape(0), K.shape(0));
     for (std::size_t i = 0; i < Q.shape(0); ++i)
         for (std::size_t j = 0; j < K.shape(0); ++j)
             for (std::size_t a = 0; a < v.size(); ++a) {
@@ -72,7 +73,7 @@ Mat loop_additive(const Mat& Q, const Mat& K, const Mat& W_q, const Mat& W_k, co
 // v . tanh(W [q_i; k_j]) with the concatenation indexed directly: column b < d_q reads q, the rest k.
 Mat loop_concat(const Mat& Q, const Mat& K, const Mat& W, const Vec& v) {
     const std::size_t d_q = Q.shape(1);
-    Mat e = xt::zeros<double>({Q.shape(0), K.shape(0)});
+    Mat e = nn::zeros(Q.shape(0), K.shape(0));
     for (std::size_t i = 0; i < Q.shape(0); ++i)
         for (std::size_t j = 0; j < K.shape(0); ++j)
             for (std::size_t a = 0; a < v.size(); ++a) {
@@ -94,7 +95,7 @@ Vec loop_local_row(const Mat& scores, std::size_t t, double p, std::size_t D) {
     double largest = -inf, total = 0.0;
     for (auto s : inside) largest = std::max(largest, scores(t, s - 1));
     for (auto s : inside) total += std::exp(scores(t, s - 1) - largest);
-    Vec out = xt::zeros<double>({S});
+    Vec out = nn::zeros(S);
     for (auto s : inside) {
         const double distance = static_cast<double>(s) - p;
         out(s - 1) = std::exp(scores(t, s - 1) - largest) / total * std::exp(-distance * distance / (2 * sigma * sigma));
@@ -162,13 +163,13 @@ TEST_CASE("every score function matches its loop form", "[scores]") {
     }
     SECTION("concat with W = [W_q W_k] is additive") {
         Mat joined = xt::empty<double>({n.d_a, n.d_q + n.d_k});
-        xt::view(joined, xt::all(), xt::range(0, n.d_q)) = W_q;
-        xt::view(joined, xt::all(), xt::range(n.d_q, n.d_q + n.d_k)) = W_k;
+        nn::set_columns(joined, 0, W_q);
+        nn::set_columns(joined, n.d_q, W_k);
         CHECK_THAT(max_abs_difference(nn::concat_scores(Q, K, joined, v), nn::additive_scores(Q, K, W_q, W_k, v)),
                    WithinAbs(0.0, loop_tolerance));
     }
     SECTION("general with W = I is dot") {
-        CHECK_THAT(max_abs_difference(nn::general_scores(Q, xt::eye<double>(n.d_q), K_same), loop_dot(Q, K_same)),
+        CHECK_THAT(max_abs_difference(nn::general_scores(Q, nn::identity(n.d_q), K_same), loop_dot(Q, K_same)),
                    WithinAbs(0.0, loop_tolerance));
     }
 }
@@ -215,16 +216,16 @@ TEST_CASE("softmax is unchanged by adding a constant to a row", "[scores][softma
     // softmax Jacobian a_i (delta_ij - a_j) has rows of absolute sum at most 2 a_i <= 2). So the
     // weights may differ by up to u, plus their own rounding: a few ulps of logits below 20,
     // well under 1e-14.
-    const double m = std::abs(c) + xt::amax(xt::abs(x))();
+    const double m = std::abs(c) + nn::max_abs_of(x);
     const double u = std::nextafter(m, inf) - m;
     const double tolerance = u + 1e-14;
     CHECK_THAT(max_abs_difference(nn::softmax(shifted_logits), nn::softmax(x)), WithinAbs(0.0, tolerance));
     // The same per row of a matrix: row 1 is row 0 shifted.
     Mat rows = xt::empty<double>({std::size_t{2}, x.size()});
-    xt::row(rows, 0) = x;
-    xt::row(rows, 1) = shifted_logits;
+    nn::set_row(rows, 0, x);
+    nn::set_row(rows, 1, shifted_logits);
     const Mat alpha = nn::softmax_rows(rows);
-    CHECK_THAT(max_abs_difference(Vec(xt::row(alpha, 0)), Vec(xt::row(alpha, 1))), WithinAbs(0.0, tolerance));
+    CHECK_THAT(max_abs_difference(nn::row_of(alpha, 0), nn::row_of(alpha, 1)), WithinAbs(0.0, tolerance));
 }
 
 TEST_CASE("softmax of logits near +-1e300 is finite and correct", "[scores][softmax]") {
@@ -365,7 +366,7 @@ TEST_CASE("local-p weights match the loop form", "[scores][local]") {
     const Mat gaussian = nn::gaussian_factors(p, S, D);
     for (std::size_t t = 0; t < T; ++t) {
         INFO("row " << t << ", p = " << p(t));
-        CHECK_THAT(max_abs_difference(Vec(xt::row(local, static_cast<std::ptrdiff_t>(t))),
+        CHECK_THAT(max_abs_difference(nn::row_of(local, t),
                                       loop_local_row(scores, t, p(t), D)),
                    WithinAbs(0.0, 1e-15));
         double mass_in_window = 0.0, total = 0.0;
@@ -388,11 +389,11 @@ TEST_CASE("local-p weights match the loop form", "[scores][local]") {
 TEST_CASE("local-p weights are not renormalised after the Gaussian", "[scores][local]") {
     // Equal scores over a window of 3 at p = 2, D = 2 (sigma = 1) on S = 3: the window softmax gives
     // 1/3 each, the Gaussian exp(-1/2), 1, exp(-1/2), so the row sums to (1 + 2 exp(-0.5)) / 3.
-    const Mat local = nn::local_p_weights(xt::zeros<double>({std::size_t{1}, std::size_t{3}}), Vec{2.0}, 2);
+    const Mat local = nn::local_p_weights(nn::zeros(1, 3), Vec{2.0}, 2);
     const double total = local(0, 0) + local(0, 1) + local(0, 2);
     CHECK_THAT(total, WithinRel((1.0 + 2.0 * std::exp(-0.5)) / 3.0, 1e-15));
     CHECK_THAT(local(0, 1), WithinRel(1.0 / 3.0, 1e-15));
-    CHECK_THROWS_AS(nn::local_p_weights(xt::zeros<double>({std::size_t{2}, std::size_t{3}}), Vec{2.0}, 2),
+    CHECK_THROWS_AS(nn::local_p_weights(nn::zeros(2, 3), Vec{2.0}, 2),
                     ShapeError);
 }
 
@@ -458,8 +459,8 @@ TEST_CASE("lesson 3's recorded tensors recompute each other", "[scores][lessons]
     const std::size_t D = static_cast<std::size_t>(lesson->defaults.get("D"));
     const Mat Q = recorded(trace, "inputs", "Q"), K = recorded(trace, "inputs", "K");
     // Weights and scores are recorded one column per query: transpose back.
-    const Mat e_dot = xt::transpose(Mat(recorded(trace, "dot", "e_dot")));
-    const Mat e_scaled = xt::transpose(Mat(recorded(trace, "scaled", "e_scaled")));
+    const Mat e_dot = nn::transposed(Mat(recorded(trace, "dot", "e_dot")));
+    const Mat e_scaled = nn::transposed(Mat(recorded(trace, "scaled", "e_scaled")));
 
     SECTION("recorded scaled scores are the recorded dot scores / sqrt(d)") {
         REQUIRE(shape_of(e_scaled) == shape_of(e_dot));
@@ -471,9 +472,9 @@ TEST_CASE("lesson 3's recorded tensors recompute each other", "[scores][lessons]
     }
     SECTION("local weights from the recorded scores and positions") {
         const Vec p = recorded(trace, "window", "p");
-        const Mat a_local = xt::transpose(Mat(recorded(trace, "local", "a_local")));
+        const Mat a_local = nn::transposed(Mat(recorded(trace, "local", "a_local")));
         for (std::size_t t = 0; t < p.size(); ++t)
-            CHECK_THAT(max_abs_difference(Vec(xt::row(a_local, static_cast<std::ptrdiff_t>(t))),
+            CHECK_THAT(max_abs_difference(nn::row_of(a_local, t),
                                           loop_local_row(e_dot, t, p(t), D)),
                        WithinAbs(0.0, 1e-14));
     }
@@ -481,7 +482,7 @@ TEST_CASE("lesson 3's recorded tensors recompute each other", "[scores][lessons]
         const Mat W_p = recorded(trace, "window", "W_p");
         const Vec v_p = recorded(trace, "aimed", "v_p_aimed"), partner = recorded(trace, "inputs", "partner");
         const double S = static_cast<double>(K.shape(0));
-        const Mat a_aimed = xt::transpose(Mat(recorded(trace, "aimed", "a_aimed")));
+        const Mat a_aimed = nn::transposed(Mat(recorded(trace, "aimed", "a_aimed")));
         for (std::size_t t = 0; t < Q.shape(0); ++t) {
             double logit = 0.0;
             for (std::size_t a = 0; a < W_p.shape(0); ++a) {
@@ -493,7 +494,7 @@ TEST_CASE("lesson 3's recorded tensors recompute each other", "[scores][lessons]
             CHECK_THAT(p, WithinAbs(partner(t) - 0.25, 1e-10));
             const auto partner_index = static_cast<std::size_t>(partner(t)) - 1;
             CHECK(a_aimed(t, partner_index) > 0.5);  // inside the window, and its dot score wins there
-            CHECK_THAT(max_abs_difference(Vec(xt::row(a_aimed, static_cast<std::ptrdiff_t>(t))),
+            CHECK_THAT(max_abs_difference(nn::row_of(a_aimed, t),
                                           loop_local_row(e_dot, t, p, D)),
                        WithinAbs(0.0, 1e-10));
         }
@@ -508,7 +509,7 @@ TEST_CASE("lesson 3's recorded tensors recompute each other", "[scores][lessons]
         // The lesson's pictures rely on this: with equal key lengths the dot score ranks keys by
         // direction, and the planted partner comes out on top for every query.
         for (std::size_t t = 0; t < Q.shape(0); ++t) {
-            const auto best = static_cast<std::size_t>(xt::argmax(xt::row(e_dot, static_cast<std::ptrdiff_t>(t)))());
+            const auto best = static_cast<std::size_t>(xt::argmax(nn::row_of(e_dot, t))());
             CHECK(best + 1 == static_cast<std::size_t>(partner(t)));
         }
     }
