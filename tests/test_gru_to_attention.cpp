@@ -2,13 +2,14 @@
 // against the recursion, the wrong product ranges, the loop forms against the matrix forms,
 // and the lesson's recorded claims recomputed here with independent loops.
 #include "core/rng.hpp"
+#include "nn/linalg.hpp"
+#include "nn/reductions.hpp"
 #include "nn/rnn.hpp"
 #include "nn/self_attention.hpp"
 #include "nn/unroll.hpp"
 #include "run.hpp"
 
 #include <catch2/catch.hpp>
-#include <xtensor/xview.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -47,7 +48,7 @@ GruCase random_gru_case(std::uint64_t seed, std::size_t T, std::size_t d) {
 
 // max_k |closed-form h_t - recursive h_t| for one t.
 double error_at(const Mat& closed, const Mat& states, std::size_t t) {
-    const Vec a = xt::row(closed, static_cast<std::ptrdiff_t>(t)), b = xt::row(states, static_cast<std::ptrdiff_t>(t));
+    const Vec a = nn::row_of(closed, t), b = nn::row_of(states, t);
     return max_abs_difference(a, b);
 }
 
@@ -55,7 +56,7 @@ double error_at(const Mat& closed, const Mat& states, std::size_t t) {
 // i of q_t . k_i / sqrt(d_k), applied to the values.
 Mat attention_loops(const Mat& Q, const Mat& K, const Mat& V, bool causal) {
     const std::size_t T = Q.shape(0), d_k = Q.shape(1), d_v = V.shape(1);
-    Mat out = xt::zeros<double>({T, d_v});
+    Mat out = nn::zeros(T, d_v);
     for (std::size_t t = 0; t < T; ++t) {
         const std::size_t visible = causal ? t + 1 : K.shape(0);
         std::vector<double> w(visible);
@@ -72,7 +73,7 @@ Mat attention_loops(const Mat& Q, const Mat& K, const Mat& V, bool causal) {
 }
 
 Mat times_transposed(const Mat& A, const Mat& W) {
-    Mat out = xt::zeros<double>({A.shape(0), W.shape(0)});
+    Mat out = nn::zeros(A.shape(0), W.shape(0));
     for (std::size_t r = 0; r < A.shape(0); ++r)
         for (std::size_t o = 0; o < W.shape(0); ++o)
             for (std::size_t c = 0; c < A.shape(1); ++c) out(r, o) += A(r, c) * W(o, c);
@@ -84,10 +85,10 @@ Mat heads_loops(const Mat& Z, const Mat& W_Q, const Mat& W_K, const Mat& W_V, st
     const std::size_t d_h = W_V.shape(0) / heads;
     Mat H = xt::empty<double>({Z.shape(0), W_V.shape(0)});
     for (std::size_t n = 0; n < heads; ++n) {
-        const auto rows = [&](const Mat& W) { return Mat(xt::view(W, xt::range(n * d_h, (n + 1) * d_h), xt::all())); };
+        const auto rows = [&](const Mat& W) { return nn::rows_of(W, n * d_h, (n + 1) * d_h); };
         const Mat out = attention_loops(times_transposed(Z, rows(W_Q)), times_transposed(Z, rows(W_K)),
                                         times_transposed(Z, rows(W_V)), causal);
-        xt::view(H, xt::all(), xt::range(n * d_h, (n + 1) * d_h)) = out;
+        nn::set_columns(H, n * d_h, out);
     }
     return H;
 }
@@ -133,7 +134,7 @@ const CheckRecord& recorded_check(const Trace& trace, const std::string& step, c
 Mat reversed_rows(const Mat& M) {
     Mat out = xt::empty<double>({M.shape(0), M.shape(1)});
     for (std::size_t t = 0; t < M.shape(0); ++t)
-        xt::row(out, static_cast<std::ptrdiff_t>(t)) = xt::row(M, static_cast<std::ptrdiff_t>(M.shape(0) - 1 - t));
+        nn::set_row(out, t, nn::row_of(M, M.shape(0) - 1 - t));
     return out;
 }
 
@@ -210,9 +211,8 @@ TEST_CASE("update_only_gru_forward is nn::gru_forward with the reset gate held o
     const Mat X = rng.normal_mat(T, 2);
     const Vec h0 = rng.normal_vec(3);
     // sigmoid(40) = 1 - 4e-18 rounds to 1: the candidate sees all of h_{t-1}
-    const nn::GruParams open{gru.W_u, gru.U_u, gru.b_u, xt::zeros<double>({3, 2}), xt::zeros<double>({3, 3}),
-                             xt::full_like(Vec(xt::empty<double>({3})), 40.0), gru.candidate.W, gru.candidate.U,
-                             gru.candidate.b};
+    const nn::GruParams open{gru.W_u, gru.U_u, gru.b_u, nn::zeros(3, 2), nn::zeros(3, 3), Vec(40.0 * nn::ones(3)),
+                             gru.candidate.W, gru.candidate.U, gru.candidate.b};
     const nn::GruRun full = nn::gru_forward(open, X, h0);
     const nn::UpdateOnlyRun run = nn::update_only_gru_forward(gru, X, h0);
     CHECK_THAT(max_abs_difference(run.states, full.states), WithinAbs(0.0, 1e-14));
@@ -245,24 +245,24 @@ TEST_CASE("candidate attention: a causal softmax over the candidates, still a re
         CHECK_THAT(sum, WithinAbs(1.0, 1e-12));
         for (std::size_t i = t + 1; i < T; ++i) CHECK(run.weights(t, i) == 0.0);
     }
-    CHECK_THAT(max_abs_difference(times_transposed(run.weights, xt::transpose(run.candidates)), run.states),
+    CHECK_THAT(max_abs_difference(times_transposed(run.weights, nn::transposed(run.candidates)), run.states),
                WithinAbs(0.0, 1e-12));
 
     // each candidate read the state before it
     for (std::size_t t = 0; t < T; ++t) {
-        const Vec previous = t == 0 ? h0 : Vec(xt::row(run.states, static_cast<std::ptrdiff_t>(t - 1)));
-        const Vec expected = xt::tanh(nn::matvec(p.W, xt::row(X, static_cast<std::ptrdiff_t>(t)), "W x") +
+        const Vec previous = t == 0 ? h0 : nn::row_of(run.states, t - 1);
+        const Vec expected = xt::tanh(nn::matvec(p.W, nn::row_of(X, t), "W x") +
                                       nn::matvec(p.U, previous, "U h") + p.b);
-        const Vec actual = xt::row(run.candidates, static_cast<std::ptrdiff_t>(t));
+        const Vec actual = nn::row_of(run.candidates, t);
         CHECK_THAT(max_abs_difference(actual, expected), WithinAbs(0.0, 1e-15));
     }
 
     // a different last input leaves every earlier state as it was: the same operations on the same numbers
     Mat changed = X;
-    xt::row(changed, -1) += 1.0;
+    for (std::size_t c = 0; c < d; ++c) changed(T - 1, c) += 1.0;
     const Mat before = nn::candidate_attention_forward(p, changed, h0).states;
-    const Mat early_a = xt::view(before, xt::range(0, T - 1), xt::all());
-    const Mat early_b = xt::view(run.states, xt::range(0, T - 1), xt::all());
+    const Mat early_a = nn::rows_of(before, 0, T - 1);
+    const Mat early_b = nn::rows_of(run.states, 0, T - 1);
     CHECK(max_abs_difference(early_a, early_b) == 0.0);
 }
 
@@ -284,7 +284,7 @@ TEST_CASE("attention_by_positions equals the masked and the unmasked matrix form
                WithinAbs(0.0, 1e-12));
     CHECK_THAT(max_abs_difference(full, nn::scaled_dot_product_attention(Q, K, V).output), WithinAbs(0.0, 1e-12));
     // the first position sees only itself under the mask
-    const Vec first = xt::row(causal, 0), v1 = xt::row(V, 0);
+    const Vec first = nn::row_of(causal, 0), v1 = nn::row_of(V, 0);
     CHECK_THAT(max_abs_difference(first, v1), WithinAbs(0.0, 1e-15));
 }
 
@@ -370,7 +370,7 @@ TEST_CASE("lesson 5: the recorded stages, recomputed with independent loops", "[
         const Mat alpha = recorded_mat(trace, "free-weights", "alpha_2");
         const Mat C = recorded_mat(trace, "free-weights", "H_cand_2");
         const Mat H_2 = recorded_mat(trace, "free-weights", "H_2");
-        CHECK_THAT(max_abs_difference(times_transposed(alpha, xt::transpose(C)), H_2), WithinAbs(0.0, 1e-12));
+        CHECK_THAT(max_abs_difference(times_transposed(alpha, nn::transposed(C)), H_2), WithinAbs(0.0, 1e-12));
     }
     const Mat F = recorded_mat(trace, "free-candidates", "F");
     const Mat Z = recorded_mat(trace, "free-candidates", "Z");
@@ -395,7 +395,7 @@ TEST_CASE("lesson 5: the recorded stages, recomputed with independent loops", "[
         // order is lost: backwards in, backwards out; both "the" tokens (x_1 = x_5) agree
         CHECK_THAT(max_abs_difference(reversed_rows(H_6), recorded_mat(trace, "non-causal", "H_6_rev")),
                    WithinAbs(0.0, 1e-12));
-        const Vec first_the = xt::row(H_6, 0), second_the = xt::row(H_6, 4);
+        const Vec first_the = nn::row_of(H_6, 0), second_the = nn::row_of(H_6, 4);
         CHECK_THAT(max_abs_difference(first_the, second_the), WithinAbs(0.0, 1e-12));
     }
     const Mat P = recorded_mat(trace, "positions", "P");
@@ -406,7 +406,7 @@ TEST_CASE("lesson 5: the recorded stages, recomputed with independent loops", "[
         const Mat Z_7 = recorded_mat(trace, "positions", "Z_7");
         CHECK_THAT(max_abs_difference(Z + P, Z_7), WithinAbs(0.0, 1e-12));
         CHECK_THAT(max_abs_difference(heads_loops(Z_7, W_Q, W_K, W_V, 2, false), H_7), WithinAbs(0.0, 1e-12));
-        const Vec first_the = xt::row(H_7, 0), second_the = xt::row(H_7, 4);
+        const Vec first_the = nn::row_of(H_7, 0), second_the = nn::row_of(H_7, 4);
         CHECK(max_abs_difference(first_the, second_the) > 0.01);
     }
     SECTION("stage 8: g on every row") {
@@ -468,10 +468,10 @@ TEST_CASE("lesson 5: the measured dependency tables", "[gru_to_attention][lesson
              {"non-causal", "D_6"}, {"positions", "D_7"}, {"feed-forward", "D_8"}}) {
         const Mat D = recorded_mat(trace, step, name);
         INFO(name);
-        CHECK_THAT(xt::amin(D)(), WithinAbs(1.0, 0.0));
+        CHECK_THAT(nn::min_of(D), WithinAbs(1.0, 0.0));
     }
     const Mat D_g = recorded_mat(trace, "feed-forward", "D_g");
-    CHECK_THAT(max_abs_difference(D_g, xt::eye<double>(D_g.shape(0))), WithinAbs(0.0, 0.0));
+    CHECK_THAT(max_abs_difference(D_g, nn::identity(D_g.shape(0))), WithinAbs(0.0, 0.0));
 
     const Mat stages = recorded_mat(trace, "recap", "stages");
     const Array order = recorded(trace, "recap", "order");
