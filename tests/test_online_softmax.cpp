@@ -7,12 +7,12 @@
 #include "core/rng.hpp"
 #include "nn/fast_attention.hpp"
 #include "nn/online_softmax.hpp"
+#include "nn/reductions.hpp"
 #include "nn/self_attention.hpp"
 #include "nn/softmax.hpp"
 #include "nn/tiled_attention.hpp"
 
 #include <catch2/catch.hpp>
-#include <xtensor/xview.hpp>
 
 #include <cmath>
 #include <limits>
@@ -74,7 +74,7 @@ TEST_CASE("the online softmax equals the two-pass softmax on the rows where mist
         const Vec online = nn::online_softmax(x);
         CHECK(max_abs_difference(online, nn::softmax(x)) <= softmax_tolerance);
         CHECK(max_abs_difference(online, vec_of(long_double_softmax(row))) <= softmax_tolerance);
-        CHECK(std::abs(xt::sum(online)() - 1.0) <= softmax_tolerance);
+        CHECK(std::abs(nn::sum_of(online) - 1.0) <= softmax_tolerance);
     }
     CHECK(nn::online_softmax(Vec{-3.5})(0) == 1.0);
     CHECK(max_abs_difference(nn::online_softmax(Vec{2.0, 2.0, 2.0, 2.0}), Vec{0.25, 0.25, 0.25, 0.25}) == 0.0);
@@ -89,8 +89,8 @@ TEST_CASE("the online softmax keeps the conventions of nn::softmax at the edges"
     // a NaN makes its row NaN, and only its row
     const Mat rows = nn::online_softmax_rows(Mat{{0.0, std::nan(""), 1.0}, {-inf, -inf, -inf}, {1e308, -1e308, 0.0}});
     for (std::size_t j = 0; j < 3; ++j) CHECK(std::isnan(rows(0, j)));
-    CHECK(max_abs_difference(xt::row(rows, 1), Vec{0.0, 0.0, 0.0}) == 0.0);
-    CHECK(max_abs_difference(xt::row(rows, 2), Vec{1.0, 0.0, 0.0}) == 0.0);
+    CHECK(max_abs_difference(nn::row_of(rows, 1), Vec{0.0, 0.0, 0.0}) == 0.0);
+    CHECK(max_abs_difference(nn::row_of(rows, 2), Vec{1.0, 0.0, 0.0}) == 0.0);
 }
 
 TEST_CASE("online_softmax_rows treats each row on its own", "[online_softmax]") {
@@ -101,8 +101,8 @@ TEST_CASE("online_softmax_rows treats each row on its own", "[online_softmax]") 
     const Mat online = nn::online_softmax_rows(S);
     CHECK(max_abs_difference(online, nn::softmax_rows(S)) <= softmax_tolerance);
     for (std::size_t i = 0; i < S.shape(0); ++i) {
-        const Vec row = xt::row(S, static_cast<std::ptrdiff_t>(i));
-        CHECK(max_abs_difference(xt::row(online, static_cast<std::ptrdiff_t>(i)), nn::online_softmax(row)) == 0.0);
+        const Vec row = nn::row_of(S, i);
+        CHECK(max_abs_difference(nn::row_of(online, i), nn::online_softmax(row)) == 0.0);
     }
 }
 
@@ -145,8 +145,8 @@ TEST_CASE("tiled attention equals the plain form for every block size, causal or
                 if (!causal) CHECK(tiled.tiles_skipped == 0);
                 // m_i is the largest visible score exactly; l_i the sum of the shifted exponentials
                 for (std::size_t i = 0; i < T; ++i) {
-                    const auto s = xt::row(plain.scores, static_cast<std::ptrdiff_t>(i));
-                    const double m = xt::amax(s)();
+                    const Vec s = nn::row_of(plain.scores, i);
+                    const double m = nn::max_of(s);
                     CHECK(tiled.row_max(i) == m);
                     long double l = 0.0L;
                     for (std::size_t j = 0; j < T; ++j) l += std::exp(static_cast<long double>(s(j)) - m);
@@ -198,12 +198,12 @@ TEST_CASE("the accumulator is rescaled exactly when the running max grows", "[on
 }
 
 TEST_CASE("tiled attention refuses what it cannot compute", "[online_softmax]") {
-    const Mat Q = xt::ones<double>({3, 4}), K = xt::ones<double>({5, 4}), V = xt::ones<double>({5, 2});
+    const Mat Q = nn::ones(3, 4), K = nn::ones(5, 4), V = nn::ones(5, 2);
     CHECK_THROWS_AS(nn::tiled_attention(Q, K, V, 0, 2, false), std::invalid_argument);
     CHECK_THROWS_AS(nn::tiled_attention(Q, K, V, 2, 0, false), std::invalid_argument);
     CHECK_THROWS_AS(nn::tiled_attention(Q, K, V, 2, 2, true), std::invalid_argument);  // 3 queries, 5 keys
-    CHECK_THROWS_AS(nn::tiled_attention(Q, xt::ones<double>({5, 3}), V, 2, 2, false), ShapeError);
-    CHECK_THROWS_AS(nn::tiled_attention(Q, K, xt::ones<double>({4, 2}), 2, 2, false), ShapeError);
+    CHECK_THROWS_AS(nn::tiled_attention(Q, nn::ones(5, 3), V, 2, 2, false), ShapeError);
+    CHECK_THROWS_AS(nn::tiled_attention(Q, K, nn::ones(4, 2), 2, 2, false), ShapeError);
     // T_q != T_k without the causal flag is fine
     CHECK(nn::tiled_attention(Q, K, V, 2, 2, false).output.shape(0) == 3);
 }
@@ -241,7 +241,7 @@ TEST_CASE("the output-only fast attention equals the plain form across its block
     CHECK(max_abs_difference(nn::fast_attention(Q, K, V, false), nn::scaled_dot_product_attention(Q, K, V).output) <=
           attention_tolerance);
     CHECK_THROWS_AS(nn::fast_attention(Q, K, V, true), std::invalid_argument);
-    CHECK_THROWS_AS(nn::fast_attention(Q, xt::ones<double>({400, 3}), V, false), ShapeError);
+    CHECK_THROWS_AS(nn::fast_attention(Q, nn::ones(400, 3), V, false), ShapeError);
 }
 
 TEST_CASE("the fast multi-head attention equals nn::multi_head_attention's output, causal or not",
