@@ -48,3 +48,22 @@ Mat zeros(std::size_t rows, std::size_t cols) { return xt::zeros<double>({rows, 
 Vec ones(std::size_t n) { return xt::ones<double>({n}); }
 
 }  // namespace attn::nn
+
+// added for lessons 08, 09, 01, 07
+namespace attn::nn {
+
+// [a; b]: xt::view(out, xt::range(0, a.size())) = a; xt::view(out, xt::range(a.size(), out.size())) = b
+Vec concatenated(const Vec& a, const Vec& b) {
+    Vec out = xt::empty<double>({a.size() + b.size()});
+    xt::view(out, xt::range(0, a.size())) = a;
+    xt::view(out, xt::range(a.size(), out.size())) = b;
+    return out;
+}
+// xt::view(v, xt::range(from, to)), copied
+Vec entries_of(const Vec& v, std::size_t from, std::size_t to) { return xt::view(v, xt::range(from, to)); }
+// xt::view(M, xt::range(from, to), xt::all()), copied
+Mat rows_of(const Mat& M, std::size_t from, std::size_t to) { return xt::view(M, xt::range(from, to), xt::all()); }
+// xt::concatenate(xt::xtuple(top, bottom), 0): the rows of top, then those of bottom
+Mat concatenated_rows(const Mat& top, const Mat& bottom) { return xt::concatenate(xt::xtuple(top, bottom), 0); }
+
+}  // namespace attn::nn

@@ -36,3 +36,13 @@ Mat zeros(std::size_t rows, std::size_t cols);
 Vec ones(std::size_t n);
 
 }  // namespace attn::nn
+
+// added for lessons 08, 09, 01, 07
+namespace attn::nn {
+
+Vec concatenated(const Vec& a, const Vec& b);  // [a; b]: xt::view(out, xt::range(0, a.size())) = a, then b after it
+Vec entries_of(const Vec& v, std::size_t from, std::size_t to);  // xt::view(v, xt::range(from, to)), copied
+Mat rows_of(const Mat& M, std::size_t from, std::size_t to);  // xt::view(M, xt::range(from, to), xt::all()), copied
+Mat concatenated_rows(const Mat& top, const Mat& bottom);  // xt::concatenate(xt::xtuple(top, bottom), 0)
+
+}  // namespace attn::nn
