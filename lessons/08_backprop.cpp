@@ -534,12 +534,12 @@ Mat seq2seq_source_gradient(const Seq2Seq& m, const Mat& X, Context context) {
         const Vec dc = nn::entries_of(step.dx, d, step.dx.size());
         ds = step.dh_prev;
         if (context == Context::last_state) {
-            nn::set_row(dH, T - 1, nn::row_of(dH, T - 1) + dc);
+            nn::add_to_row(dH, T - 1, dc);
             continue;
         }
         // 3. c_i = alpha_i H: h_j gets alpha_ij dc, alpha_ij gets h_j . dc; then the softmax and the score
         const Mat& alpha = tape.weights[i];
-        for (std::size_t j = 0; j < T; ++j) nn::set_row(dH, j, nn::row_of(dH, j) + alpha(0, j) * dc);
+        for (std::size_t j = 0; j < T; ++j) nn::add_scaled_to_row(dH, j, alpha(0, j), dc);
         const Mat dE = nn::softmax_rows_backward(alpha, as_row(nn::matvec(H, dc, "H dc")));
         const nn::AdditiveScoreGrads score =
             nn::additive_scores_backward(as_row(tape.states[i]), H, m.W_a, m.U_a, m.v_a, dE);
@@ -547,7 +547,7 @@ Mat seq2seq_source_gradient(const Seq2Seq& m, const Mat& X, Context context) {
         dH += score.dK;
     }
     // 4. s_0 = h_T, then the encoder
-    nn::set_row(dH, T - 1, nn::row_of(dH, T - 1) + ds);
+    nn::add_to_row(dH, T - 1, ds);
     return nn::gru_backward(m.encoder, X, nn::zeros(m.encoder.hidden_width()), tape.encoder, dH).dX;
 }
 

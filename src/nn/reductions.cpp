@@ -65,5 +65,15 @@ Vec entries_of(const Vec& v, std::size_t from, std::size_t to) { return xt::view
 Mat rows_of(const Mat& M, std::size_t from, std::size_t to) { return xt::view(M, xt::range(from, to), xt::all()); }
 // xt::concatenate(xt::xtuple(top, bottom), 0): the rows of top, then those of bottom
 Mat concatenated_rows(const Mat& top, const Mat& bottom) { return xt::concatenate(xt::xtuple(top, bottom), 0); }
+// xt::row(M, i) += v
+void add_to_row(Mat& M, std::size_t i, const Vec& v) {
+    expect_shape("add_to_row: the row", v, {M.shape(1)});
+    xt::row(M, static_cast<std::ptrdiff_t>(i)) += v;
+}
+// xt::row(M, i) += a * v
+void add_scaled_to_row(Mat& M, std::size_t i, double a, const Vec& v) {
+    expect_shape("add_scaled_to_row: the row", v, {M.shape(1)});
+    xt::row(M, static_cast<std::ptrdiff_t>(i)) += a * v;
+}
 
 }  // namespace attn::nn
