@@ -7,12 +7,11 @@
 
 #include "core/rng.hpp"
 #include "nn/linalg.hpp"
+#include "nn/reductions.hpp"
 #include "nn/rnn.hpp"
 #include "nn/softmax.hpp"
 
 #include <fmt/format.h>
-#include <xtensor/xmath.hpp>
-#include <xtensor/xview.hpp>
 
 #include <cmath>
 #include <string>
@@ -75,18 +74,16 @@ std::vector<std::string> length_labels() {
 GruInit gru_init(std::size_t d_in, std::size_t d) { return fan_in_init(GruInit::Order::by_gate, d_in, d, 0.0, 2.0); }
 
 Vec final_state(const nn::GruParams& encoder, const Mat& X) {
-    const Mat H = nn::gru_forward(encoder, X, xt::zeros<double>({encoder.hidden_width()})).states;
-    return xt::row(H, -1);
+    const Mat H = nn::gru_forward(encoder, X, nn::zeros(encoder.hidden_width())).states;
+    return nn::row_of(H, H.shape(0) - 1);
 }
-
-double norm(const Vec& v) { return std::sqrt(xt::sum(v * v)()); }
 
 // h_t = h~_t + z_t * (h_{t-1} - h~_t): the same interpolation written as a correction of the
 // candidate. Computed from the recorded gates, it must reproduce the recorded states.
 double interpolation_form_error(const nn::GruRun& run) {
     const std::size_t T = run.states.shape(0);
-    Mat previous = xt::zeros_like(run.states);
-    xt::view(previous, xt::range(1, T), xt::all()) = xt::view(run.states, xt::range(0, T - 1), xt::all());
+    Mat previous = nn::zeros(T, run.states.shape(1));
+    for (std::size_t t = 1; t < T; ++t) nn::set_row(previous, t, nn::row_of(run.states, t - 1));
     const Mat rewritten = run.candidates + run.update_gates * (previous - run.candidates);
     return max_abs_difference(rewritten, run.states);
 }
@@ -96,11 +93,7 @@ double interpolation_form_error(const nn::GruRun& run) {
 Mat decoder_inputs(const Mat& previous_tokens, const Vec& context) {
     const std::size_t m = previous_tokens.shape(0), d = previous_tokens.shape(1);
     Mat out = xt::empty<double>({m, d + context.size()});
-    for (std::size_t i = 0; i < m; ++i) {
-        const auto r = static_cast<std::ptrdiff_t>(i);
-        xt::view(out, r, xt::range(0, d)) = xt::row(previous_tokens, r);
-        xt::view(out, r, xt::range(d, d + context.size())) = context;
-    }
+    for (std::size_t i = 0; i < m; ++i) nn::set_row(out, i, nn::concatenated(nn::row_of(previous_tokens, i), context));
     return out;
 }
 
@@ -109,7 +102,7 @@ double context_spread(const Mat& inputs, const Vec& context) {
     const std::size_t d = inputs.shape(1) - context.size();
     double worst = 0.0;
     for (std::size_t i = 0; i < inputs.shape(0); ++i) {
-        const Vec part = xt::view(inputs, static_cast<std::ptrdiff_t>(i), xt::range(d, inputs.shape(1)));
+        const Vec part = nn::entries_of(nn::row_of(inputs, i), d, inputs.shape(1));
         worst = std::max(worst, max_abs_difference(part, context));
     }
     return worst;
@@ -166,7 +159,7 @@ Mat measure_bottleneck(const nn::GruParams& encoder, const Mat& E_src, const Dem
     const std::size_t vocab = E_src.shape(0), trials = demo.sentences.shape(0);
     const auto ids = token_ids(demo.sentences, vocab, "sentences");
     const auto substitutes = token_ids(demo.substitutes, vocab, "substitutes");
-    Mat table = xt::zeros<double>({demo_lengths.size(), std::size_t{3}});
+    Mat table = nn::zeros(demo_lengths.size(), 3);
     for (std::size_t li = 0; li < demo_lengths.size(); ++li) {
         const std::size_t n = demo_lengths[li];
         for (std::size_t k = 0; k < trials; ++k) {
@@ -179,9 +172,9 @@ Mat measure_bottleneck(const nn::GruParams& encoder, const Mat& E_src, const Dem
             first_changed.front() = substitutes[k][0];
             last_changed.back() = substitutes[k][1];
             const auto count = static_cast<double>(trials);
-            table(li, 0) += norm(c) / count;
-            table(li, 1) += norm(c - context_of(first_changed)) / count;
-            table(li, 2) += norm(c - context_of(last_changed)) / count;
+            table(li, 0) += nn::norm_of(c) / count;
+            table(li, 1) += nn::norm_of(c - context_of(first_changed)) / count;
+            table(li, 2) += nn::norm_of(c - context_of(last_changed)) / count;
         }
     }
     return table;
@@ -245,7 +238,7 @@ nn::GruRun record_encoder(Trace& trace, const nn::GruParams& encoder, const Mat&
                "order: h_3 "
                "needs h_2, which needs h_1. The same update can be read as the candidate corrected towards the "
                "old state, h_t = h~_t + z_t * (h_{t-1} - h~_t); the check recomputes every state that way.");
-    const nn::GruRun enc = nn::gru_forward(encoder, X, xt::zeros<double>({encoder.hidden_width()}));
+    const nn::GruRun enc = nn::gru_forward(encoder, X, nn::zeros(encoder.hidden_width()));
     trace.tensor("Z", "z_t = sigmoid(W_z x_t + U_z h_{t-1} + b_z)", enc.update_gates, prefixed("z_", source_sentence));
     trace.tensor("R", "r_t = sigmoid(W_r x_t + U_r h_{t-1} + b_r)", enc.reset_gates, prefixed("r_", source_sentence));
     trace.tensor("H_cand", "h~_t = tanh(W_h x_t + U_h (r_t * h_{t-1}) + b_h)", enc.candidates,
@@ -262,7 +255,7 @@ Vec record_context(Trace& trace, const nn::GruRun& enc) {
                "Sutskever et al. (2014) hand the decoder nothing but the encoder's last state. Whatever the "
                "decoder will ever know about \"turn off the lights\" must fit in these d numbers. Cho et al. "
                "(2014) also feed the same c into every decoder step; we do both.");
-    const Vec c = xt::row(enc.states, -1);
+    const Vec c = nn::row_of(enc.states, enc.states.shape(0) - 1);
     trace.tensor("c", "c = h_n (the last row of H)", c);
     return c;
 }
@@ -293,7 +286,7 @@ void record_decoder(Trace& trace, const nn::GruParams& decoder, const Mat& W_o, 
                  target_sentence, target_vocab, View::heatmap).axes("target position", "target word");
     trace.check("every decoder input carries exactly the same context c", context_spread(inputs, c), 0.0);
     trace.check("each row of P sums to 1",
-                max_abs_difference(Vec(xt::sum(probabilities, {1})), xt::ones<double>({target_sentence.size()})),
+                max_abs_difference(nn::row_sums(probabilities), nn::ones(target_sentence.size())),
                 1e-12);
 }
 
@@ -320,7 +313,7 @@ void record_bottleneck(Trace& trace, Rng& rng, const nn::GruParams& encoder, con
     trace.tensor("sentences", "token ids; length n uses the first n of each row", demo.sentences);
     trace.tensor("substitutes", "replacement token ids: column 0 for w_1, column 1 for w_n", demo.substitutes);
     trace.tensor("context_change", "mean over sentences", table, length_labels(), {"|c|", "Δ_first", "Δ_last"});
-    const Vec first_change = xt::col(table, 1);
+    const Vec first_change = nn::column_of(table, 1);
     trace.tensor("first_token_influence", "Δ_first(n)", first_change, length_labels(), {}, View::bars);
     // Not an identity, so not a check: the fall is a tendency of the mean over many sentences, and a
     // few sentences (trials=2, say) may break it. The text says what this run measured.

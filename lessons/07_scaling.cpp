@@ -10,13 +10,11 @@
 
 #include "core/rng.hpp"
 #include "nn/fast_attention.hpp"
+#include "nn/reductions.hpp"
 #include "nn/rnn.hpp"
 #include "nn/self_attention.hpp"
 
 #include <fmt/format.h>
-#include <xtensor/xbuilder.hpp>
-#include <xtensor/xmath.hpp>
-#include <xtensor/xview.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -126,7 +124,7 @@ std::vector<std::string> length_labels(const std::vector<std::size_t>& lengths) 
 }
 
 
-Mat first_rows(const Mat& X, std::size_t T) { return xt::view(X, xt::range(0, T), xt::all()); }
+Mat first_rows(const Mat& X, std::size_t T) { return nn::rows_of(X, 0, T); }
 
 // The fastest of `repeats` runs in milliseconds: other programs can slow a run down, never speed
 // it up. `kept` ends as the last run's result; it is emptied before each run starts, so two
@@ -163,11 +161,11 @@ Measurements measure(Trace& trace, const Mat& X, const Mat& X_long, const nn::Gr
                      const std::vector<std::size_t>& lengths, const std::vector<std::size_t>& tiled_lengths,
                      std::size_t repeats) {
     const std::size_t n = lengths.size(), d = X.shape(1);
-    const Vec h0 = xt::zeros<double>({d});
+    const Vec h0 = nn::zeros(d);
     Measurements m;
-    m.table = xt::zeros<double>({n, std::size_t{4}});
-    m.timings = xt::zeros<double>({n, std::size_t{2}});
-    m.tiled = xt::zeros<double>({tiled_lengths.size(), std::size_t{1}});
+    m.table = nn::zeros(n, 4);
+    m.timings = nn::zeros(n, 2);
+    m.tiled = nn::zeros(tiled_lengths.size(), 1);
     for (std::size_t i = 0; i < tiled_lengths.size(); ++i) {
         const std::size_t T = tiled_lengths[i];
         trace.progress(fmt::format("measuring: T = {} ({} of {})", T, i + 1, tiled_lengths.size()));
@@ -201,10 +199,10 @@ Measurements measure(Trace& trace, const Mat& X, const Mat& X_long, const nn::Gr
 // The states of a loop in which every call of nn::gru_step is given the state the call before returned.
 Mat states_step_by_step(const nn::GruParams& gru, const Mat& X) {
     Mat states = xt::empty<double>({X.shape(0), gru.hidden_width()});
-    Vec h = xt::zeros<double>({gru.hidden_width()});
+    Vec h = nn::zeros(gru.hidden_width());
     for (std::size_t t = 0; t < X.shape(0); ++t) {
-        h = nn::gru_step(gru, xt::row(X, static_cast<std::ptrdiff_t>(t)), h).state;
-        xt::row(states, static_cast<std::ptrdiff_t>(t)) = h;
+        h = nn::gru_step(gru, nn::row_of(X, t), h).state;
+        nn::set_row(states, t, h);
     }
     return states;
 }
@@ -225,7 +223,7 @@ Mat multiply_adds(const nn::GruParams& gru, const std::vector<std::size_t>& leng
     const double per_gru_step = as_double(gru.W_z.size() + gru.W_r.size() + gru.W_h.size() + gru.U_z.size() +
                                           gru.U_r.size() + gru.U_h.size());
     const double d = as_double(gru.hidden_width());
-    Mat table = xt::zeros<double>({lengths.size(), std::size_t{3}});
+    Mat table = nn::zeros(lengths.size(), 3);
     for (std::size_t i = 0; i < lengths.size(); ++i) {
         const double T = as_double(lengths[i]);
         table(i, 0) = T * per_gru_step;
@@ -238,24 +236,24 @@ Mat multiply_adds(const nn::GruParams& gru, const std::vector<std::size_t>& leng
 // time(T) / time(T/2) for every length after the first: 2 where the time grows like T, 4 like T^2.
 Mat growth_per_doubling(const Mat& timings) {
     const std::size_t n = timings.shape(0);
-    Mat growth = xt::zeros<double>({n > 0 ? n - 1 : 0, timings.shape(1)});
+    Mat growth = nn::zeros(n > 0 ? n - 1 : 0, timings.shape(1));
     for (std::size_t i = 1; i < n; ++i)
         for (std::size_t c = 0; c < timings.shape(1); ++c) growth(i - 1, c) = timings(i, c) / timings(i - 1, c);
     return growth;
 }
 
 double row_sum_error(const Mat& weights) {
-    const Vec sums = xt::sum(weights, {1});
-    return xt::amax(xt::abs(sums - 1.0))();
+    const Vec sums = nn::row_sums(weights);
+    return nn::max_abs_of(Vec(sums - 1.0));
 }
 
 // Attention for the last `count` queries alone, against all T keys, compared with the same rows
 // of the full run: no row needs another row, so any block of queries could go to another core.
 double block_of_queries_error(const Mat& X, const nn::AttentionResult& full, std::size_t count) {
     const std::size_t T = X.shape(0);
-    const Mat queries = xt::view(X, xt::range(T - count, T), xt::all());
+    const Mat queries = nn::rows_of(X, T - count, T);
     const nn::AttentionResult block = nn::scaled_dot_product_attention(queries, X, X);
-    return max_abs_difference(block.output, xt::view(full.output, xt::range(T - count, T), xt::all()));
+    return max_abs_difference(block.output, nn::rows_of(full.output, T - count, T));
 }
 
 std::string mib_text(double bytes) { return fmt::format("{:g} MiB", bytes / mebibyte); }
@@ -285,7 +283,7 @@ void record_layers(Trace& trace, const Mat& X, const nn::GruParams& gru, const s
                    "tokens begins with exactly the states of the run over {1}, because h_t depends on x_1 .. x_t "
                    "and on nothing later.",
                    d, T_min, 2 * T_min, T_max));
-    Vec lengths_vec = xt::zeros<double>({lengths.size()});
+    Vec lengths_vec = nn::zeros(lengths.size());
     for (std::size_t i = 0; i < lengths.size(); ++i) lengths_vec(i) = as_double(lengths[i]);
     trace.tensor("T", "the lengths measured, doubling from T_min to T_max", lengths_vec);
     trace.check(fmt::format("nn::gru_step in a loop, each call fed the last state, gives nn::gru_forward (T = {})",
@@ -466,7 +464,7 @@ void lesson_scaling(Trace& trace, const Config& config) {
     // weights N(0, 1/d), so that every pre-activation sums d products and stays near unit scale; no biases
     const nn::GruParams gru = draw_gru(rng, d, d, fan_in_init(GruInit::Order::by_gate, d, d, 0.0, 0.0));
     // the tokens past T_max, for the tiled runs alone, drawn after everything else
-    const Mat X_long = xt::concatenate(xt::xtuple(X, rng.normal_mat(T_tiled - T_max, d)), 0);
+    const Mat X_long = nn::concatenated_rows(X, rng.normal_mat(T_tiled - T_max, d));
 
     const Measurements m = measure(trace, X, X_long, gru, lengths, tiled_lengths, repeats);
     record_layers(trace, X, gru, lengths, m, T_min);

@@ -16,13 +16,13 @@
 #include "nn/backward.hpp"
 #include "nn/finite_differences.hpp"
 #include "nn/linalg.hpp"
+#include "nn/reductions.hpp"
 #include "nn/rnn.hpp"
 #include "nn/scores.hpp"
 #include "nn/self_attention.hpp"
 #include "nn/softmax.hpp"
 
 #include <fmt/format.h>
-#include <xtensor/xview.hpp>
 
 #include <algorithm>
 #include <array>
@@ -98,8 +98,6 @@ constexpr std::size_t score_keys = 8;  // keys per query in step [sqrt-d]
 
 // ---------------------------------------------------------------- small measures
 
-Vec row_of(const Mat& M, std::size_t i) { return xt::row(M, static_cast<std::ptrdiff_t>(i)); }
-
 // sum_k a_k b_k over every entry, in storage order: <A, B> for matrices.
 template <class Tensor>
 double inner(const Tensor& a, const Tensor& b) {
@@ -116,13 +114,6 @@ template <class Tensor>
 double half_squared_distance(const Tensor& a, const Tensor& b) {
     const Tensor difference = a - b;
     return 0.5 * inner(difference, difference);
-}
-
-Vec concatenated(const Vec& a, const Vec& b) {
-    Vec out = xt::empty<double>({a.size() + b.size()});
-    xt::view(out, xt::range(0, a.size())) = a;
-    xt::view(out, xt::range(a.size(), out.size())) = b;
-    return out;
 }
 
 // How many values lie at or below `bound` (the misses of a "more than" check).
@@ -219,14 +210,14 @@ void add_attention_gradients(const AttentionProblem& p, AttentionSolution& s) {
 }
 
 Vec column_sums(const Mat& M) {
-    Vec out = xt::zeros<double>({M.shape(1)});
+    Vec out = nn::zeros(M.shape(1));
     for (std::size_t i = 0; i < M.shape(0); ++i)
         for (std::size_t j = 0; j < M.shape(1); ++j) out(j) += M(i, j);
     return out;
 }
 
 Vec row_sums(const Mat& M) {
-    Vec out = xt::zeros<double>({M.shape(0)});
+    Vec out = nn::zeros(M.shape(0));
     for (std::size_t i = 0; i < M.shape(0); ++i)
         for (std::size_t j = 0; j < M.shape(1); ++j) out(i) += M(i, j);
     return out;
@@ -239,14 +230,13 @@ Vec row_sums(const Mat& M) {
 Mat jacobian_times_rows(const Mat& P, const Mat& dP) {
     Mat dS = xt::empty<double>({P.shape(0), P.shape(1)});
     for (std::size_t i = 0; i < P.shape(0); ++i)
-        xt::row(dS, static_cast<std::ptrdiff_t>(i)) =
-            nn::matvec(nn::softmax_jacobian(row_of(P, i)), row_of(dP, i), "J(p_i) dP_i");
+        nn::set_row(dS, i, nn::matvec(nn::softmax_jacobian(nn::row_of(P, i)), nn::row_of(dP, i), "J(p_i) dP_i"));
     return dS;
 }
 
 // D_i = sum_j P_ij dP_ij, and the same from the outputs, dO_i . o_i: column 0 and column 1.
 Mat row_averages_two_ways(const Mat& P, const Mat& dP, const Mat& O, const Mat& dO) {
-    Mat out = xt::zeros<double>({P.shape(0), std::size_t{2}});
+    Mat out = nn::zeros(P.shape(0), 2);
     for (std::size_t i = 0; i < P.shape(0); ++i) {
         for (std::size_t j = 0; j < P.shape(1); ++j) out(i, 0) += P(i, j) * dP(i, j);
         for (std::size_t c = 0; c < O.shape(1); ++c) out(i, 1) += dO(i, c) * O(i, c);
@@ -333,11 +323,11 @@ GruSolution solve_gru(const GruProblem& g) {
     s.loss = half_squared_distance(s.run.states, g.Y);
     s.dH = s.run.states - g.Y;
     // 1. one cell, the last: nothing comes back into h_T from later steps, so dL/dh_T = h_T - y_T
-    const nn::GruStep last{row_of(s.run.update_gates, T - 1), row_of(s.run.reset_gates, T - 1),
-                           row_of(s.run.candidates, T - 1), row_of(s.run.states, T - 1)};
-    s.cell = {g.p, row_of(g.X, T - 1), row_of(s.run.states, T - 2), row_of(g.Y, T - 1)};
+    const nn::GruStep last{nn::row_of(s.run.update_gates, T - 1), nn::row_of(s.run.reset_gates, T - 1),
+                           nn::row_of(s.run.candidates, T - 1), nn::row_of(s.run.states, T - 1)};
+    s.cell = {g.p, nn::row_of(g.X, T - 1), nn::row_of(s.run.states, T - 2), nn::row_of(g.Y, T - 1)};
     s.cell_weights = nn::zero_gru_grads(g.p);
-    s.cell_grads = nn::gru_step_backward(g.p, s.cell.x, s.cell.h_prev, last, row_of(s.dH, T - 1), s.cell_weights);
+    s.cell_grads = nn::gru_step_backward(g.p, s.cell.x, s.cell.h_prev, last, nn::row_of(s.dH, T - 1), s.cell_weights);
     // 2. every cell, from the last to the first
     s.bptt = nn::gru_backward(g.p, g.X, g.h0, s.run, s.dH);
     return s;
@@ -503,9 +493,9 @@ struct Seq2SeqTape {
 
 Seq2SeqTape seq2seq_forward(const Seq2Seq& m, const Mat& X, Context context) {
     Seq2SeqTape tape;
-    tape.encoder = nn::gru_forward(m.encoder, X, xt::zeros<double>({m.encoder.hidden_width()}));
+    tape.encoder = nn::gru_forward(m.encoder, X, nn::zeros(m.encoder.hidden_width()));
     const Mat& H = tape.encoder.states;
-    const Vec last_state = row_of(H, H.shape(0) - 1);
+    const Vec last_state = nn::row_of(H, H.shape(0) - 1);
     tape.states.push_back(last_state);  // s_0 = h_T
     for (std::size_t i = 0; i < m.Y_in.shape(0); ++i) {
         const Vec s_prev = tape.states.back();
@@ -513,10 +503,10 @@ Seq2SeqTape seq2seq_forward(const Seq2Seq& m, const Mat& X, Context context) {
         if (context == Context::attention) {
             // e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j), c_i = sum_j alpha_ij h_j — Bahdanau et al. 2015, eqs. 5-6
             const Mat alpha = nn::softmax_rows(nn::additive_scores(as_row(s_prev), H, m.W_a, m.U_a, m.v_a));
-            c = row_of(nn::matmul(alpha, H, "alpha H"), 0);
+            c = nn::row_of(nn::matmul(alpha, H, "alpha H"), 0);
             tape.weights.push_back(alpha);
         }
-        tape.inputs.push_back(concatenated(row_of(m.Y_in, i), c));
+        tape.inputs.push_back(nn::concatenated(nn::row_of(m.Y_in, i), c));
         tape.steps.push_back(nn::gru_step(m.decoder, tape.inputs.back(), s_prev));
         tape.states.push_back(tape.steps.back().state);
     }
@@ -535,42 +525,40 @@ Mat seq2seq_source_gradient(const Seq2Seq& m, const Mat& X, Context context) {
     Vec dz = tape.probabilities;
     dz(last_word) -= 1.0;
     Vec ds = nn::matvec(nn::transposed(m.W_o), dz, "W_o^T dz");
-    Mat dH = xt::zeros<double>({T, H.shape(1)});
+    Mat dH = nn::zeros(T, H.shape(1));
     nn::GruGrads decoder_weights = nn::zero_gru_grads(m.decoder);  // gru_step_backward adds to it; unused here
     for (std::size_t i = tape.steps.size(); i-- > 0;) {
         // 2. the decoder step: its input [y_{i-1}; c_i] and its state s_{i-1}
         const nn::GruStepGrads step = nn::gru_step_backward(m.decoder, tape.inputs[i], tape.states[i], tape.steps[i],
                                                             ds, decoder_weights);
-        const Vec dc = xt::view(step.dx, xt::range(d, step.dx.size()));
+        const Vec dc = nn::entries_of(step.dx, d, step.dx.size());
         ds = step.dh_prev;
         if (context == Context::last_state) {
-            xt::row(dH, static_cast<std::ptrdiff_t>(T - 1)) += dc;
+            nn::add_to_row(dH, T - 1, dc);
             continue;
         }
         // 3. c_i = alpha_i H: h_j gets alpha_ij dc, alpha_ij gets h_j . dc; then the softmax and the score
         const Mat& alpha = tape.weights[i];
-        for (std::size_t j = 0; j < T; ++j) xt::row(dH, static_cast<std::ptrdiff_t>(j)) += alpha(0, j) * dc;
+        for (std::size_t j = 0; j < T; ++j) nn::add_scaled_to_row(dH, j, alpha(0, j), dc);
         const Mat dE = nn::softmax_rows_backward(alpha, as_row(nn::matvec(H, dc, "H dc")));
         const nn::AdditiveScoreGrads score =
             nn::additive_scores_backward(as_row(tape.states[i]), H, m.W_a, m.U_a, m.v_a, dE);
-        ds += row_of(score.dQ, 0);
+        ds += nn::row_of(score.dQ, 0);
         dH += score.dK;
     }
     // 4. s_0 = h_T, then the encoder
-    xt::row(dH, static_cast<std::ptrdiff_t>(T - 1)) += ds;
-    return nn::gru_backward(m.encoder, X, xt::zeros<double>({m.encoder.hidden_width()}), tape.encoder, dH).dX;
+    nn::add_to_row(dH, T - 1, ds);
+    return nn::gru_backward(m.encoder, X, nn::zeros(m.encoder.hidden_width()), tape.encoder, dH).dX;
 }
-
-Mat first_rows(const Mat& M, std::size_t n) { return xt::view(M, xt::range(0, n), xt::all()); }
 
 // One row per length T: |dL/dx_1| without attention, with it, and the weight alpha_{T_y,1} the
 // last decoder step gives to h_1.
 Mat measure_shortcut(const Seq2Seq& m, const Mat& X_src, const std::vector<std::size_t>& lengths) {
     Mat table = xt::empty<double>({lengths.size(), std::size_t{3}});
     for (std::size_t k = 0; k < lengths.size(); ++k) {
-        const Mat X = first_rows(X_src, lengths[k]);
-        table(k, 0) = norm(row_of(seq2seq_source_gradient(m, X, Context::last_state), 0));
-        table(k, 1) = norm(row_of(seq2seq_source_gradient(m, X, Context::attention), 0));
+        const Mat X = nn::rows_of(X_src, 0, lengths[k]);
+        table(k, 0) = norm(nn::row_of(seq2seq_source_gradient(m, X, Context::last_state), 0));
+        table(k, 1) = norm(nn::row_of(seq2seq_source_gradient(m, X, Context::attention), 0));
         table(k, 2) = seq2seq_forward(m, X, Context::attention).weights.back()(0, 0);
     }
     return table;
@@ -598,19 +586,19 @@ struct ShortcutCheck {
 };
 
 ShortcutCheck check_shortcut(const Seq2Seq& m, const Mat& X_src, std::size_t T) {
-    Mat X = first_rows(X_src, T);
+    Mat X = nn::rows_of(X_src, 0, T);
     ShortcutCheck out{xt::empty<double>({std::size_t{2}, X.shape(1)}), xt::empty<double>({std::size_t{2}}),
                       xt::empty<double>({std::size_t{2}})};
     const std::array<Context, 2> contexts = {Context::last_state, Context::attention};
     for (std::size_t k = 0; k < 2; ++k) {
-        const Vec analytic = row_of(seq2seq_source_gradient(m, X, contexts[k]), 0);
-        Vec x_1 = row_of(X, 0);
+        const Vec analytic = nn::row_of(seq2seq_source_gradient(m, X, contexts[k]), 0);
+        Vec x_1 = nn::row_of(X, 0);
         const auto loss = [&] {
             Mat moved = X;
-            xt::row(moved, 0) = x_1;
+            nn::set_row(moved, 0, x_1);
             return seq2seq_forward(m, moved, contexts[k]).loss;
         };
-        xt::row(out.analytic, static_cast<std::ptrdiff_t>(k)) = analytic;
+        nn::set_row(out.analytic, k, analytic);
         out.errors(k) = nn::gradient_error(analytic, nn::central_differences(x_1, loss, fd_step));
         out.tolerances(k) = fd_tolerance(loss());
     }
@@ -657,7 +645,7 @@ ScoreGradientDemo measure_score_gradients(Rng& rng, const std::vector<std::size_
             const Vec dot = nn::matvec(K, q, "K q");
             for (std::size_t scaled = 0; scaled < 2; ++scaled) {
                 const Mat dS = nn::softmax_rows_backward(nn::softmax_rows(as_row(dot * (scaled ? scale : 1.0))), dP);
-                norms[scaled].push_back(norm(row_of(dS, 0)));
+                norms[scaled].push_back(norm(nn::row_of(dS, 0)));
                 demo.largest_row_sum = std::max(demo.largest_row_sum, std::abs(row_sums(dS)(0)));
             }
         }
@@ -707,8 +695,8 @@ void record_loss(Trace& trace, const AttentionProblem& p, const AttentionSolutio
     trace.tensor("O", "O = P V", s.forward.output, sentence, v_columns(d_v));
     trace.tensor("L", "L = 1/2 sum_i |o_i - y_i|^2", Array(s.loss));
     trace.check("every weight above the diagonal is exactly 0", largest_above_diagonal(s.forward.weights), 0.0);
-    trace.check("the first token sees only itself: o_1 = v_1", max_abs_difference(row_of(s.forward.output, 0),
-                                                                                  row_of(s.x.V, 0)),
+    trace.check("the first token sees only itself: o_1 = v_1", max_abs_difference(nn::row_of(s.forward.output, 0),
+                                                                                  nn::row_of(s.x.V, 0)),
                 0.0);
 }
 
@@ -717,7 +705,7 @@ void record_softmax_backward(Trace& trace, const AttentionSolution& s) {
     const Mat& P = s.forward.weights;
     const Mat& dP = s.dP;
     const std::size_t T = P.shape(0);
-    const Vec p = row_of(P, T - 1);
+    const Vec p = nn::row_of(P, T - 1);
     const Mat J = nn::softmax_jacobian(p);
     const double zero_pivot = 1e-12;
     const Vec pivots = nn::elimination_pivots(J, zero_pivot);
@@ -747,16 +735,16 @@ void record_softmax_backward(Trace& trace, const AttentionSolution& s) {
     trace.tensor("D", "D_i = sum_j P_ij dP_ij (column 1) = dO_i . o_i (column 2)", averages, sentence,
                  std::vector<std::string>{"P . dP", "dO . O"});
     trace.tensor("dS", "dS = P * (dP - D 1^T)", s.dS, sentence, sentence, View::heatmap).axes("query word", "key word");
-    trace.check("every row of J sums to 0", xt::amax(xt::abs(row_sums(J)))(), 1e-15);
+    trace.check("every row of J sums to 0", nn::max_abs_of(row_sums(J)), 1e-15);
     trace.check("J is symmetric", max_abs_difference(J, nn::transposed(J)), 0.0);
     trace.check(fmt::format("J has rank T - 1 = {}: elimination keeps that many pivots (difference shown)", T - 1),
                 std::abs(as_double(pivots.size()) - as_double(T - 1)), 0.0);
     trace.check("the vector form P * (dP - D 1^T) equals J(p_i) dP_i, J built for every row i",
                 max_abs_difference(s.dS, jacobian_times_rows(P, dP)), rounding);
     trace.check("D_i = sum_j P_ij dP_ij equals dO_i . o_i for every row",
-                max_abs_difference(xt::col(averages, 0), xt::col(averages, 1)), rounding);
+                max_abs_difference(nn::column_of(averages, 0), nn::column_of(averages, 1)), rounding);
     trace.check("every row of dS sums to 0: a constant added to a row of scores changes nothing",
-                xt::amax(xt::abs(row_sums(s.dS)))(), rounding);
+                nn::max_abs_of(row_sums(s.dS)), rounding);
 }
 
 // Step [attention-backward]: the gradients of Q, K, V and of the projections.
@@ -793,8 +781,8 @@ void record_attention_backward(Trace& trace, const AttentionProblem& p, const At
     trace.check("every masked score gets exactly 0 gradient (largest |dS_ij| above the diagonal)",
                 largest_above_diagonal(g.dS), 0.0);
     trace.check("the first query gets exactly 0 gradient: its one weight is 1 whatever its score",
-                xt::amax(xt::abs(row_of(g.dQ, 0)))(), 0.0);
-    trace.check("the key gradients sum to 0: sum_j dk_j = 0", xt::amax(xt::abs(column_sums(g.dK)))(), rounding);
+                nn::max_abs_of(nn::row_of(g.dQ, 0)), 0.0);
+    trace.check("the key gradients sum to 0: sum_j dk_j = 0", nn::max_abs_of(column_sums(g.dK)), rounding);
     trace.check("the value gradients sum to the output gradients: sum_j dv_j = sum_i dO_i",
                 max_abs_difference(column_sums(g.dV), column_sums(s.dO)), rounding);
     trace.check("<X, dX> = <W_Q, dW_Q> + <W_K, dW_K> + <W_V, dW_V>",
@@ -894,7 +882,7 @@ void record_gru_backward(Trace& trace, const GruProblem& g, const GruSolution& s
     trace.tensor("dU_gru", "BPTT: [dU_z; dU_r; dU_h]", run.U, rows);
     trace.tensor("db_gru", "BPTT: [db_z; db_r; db_h]", run.b, rows);
     trace.check("BPTT's last row of dX is the single cell's dx_T, exactly",
-                max_abs_difference(row_of(s.bptt.dX, T - 1), s.cell_grads.dx), 0.0);
+                max_abs_difference(nn::row_of(s.bptt.dX, T - 1), s.cell_grads.dx), 0.0);
     trace.check("<X, dX> = <W_z, dW_z> + <W_r, dW_r> + <W_h, dW_h>",
                 std::abs(inner(g.X, s.bptt.dX) - input_weight_stretch(g.p, s.bptt.params)), rounding);
 }
@@ -931,7 +919,7 @@ void record_finite_differences(Trace& trace, const AttentionProblem& attention, 
     const double epsilon = std::numeric_limits<double>::epsilon();
     const std::size_t T = attention.X.shape(0);
     const Mat curve = error_by_step(attention, a, T - 1, 0);
-    const Vec errors = xt::col(curve, 0);
+    const Vec errors = nn::column_of(curve, 0);
     // the wrong way: only the diagonal of the Jacobian, against differences in the scores before the mask
     Mat S = unmasked_scores(a.x);
     const Mat dS_numeric = nn::central_differences(S, [&] { return loss_of_scores(S, a.x.V, attention.Y); }, fd_step);
@@ -1001,7 +989,7 @@ void record_finite_differences(Trace& trace, const AttentionProblem& attention, 
         trace.check("truncation is below rounding: at h = 1e-2 the error is within 100 eps |L| / h",
                     errors(1), 100.0 * curve(1, 1));
     trace.check("rounding: the worst error at h <= 1e-8 is over 100 times the best (best x 100 / worst shown)",
-                100.0 * xt::amin(errors)() / std::max({errors(7), errors(8), errors(9)}), 1.0);
+                100.0 * nn::min_of(errors) / std::max({errors(7), errors(8), errors(9)}), 1.0);
     trace.check(fmt::format("the wrong way misses by more than the tolerance {:.3g}: the check catches it (misses "
                             "counted)",
                             wrong_bound),
@@ -1025,7 +1013,7 @@ void record_shortcut(Trace& trace, const Seq2Seq& m, const Mat& X_src, std::size
     const Mat table = measure_shortcut(m, X_src, lengths);
     const ShortcutCheck check = check_shortcut(m, X_src, lengths.front());
     const std::size_t last = lengths.size() - 1;
-    const Vec without = xt::col(table, 0), with = xt::col(table, 1);
+    const Vec without = nn::column_of(table, 0), with = nn::column_of(table, 1);
     // With one-wide states the claim of the last check is false at some seeds: reported, not checked
     const bool one_wide = m.encoder.hidden_width() == 1;
     const std::string unchecked = one_wide ? one_wide_caveat(lengths[last]) : std::string();
@@ -1083,8 +1071,9 @@ void record_sqrt_d(Trace& trace, Rng& rng, std::size_t d_max, std::size_t querie
     const std::vector<std::size_t> widths = doubling(4, d_max);
     const ScoreGradientDemo demo = measure_score_gradients(rng, widths, queries);
     const std::size_t last = widths.size() - 1;
-    const Vec means = xt::col(demo.norms, 0), medians = xt::col(demo.norms, 2), scaled_medians = xt::col(demo.norms, 3);
-    const Vec vanished = xt::col(demo.vanished, 0), vanished_scaled = xt::col(demo.vanished, 1);
+    const Vec means = nn::column_of(demo.norms, 0), medians = nn::column_of(demo.norms, 2);
+    const Vec scaled_medians = nn::column_of(demo.norms, 3);
+    const Vec vanished = nn::column_of(demo.vanished, 0), vanished_scaled = nn::column_of(demo.vanished, 1);
     // Unscaled, more than most_vanished of the queries at the widest w must pass almost nothing;
     // scaled, at most fewest_vanished at any width (see the text).
     const double most_vanished = 0.05, fewest_vanished = 0.01;
@@ -1112,7 +1101,7 @@ void record_sqrt_d(Trace& trace, Rng& rng, std::size_t d_max, std::size_t querie
                    "fifth of the share the unscaled scores must exceed at w = {}.",
                    queries, score_keys, direction(medians(0), medians(last)), medians(0), medians(last), widths[last],
                    100.0 * vanished(last), vanishing_gradient, scaled_medians(0), scaled_medians(last),
-                   100.0 * xt::amax(vanished_scaled)(), vanishing_gradient, direction(means(0), means(last)),
+                   100.0 * nn::max_of(vanished_scaled), vanishing_gradient, direction(means(0), means(last)),
                    means(0), means(last), queries, queries, 0.5 / std::sqrt(as_double(queries)),
                    100.0 * fewest_vanished, widths[last]));
     trace.tensor("score_gradients", fmt::format("|dS| over {} queries per width", queries), demo.norms,
@@ -1124,7 +1113,7 @@ void record_sqrt_d(Trace& trace, Rng& rng, std::size_t d_max, std::size_t querie
     trace.check("every row of dS sums to 0 (largest |sum| over all draws)", demo.largest_row_sum, rounding);
     trace.check(fmt::format("scaled: at most {:g}% of the queries at any width pass less than {:g} (share shown)",
                             100.0 * fewest_vanished, vanishing_gradient),
-                xt::amax(vanished_scaled)(), fewest_vanished);
+                nn::max_of(vanished_scaled), fewest_vanished);
     trace.check(fmt::format("unscaled, w = {}: more than {:g}% of the queries pass less than {:g} (misses counted)",
                             widths[last], 100.0 * most_vanished, vanishing_gradient),
                 count_at_most({vanished(last)}, most_vanished), 0.0);
@@ -1167,7 +1156,7 @@ GruProblem drawn_gru_problem(Trace& trace, Rng& rng, const Mat& X, std::size_t u
     const nn::GruParams drawn = draw_gru(rng, d, u, fan_in_init(GruInit::Order::by_gate, d, u, 0.5, 0.0));
     g.p = unstacked(supplied(trace, names, stacked(drawn)));
     g.X = X;
-    g.h0 = trace.input("h_0", Vec(xt::zeros<double>({u})));
+    g.h0 = trace.input("h_0", nn::zeros(u));
     g.Y = trace.input("Y_gru", rng.normal_mat(X.shape(0), u, 0.5));
     return g;
 }

@@ -11,10 +11,10 @@
 
 #include "core/rng.hpp"
 #include "nn/optimizer.hpp"
+#include "nn/reductions.hpp"
 #include "nn/seq2seq.hpp"
 
 #include <fmt/format.h>
-#include <xtensor/xview.hpp>
 
 #include <algorithm>
 #include <array>
@@ -246,13 +246,13 @@ nn::GruParams drawn_gru(Rng& rng, std::size_t d_in, std::size_t u) {
     nn::GruParams p;
     p.W_z = rng.normal_mat(u, d_in, w);
     p.U_z = rng.normal_mat(u, u, s);
-    p.b_z = xt::zeros<double>({u});
+    p.b_z = nn::zeros(u);
     p.W_r = rng.normal_mat(u, d_in, w);
     p.U_r = rng.normal_mat(u, u, s);
-    p.b_r = xt::zeros<double>({u});
+    p.b_r = nn::zeros(u);
     p.W_h = rng.normal_mat(u, d_in, w);
     p.U_h = rng.normal_mat(u, u, s);
-    p.b_h = xt::zeros<double>({u});
+    p.b_h = nn::zeros(u);
     return p;
 }
 
@@ -271,7 +271,7 @@ nn::Seq2Seq drawn_model(Rng& rng, bool attention, std::size_t V_src, std::size_t
         m.v_a = rng.normal_vec(u, 1.0 / std::sqrt(as_double(u)));
     }
     m.W_o = rng.normal_mat(V_tgt, u, 1.0 / std::sqrt(as_double(u)));
-    m.b_o = xt::zeros<double>({V_tgt});
+    m.b_o = nn::zeros(V_tgt);
     return m;
 }
 
@@ -363,7 +363,7 @@ Training train_both(Trace& trace, Rng& rng, Corpus& c, const nn::Seq2Seq& withou
     Training out;
     Trainer a = trainer(without), b = trainer(with);
     const Pair lights = pair_of(c, lights_src, lights_tgt), pickup = pair_of(c, pickup_src, pickup_tgt);
-    out.curves = xt::zeros<double>({epochs + 1, std::size_t{4}});
+    out.curves = nn::zeros(epochs + 1, 4);
     const auto record_losses = [&](std::size_t row, double train_a, double train_b) {
         out.curves(row, 0) = train_a;
         out.curves(row, 1) = mean_loss(a.model, c.test);
@@ -438,11 +438,11 @@ void record_corpus(Trace& trace, const Corpus& c, std::size_t min_len, std::size
                    nouns.size(), adjectives.size(), prepositions.size(), adverbs.size(), verbs.size(), min_len,
                    max_len, c.train.size(), c.test.size(), c.source.words.size(), c.target.words.size(),
                    fmt::join(samples, "; ")));
-    Vec lengths = xt::zeros<double>({max_len - min_len + 1});
+    Vec lengths = nn::zeros(max_len - min_len + 1);
     for (const Pair& p : c.train) lengths(p.src.size() - min_len) += 1.0;
     trace.tensor("source_lengths", "training pairs per source length", lengths,
                  numbered("T_x = ", min_len, lengths.size()), {}, View::bars);
-    Mat first = xt::zeros<double>({std::size_t{2}, max_len});
+    Mat first = nn::zeros(2, max_len);
     for (std::size_t j = 0; j < c.train[0].src.size(); ++j) first(0, j) = as_double(c.train[0].src[j]);
     for (std::size_t j = 0; j < c.train[0].tgt.size(); ++j) first(1, j) = as_double(c.train[0].tgt[j]);
     trace.tensor("first_pair", "word ids of the first training pair (0 after its end)", first, {"source", "target"});
@@ -497,19 +497,19 @@ void record_adam(Trace& trace) {
     const Mat gradients = {{1e-3, -4.0, 250.0, 0.0}, {1e-3, 2.0, 250.0, 0.0}, {-1e-3, 2.0, -250.0, 0.0}};
     const std::size_t steps = gradients.shape(0), n = gradients.shape(1);
     Vec theta = {0.5, -0.3, 2.0, 1.0};
-    Vec m = xt::zeros<double>({n}), v = xt::zeros<double>({n});
+    Vec m = nn::zeros(n), v = nn::zeros(n);
     Mat weights = xt::empty<double>({steps + 1, n}), means = xt::empty<double>({steps, n});
     Mat squares = xt::empty<double>({steps, n});
-    xt::row(weights, 0) = theta;
+    nn::set_row(weights, 0, theta);
     double beta1_power = 1.0, beta2_power = 1.0;
     for (std::size_t t = 0; t < steps; ++t) {
         beta1_power *= adam.beta1;
         beta2_power *= adam.beta2;
-        const Vec g = xt::row(gradients, static_cast<std::ptrdiff_t>(t));
+        const Vec g = nn::row_of(gradients, t);
         nn::adam_step(theta.data(), g.data(), m.data(), v.data(), n, adam, beta1_power, beta2_power);
-        xt::row(weights, static_cast<std::ptrdiff_t>(t + 1)) = theta;
-        xt::row(means, static_cast<std::ptrdiff_t>(t)) = m;
-        xt::row(squares, static_cast<std::ptrdiff_t>(t)) = v;
+        nn::set_row(weights, t + 1, theta);
+        nn::set_row(means, t, m);
+        nn::set_row(squares, t, v);
     }
     // step 1: m_hat = g and v_hat = g^2, so a weight moves by lr |g| / (|g| + eps), lr to within
     // lr eps / |g| <= 1e-7 here; without the bias correction it would move (1 - beta1) / sqrt(1 - beta2) = 3.2 lr
@@ -698,7 +698,7 @@ void record_alignment(Trace& trace, const Training& t) {
                    "has no partner. The many-to-one pair \"pick up the red box\" -> "
                    "\"lal dibba uthao\": at the end uthao gives {:.2f} of its weight to 'pick' and 'up' together "
                    "({:.2f} and {:.2f}). {} Lesson 2 built such a map by hand; this one came out of the gradients.",
-                   lights_src.size(), flat, xt::amax(t.lights[0])(), fmt::join(found, ", "),
+                   lights_src.size(), flat, nn::max_of(t.lights[0]), fmt::join(found, ", "),
                    as_double(lights_partner.size()) - misses, lights_partner.size(), uthao_on_verb,
                    pickup(2, 0), pickup(2, 1), many_to_one(pickup(2, 0), pickup(2, 1))));
     const std::array<const char*, 3> when = {"init", "early", "final"};
@@ -776,8 +776,8 @@ void record_length(Trace& trace, const Corpus& c, const Scores& without, const S
                    std::size_t max_len, std::size_t u) {
     const std::size_t width = std::max<std::size_t>(1, (max_len - min_len + 1) / 5);
     const std::size_t bins = (max_len - min_len) / width + 1;
-    Mat table = xt::zeros<double>({bins, std::size_t{4}});
-    Vec count = xt::zeros<double>({bins}), words = xt::zeros<double>({bins});
+    Mat table = nn::zeros(bins, 4);
+    Vec count = nn::zeros(bins), words = nn::zeros(bins);
     for (std::size_t k = 0; k < c.test.size(); ++k) {
         const std::size_t b = (c.test[k].src.size() - min_len) / width;
         count(b) += 1.0;

@@ -77,3 +77,32 @@ void set_slice(Array& A, std::size_t k, const Mat& M) { xt::view(A, k, xt::all()
 Mat last_axis_sums(const xt::xtensor<double, 3>& A) { return xt::sum(A, {2}); }
 
 }  // namespace attn::nn
+
+// added for lessons 08, 09, 01, 07
+namespace attn::nn {
+
+// [a; b]: xt::view(out, xt::range(0, a.size())) = a; xt::view(out, xt::range(a.size(), out.size())) = b
+Vec concatenated(const Vec& a, const Vec& b) {
+    Vec out = xt::empty<double>({a.size() + b.size()});
+    xt::view(out, xt::range(0, a.size())) = a;
+    xt::view(out, xt::range(a.size(), out.size())) = b;
+    return out;
+}
+// xt::view(v, xt::range(from, to)), copied
+Vec entries_of(const Vec& v, std::size_t from, std::size_t to) { return xt::view(v, xt::range(from, to)); }
+// xt::view(M, xt::range(from, to), xt::all()), copied
+Mat rows_of(const Mat& M, std::size_t from, std::size_t to) { return xt::view(M, xt::range(from, to), xt::all()); }
+// xt::concatenate(xt::xtuple(top, bottom), 0): the rows of top, then those of bottom
+Mat concatenated_rows(const Mat& top, const Mat& bottom) { return xt::concatenate(xt::xtuple(top, bottom), 0); }
+// xt::row(M, i) += v
+void add_to_row(Mat& M, std::size_t i, const Vec& v) {
+    expect_shape("add_to_row: the row", v, {M.shape(1)});
+    xt::row(M, static_cast<std::ptrdiff_t>(i)) += v;
+}
+// xt::row(M, i) += a * v
+void add_scaled_to_row(Mat& M, std::size_t i, double a, const Vec& v) {
+    expect_shape("add_scaled_to_row: the row", v, {M.shape(1)});
+    xt::row(M, static_cast<std::ptrdiff_t>(i)) += a * v;
+}
+
+}  // namespace attn::nn

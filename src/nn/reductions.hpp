@@ -52,3 +52,15 @@ void set_slice(Array& A, std::size_t k, const Mat& M);  // xt::view(A, k, xt::al
 Mat last_axis_sums(const xt::xtensor<double, 3>& A);  // xt::sum(A, {2}): entry (k, i) sums A(k, i, .)
 
 }  // namespace attn::nn
+
+// added for lessons 08, 09, 01, 07
+namespace attn::nn {
+
+Vec concatenated(const Vec& a, const Vec& b);  // [a; b]: xt::view(out, xt::range(0, a.size())) = a, then b after it
+Vec entries_of(const Vec& v, std::size_t from, std::size_t to);  // xt::view(v, xt::range(from, to)), copied
+Mat rows_of(const Mat& M, std::size_t from, std::size_t to);  // xt::view(M, xt::range(from, to), xt::all()), copied
+Mat concatenated_rows(const Mat& top, const Mat& bottom);  // xt::concatenate(xt::xtuple(top, bottom), 0)
+void add_to_row(Mat& M, std::size_t i, const Vec& v);  // xt::row(M, i) += v (ShapeError on a wrong length)
+void add_scaled_to_row(Mat& M, std::size_t i, double a, const Vec& v);  // xt::row(M, i) += a * v
+
+}  // namespace attn::nn
