@@ -137,13 +137,6 @@ ScoreParts scores_by_hand(const Vec& s_prev, const Mat& H, const AlignmentModel&
     return scores_from_projections(nn::matvec(m.W_a, s_prev, "W_a s_{i-1}"), keys, m.v_a);
 }
 
-Vec concatenated(const Vec& a, const Vec& b) {
-    Vec out = xt::empty<double>({a.size() + b.size()});
-    std::copy(a.begin(), a.end(), out.begin());
-    std::copy(b.begin(), b.end(), out.begin() + static_cast<std::ptrdiff_t>(a.size()));
-    return out;
-}
-
 // Everything the decoder computes, one row per target position i.
 struct DecoderRun {
     Mat queries;   // T_y x n, row i: s_{i-1}, the state held before y_i is emitted
@@ -170,7 +163,7 @@ DecoderRun decode(const nn::GruParams& decoder, const Vec& s0, const Mat& Y_in, 
         const Vec e = score(i, s);
         const Vec alpha = nn::softmax(e);
         const Vec c = weighted_sum(alpha, H);
-        const Vec input = concatenated(nn::row_of(Y_in, i), c);
+        const Vec input = nn::concatenated(nn::row_of(Y_in, i), c);
         nn::set_row(run.queries, i, s);
         nn::set_row(run.scores, i, e);
         nn::set_row(run.weights, i, alpha);

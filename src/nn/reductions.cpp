@@ -18,6 +18,12 @@ double sum_of(const Vec& v) { return xt::sum(v)(); }
 double sum_of(const Mat& M) { return xt::sum(M)(); }
 Vec row_sums(const Mat& M) { return xt::sum(M, {1}); }
 Vec column_sums(const Mat& M) { return xt::sum(M, {0}); }
+Mat last_axis_sums(const Tensor3& A) { return xt::sum(A, {2}); }
+double dot(const Vec& a, const Vec& b) {
+    expect_shape("dot: the second vector", b, {a.size()});
+    return xt::sum(a * b)();
+}
+double norm_of(const Vec& v) { return std::sqrt(xt::sum(v * v)()); }
 
 double max_of(const Vec& v) { return xt::amax(v)(); }
 double max_of(const Mat& M) { return xt::amax(M)(); }
@@ -25,15 +31,23 @@ double min_of(const Vec& v) { return xt::amin(v)(); }
 double min_of(const Mat& M) { return xt::amin(M)(); }
 double max_abs_of(const Vec& v) { return xt::amax(xt::abs(v))(); }
 double max_abs_of(const Mat& M) { return xt::amax(xt::abs(M))(); }
-
-double dot(const Vec& a, const Vec& b) {
-    expect_shape("dot: the second vector", b, {a.size()});
-    return xt::sum(a * b)();
+Vec row_maxima(const Mat& M) { return xt::amax(M, {1}); }
+Vec column_maxima(const Mat& M) { return xt::amax(M, {0}); }
+Vec column_minima(const Mat& M) { return xt::amin(M, {0}); }
+Vec row_max_abs_differences(const Mat& A, const Mat& B) {
+    expect_shape("row_max_abs_differences: the second matrix", B, shape_of(A));
+    return xt::amax(xt::abs(A - B), {1});
 }
-double norm_of(const Vec& v) { return std::sqrt(xt::sum(v * v)()); }
 
 Vec row_of(const Mat& M, std::size_t i) { return xt::row(M, signed_index(i)); }
 Vec column_of(const Mat& M, std::size_t j) { return xt::col(M, signed_index(j)); }
+Vec entries_of(const Vec& v, std::size_t first, std::size_t last) { return xt::view(v, xt::range(first, last)); }
+Mat rows_of(const Mat& M, std::size_t first, std::size_t last) { return xt::view(M, xt::range(first, last), xt::all()); }
+Mat columns_of(const Mat& M, std::size_t first, std::size_t last) {
+    return xt::view(M, xt::all(), xt::range(first, last));
+}
+Mat slice_of(const Tensor3& A, std::size_t k) { return xt::view(A, k, xt::all(), xt::all()); }
+
 void set_row(Mat& M, std::size_t i, const Vec& v) {
     expect_shape("set_row: the row", v, {M.shape(1)});
     xt::row(M, signed_index(i)) = v;
@@ -42,27 +56,8 @@ void set_column(Mat& M, std::size_t j, const Vec& v) {
     expect_shape("set_column: the column", v, {M.shape(0)});
     xt::col(M, signed_index(j)) = v;
 }
-Vec entries_of(const Vec& v, std::size_t first, std::size_t last) { return xt::view(v, xt::range(first, last)); }
 void set_entries(Vec& v, std::size_t first, const Vec& part) {
     xt::view(v, xt::range(first, first + part.size())) = part;
-}
-
-Vec zeros(std::size_t n) { return xt::zeros<double>({n}); }
-Mat zeros(std::size_t rows, std::size_t cols) { return xt::zeros<double>({rows, cols}); }
-Vec ones(std::size_t n) { return xt::ones<double>({n}); }
-
-Vec row_maxima(const Mat& M) { return xt::amax(M, {1}); }
-Vec column_maxima(const Mat& M) { return xt::amax(M, {0}); }
-Vec column_minima(const Mat& M) { return xt::amin(M, {0}); }
-Vec row_max_abs_differences(const Mat& A, const Mat& B) {
-    expect_shape("row_max_abs_differences: the second matrix", B, shape_of(A));
-    return xt::amax(xt::abs(A - B), {1});
-}
-Mat ones(std::size_t rows, std::size_t cols) { return xt::ones<double>({rows, cols}); }
-Mat identity(std::size_t n) { return xt::eye<double>(n); }
-Mat rows_of(const Mat& M, std::size_t first, std::size_t last) { return xt::view(M, xt::range(first, last), xt::all()); }
-Mat columns_of(const Mat& M, std::size_t first, std::size_t last) {
-    return xt::view(M, xt::all(), xt::range(first, last));
 }
 void set_rows(Mat& M, std::size_t first, const Mat& block) {
     expect_shape("set_rows: the block's width", Shape{block.shape(1)}, {M.shape(1)});
@@ -72,37 +67,27 @@ void set_columns(Mat& M, std::size_t first, const Mat& block) {
     expect_shape("set_columns: the block's height", Shape{block.shape(0)}, {M.shape(0)});
     xt::view(M, xt::all(), xt::range(first, first + block.shape(1))) = block;
 }
-Mat slice_of(const xt::xtensor<double, 3>& A, std::size_t k) { return xt::view(A, k, xt::all(), xt::all()); }
 void set_slice(Array& A, std::size_t k, const Mat& M) { xt::view(A, k, xt::all(), xt::all()) = M; }
-Mat last_axis_sums(const xt::xtensor<double, 3>& A) { return xt::sum(A, {2}); }
+void add_to_row(Mat& M, std::size_t i, const Vec& v) {
+    expect_shape("add_to_row: the row", v, {M.shape(1)});
+    xt::row(M, signed_index(i)) += v;
+}
+void add_scaled_to_row(Mat& M, std::size_t i, double a, const Vec& v) {
+    expect_shape("add_scaled_to_row: the row", v, {M.shape(1)});
+    xt::row(M, signed_index(i)) += a * v;
+}
 
-}  // namespace attn::nn
-
-// added for lessons 08, 09, 01, 07
-namespace attn::nn {
-
-// [a; b]: xt::view(out, xt::range(0, a.size())) = a; xt::view(out, xt::range(a.size(), out.size())) = b
+Vec zeros(std::size_t n) { return xt::zeros<double>({n}); }
+Mat zeros(std::size_t rows, std::size_t cols) { return xt::zeros<double>({rows, cols}); }
+Vec ones(std::size_t n) { return xt::ones<double>({n}); }
+Mat ones(std::size_t rows, std::size_t cols) { return xt::ones<double>({rows, cols}); }
+Mat identity(std::size_t n) { return xt::eye<double>(n); }
 Vec concatenated(const Vec& a, const Vec& b) {
     Vec out = xt::empty<double>({a.size() + b.size()});
     xt::view(out, xt::range(0, a.size())) = a;
     xt::view(out, xt::range(a.size(), out.size())) = b;
     return out;
 }
-// xt::view(v, xt::range(from, to)), copied
-Vec entries_of(const Vec& v, std::size_t from, std::size_t to) { return xt::view(v, xt::range(from, to)); }
-// xt::view(M, xt::range(from, to), xt::all()), copied
-Mat rows_of(const Mat& M, std::size_t from, std::size_t to) { return xt::view(M, xt::range(from, to), xt::all()); }
-// xt::concatenate(xt::xtuple(top, bottom), 0): the rows of top, then those of bottom
 Mat concatenated_rows(const Mat& top, const Mat& bottom) { return xt::concatenate(xt::xtuple(top, bottom), 0); }
-// xt::row(M, i) += v
-void add_to_row(Mat& M, std::size_t i, const Vec& v) {
-    expect_shape("add_to_row: the row", v, {M.shape(1)});
-    xt::row(M, static_cast<std::ptrdiff_t>(i)) += v;
-}
-// xt::row(M, i) += a * v
-void add_scaled_to_row(Mat& M, std::size_t i, double a, const Vec& v) {
-    expect_shape("add_scaled_to_row: the row", v, {M.shape(1)});
-    xt::row(M, static_cast<std::ptrdiff_t>(i)) += a * v;
-}
 
 }  // namespace attn::nn
