@@ -69,7 +69,7 @@ Prepared prepare(const Problem& pr, std::size_t T_q, std::size_t T_k, std::size_
 // Rows i0 .. i0 + rows - 1 of one problem's output: the key blocks in order, each tile's scores,
 // their online softmax row by row (the output rows rescaled when a maximum grows), then P V added.
 void query_block(const Prepared& pr, std::size_t i0, std::size_t rows, std::size_t T_k, std::size_t d_k,
-                 std::size_t d_v, bool causal) {
+                 std::size_t d_v, bool causal, Arithmetic arithmetic) {
     constexpr std::size_t NR = matmul_panel_width;
     std::vector<double> S(rows * fast_key_block), m(rows, -std::numeric_limits<double>::infinity()), l(rows, 0.0);
     double* out = pr.O + i0 * pr.ldo;
@@ -80,18 +80,19 @@ void query_block(const Prepared& pr, std::size_t i0, std::size_t rows, std::size
         // masked for every query here, and are neither multiplied nor exponentiated
         const std::size_t cols = std::min(fast_key_block, (causal ? i0 + rows : T_k) - j0);
         matmul_packed(pr.Q + i0 * pr.ldq, pr.ldq, pr.K_t_panels.data() + j0 * d_k, NR * d_k, S.data(), cols, rows,
-                      d_k, cols, false);
+                      d_k, cols, false, arithmetic);
         for (std::size_t a = 0; a < rows; ++a) {
             const std::size_t i = i0 + a;
             // keys j0 .. i under the mask: none when the block starts after query i
             const std::size_t kept = !causal ? cols : i < j0 ? 0 : std::min(cols, i - j0 + 1);
             double* s = S.data() + a * cols;
-            const double factor = online_softmax_row(s, kept, m[a], l[a]);
+            const double factor = online_softmax_row(s, kept, m[a], l[a], arithmetic);
             std::fill(s + kept, s + cols, 0.0);
             if (factor != 1.0)
                 for (std::size_t v = 0; v < d_v; ++v) out[a * pr.ldo + v] *= factor;
         }
-        matmul_packed(S.data(), cols, pr.V_panels.data() + j0 * NR, NR * T_k, out, pr.ldo, rows, cols, d_v, true);
+        matmul_packed(S.data(), cols, pr.V_panels.data() + j0 * NR, NR * T_k, out, pr.ldo, rows, cols, d_v, true,
+                      arithmetic);
     }
     for (std::size_t a = 0; a < rows; ++a)
         if (l[a] != 0.0)
@@ -100,25 +101,26 @@ void query_block(const Prepared& pr, std::size_t i0, std::size_t rows, std::size
 
 // The problem's query blocks, shared between the threads (each block's products stay on its thread).
 void solve(const Problem& problem, std::size_t T_q, std::size_t T_k, std::size_t d_k, std::size_t d_v,
-           bool causal) {
+           bool causal, Arithmetic arithmetic) {
     const Prepared prepared = prepare(problem, T_q, T_k, d_k, d_v);
     const std::size_t blocks = (T_q + fast_query_block - 1) / fast_query_block;
     for_each_row(blocks, T_k * (d_k + d_v), [&](std::size_t b) {
         const std::size_t i0 = b * fast_query_block;
-        query_block(prepared, i0, std::min(fast_query_block, T_q - i0), T_k, d_k, d_v, causal);
+        query_block(prepared, i0, std::min(fast_query_block, T_q - i0), T_k, d_k, d_v, causal, arithmetic);
     });
 }
 
 // X (T x d_model) times columns [i d_k, (i+1) d_k) of W (times `scale`), on the calling thread:
 // a head's projection, T x d_k.
-std::vector<double> head_projection(const Mat& X, const Mat& W, std::size_t i, std::size_t d_k, double scale) {
+std::vector<double> head_projection(const Mat& X, const Mat& W, std::size_t i, std::size_t d_k, double scale,
+                                    Arithmetic arithmetic) {
     const std::size_t T = X.shape(0), d_model = W.shape(0), cols = W.shape(1);
     std::vector<double> W_i(d_model * d_k), panels(matmul_packed_size(d_model, d_k)), out(T * d_k);
     for (std::size_t r = 0; r < d_model; ++r)
         for (std::size_t a = 0; a < d_k; ++a) W_i[r * d_k + a] = scale * W.data()[r * cols + i * d_k + a];
     matmul_pack(W_i.data(), d_model, d_k, panels.data());
     matmul_packed(X.data(), d_model, panels.data(), matmul_panel_width * d_model, out.data(), d_k, T, d_model, d_k,
-                  false);
+                  false, arithmetic);
     return out;
 }
 
@@ -133,17 +135,18 @@ void expect_fast_shapes(const Mat& Q, const Mat& K, const Mat& V, bool causal) {
 
 }  // namespace
 
-Mat fast_attention(const Mat& Q, const Mat& K, const Mat& V, bool causal) {
+Mat fast_attention(const Mat& Q, const Mat& K, const Mat& V, bool causal, Arithmetic arithmetic) {
     expect_fast_shapes(Q, K, V, causal);
     const std::size_t T_q = Q.shape(0), T_k = K.shape(0), d_k = Q.shape(1), d_v = V.shape(1);
     Mat O = xt::zeros<double>({T_q, d_v});
     if (T_k == 0) return O;  // no keys: nothing to weigh, zeros (as the plain form's empty sums)
-    solve(Problem{Q.data(), d_k, K.data(), d_k, V.data(), d_v, O.data(), d_v, false}, T_q, T_k, d_k, d_v, causal);
+    solve(Problem{Q.data(), d_k, K.data(), d_k, V.data(), d_v, O.data(), d_v, false}, T_q, T_k, d_k, d_v, causal,
+          arithmetic);
     return O;
 }
 
 Mat fast_multi_head_attention(const Mat& X_q, const Mat& X_kv, const MultiHeadParams& p, std::size_t heads,
-                              bool causal) {
+                              bool causal, Arithmetic arithmetic) {
     const std::size_t T_q = X_q.shape(0), T_k = X_kv.shape(0), d_model = X_q.shape(1);
     const std::size_t d_k = head_width(d_model, heads);
     if (X_kv.shape(1) != d_model)
@@ -163,14 +166,14 @@ Mat fast_multi_head_attention(const Mat& X_q, const Mat& X_kv, const MultiHeadPa
     Mat concat = xt::zeros<double>({T_q, d_model});
     if (T_k > 0)
         for_each_row(heads, T_q * T_k * d_k, [&](std::size_t i) {
-            const std::vector<double> Q_i = head_projection(X_q, p.W_Q, i, d_k, scale),
-                                      K_i = head_projection(X_kv, p.W_K, i, d_k, 1.0),
-                                      V_i = head_projection(X_kv, p.W_V, i, d_k, 1.0);
+            const std::vector<double> Q_i = head_projection(X_q, p.W_Q, i, d_k, scale, arithmetic),
+                                      K_i = head_projection(X_kv, p.W_K, i, d_k, 1.0, arithmetic),
+                                      V_i = head_projection(X_kv, p.W_V, i, d_k, 1.0, arithmetic);
             const Prepared prepared = prepare(
                 Problem{Q_i.data(), d_k, K_i.data(), d_k, V_i.data(), d_k, concat.data() + i * d_k, d_model, true},
                 T_q, T_k, d_k, d_k);
             for (std::size_t i0 = 0; i0 < T_q; i0 += fast_query_block)
-                query_block(prepared, i0, std::min(fast_query_block, T_q - i0), T_k, d_k, d_k, causal);
+                query_block(prepared, i0, std::min(fast_query_block, T_q - i0), T_k, d_k, d_k, causal, arithmetic);
         });
     return matmul(concat, p.W_O, "Concat(heads) W^O");
 }
