@@ -100,12 +100,15 @@ void query_block(const Prepared& pr, std::size_t i0, std::size_t rows, std::size
 }
 
 // The problem's query blocks, shared between the threads (each block's products stay on its thread).
+// Under the causal mask block b costs b + 1 blocks of keys: the threads take the last (dearest) blocks
+// first, so that the cheap ones at the end even out their shares (in order, the thread that takes the
+// last block would work alone for its whole time).
 void solve(const Problem& problem, std::size_t T_q, std::size_t T_k, std::size_t d_k, std::size_t d_v,
            bool causal, Arithmetic arithmetic) {
     const Prepared prepared = prepare(problem, T_q, T_k, d_k, d_v);
     const std::size_t blocks = (T_q + fast_query_block - 1) / fast_query_block;
-    for_each_row(blocks, T_k * (d_k + d_v), [&](std::size_t b) {
-        const std::size_t i0 = b * fast_query_block;
+    for_each_row(blocks, T_k * (d_k + d_v), [&](std::size_t taken) {
+        const std::size_t i0 = (causal ? blocks - 1 - taken : taken) * fast_query_block;
         query_block(prepared, i0, std::min(fast_query_block, T_q - i0), T_k, d_k, d_v, causal, arithmetic);
     });
 }
