@@ -354,7 +354,8 @@ TEST_CASE("the fast multi-head attention equals nn::multi_head_attention's outpu
         CHECK(max_abs_difference(nn::fast_multi_head_attention(X, X_kv, p, heads, false, arithmetic), expected) <=
               attention_tolerance);
         CHECK_THROWS_AS(nn::fast_multi_head_attention(X, X_kv, p, heads, true, arithmetic), std::invalid_argument);
-        CHECK_THROWS_AS(nn::fast_multi_head_attention(X, X, p, 5, false, arithmetic), ShapeError);  // 5 does not divide 24
+        // 5 does not divide 24
+        CHECK_THROWS_AS(nn::fast_multi_head_attention(X, X, p, 5, false, arithmetic), ShapeError);
         CHECK_THROWS_AS(nn::fast_multi_head_attention(X, rng.normal_mat(T, 12), p, heads, false, arithmetic),
                         ShapeError);
     });

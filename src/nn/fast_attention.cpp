@@ -3,7 +3,6 @@
 #include "nn/fast_attention.hpp"
 
 #include "nn/kernels.hpp"
-#include "nn/linalg.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -113,17 +112,46 @@ void solve(const Problem& problem, std::size_t T_q, std::size_t T_k, std::size_t
     });
 }
 
-// X (T x d_model) times columns [i d_k, (i+1) d_k) of W (times `scale`), on the calling thread:
-// a head's projection, T x d_k.
-std::vector<double> head_projection(const Mat& X, const Mat& W, std::size_t i, std::size_t d_k, double scale,
-                                    Arithmetic arithmetic) {
-    const std::size_t T = X.shape(0), d_model = W.shape(0), cols = W.shape(1);
-    std::vector<double> W_i(d_model * d_k), panels(matmul_packed_size(d_model, d_k)), out(T * d_k);
-    for (std::size_t r = 0; r < d_model; ++r)
-        for (std::size_t a = 0; a < d_k; ++a) W_i[r * d_k + a] = scale * W.data()[r * cols + i * d_k + a];
-    matmul_pack(W_i.data(), d_model, d_k, panels.data());
-    matmul_packed(X.data(), d_model, panels.data(), matmul_panel_width * d_model, out.data(), d_k, T, d_model, d_k,
-                  false, arithmetic);
+// One weight matrix's share of a head's projection: columns [i d_k, (i+1) d_k) of W, times `scale`.
+struct HeadColumns {
+    const Mat* W = nullptr;
+    double scale = 1.0;
+};
+
+// X (T x d_model) times the columns of `parts` side by side (T x parts.size() d_k, row-major), on the
+// calling thread: head i's projections of X in one product, which reads each block of X once for
+// all of them. The columns are packed straight from W (times the scale, exactly scale W_rc as
+// before the product: 1.0 W_rc is W_rc).
+std::vector<double> head_projections(const Mat& X, const std::vector<HeadColumns>& parts, std::size_t i,
+                                     std::size_t d_k, Arithmetic arithmetic) {
+    constexpr std::size_t NR = matmul_panel_width;
+    const std::size_t T = X.shape(0), d_model = X.shape(1), n = parts.size() * d_k;
+    std::vector<double> panels(matmul_packed_size(d_model, n), 0.0), out(T * n);
+    // panel by panel (8 columns of the product, each a few neighbouring columns of a W), row by row:
+    // the panel is written straight through, and each row of W gives it one or two cache lines. The
+    // rows are 8 d_model bytes apart, a page for d_model = 512, where the processor does not fetch
+    // ahead by itself: the line 16 rows on is asked for in advance (it took a tenth of the call)
+    constexpr std::size_t ahead = 16;
+    for (std::size_t q = 0; q * NR < n; ++q) {
+        const double* column[NR] = {};
+        double scales[NR] = {};
+        const std::size_t lanes = std::min(NR, n - q * NR);
+        for (std::size_t lane = 0; lane < lanes; ++lane) {
+            const std::size_t c = q * NR + lane;
+            column[lane] = parts[c / d_k].W->data() + i * d_k + c % d_k;  // every W is d_model x d_model
+            scales[lane] = parts[c / d_k].scale;
+        }
+        double* panel = panels.data() + q * NR * d_model;
+        for (std::size_t r = 0; r < d_model; ++r) {
+            if (r + ahead < d_model) {
+                __builtin_prefetch(column[0] + (r + ahead) * d_model);
+                __builtin_prefetch(column[lanes - 1] + (r + ahead) * d_model);
+            }
+            for (std::size_t lane = 0; lane < lanes; ++lane)
+                panel[r * NR + lane] = scales[lane] * column[lane][r * d_model];
+        }
+    }
+    matmul_packed(X.data(), d_model, panels.data(), NR * d_model, out.data(), n, T, d_model, n, false, arithmetic);
     return out;
 }
 
@@ -162,23 +190,36 @@ Mat fast_multi_head_attention(const Mat& X_q, const Mat& X_kv, const MultiHeadPa
     if (causal && T_q != T_k)
         throw std::invalid_argument("fast multi-head attention: the causal flag needs as many queries as keys");
     // The heads go to the threads, each whole on one: Q_i = X_q (W_i^Q / sqrt(d_k)), K_i = X_kv W_i^K,
-    // V_i = X_kv W_i^V, then head i's attention written into its columns of Concat(head_1, ..., head_h).
-    // One hand-over between the threads instead of one per product (a thread that the system pauses
-    // on a busy machine holds the other up at each), and one head's projections per thread at a time.
+    // V_i = X_kv W_i^V (one product when X_q and X_kv are the same matrix, two otherwise), then head
+    // i's attention written into its columns of Concat(head_1, ..., head_h). One hand-over between the
+    // threads instead of one per product (a thread that the system pauses on a busy machine holds the
+    // other up at each), and one head's projections per thread at a time.
     const double scale = 1.0 / std::sqrt(static_cast<double>(d_k));
+    const bool self = &X_q == &X_kv;
     Mat concat = xt::zeros<double>({T_q, d_model});
     if (T_k > 0)
         for_each_row(heads, T_q * T_k * d_k, [&](std::size_t i) {
-            const std::vector<double> Q_i = head_projection(X_q, p.W_Q, i, d_k, scale, arithmetic),
-                                      K_i = head_projection(X_kv, p.W_K, i, d_k, 1.0, arithmetic),
-                                      V_i = head_projection(X_kv, p.W_V, i, d_k, 1.0, arithmetic);
-            const Prepared prepared = prepare(
-                Problem{Q_i.data(), d_k, K_i.data(), d_k, V_i.data(), d_k, concat.data() + i * d_k, d_model, true},
-                T_q, T_k, d_k, d_k);
+            const HeadColumns Q_part{&p.W_Q, scale}, K_part{&p.W_K, 1.0}, V_part{&p.W_V, 1.0};
+            std::vector<double> QKV, KV;
+            if (self)
+                QKV = head_projections(X_q, {Q_part, K_part, V_part}, i, d_k, arithmetic);
+            else {
+                QKV = head_projections(X_q, {Q_part}, i, d_k, arithmetic);
+                KV = head_projections(X_kv, {K_part, V_part}, i, d_k, arithmetic);
+            }
+            // Q_i, K_i and V_i side by side in the rows of QKV (or Q_i there, K_i and V_i in KV's)
+            const std::size_t ldq = self ? 3 * d_k : d_k, ldkv = self ? 3 * d_k : 2 * d_k;
+            const double* K_i = self ? QKV.data() + d_k : KV.data();
+            const Prepared prepared = prepare(Problem{QKV.data(), ldq, K_i, ldkv, K_i + d_k, ldkv,
+                                                      concat.data() + i * d_k, d_model, true},
+                                              T_q, T_k, d_k, d_k);
             for (std::size_t i0 = 0; i0 < T_q; i0 += fast_query_block)
                 query_block(prepared, i0, std::min(fast_query_block, T_q - i0), T_k, d_k, d_k, causal, arithmetic);
         });
-    return matmul(concat, p.W_O, "Concat(heads) W^O");
+    // Concat(heads) W^O, on both threads
+    Mat output = xt::empty<double>({T_q, d_model});
+    matmul_span(concat.data(), p.W_O.data(), output.data(), T_q, d_model, d_model, arithmetic);
+    return output;
 }
 
 }  // namespace attn::nn

@@ -31,9 +31,10 @@ Mat fast_attention(const Mat& Q, const Mat& K, const Mat& V, bool causal, Arithm
 
 // Concat(head_1, ..., head_h) W^O with head_i = fast_attention(X_q W_i^Q, X_kv W_i^K, X_kv W_i^V,
 // causal): nn::multi_head_attention's output (HeadWeights::drop, a causal mask or none) by the fast
-// path, head by head as multi_head_attention goes (one head's projections held at a time), each
-// head's query blocks shared between the threads. Throws as multi_head_attention and
-// fast_attention do.
+// path. The heads are shared between the threads, each whole on one (its three projections in one
+// product when X_q and X_kv are the same matrix, then its attention; one head's projections per
+// thread held at a time), then Concat W^O on both threads (nn::matmul_span). Throws as
+// multi_head_attention and fast_attention do.
 Mat fast_multi_head_attention(const Mat& X_q, const Mat& X_kv, const MultiHeadParams& p, std::size_t heads,
                               bool causal, Arithmetic arithmetic);
 

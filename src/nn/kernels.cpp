@@ -230,7 +230,8 @@ ATTN_ALWAYS_INLINE void matmul_packed_body(const double* A, std::size_t lda, con
             for (std::size_t j0 = 0; j0 < n; j0 += NR) {
                 const double* panel = panels + (j0 / NR) * panel_stride + p0 * NR;
                 if (n - j0 < NR) {
-                    matmul_short_tile<Fused>(A_block + p0, lda, panel, depth, C_block + j0, ldc, block_rows, n - j0, from_C);
+                    matmul_short_tile<Fused>(A_block + p0, lda, panel, depth, C_block + j0, ldc, block_rows, n - j0,
+                                             from_C);
                     continue;
                 }
                 std::size_t i = 0;
@@ -238,7 +239,8 @@ ATTN_ALWAYS_INLINE void matmul_packed_body(const double* A, std::size_t lda, con
                     matmul_tile<MR, Fused>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0, ldc,
                                            from_C);
                 for (; i < block_rows; ++i)
-                    matmul_tile<1, Fused>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0, ldc, from_C);
+                    matmul_tile<1, Fused>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0, ldc,
+                                          from_C);
             }
         }
     }
@@ -551,8 +553,11 @@ void matmul_packed(const double* A, std::size_t lda, const double* panels, std::
     product(A, lda, panels, panel_stride, C, ldc, m, k, n, accumulate);
 }
 
-void matmul_span(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n) {
+void matmul_span(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n,
+                 Arithmetic arithmetic) {
     const Kernels& kernels = active();
+    const auto product = arithmetic == Arithmetic::native && native_is_fused() ? kernels.matmul_packed_fused
+                                                                                : kernels.matmul_packed;
     if (n < matmul_panel_width) {
         // a few columns (a matrix-vector product): B as it is, rows on two threads when large
         for_each_row(m, std::max<std::size_t>(1, k * n / 8),
@@ -572,8 +577,8 @@ void matmul_span(const double* A, const double* B, double* C, std::size_t m, std
         const std::size_t work = std::max<std::size_t>(1, rows_per_block * k * cols / 8);
         for_each_row(blocks, work, [&](std::size_t b) {
             const std::size_t first = b * rows_per_block, rows = std::min(rows_per_block, m - first);
-            kernels.matmul_packed(A + first * k, k, panels.data(), k * matmul_panel_width, C + first * n + j0, n, rows,
-                                  k, cols, false);
+            product(A + first * k, k, panels.data(), k * matmul_panel_width, C + first * n + j0, n, rows, k, cols,
+                    false);
         });
     }
 }

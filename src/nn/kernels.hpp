@@ -62,22 +62,8 @@ void scale_and_mask_span(const double* in, double divisor, const double* mask, d
 // masked scores of attention without a second T_q x T_k matrix. `mask` is T_q x T_k or nullptr.
 void scale_and_mask_rows(Mat& scores, double divisor, const Mat* mask);
 
-// C = A B for row-major A (m x k), B (k x n) and C (m x n, not overlapping A or B):
-// C_ij = (((0 + A_i0 B_0j) + A_i1 B_1j) + ...) + A_i,k-1 B_k-1,j, the products added in the order
-// of k, exactly the numbers of the textbook triple loop (and of nn::matvec for n = 1). Tiles of C
-// are held in registers while k runs (matmul_packed); B is packed 256 columns at a time, at most
-// k x 256 doubles besides the operands.
-void matmul_span(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n);
-
-// B packed for matmul_packed: its columns in panels of matmul_panel_width, panel q (columns 8q ..
-// 8q + 7) a contiguous k x 8 row-major block at offset 8 q k, zeros past column n - 1.
-constexpr std::size_t matmul_panel_width = 8;
-constexpr std::size_t matmul_packed_size(std::size_t k, std::size_t n) {
-    return (n + matmul_panel_width - 1) / matmul_panel_width * matmul_panel_width * k;
-}
-void matmul_pack(const double* B, std::size_t k, std::size_t n, double* panels);
-
-// How the kernels of the fast path (nn::fast_attention: matmul_packed, online_softmax_row) round.
+// How the kernels of the fast path (nn::fast_attention: matmul_span, matmul_packed, online_softmax_row)
+// round.
 //   portable  as every kernel here: the same bits on every x86-64 processor, whichever copy runs.
 //   native    where the processor has FMA and the copy in use is avx2 or avx512, the fused copies:
 //             each product's sums c = fma(a, b, c) (one rounding instead of two, the same order of
@@ -90,6 +76,23 @@ enum class Arithmetic { portable, native };
 
 // Whether Arithmetic::native runs the fused copies here (FMA and the avx2 or avx512 copy in use).
 bool native_is_fused();
+
+// C = A B for row-major A (m x k), B (k x n) and C (m x n, not overlapping A or B):
+// C_ij = (((0 + A_i0 B_0j) + A_i1 B_1j) + ...) + A_i,k-1 B_k-1,j, the products added in the order
+// of k, exactly the numbers of the textbook triple loop (and of nn::matvec for n = 1). Tiles of C
+// are held in registers while k runs (matmul_packed); B is packed 256 columns at a time, at most
+// k x 256 doubles besides the operands. With Arithmetic::native, matmul_packed's fused copies (for
+// n >= 8; a narrower product stays portable).
+void matmul_span(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n,
+                 Arithmetic arithmetic = Arithmetic::portable);
+
+// B packed for matmul_packed: its columns in panels of matmul_panel_width, panel q (columns 8q ..
+// 8q + 7) a contiguous k x 8 row-major block at offset 8 q k, zeros past column n - 1.
+constexpr std::size_t matmul_panel_width = 8;
+constexpr std::size_t matmul_packed_size(std::size_t k, std::size_t n) {
+    return (n + matmul_panel_width - 1) / matmul_panel_width * matmul_panel_width * k;
+}
+void matmul_pack(const double* B, std::size_t k, std::size_t n, double* panels);
 
 // C = A B (or C += A B with `accumulate`) on the calling thread, for A: m x k with row stride lda,
 // C: m x n with row stride ldc, and B given as panels of 8 columns: panel q's row p (B_p,8q ..
