@@ -334,9 +334,23 @@ ATTN_ALWAYS_INLINE double online_softmax_row_fused_body(double* s, std::size_t n
     }
     const double factor =
         running_max == minus_inf ? 0.0 : fused_exp_of_clamped(portable::exp_input(running_max - largest));
-    for (std::size_t i = 0; i < n; ++i) s[i] = portable::exp_input(s[i] - largest);
-    for (std::size_t i = 0; i < n; ++i) s[i] = fused_exp_of_clamped(s[i]);
-    const double total = eight_lane_sum(s, n);
+    // s_j - largest <= 0 (or NaN), clamped below only; the exp of eight entries side by side, each
+    // added to its own partial sum, in one pass (eight_lane_sum's order)
+    double partial[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (std::size_t lane = 0; lane < 8; ++lane) {
+            const double x = s[j + lane] - largest;
+            const double e = fused_exp_of_clamped(x < -746.0 ? -746.0 : x);
+            s[j + lane] = e;
+            partial[lane] += e;
+        }
+    double total = ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
+                   ((partial[4] + partial[5]) + (partial[6] + partial[7]));
+    for (; j < n; ++j) {
+        s[j] = fused_exp_of_clamped(portable::exp_input(s[j] - largest));
+        total += s[j];
+    }
     running_sum = running_sum * factor + total;
     running_max = largest;
     return total != total ? std::numeric_limits<double>::quiet_NaN() : factor;
