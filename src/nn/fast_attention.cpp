@@ -130,7 +130,8 @@ std::vector<double> head_projections(const Mat& X, const std::vector<HeadColumns
     // panel by panel (8 columns of the product, each a few neighbouring columns of a W), row by row:
     // the panel is written straight through, and each row of W gives it one or two cache lines. The
     // rows are 8 d_model bytes apart, a page for d_model = 512, where the processor does not fetch
-    // ahead by itself: the line 16 rows on is asked for in advance (it took a tenth of the call)
+    // ahead by itself: the line 16 rows on is asked for in advance (the packing took 7% of the call
+    // at T = d_model = 512, h = 8 without it, 3% with it)
     constexpr std::size_t ahead = 16;
     for (std::size_t q = 0; q * NR < n; ++q) {
         const double* column[NR] = {};
