@@ -285,8 +285,8 @@ ATTN_ALWAYS_INLINE double online_softmax_row_body(double* s, std::size_t n, doub
 
 // exp(x) for x in [-746, 710] or NaN (portable::exp_input's clamp first), as portable::exp_of_clamped
 // computes it but with fused multiply-adds: the reduction x = k ln2 + r in three fused steps, and
-// exp(r) by its Taylor polynomial of degree 12 in Horner form, 12 fused steps instead of 13
-// multiplications and 13 additions. The term left out, |r|^13 / 13! <= 1.7e-16 for |r| <= ln2 / 2,
+// exp(r) by its Taylor polynomial of degree 12 in Horner form, 12 fused steps where the portable exp
+// takes 14 multiplications and 14 additions. The term left out, |r|^13 / 13! <= 1.7e-16 for |r| <= ln2 / 2,
 // is below an ulp; with the roundings the result is within about 2 ulp of exp(x)
 // (tests/test_online_softmax.cpp compares the fast path with the plain form).
 ATTN_ALWAYS_INLINE double fused_exp_of_clamped(double x) {
@@ -314,9 +314,10 @@ ATTN_ALWAYS_INLINE double fused_exp_of_clamped(double x) {
     return p * portable::detail::from_bits(k1_plus_1023 << 52) * portable::detail::from_bits(k2_plus_1023 << 52);
 }
 
-// online_softmax_row_body's result by the fused exp, and its maximum as eight running maxima side by
-// side (one or two vectors: the vectoriser does not reduce a maximum of doubles, as NaN is honoured).
-// A NaN is passed over by the maxima and caught by the sum instead: exp(NaN) makes the total NaN.
+// online_softmax_row_body's result by the fused exp, in two passes over s: the maximum as eight
+// running maxima side by side (one or two vectors: the vectoriser does not reduce a maximum of
+// doubles, as NaN is honoured), then the exponentials with their sum. A NaN is passed over by the
+// maxima and caught by the sum instead: exp(NaN) makes the total NaN.
 ATTN_ALWAYS_INLINE double online_softmax_row_fused_body(double* s, std::size_t n, double& running_max,
                                                         double& running_sum) {
     const double minus_inf = -std::numeric_limits<double>::infinity();
@@ -411,8 +412,8 @@ struct Kernels {
 
 // Tiles of 2 x 8 in SSE2's sixteen 2-wide registers, 4 x 8 with AVX2 and AVX-512 (8 accumulators of 4
 // or 4 of 8 doubles, and room for the row of B and the broadcast a). The fused tiles: 4 x 8 with AVX2
-// and 8 x 8 with AVX-512, whose 8 accumulators cover a fused multiply-add's latency (4 rows of 8 or
-// 6 rows of either width measured 10 to 30% slower on the project's machine, an AMD EPYC).
+// and 8 x 8 with AVX-512, 8 accumulators to cover a fused multiply-add's latency (on the project's AMD
+// EPYC, 4 rows of 8 were no faster and 6 or 12 rows slower; with AVX2, 6 rows slower).
 ATTN_KERNEL_COPY(baseline, ATTN_BASELINE_COPY, 2)
 ATTN_KERNELS_OF(baseline, nullptr, nullptr)
 #if ATTN_WIDE_COPIES
