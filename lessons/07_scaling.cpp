@@ -171,7 +171,12 @@ Measurements measure(Trace& trace, const Mat& X, const Mat& X_long, const nn::Gr
         trace.progress(fmt::format("measuring: T = {} ({} of {})", T, i + 1, tiled_lengths.size()));
         const Mat X_T = first_rows(X_long, T);
         Mat output;
-        m.tiled(i, 0) = fastest_ms(repeats, output, [&] { return nn::fast_attention(X_T, X_T, X_T, false); });
+        // portable arithmetic: the last check records how far these outputs are from the plain form's,
+        // a number that must have the same bits on every processor (Arithmetic::native's fused
+        // multiply-adds would make it depend on whether the processor has FMA)
+        m.tiled(i, 0) = fastest_ms(repeats, output, [&] {
+            return nn::fast_attention(X_T, X_T, X_T, false, nn::Arithmetic::portable);
+        });
         if (i >= n) continue;  // past T_max: the tiled form alone
         nn::GruRun run;
         nn::AttentionResult attention;

@@ -341,11 +341,12 @@ TEST_CASE("every copy of the kernels (baseline, AVX2, AVX-512) gives the same by
             nn::matmul_span(A.data(), B.data(), C.data(), m, k, n);
             o.results.push_back(C);
         }
-        // the fast attention (lesson 7 records how far it is from the plain form): its tiles, online
-        // softmax and products, across its blocks of queries and keys, causal or not
+        // the fast attention with portable arithmetic (lesson 7 records how far it is from the plain
+        // form): its tiles, online softmax and products, across its blocks of queries and keys, causal
+        // or not
         const Mat Q = rng.normal_mat(300, 9, 2.0), K = rng.normal_mat(300, 9, 2.0), V = rng.normal_mat(300, 13);
         for (const bool causal : {false, true}) {
-            const Mat O = nn::fast_attention(Q, K, V, causal);
+            const Mat O = nn::fast_attention(Q, K, V, causal, nn::Arithmetic::portable);
             o.results.emplace_back(O.begin(), O.end());
         }
         return o;
@@ -359,6 +360,38 @@ TEST_CASE("every copy of the kernels (baseline, AVX2, AVX-512) gives the same by
         for (std::size_t i = 0; i < baseline.results.size(); ++i)
             if (!same_bytes(other.results[i], baseline.results[i])) ++differing;
         CHECK(differing == 0);
+    }
+    nn::use_kernel_path(in_use);
+}
+
+TEST_CASE("native arithmetic fuses where the processor has FMA, and its fused copies agree bit for bit",
+          "[nn][kernels]") {
+    // Arithmetic::native is not the portable bits (nn/kernels.hpp), but a fused multiply-add rounds
+    // once, exactly, so the AVX2 and AVX-512 fused copies (the same operations per entry in the same
+    // order) must still agree with each other; and the baseline copy never fuses.
+    const nn::KernelPath in_use = nn::kernel_path();
+    const std::vector<nn::KernelPath> paths = nn::kernel_paths_supported();
+    nn::use_kernel_path(nn::KernelPath::baseline);
+    CHECK_FALSE(nn::native_is_fused());
+    Rng rng(77);
+    const Mat Q = rng.normal_mat(300, 9, 2.0), K = rng.normal_mat(300, 9, 2.0), V = rng.normal_mat(300, 13);
+    std::vector<std::vector<double>> fused_outputs;
+    for (const nn::KernelPath path : paths) {
+        nn::use_kernel_path(path);
+        if (!nn::native_is_fused()) continue;
+        for (const bool causal : {false, true}) {
+            const Mat O = nn::fast_attention(Q, K, V, causal, nn::Arithmetic::native);
+            fused_outputs.emplace_back(O.begin(), O.end());
+        }
+    }
+    WARN("fused copies run here: " << fused_outputs.size() / 2);
+    for (std::size_t i = 2; i < fused_outputs.size(); ++i) CHECK(same_bytes(fused_outputs[i], fused_outputs[i % 2]));
+    // where FMA runs, native is not the portable code: at least one output differs in its last bits
+    // (were the fused copies never chosen, every output would be the portable one)
+    if (!fused_outputs.empty()) {
+        nn::use_kernel_path(paths.back());
+        const Mat portable = nn::fast_attention(Q, K, V, false, nn::Arithmetic::portable);
+        CHECK_FALSE(same_bytes(fused_outputs[0], std::vector<double>(portable.begin(), portable.end())));
     }
     nn::use_kernel_path(in_use);
 }

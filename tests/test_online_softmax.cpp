@@ -6,6 +6,7 @@
 // T = tokens, d_k = query/key width, d_v = value width, B_r x B_c = one tile.
 #include "core/rng.hpp"
 #include "nn/fast_attention.hpp"
+#include "nn/kernels.hpp"
 #include "nn/online_softmax.hpp"
 #include "nn/reductions.hpp"
 #include "nn/self_attention.hpp"
@@ -14,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -31,7 +33,12 @@ const double inf = std::numeric_limits<double>::infinity();
 // Weights lie in [0, 1] and a row here has at most 16 entries: the one-pass and two-pass forms
 // round a few times each, ~1e-16 apiece; a missing rescale or a lost term is off by far more.
 constexpr double softmax_tolerance = 1e-15;
-// Attention outputs are O(1) sums of up to 40 products, added in another order than nn's.
+// Attention outputs are O(1) sums of up to 40 products, added in another order than nn's. The fast
+// path's outputs (sums of up to 300 weighted values of size ~3, its scores sums of up to 130
+// products of size ~4) are off by a few ulp of those sums in each step: at most 2e-14 on the cases
+// below (and at T = 1024), with or without fused multiply-add (FMA rounds once per product where the
+// portable code rounds twice, and its exp is within 2 ulp), so 1e-12 leaves a margin of 50; a missed
+// rescale, a lost tile or a wrong key is off by 1e-3 or more.
 constexpr double attention_tolerance = 1e-12;
 
 // softmax from its definition in long double (finite and -inf entries, at least one finite)
@@ -48,6 +55,25 @@ Vec vec_of(const std::vector<double>& x) {
     Vec v = xt::empty<double>({x.size()});
     for (std::size_t j = 0; j < x.size(); ++j) v(j) = x[j];
     return v;
+}
+
+// The fast path's variants: each kernel copy this processor runs, with portable and with native
+// arithmetic (the fused copies where it has FMA; in the baseline copy native is the portable code).
+// `run(arithmetic)` runs under every one of them, with INFO naming it; the copy in use is restored.
+template <class Run>
+void for_each_fast_variant(Run run) {
+    const nn::KernelPath in_use = nn::kernel_path();
+    for (const nn::KernelPath path : nn::kernel_paths_supported()) {
+        nn::use_kernel_path(path);
+        for (const nn::Arithmetic arithmetic : {nn::Arithmetic::portable, nn::Arithmetic::native}) {
+            const bool fused = arithmetic == nn::Arithmetic::native && nn::native_is_fused();
+            INFO("the " << nn::kernel_path_name(path) << " copy, "
+                        << (arithmetic == nn::Arithmetic::portable ? "portable" : fused ? "native (FMA)"
+                                                                                         : "native (no FMA)"));
+            run(arithmetic);
+        }
+    }
+    nn::use_kernel_path(in_use);
 }
 
 Mat causal_plain(const Mat& Q, const Mat& K, const Mat& V, bool causal, nn::AttentionResult& plain) {
@@ -222,26 +248,81 @@ TEST_CASE("the output-only fast attention equals the plain form across its block
                 INFO("T = " << T << ", d_k = " << d_k << ", d_v = " << d_v << (causal ? ", causal" : ""));
                 nn::AttentionResult plain;
                 const Mat expected = causal_plain(Q, K, V, causal, plain);
-                const Mat fast = nn::fast_attention(Q, K, V, causal);
-                REQUIRE(fast.shape(0) == T);
-                REQUIRE(fast.shape(1) == d_v);
-                CHECK(max_abs_difference(fast, expected) <= attention_tolerance);
+                for_each_fast_variant([&](nn::Arithmetic arithmetic) {
+                    const Mat fast = nn::fast_attention(Q, K, V, causal, arithmetic);
+                    REQUIRE(fast.shape(0) == T);
+                    REQUIRE(fast.shape(1) == d_v);
+                    CHECK(max_abs_difference(fast, expected) <= attention_tolerance);
+                });
             }
         }
     // under the causal mask the first query sees only the first key: its output is that key's value
+    // (weight exp(0) / exp(0) = 1 exactly, also by the fused exp)
     {
         Rng rng(5);
         const Mat Q = rng.normal_mat(100, 4, 3.0), K = rng.normal_mat(100, 4, 3.0), V = rng.normal_mat(100, 3);
-        const Mat fast = nn::fast_attention(Q, K, V, true);
-        for (std::size_t v = 0; v < 3; ++v) CHECK(fast(0, v) == V(0, v));
+        for_each_fast_variant([&](nn::Arithmetic arithmetic) {
+            const Mat fast = nn::fast_attention(Q, K, V, true, arithmetic);
+            for (std::size_t v = 0; v < 3; ++v) CHECK(fast(0, v) == V(0, v));
+        });
     }
     // fewer queries than keys, without the flag; and the refusals
     Rng rng(3);
     const Mat Q = rng.normal_mat(5, 4), K = rng.normal_mat(400, 4), V = rng.normal_mat(400, 2);
-    CHECK(max_abs_difference(nn::fast_attention(Q, K, V, false), nn::scaled_dot_product_attention(Q, K, V).output) <=
-          attention_tolerance);
-    CHECK_THROWS_AS(nn::fast_attention(Q, K, V, true), std::invalid_argument);
-    CHECK_THROWS_AS(nn::fast_attention(Q, nn::ones(400, 3), V, false), ShapeError);
+    for_each_fast_variant([&](nn::Arithmetic arithmetic) {
+        CHECK(max_abs_difference(nn::fast_attention(Q, K, V, false, arithmetic),
+                                 nn::scaled_dot_product_attention(Q, K, V).output) <= attention_tolerance);
+        CHECK_THROWS_AS(nn::fast_attention(Q, K, V, true, arithmetic), std::invalid_argument);
+        CHECK_THROWS_AS(nn::fast_attention(Q, nn::ones(400, 3), V, false, arithmetic), ShapeError);
+    });
+}
+
+TEST_CASE("the native online softmax row keeps the portable row's semantics, within a few ulp", "[online_softmax]") {
+    // rows where mistakes show, fed in two tiles so that the running maximum and sum carry over
+    const std::vector<std::vector<double>> rows = {
+        {1.0, 2.0, 3.0, -1.0, 0.5, 7.0, 2.0, 2.5, 1.0, -4.0, 3.0},  // 11 entries: 8 lanes and a rest
+        {1000.0, -1000.0, 999.0, 998.5, -3.0, 1000.0, 0.0, 1.0, 2.0},  // exp(1000) overflows unshifted
+        {-740.0, -745.5, -700.0, -0.5},  // exponentials that underflow to subnormals and 0 in the first tile
+        {-inf, -inf, -inf, 2.0, -inf},   // masked entries: weight 0
+        {0.5, std::nan(""), 1.0, 2.0},   // NaN: the row's result is NaN
+    };
+    for_each_fast_variant([&](nn::Arithmetic arithmetic) {
+        for (const auto& row : rows) {
+            INFO("row of " << row.size() << " entries starting " << row.front());
+            const std::size_t first = row.size() / 2;
+            double m = -inf, l = 0.0, m_ref = -inf, l_ref = 0.0;
+            std::vector<double> s = row, ref = row;
+            // the portable baseline (the code every lesson's numbers go through) as the reference
+            const nn::KernelPath in_use = nn::kernel_path();
+            nn::use_kernel_path(nn::KernelPath::baseline);
+            const double f1_ref = nn::online_softmax_row(ref.data(), first, m_ref, l_ref);
+            const double f2_ref = nn::online_softmax_row(ref.data() + first, row.size() - first, m_ref, l_ref);
+            nn::use_kernel_path(in_use);
+            const double f1 = nn::online_softmax_row(s.data(), first, m, l, arithmetic);
+            const double f2 = nn::online_softmax_row(s.data() + first, row.size() - first, m, l, arithmetic);
+            if (std::any_of(row.begin(), row.end(), [](double x) { return std::isnan(x); })) {
+                // the NaN is in the first tile: its factor says so, and the running sum stays NaN
+                CHECK(std::isnan(f1_ref));
+                CHECK(std::isnan(f1));
+                CHECK(std::isnan(l));
+                continue;
+            }
+            CHECK(m == m_ref);  // the maximum is exact in any order
+            // factors, sums and exponentials within about 4 ulp of the portable ones (relative 1e-15;
+            // exp(-739.5), a subnormal, is rounded once to a multiple of the smallest subnormal)
+            const auto close = [](double x, double ref_x) {
+                return std::abs(x - ref_x) <= 1e-15 * std::abs(ref_x) + 2 * std::numeric_limits<double>::denorm_min();
+            };
+            CHECK(close(f1, f1_ref));
+            CHECK(close(f2, f2_ref));
+            CHECK(close(l, l_ref));
+            for (std::size_t j = 0; j < row.size(); ++j) {
+                INFO("entry " << j);
+                CHECK(close(s[j], ref[j]));
+                if (row[j] == -inf) CHECK(s[j] == 0.0);
+            }
+        }
+    });
 }
 
 TEST_CASE("the fast multi-head attention equals nn::multi_head_attention's output, causal or not",
@@ -261,17 +342,23 @@ TEST_CASE("the fast multi-head attention equals nn::multi_head_attention's outpu
         INFO((causal ? "causal" : "no mask"));
         const nn::MultiHeadResult plain =
             nn::multi_head_attention(X, X, p, heads, causal ? &mask : nullptr, nn::HeadWeights::drop);
-        CHECK(max_abs_difference(nn::fast_multi_head_attention(X, X, p, heads, causal), plain.output) <=
-              attention_tolerance);
+        for_each_fast_variant([&](nn::Arithmetic arithmetic) {
+            CHECK(max_abs_difference(nn::fast_multi_head_attention(X, X, p, heads, causal, arithmetic), plain.output) <=
+                  attention_tolerance);
+        });
     }
     // keys and values from another sequence of another length, without the flag
     const Mat X_kv = rng.normal_mat(300, d_model);
-    CHECK(max_abs_difference(nn::fast_multi_head_attention(X, X_kv, p, heads, false),
-                             nn::multi_head_attention(X, X_kv, p, heads, nullptr, nn::HeadWeights::drop).output) <=
-          attention_tolerance);
-    CHECK_THROWS_AS(nn::fast_multi_head_attention(X, X_kv, p, heads, true), std::invalid_argument);
-    CHECK_THROWS_AS(nn::fast_multi_head_attention(X, X, p, 5, false), ShapeError);  // 5 does not divide 24
-    CHECK_THROWS_AS(nn::fast_multi_head_attention(X, rng.normal_mat(T, 12), p, heads, false), ShapeError);
+    const Mat expected = nn::multi_head_attention(X, X_kv, p, heads, nullptr, nn::HeadWeights::drop).output;
+    for_each_fast_variant([&](nn::Arithmetic arithmetic) {
+        CHECK(max_abs_difference(nn::fast_multi_head_attention(X, X_kv, p, heads, false, arithmetic), expected) <=
+              attention_tolerance);
+        CHECK_THROWS_AS(nn::fast_multi_head_attention(X, X_kv, p, heads, true, arithmetic), std::invalid_argument);
+        // 5 does not divide 24
+        CHECK_THROWS_AS(nn::fast_multi_head_attention(X, X, p, 5, false, arithmetic), ShapeError);
+        CHECK_THROWS_AS(nn::fast_multi_head_attention(X, rng.normal_mat(T, 12), p, heads, false, arithmetic),
+                        ShapeError);
+    });
 }
 
 }  // namespace test_online_softmax

@@ -4,13 +4,19 @@
 // register-blocked product kernel (nn::matmul_packed) and the query blocks shared between two
 // threads. For the benchmark (tests/bench) and lesson 7's timings. Its numbers differ from
 // nn::scaled_dot_product_attention's in the last bits (1/sqrt(d_k) is applied to Q, the tiles' sums
-// are added in another order; tests/test_online_softmax.cpp compares the two), but they are the
-// same on every processor, as the kernels' are (each query block on one thread, no fused
-// multiply-add): lesson 7 records how far they are from the plain form's.
+// are added in another order; tests/test_online_softmax.cpp compares the two, within 1e-12).
+// `arithmetic` (nn/kernels.hpp) says whether they must also be the same on every processor:
+//   Arithmetic::portable  the same bits everywhere, as the kernels' (each query block on one thread,
+//                         no fused multiply-add): what lesson 7 uses, since it records how far the
+//                         outputs are from the plain form's;
+//   Arithmetic::native    fused multiply-add and a fused exp where the processor has FMA (the
+//                         benchmark): about 1.5 times as fast, as close to the plain form, but its
+//                         last bits depend on the processor. Never for a number a lesson records.
 // T_q = queries, T_k = keys/values, d_k = query/key width, d_v = value width, h = heads.
 #pragma once
 
 #include "core/tensor.hpp"
+#include "nn/kernels.hpp"
 #include "nn/multi_head.hpp"
 
 namespace attn::nn {
@@ -21,14 +27,15 @@ namespace attn::nn {
 // T_k (d_k + d_v) doubles, rounded up to 8 keys and 8 value columns) and per query block in flight
 // a 64 x 256 tile. Throws ShapeError on mismatched shapes, std::invalid_argument for `causal` with
 // T_q != T_k.
-Mat fast_attention(const Mat& Q, const Mat& K, const Mat& V, bool causal);
+Mat fast_attention(const Mat& Q, const Mat& K, const Mat& V, bool causal, Arithmetic arithmetic);
 
 // Concat(head_1, ..., head_h) W^O with head_i = fast_attention(X_q W_i^Q, X_kv W_i^K, X_kv W_i^V,
 // causal): nn::multi_head_attention's output (HeadWeights::drop, a causal mask or none) by the fast
-// path, head by head as multi_head_attention goes (one head's projections held at a time), each
-// head's query blocks shared between the threads. Throws as multi_head_attention and
-// fast_attention do.
+// path. The heads are shared between the threads, each whole on one (its three projections in one
+// product when X_q and X_kv are the same matrix, then its attention; one head's projections per
+// thread held at a time), then Concat W^O on both threads (nn::matmul_span). Throws as
+// multi_head_attention and fast_attention do.
 Mat fast_multi_head_attention(const Mat& X_q, const Mat& X_kv, const MultiHeadParams& p, std::size_t heads,
-                              bool causal);
+                              bool causal, Arithmetic arithmetic);
 
 }  // namespace attn::nn

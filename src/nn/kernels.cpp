@@ -21,6 +21,10 @@
 #define ATTN_BASELINE_COPY __attribute__((flatten))
 #define ATTN_AVX2_COPY __attribute__((target("avx2"), flatten))
 #define ATTN_AVX512_COPY __attribute__((target("avx512f"), flatten))
+// The fused copies of the fast path's kernels (Arithmetic::native in nn/kernels.hpp): the same
+// widths with fused multiply-add, called only where the processor has FMA.
+#define ATTN_AVX2_FMA_COPY __attribute__((target("avx2,fma"), flatten))
+#define ATTN_AVX512_FMA_COPY __attribute__((target("avx512f,fma"), flatten))
 #define ATTN_ALWAYS_INLINE inline __attribute__((always_inline))
 #define ATTN_RESTRICT __restrict
 #else
@@ -155,7 +159,10 @@ ATTN_ALWAYS_INLINE void scale_and_mask_body(const double* in, double divisor, co
 // of its own: the numbers of the textbook triple loop, whatever MR, the vector width or the blocks
 // of k (a partial sum stored in C and loaded again is the same double).
 // With `from_C` the tile starts from the values in C instead of 0 (C += A B).
-template <std::size_t MR>
+// `Fused` (the native copies only, compiled for FMA): c_ij = fma(a_ip, b_pj, c_ij), one rounding per
+// product instead of two, in the same order of p. Not the textbook loop's bits: never for a number
+// a lesson records.
+template <std::size_t MR, bool Fused = false>
 ATTN_ALWAYS_INLINE void matmul_tile(const double* ATTN_RESTRICT A, std::size_t lda, const double* ATTN_RESTRICT panel,
                                     std::size_t k, double* ATTN_RESTRICT C, std::size_t ldc, bool from_C) {
     constexpr std::size_t NR = matmul_panel_width;
@@ -170,7 +177,12 @@ ATTN_ALWAYS_INLINE void matmul_tile(const double* ATTN_RESTRICT A, std::size_t l
         for (std::size_t r = 0; r < MR; ++r) {
             const double a = A[r * lda + p];
 #pragma GCC unroll 16
-            for (std::size_t c = 0; c < NR; ++c) acc[r][c] += a * b[c];
+            for (std::size_t c = 0; c < NR; ++c) {
+                if constexpr (Fused)
+                    acc[r][c] = std::fma(a, b[c], acc[r][c]);
+                else
+                    acc[r][c] += a * b[c];
+            }
         }
     }
 #pragma GCC unroll 16
@@ -181,13 +193,14 @@ ATTN_ALWAYS_INLINE void matmul_tile(const double* ATTN_RESTRICT A, std::size_t l
 
 // The last panel when it is short (cols < 8 columns of C): one row at a time through an 8-wide
 // scratch row, so that the tile never writes past C's columns.
+template <bool Fused>
 ATTN_ALWAYS_INLINE void matmul_short_tile(const double* A, std::size_t lda, const double* panel, std::size_t k,
                                           double* C, std::size_t ldc, std::size_t rows, std::size_t cols,
                                           bool from_C) {
     double scratch[matmul_panel_width] = {};
     for (std::size_t i = 0; i < rows; ++i) {
         if (from_C) std::copy(C + i * ldc, C + i * ldc + cols, scratch);
-        matmul_tile<1>(A + i * lda, lda, panel, k, scratch, matmul_panel_width, from_C);
+        matmul_tile<1, Fused>(A + i * lda, lda, panel, k, scratch, matmul_panel_width, from_C);
         std::copy(scratch, scratch + cols, C + i * ldc);
     }
 }
@@ -197,7 +210,7 @@ ATTN_ALWAYS_INLINE void matmul_short_tile(const double* A, std::size_t lda, cons
 // the products in blocks of 128 values of p (the block of A stays in the second-level cache, a
 // panel's slice in the first), panel by panel, MR rows at a time and the last rows one by one;
 // each entry's sum runs on from the block before.
-template <std::size_t MR>
+template <std::size_t MR, bool Fused = false>
 ATTN_ALWAYS_INLINE void matmul_packed_body(const double* A, std::size_t lda, const double* panels,
                                            std::size_t panel_stride, double* C, std::size_t ldc, std::size_t rows,
                                            std::size_t k, std::size_t n, bool accumulate) {
@@ -217,14 +230,17 @@ ATTN_ALWAYS_INLINE void matmul_packed_body(const double* A, std::size_t lda, con
             for (std::size_t j0 = 0; j0 < n; j0 += NR) {
                 const double* panel = panels + (j0 / NR) * panel_stride + p0 * NR;
                 if (n - j0 < NR) {
-                    matmul_short_tile(A_block + p0, lda, panel, depth, C_block + j0, ldc, block_rows, n - j0, from_C);
+                    matmul_short_tile<Fused>(A_block + p0, lda, panel, depth, C_block + j0, ldc, block_rows, n - j0,
+                                             from_C);
                     continue;
                 }
                 std::size_t i = 0;
                 for (; i + MR <= block_rows; i += MR)
-                    matmul_tile<MR>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0, ldc, from_C);
+                    matmul_tile<MR, Fused>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0, ldc,
+                                           from_C);
                 for (; i < block_rows; ++i)
-                    matmul_tile<1>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0, ldc, from_C);
+                    matmul_tile<1, Fused>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0, ldc,
+                                          from_C);
             }
         }
     }
@@ -264,6 +280,83 @@ ATTN_ALWAYS_INLINE double online_softmax_row_body(double* s, std::size_t n, doub
     return has_nan ? std::numeric_limits<double>::quiet_NaN() : factor;
 }
 
+// ---- The native (fused) fast path: Arithmetic::native in nn/kernels.hpp. Compiled only into the
+// copies for FMA; its numbers are within a few ulp of the portable kernels' but not the same bits.
+
+// exp(x) for x in [-746, 710] or NaN (portable::exp_input's clamp first), as portable::exp_of_clamped
+// computes it but with fused multiply-adds: the reduction x = k ln2 + r in three fused steps, and
+// exp(r) by its Taylor polynomial of degree 12 in Horner form, 12 fused steps where the portable exp
+// takes 14 multiplications and 14 additions. The term left out, |r|^13 / 13! <= 1.7e-16 for |r| <= ln2 / 2,
+// is below an ulp; with the roundings the result is within about 2 ulp of exp(x)
+// (tests/test_online_softmax.cpp compares the fast path with the plain form).
+ATTN_ALWAYS_INLINE double fused_exp_of_clamped(double x) {
+    constexpr double log2e = 1.4426950408889634;
+    const double shifted = std::fma(x, log2e, portable::detail::round_shifter);
+    const double k = shifted - portable::detail::round_shifter;
+    const double r = std::fma(-k, portable::detail::ln2_lo, std::fma(-k, portable::detail::ln2_hi, x));
+    double p = 1.0 / 479001600.0;
+    p = std::fma(p, r, 1.0 / 39916800.0);
+    p = std::fma(p, r, 1.0 / 3628800.0);
+    p = std::fma(p, r, 1.0 / 362880.0);
+    p = std::fma(p, r, 1.0 / 40320.0);
+    p = std::fma(p, r, 1.0 / 5040.0);
+    p = std::fma(p, r, 1.0 / 720.0);
+    p = std::fma(p, r, 1.0 / 120.0);
+    p = std::fma(p, r, 1.0 / 24.0);
+    p = std::fma(p, r, 1.0 / 6.0);
+    p = std::fma(p, r, 0.5);
+    p = std::fma(p, r, 1.0);
+    p = std::fma(p, r, 1.0);
+    // 2^k in two halves, as portable::exp_of_clamped (subnormal and zero results rounded once)
+    const std::uint64_t k_plus_2048 = portable::detail::to_bits(shifted) -
+                                      portable::detail::to_bits(portable::detail::round_shifter) + 2048;
+    const std::uint64_t k1_plus_1023 = (k_plus_2048 >> 1) - 1, k2_plus_1023 = k_plus_2048 - (k_plus_2048 >> 1) - 1;
+    return p * portable::detail::from_bits(k1_plus_1023 << 52) * portable::detail::from_bits(k2_plus_1023 << 52);
+}
+
+// online_softmax_row_body's result by the fused exp, in two passes over s: the maximum as eight
+// running maxima side by side (one or two vectors: the vectoriser does not reduce a maximum of
+// doubles, as NaN is honoured), then the exponentials with their sum. A NaN is passed over by the
+// maxima and caught by the sum instead: exp(NaN) makes the total NaN.
+ATTN_ALWAYS_INLINE double online_softmax_row_fused_body(double* s, std::size_t n, double& running_max,
+                                                        double& running_sum) {
+    const double minus_inf = -std::numeric_limits<double>::infinity();
+    double lane_max[8] = {minus_inf, minus_inf, minus_inf, minus_inf, minus_inf, minus_inf, minus_inf, minus_inf};
+    std::size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (std::size_t lane = 0; lane < 8; ++lane)
+            lane_max[lane] = s[j + lane] > lane_max[lane] ? s[j + lane] : lane_max[lane];
+    double largest = running_max;
+    for (const double m : lane_max) largest = std::max(largest, m);
+    for (; j < n; ++j) largest = std::max(largest, s[j]);
+    if (largest == minus_inf) {  // nothing seen yet but masked keys: nothing to add, nothing to rescale
+        std::fill(s, s + n, 0.0);
+        return 1.0;
+    }
+    const double factor =
+        running_max == minus_inf ? 0.0 : fused_exp_of_clamped(portable::exp_input(running_max - largest));
+    // s_j - largest <= 0 (or NaN), clamped below only; the exp of eight entries side by side, each
+    // added to its own partial sum, in one pass (eight_lane_sum's order)
+    double partial[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (std::size_t lane = 0; lane < 8; ++lane) {
+            const double x = s[j + lane] - largest;
+            const double e = fused_exp_of_clamped(x < -746.0 ? -746.0 : x);
+            s[j + lane] = e;
+            partial[lane] += e;
+        }
+    double total = ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
+                   ((partial[4] + partial[5]) + (partial[6] + partial[7]));
+    for (; j < n; ++j) {
+        s[j] = fused_exp_of_clamped(portable::exp_input(s[j] - largest));
+        total += s[j];
+    }
+    running_sum = running_sum * factor + total;
+    running_max = largest;
+    return total != total ? std::numeric_limits<double>::quiet_NaN() : factor;
+}
+
 // One copy of every kernel, for one vector width.
 struct Kernels {
     void (*exp)(const double*, double*, std::size_t);
@@ -273,6 +366,10 @@ struct Kernels {
                           std::size_t, std::size_t, bool);
     void (*matmul_narrow)(const double*, const double*, double*, std::size_t, std::size_t, std::size_t);
     double (*online_softmax_row)(double*, std::size_t, double&, double&);
+    // Arithmetic::native, for processors with FMA; nullptr in the baseline copy (native is portable there)
+    void (*matmul_packed_fused)(const double*, std::size_t, const double*, std::size_t, double*, std::size_t,
+                                std::size_t, std::size_t, std::size_t, bool) = nullptr;
+    double (*online_softmax_row_fused)(double*, std::size_t, double&, double&) = nullptr;
 };
 
 #define ATTN_KERNEL_COPY(suffix, attributes, tile_rows)                                                       \
@@ -294,16 +391,38 @@ struct Kernels {
     attributes double online_softmax_row_##suffix(double* s, std::size_t n, double& running_max,             \
                                                   double& running_sum) {                                      \
         return online_softmax_row_body(s, n, running_max, running_sum);                                       \
+    }
+
+// The fused kernels of one vector width (Arithmetic::native), compiled for FMA.
+#define ATTN_FUSED_COPY(suffix, attributes, tile_rows)                                                       \
+    attributes ATTN_NO_LOOP_VECTORIZE void matmul_packed_fused_##suffix(                                     \
+        const double* A, std::size_t lda, const double* panels, std::size_t panel_stride, double* C,          \
+        std::size_t ldc, std::size_t rows, std::size_t k, std::size_t n, bool accumulate) {                    \
+        matmul_packed_body<tile_rows, true>(A, lda, panels, panel_stride, C, ldc, rows, k, n, accumulate);    \
     }                                                                                                         \
+    attributes double online_softmax_row_fused_##suffix(double* s, std::size_t n, double& running_max,       \
+                                                        double& running_sum) {                                \
+        return online_softmax_row_fused_body(s, n, running_max, running_sum);                                 \
+    }
+
+#define ATTN_KERNELS_OF(suffix, fused_matmul, fused_softmax_row)                                        \
     constexpr Kernels kernels_##suffix{exp_##suffix,           softmax_##suffix,       scale_and_mask_##suffix, \
-                                       matmul_packed_##suffix, matmul_narrow_##suffix, online_softmax_row_##suffix};
+                                       matmul_packed_##suffix, matmul_narrow_##suffix, online_softmax_row_##suffix, \
+                                       fused_matmul,           fused_softmax_row};
 
 // Tiles of 2 x 8 in SSE2's sixteen 2-wide registers, 4 x 8 with AVX2 and AVX-512 (8 accumulators of 4
-// or 4 of 8 doubles, and room for the row of B and the broadcast a).
+// or 4 of 8 doubles, and room for the row of B and the broadcast a). The fused tiles: 4 x 8 with AVX2
+// and 8 x 8 with AVX-512, 8 accumulators to cover a fused multiply-add's latency (on the project's AMD
+// EPYC, 4 rows of 8 were no faster and 6 or 12 rows slower; with AVX2, 6 rows slower).
 ATTN_KERNEL_COPY(baseline, ATTN_BASELINE_COPY, 2)
+ATTN_KERNELS_OF(baseline, nullptr, nullptr)
 #if ATTN_WIDE_COPIES
 ATTN_KERNEL_COPY(avx2, ATTN_AVX2_COPY, 4)
+ATTN_FUSED_COPY(avx2, ATTN_AVX2_FMA_COPY, 4)
+ATTN_KERNELS_OF(avx2, matmul_packed_fused_avx2, online_softmax_row_fused_avx2)
 ATTN_KERNEL_COPY(avx512, ATTN_AVX512_COPY, 4)
+ATTN_FUSED_COPY(avx512, ATTN_AVX512_FMA_COPY, 8)
+ATTN_KERNELS_OF(avx512, matmul_packed_fused_avx512, online_softmax_row_fused_avx512)
 #endif
 
 const Kernels& kernels_of(KernelPath path) {
@@ -352,6 +471,18 @@ std::atomic<KernelPath>& current_path() {
 }
 
 const Kernels& active() { return kernels_of(current_path().load(std::memory_order_relaxed)); }
+
+bool processor_has_fma() {
+#if ATTN_WIDE_COPIES
+    static const bool fma = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("fma") != 0;
+    }();
+    return fma;
+#else
+    return false;
+#endif
+}
 
 }  // namespace
 
@@ -426,13 +557,22 @@ void matmul_pack(const double* B, std::size_t k, std::size_t n, double* panels) 
     matmul_pack_block(B, n, k, n, panels);
 }
 
+bool native_is_fused() { return processor_has_fma() && active().matmul_packed_fused != nullptr; }
+
 void matmul_packed(const double* A, std::size_t lda, const double* panels, std::size_t panel_stride, double* C,
-                   std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, bool accumulate) {
-    active().matmul_packed(A, lda, panels, panel_stride, C, ldc, m, k, n, accumulate);
+                   std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, bool accumulate,
+                   Arithmetic arithmetic) {
+    const Kernels& kernels = active();
+    const auto product = arithmetic == Arithmetic::native && native_is_fused() ? kernels.matmul_packed_fused
+                                                                                : kernels.matmul_packed;
+    product(A, lda, panels, panel_stride, C, ldc, m, k, n, accumulate);
 }
 
-void matmul_span(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n) {
+void matmul_span(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n,
+                 Arithmetic arithmetic) {
     const Kernels& kernels = active();
+    const auto product = arithmetic == Arithmetic::native && native_is_fused() ? kernels.matmul_packed_fused
+                                                                                : kernels.matmul_packed;
     if (n < matmul_panel_width) {
         // a few columns (a matrix-vector product): B as it is, rows on two threads when large
         for_each_row(m, std::max<std::size_t>(1, k * n / 8),
@@ -452,14 +592,18 @@ void matmul_span(const double* A, const double* B, double* C, std::size_t m, std
         const std::size_t work = std::max<std::size_t>(1, rows_per_block * k * cols / 8);
         for_each_row(blocks, work, [&](std::size_t b) {
             const std::size_t first = b * rows_per_block, rows = std::min(rows_per_block, m - first);
-            kernels.matmul_packed(A + first * k, k, panels.data(), k * matmul_panel_width, C + first * n + j0, n, rows,
-                                  k, cols, false);
+            product(A + first * k, k, panels.data(), k * matmul_panel_width, C + first * n + j0, n, rows, k, cols,
+                    false);
         });
     }
 }
 
-double online_softmax_row(double* s, std::size_t n, double& running_max, double& running_sum) {
-    return active().online_softmax_row(s, n, running_max, running_sum);
+double online_softmax_row(double* s, std::size_t n, double& running_max, double& running_sum,
+                          Arithmetic arithmetic) {
+    const Kernels& kernels = active();
+    const auto row = arithmetic == Arithmetic::native && native_is_fused() ? kernels.online_softmax_row_fused
+                                                                            : kernels.online_softmax_row;
+    return row(s, n, running_max, running_sum);
 }
 
 void for_each_row(std::size_t rows, std::size_t cols, const std::function<void(std::size_t)>& row) {

@@ -6,7 +6,8 @@
 // (c) multi-head attention, T = 512, d_model = 512, h = 8, without keeping the heads' weights;
 // each by the exercise function (which also returns the T x T scores and weights the lessons
 // record) and by the output-only fast path (nn::fast_attention, nn::fast_multi_head_attention:
-// lesson 10's tiles, for speed); (d) nn::fast_attention also at T = 4096 and 16384, d = 64, with
+// lesson 10's tiles, for speed, with Arithmetic::native: fused multiply-add where the processor has
+// it, as the BLAS of the floors uses; ATTN_KERNELS=baseline times the unfused code); (d) nn::fast_attention also at T = 4096 and 16384, d = 64, with
 // and without the causal flag: no GEMM floor there (the T x T matrices of the floor take 2 GiB at
 // T = 16384), its own table of times and peak memory instead.
 // Targets (issue 19), for the fast paths: time <= 1.15 x the GEMMs for single-head attention,
@@ -163,7 +164,7 @@ FastInputs fast_inputs(std::size_t T) {
 }
 
 void run_fast_attention(const FastInputs& in, bool causal) {
-    benchmark::DoNotOptimize(nn::fast_attention(in.Q, in.K, in.V, causal));
+    benchmark::DoNotOptimize(nn::fast_attention(in.Q, in.K, in.V, causal, nn::Arithmetic::native));
 }
 
 void run_multi_head(const MultiHeadInputs& in) {
@@ -171,7 +172,8 @@ void run_multi_head(const MultiHeadInputs& in) {
 }
 
 void run_fast_multi_head(const MultiHeadInputs& in) {
-    benchmark::DoNotOptimize(nn::fast_multi_head_attention(in.X, in.X, in.p, multi_head_h, false));
+    benchmark::DoNotOptimize(
+        nn::fast_multi_head_attention(in.X, in.X, in.p, multi_head_h, false, nn::Arithmetic::native));
 }
 
 // ---- The floors: the GEMMs each op makes, into matrices allocated beforehand. Their operands'

@@ -8,6 +8,7 @@ Runs tests/bench/attention_bench (Google Benchmark, JSON, repeated, medians) for
   multi-head         T = 512, d_model = 512, h = 8, no heads' weights kept (nn::multi_head_attention)
   fast attention     the output-only tiled nn::fast_attention, T = 1024 and 4096, plain and causal
   fast multi-head    nn::fast_multi_head_attention on the multi-head shapes (the fast path per head)
+                     (both with Arithmetic::native: fused multiply-add where the processor has it)
 
 then times the same shapes, float64, on the CPU in
 
