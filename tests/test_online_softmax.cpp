@@ -241,7 +241,9 @@ TEST_CASE("the output-only fast attention equals the plain form across its block
     // short one) and blocks of 128 products (d_k = 130)
     const std::vector<std::pair<std::size_t, std::size_t>> widths = {{6, 5}, {9, 13}, {130, 16}};
     for (const std::size_t T : {std::size_t{1}, std::size_t{70}, std::size_t{300}})
-        for (const auto& [d_k, d_v] : widths) {
+        for (const auto& width : widths) {
+            // named copies, not a structured binding: C++17 lets no lambda capture one (Clang refuses)
+            const std::size_t d_k = width.first, d_v = width.second;
             Rng rng(200 + T + d_k);
             const Mat Q = rng.normal_mat(T, d_k, 2.0), K = rng.normal_mat(T, d_k, 2.0), V = rng.normal_mat(T, d_v);
             for (const bool causal : {false, true}) {
