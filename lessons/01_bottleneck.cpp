@@ -286,7 +286,7 @@ void record_decoder(Trace& trace, const nn::GruParams& decoder, const Mat& W_o, 
                  target_sentence, target_vocab, View::heatmap).axes("target position", "target word");
     trace.check("every decoder input carries exactly the same context c", context_spread(inputs, c), 0.0);
     trace.check("each row of P sums to 1",
-                max_abs_difference(nn::row_sums(probabilities), nn::ones(target_sentence.size())),
+                row_sum_error(probabilities),
                 1e-12);
 }
 

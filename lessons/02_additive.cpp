@@ -387,7 +387,6 @@ Mat record_weights(Trace& trace, const Mat& E, const Mat& Q_plan) {
     const std::size_t T_y = target_sentence.size();
     const std::vector<std::size_t> planned_source = planned_sources(Q_plan);
     const Mat alpha = nn::softmax_rows(E);
-    const Vec row_sums = nn::row_sums(alpha);
     trace.step("weights", "Attention weights: the alignment", "alpha_ij = exp(e_ij) / sum_k exp(e_ik)",
                "Softmax along each row turns scores into weights: positive, summing to 1 per target word. "
                "Adding one number to a whole row of E changes nothing, so only differences within a row "
@@ -399,7 +398,7 @@ Mat record_weights(Trace& trace, const Mat& E, const Mat& Q_plan) {
     trace.tensor("alpha", "alpha = softmax(E) along each row", alpha, target_sentence, source_sentence,
                  View::heatmap).axes("target word", "source word");
     trace.check("no attention weight is negative", negativity(alpha), 0.0);
-    trace.check("every row of alpha sums to 1", max_abs_difference(row_sums, nn::ones(T_y)), 1e-12);
+    trace.check("every row of alpha sums to 1", row_sum_error(alpha), 1e-12);
     for (std::size_t i = 0; i < T_y; ++i)
         trace.check(target_sentence[i] + " gives its largest weight to \"" + source_sentence[planned_source[i]] +
                         "\"",
@@ -479,7 +478,7 @@ void record_many_to_one(Trace& trace, const Mat& K_pie, const Mat& Q_pie, double
     trace.tensor("E_pie", "e_ij = v^T tanh(q_i + k_j)", E, pie_target, pie_source);
     trace.tensor("alpha_pie", "softmax of E_pie along each row", alpha, pie_target, pie_source, View::heatmap).axes("French word", "English word");
     trace.check("every row of alpha_pie sums to 1",
-                max_abs_difference(nn::row_sums(alpha), nn::ones(pie_target.size())), 1e-12);
+                row_sum_error(alpha), 1e-12);
     for (std::size_t i = 0; i < last; ++i)
         trace.check(pie_target[i] + " gives its largest weight to \"" + pie_source[pie_partners[i][0]] + "\"",
                     misaligned(alpha, i, pie_partners[i][0]), 0.0);

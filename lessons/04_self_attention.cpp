@@ -354,7 +354,7 @@ Mat record_hops(Trace& trace, const Mat& H, const Mat& W_s1, const Mat& W_s2) {
     trace.tensor("A", "softmax(W_s2 tanh(W_s1 H^T)): (r x d_a)(d_a x n) = r x n", A, numbered("hop ", 1, r), sentence,
                  View::heatmap).axes("hop", "word");
     trace.tensor("M", "M = A H: (r x n)(n x 2u) = r x 2u", hops.embedding, numbered("hop ", 1, r));
-    trace.check("every row of A sums to 1", max_abs_difference(nn::row_sums(A), nn::ones(r)), 1e-12);
+    trace.check("every row of A sums to 1", row_sum_error(A), 1e-12);
     trace.check("row k of A equals eq. 5 run alone with w_s2 = row k of W_s2",
                 max_abs_difference(A, hops_one_at_a_time(H, W_s1, W_s2)), 1e-12);
     return A;
@@ -401,7 +401,6 @@ struct SelfAttention {
 
 // Steps [qkv] and [attention]: Q, K and V from X, and O = softmax(Q K^T / sqrt(d_k)) V.
 SelfAttention record_self_attention(Trace& trace, const Projections& proj, const Mat& X) {
-    const std::size_t n = X.shape(0);
     const auto rows_n = prefixed("", sentence);
     const QKV x = project(proj, X);
     trace.step("qkv", "Queries, keys and values from one sentence", "Q = X W_Q,  K = X W_K,  V = X W_V",
@@ -429,7 +428,7 @@ SelfAttention record_self_attention(Trace& trace, const Projections& proj, const
     trace.tensor("A_self", "A = softmax of each row of S", att.weights, rows_n, sentence, View::heatmap).axes("query word", "key word");
     trace.tensor("O", "O = A V: (n x n)(n x d_k) = n x d_k", att.output, rows_n);
     trace.check("no weight is negative", negativity(att.weights), 0.0);
-    trace.check("every row of A sums to 1", max_abs_difference(nn::row_sums(att.weights), nn::ones(n)), 1e-12);
+    trace.check("every row of A sums to 1", row_sum_error(att.weights), 1e-12);
     trace.check("the loop o_i = sum_j softmax_j(q_i . k_j / sqrt(d_k)) v_j equals O",
                 max_abs_difference(attention_by_rows(x), att.output), 1e-12);
     trace.check("every o_i lies within the range of the v_j, coordinate by coordinate",
@@ -457,7 +456,7 @@ nn::AttentionResult record_causal(Trace& trace, const QKV& x) {
     trace.tensor("A_causal", "softmax of each row of S + M", masked.weights, rows_n, sentence, View::heatmap).axes("query word", "key word");
     trace.tensor("O_causal", "A_causal V", masked.output, rows_n);
     trace.check("every weight above the diagonal is exactly 0", largest_above_diagonal(masked.weights), 0.0);
-    trace.check("every row of A_causal sums to 1", max_abs_difference(nn::row_sums(masked.weights), nn::ones(n)),
+    trace.check("every row of A_causal sums to 1", row_sum_error(masked.weights),
                 1e-12);
     trace.check("the first output is the first value: o_1 = v_1",
                 max_abs_difference(nn::row_of(masked.output, 0), nn::row_of(x.V, 0)), 1e-12);
@@ -524,7 +523,7 @@ void record_padding(Trace& trace, const Projections& proj, const Mat& E, std::si
                          nn::max_abs_of(nn::rows_of(padded.output, valid_length, n))),
                 0.0);
     trace.check("the real rows of A_pad sum to 1",
-                max_abs_difference(nn::row_sums(nn::rows_of(padded.weights, 0, valid_length)), nn::ones(valid_length)),
+                row_sum_error(nn::rows_of(padded.weights, 0, valid_length)),
                 1e-12);
     trace.check("the real rows of O_pad equal attention over the 4 real tokens alone",
                 max_abs_difference(nn::rows_of(padded.output, 0, valid_length), alone.output), 1e-12);

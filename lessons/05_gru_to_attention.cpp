@@ -193,11 +193,6 @@ double outside_interpolation(const Mat& states, const Mat& candidates, const Vec
 Mat feature_weights(const nn::Tensor3& a, std::size_t k) { return nn::slice_of(a, k); }
 
 // max over features and steps of |sum_i a_{t,i} - 1|.
-double row_sum_error(const nn::Tensor3& a) {
-    const Mat sums = nn::last_axis_sums(a);
-    return nn::max_abs_of(Mat(sums - 1.0));
-}
-
 // Row t, column f: max over features of |h_t from closed form f - h_t from the recursion|.
 Mat errors_per_step(const Mat& states, const std::vector<Mat>& closed_forms) {
     Mat out = xt::empty<double>({states.shape(0), closed_forms.size()});
@@ -575,7 +570,7 @@ void record_free_weights(Trace& trace, const Parameters& p, const nn::UpdateOnly
                  numbered("h~_", 1, T));
     trace.tensor("H_2", "h_t = sum_{i<=t} alpha_{t,i} h~_i", freed.states, labels.states);
     trace.tensor("D_2", "1 where nudging x_j moves h_t", probes.dependencies.back(), labels.states, labels.inputs);
-    trace.check("every row of alpha sums to 1", max_abs_difference(nn::row_sums(freed.weights), nn::ones(T)), 1e-12);
+    trace.check("every row of alpha sums to 1", row_sum_error(freed.weights), 1e-12);
     trace.check("softmax(X H~^T / sqrt(d) + causal mask) gives the step-by-step weights",
                 max_abs_difference(weights_from_candidates(X, freed.candidates), freed.weights), 1e-12);
     trace.check("no h_t depends on a later input x_j, j > t", reads_later_inputs(probes.dependencies.back()), 0.0);

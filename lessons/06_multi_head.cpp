@@ -207,11 +207,6 @@ double weight_above_diagonal(const nn::Heads& weights) {
     return worst;
 }
 
-double row_sum_error(const nn::Heads& weights) {
-    const Mat sums = nn::last_axis_sums(weights);
-    return nn::max_abs_of(Mat(sums - 1.0));
-}
-
 // Replaces the last token's vector and reruns the causal layer: how far does any earlier output move?
 double earlier_outputs_moved(Rng& rng, const Mat& X, const nn::MultiHeadParams& p, std::size_t h, const Mat& mask,
                              const Mat& output) {
@@ -263,7 +258,7 @@ void record_params(Trace& trace, const nn::MultiHeadParams& p, std::size_t h) {
 
 // Steps [head-1] and [heads]: every head's attention, one head at a time as the paper writes it.
 LoopForm record_heads(Trace& trace, const Mat& X, const nn::MultiHeadParams& p, std::size_t h) {
-    const std::size_t T = X.shape(0), d_k = nn::head_width(X.shape(1), h);
+    const std::size_t d_k = nn::head_width(X.shape(1), h);
     const LoopForm loop = heads_one_by_one(X, p, h);
     const nn::AttentionResult& first = loop.heads.front();
     trace.step("head-1", "Head 1, written out",
@@ -284,7 +279,7 @@ LoopForm record_heads(Trace& trace, const Mat& X, const nn::MultiHeadParams& p, 
     trace.tensor("A_1", "softmax of each row of S_1", first.weights, sentence, sentence, View::heatmap).axes("query word", "key word");
     trace.tensor("head_1", "A_1 V_1", first.output, sentence);
     trace.check("every row of A_1 sums to 1",
-                max_abs_difference(nn::row_sums(first.weights), nn::ones(T)), 1e-12);
+                row_sum_error(first.weights), 1e-12);
 
     trace.step("heads", "The other heads: same recipe, own weights",
                "head_i = Attention(X W_i^Q, X W_i^K, X W_i^V),  i = 1 .. h",

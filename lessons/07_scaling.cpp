@@ -247,11 +247,6 @@ Mat growth_per_doubling(const Mat& timings) {
     return growth;
 }
 
-double row_sum_error(const Mat& weights) {
-    const Vec sums = nn::row_sums(weights);
-    return nn::max_abs_of(Vec(sums - 1.0));
-}
-
 // Attention for the last `count` queries alone, against all T keys, compared with the same rows
 // of the full run: no row needs another row, so any block of queries could go to another core.
 double block_of_queries_error(const Mat& X, const nn::AttentionResult& full, std::size_t count) {

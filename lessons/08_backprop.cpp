@@ -209,20 +209,6 @@ void add_attention_gradients(const AttentionProblem& p, AttentionSolution& s) {
            nn::matmul(s.grads.dV, nn::transposed(p.W_V), "dV W_V^T");
 }
 
-Vec column_sums(const Mat& M) {
-    Vec out = nn::zeros(M.shape(1));
-    for (std::size_t i = 0; i < M.shape(0); ++i)
-        for (std::size_t j = 0; j < M.shape(1); ++j) out(j) += M(i, j);
-    return out;
-}
-
-Vec row_sums(const Mat& M) {
-    Vec out = nn::zeros(M.shape(0));
-    for (std::size_t i = 0; i < M.shape(0); ++i)
-        for (std::size_t j = 0; j < M.shape(1); ++j) out(i) += M(i, j);
-    return out;
-}
-
 // ---------------------------------------------------------------- step [softmax-backward]
 
 
@@ -646,7 +632,7 @@ ScoreGradientDemo measure_score_gradients(Rng& rng, const std::vector<std::size_
             for (std::size_t scaled = 0; scaled < 2; ++scaled) {
                 const Mat dS = nn::softmax_rows_backward(nn::softmax_rows(as_row(dot * (scaled ? scale : 1.0))), dP);
                 norms[scaled].push_back(norm(nn::row_of(dS, 0)));
-                demo.largest_row_sum = std::max(demo.largest_row_sum, std::abs(row_sums(dS)(0)));
+                demo.largest_row_sum = std::max(demo.largest_row_sum, std::abs(nn::row_sums(dS)(0)));
             }
         }
         for (std::size_t scaled = 0; scaled < 2; ++scaled) {
@@ -735,7 +721,7 @@ void record_softmax_backward(Trace& trace, const AttentionSolution& s) {
     trace.tensor("D", "D_i = sum_j P_ij dP_ij (column 1) = dO_i . o_i (column 2)", averages, sentence,
                  std::vector<std::string>{"P . dP", "dO . O"});
     trace.tensor("dS", "dS = P * (dP - D 1^T)", s.dS, sentence, sentence, View::heatmap).axes("query word", "key word");
-    trace.check("every row of J sums to 0", nn::max_abs_of(row_sums(J)), 1e-15);
+    trace.check("every row of J sums to 0", nn::max_abs_of(nn::row_sums(J)), 1e-15);
     trace.check("J is symmetric", max_abs_difference(J, nn::transposed(J)), 0.0);
     trace.check(fmt::format("J has rank T - 1 = {}: elimination keeps that many pivots (difference shown)", T - 1),
                 std::abs(as_double(pivots.size()) - as_double(T - 1)), 0.0);
@@ -744,7 +730,7 @@ void record_softmax_backward(Trace& trace, const AttentionSolution& s) {
     trace.check("D_i = sum_j P_ij dP_ij equals dO_i . o_i for every row",
                 max_abs_difference(nn::column_of(averages, 0), nn::column_of(averages, 1)), rounding);
     trace.check("every row of dS sums to 0: a constant added to a row of scores changes nothing",
-                nn::max_abs_of(row_sums(s.dS)), rounding);
+                nn::max_abs_of(nn::row_sums(s.dS)), rounding);
 }
 
 // Step [attention-backward]: the gradients of Q, K, V and of the projections.
@@ -782,9 +768,9 @@ void record_attention_backward(Trace& trace, const AttentionProblem& p, const At
                 largest_above_diagonal(g.dS), 0.0);
     trace.check("the first query gets exactly 0 gradient: its one weight is 1 whatever its score",
                 nn::max_abs_of(nn::row_of(g.dQ, 0)), 0.0);
-    trace.check("the key gradients sum to 0: sum_j dk_j = 0", nn::max_abs_of(column_sums(g.dK)), rounding);
+    trace.check("the key gradients sum to 0: sum_j dk_j = 0", nn::max_abs_of(nn::column_sums(g.dK)), rounding);
     trace.check("the value gradients sum to the output gradients: sum_j dv_j = sum_i dO_i",
-                max_abs_difference(column_sums(g.dV), column_sums(s.dO)), rounding);
+                max_abs_difference(nn::column_sums(g.dV), nn::column_sums(s.dO)), rounding);
     trace.check("<X, dX> = <W_Q, dW_Q> + <W_K, dW_K> + <W_V, dW_V>",
                 std::abs(inner(p.X, s.dX) - (inner(p.W_Q, s.dW_Q) + inner(p.W_K, s.dW_K) + inner(p.W_V, s.dW_V))),
                 rounding);

@@ -64,7 +64,8 @@ std::string time_limit(const Config& c, const TimeEstimate& estimate) {
     // at least a second above the cap, so that an estimate just over it never reads as the cap itself
     return fmt::format("would run for minutes: {} would take about {:.0f} s on this machine ({}), above the cap of "
                        "{:.0f} s: lower {} (now {})",
-                       estimate.what, std::max(std::round(estimate.seconds), time_cap_seconds + 1.0), estimate.model, time_cap_seconds, lower.key, c.size(lower));
+                       estimate.what, std::max(std::round(estimate.seconds), time_cap_seconds + 1.0), estimate.model,
+                       time_cap_seconds, lower.key, c.size(lower));
 }
 
 Lesson make_lesson(int number, std::string slug, std::string title, std::string sources, std::vector<Param> params,

@@ -47,6 +47,14 @@ double solve_tolerance(const Mat& M, const Mat& A) {
     return 256.0 * std::numeric_limits<double>::epsilon() * map_norm * widest;
 }
 
+double row_sum_error(const Mat& weights) {
+    return max_abs_difference(nn::row_sums(weights), nn::ones(weights.shape(0)));
+}
+
+double row_sum_error(const xt::xtensor<double, 3>& weights) {
+    return max_abs_difference(nn::last_axis_sums(weights), nn::ones(weights.shape(0), weights.shape(1)));
+}
+
 double negativity(const Mat& weights) { return std::max(0.0, -nn::min_of(weights)); }
 
 }  // namespace attn

@@ -36,6 +36,12 @@ double largest_above_diagonal(const Mat& A);
 // below 25 eps |M|_F max |a_r| (24.2, for lesson 2's W_a at d=1, n=4, u=8); 256 leaves a margin of ten.
 double solve_tolerance(const Mat& M, const Mat& A);
 
+// How far the rows' sums lie from 1, max_i |sum_j W_ij - 1|: the error of a "every row sums to 1"
+// check (0 for weights whose rows are distributions, NaN when a sum is NaN).
+double row_sum_error(const Mat& weights);
+// The same for a stack of such matrices (one per head), summed along the last axis.
+double row_sum_error(const xt::xtensor<double, 3>& weights);
+
 // How far the smallest entry lies below 0 (0 when none is negative): a weight check's error.
 double negativity(const Mat& weights);
 

@@ -70,6 +70,17 @@ inline double exp_series_tail(double r, double higher) {
     return p * r + 0.5;
 }
 
+// p 2^k, for k held in the low bits of `shifted` (reduce_by_ln2): k taken from those bits (an unsigned
+// offset avoids shifting a negative number), then 2^k1 and 2^k2 (k1 = floor(k / 2)) from exponent
+// fields k1 + 1023 and k2 + 1023, each a normal double for k in [-1076, 1024]: the first product is
+// exact and the second rounds once, to a subnormal, to 0 or to +inf, as the true value does.
+inline double times_power_of_two(double p, double shifted) {
+    const std::uint64_t k_plus_2048 = to_bits(shifted) - to_bits(round_shifter) + 2048;  // in [972, 3072]
+    const std::uint64_t k1_plus_1023 = (k_plus_2048 >> 1) - 1;                           // floor(k / 2) + 1023
+    const std::uint64_t k2_plus_1023 = k_plus_2048 - (k_plus_2048 >> 1) - 1;             // k - floor(k / 2) + 1023
+    return p * from_bits(k1_plus_1023 << 52) * from_bits(k2_plus_1023 << 52);
+}
+
 }  // namespace detail
 
 // x clamped to [-746, 710], the domain of exp_of_clamped: -inf gives 0 and +inf gives +inf there.
@@ -96,13 +107,8 @@ inline double exp_of_clamped(double x) {
     double p = detail::exp_series_tail(r, 0.0);
     p = p * r + 1.0;
     p = p * r + 1.0;
-    // 3. k from the low bits of `shifted` (an unsigned offset avoids shifting a negative number),
-    // then 2^k1 and 2^k2 from exponent fields k1 + 1023 and k2 + 1023
-    const std::uint64_t k_plus_2048 =
-        detail::to_bits(shifted) - detail::to_bits(detail::round_shifter) + 2048;  // in [972, 3072]
-    const std::uint64_t k1_plus_1023 = (k_plus_2048 >> 1) - 1;                     // floor(k / 2) + 1023
-    const std::uint64_t k2_plus_1023 = k_plus_2048 - (k_plus_2048 >> 1) - 1;       // k - floor(k / 2) + 1023
-    return p * detail::from_bits(k1_plus_1023 << 52) * detail::from_bits(k2_plus_1023 << 52);
+    // 3. exp(r) 2^k
+    return detail::times_power_of_two(p, shifted);
 }
 
 // e^x for every double: exp(-inf) = 0, exp(+inf) = +inf, exp(NaN) = NaN.

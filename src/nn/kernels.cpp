@@ -92,13 +92,18 @@ ATTN_ALWAYS_INLINE void divide(const double* x, double divisor, double* out, std
 // The sum of n values as eight partial sums (entry j goes to sum j mod 8), joined pairwise, then the
 // rest in order: added one by one, each addition would wait for the previous one; eight sums make
 // one or two vector additions per eight entries, and the same numbers whatever the vector width.
+// The eight partial sums joined pairwise.
+ATTN_ALWAYS_INLINE double joined_lanes(const double (&partial)[8]) {
+    return ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
+           ((partial[4] + partial[5]) + (partial[6] + partial[7]));
+}
+
 ATTN_ALWAYS_INLINE double eight_lane_sum(const double* x, std::size_t n) {
     double partial[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     std::size_t j = 0;
     for (; j + 8 <= n; j += 8)
         for (std::size_t lane = 0; lane < 8; ++lane) partial[lane] += x[j + lane];
-    double total = ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
-                   ((partial[4] + partial[5]) + (partial[6] + partial[7]));
+    double total = joined_lanes(partial);
     for (; j < n; ++j) total += x[j];
     return total;
 }
@@ -307,11 +312,8 @@ ATTN_ALWAYS_INLINE double fused_exp_of_clamped(double x) {
     p = std::fma(p, r, 0.5);
     p = std::fma(p, r, 1.0);
     p = std::fma(p, r, 1.0);
-    // 2^k in two halves, as portable::exp_of_clamped (subnormal and zero results rounded once)
-    const std::uint64_t k_plus_2048 = portable::detail::to_bits(shifted) -
-                                      portable::detail::to_bits(portable::detail::round_shifter) + 2048;
-    const std::uint64_t k1_plus_1023 = (k_plus_2048 >> 1) - 1, k2_plus_1023 = k_plus_2048 - (k_plus_2048 >> 1) - 1;
-    return p * portable::detail::from_bits(k1_plus_1023 << 52) * portable::detail::from_bits(k2_plus_1023 << 52);
+    // exp(r) 2^k, as portable::exp_of_clamped (subnormal and zero results rounded once)
+    return portable::detail::times_power_of_two(p, shifted);
 }
 
 // online_softmax_row_body's result by the fused exp, in two passes over s: the maximum as eight
@@ -346,8 +348,7 @@ ATTN_ALWAYS_INLINE double online_softmax_row_fused_body(double* s, std::size_t n
             s[j + lane] = e;
             partial[lane] += e;
         }
-    double total = ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
-                   ((partial[4] + partial[5]) + (partial[6] + partial[7]));
+    double total = joined_lanes(partial);
     for (; j < n; ++j) {
         s[j] = fused_exp_of_clamped(portable::exp_input(s[j] - largest));
         total += s[j];
@@ -559,20 +560,25 @@ void matmul_pack(const double* B, std::size_t k, std::size_t n, double* panels) 
 
 bool native_is_fused() { return processor_has_fma() && active().matmul_packed_fused != nullptr; }
 
+namespace {
+
+// Whether `arithmetic` takes the fused copies here.
+bool fused(Arithmetic arithmetic) { return arithmetic == Arithmetic::native && native_is_fused(); }
+
+}  // namespace
+
 void matmul_packed(const double* A, std::size_t lda, const double* panels, std::size_t panel_stride, double* C,
                    std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, bool accumulate,
                    Arithmetic arithmetic) {
     const Kernels& kernels = active();
-    const auto product = arithmetic == Arithmetic::native && native_is_fused() ? kernels.matmul_packed_fused
-                                                                                : kernels.matmul_packed;
+    const auto product = fused(arithmetic) ? kernels.matmul_packed_fused : kernels.matmul_packed;
     product(A, lda, panels, panel_stride, C, ldc, m, k, n, accumulate);
 }
 
 void matmul_span(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n,
                  Arithmetic arithmetic) {
     const Kernels& kernels = active();
-    const auto product = arithmetic == Arithmetic::native && native_is_fused() ? kernels.matmul_packed_fused
-                                                                                : kernels.matmul_packed;
+    const auto product = fused(arithmetic) ? kernels.matmul_packed_fused : kernels.matmul_packed;
     if (n < matmul_panel_width) {
         // a few columns (a matrix-vector product): B as it is, rows on two threads when large
         for_each_row(m, std::max<std::size_t>(1, k * n / 8),
@@ -601,8 +607,7 @@ void matmul_span(const double* A, const double* B, double* C, std::size_t m, std
 double online_softmax_row(double* s, std::size_t n, double& running_max, double& running_sum,
                           Arithmetic arithmetic) {
     const Kernels& kernels = active();
-    const auto row = arithmetic == Arithmetic::native && native_is_fused() ? kernels.online_softmax_row_fused
-                                                                            : kernels.online_softmax_row;
+    const auto row = fused(arithmetic) ? kernels.online_softmax_row_fused : kernels.online_softmax_row;
     return row(s, n, running_max, running_sum);
 }
 
