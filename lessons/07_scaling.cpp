@@ -355,6 +355,45 @@ void record_work(Trace& trace, const nn::GruParams& gru, const std::vector<std::
                 0.0);
 }
 
+// The explanation of step [timing]: repeats runs per size, width d, a block of block queries checked on
+// its own, the plain form up to T_max and the tiled one up to T_tiled.
+std::string timing_text(std::size_t repeats, std::size_t d, std::size_t block, std::size_t T_max,
+                        std::size_t T_tiled) {
+    return fmt::format(
+        "Now the clock. At every T each layer is timed over {0} and the fastest is kept, since other "
+        "programs can only slow a run down. These numbers belong to this machine at this moment: they "
+        "are shown, but never written to or compared with the golden file, and the next run will differ "
+        "a little.\n"
+        "What to look for. The GRU's time grows like T (growth near 2 per doubling), because every step "
+        "costs the same. Attention's work grows like T^2, a factor of 4 per doubling, but its measured "
+        "time need not: on this project's 2-core machine successive doublings took from 0.8 to 37 times "
+        "as long, below 4 while the fixed cost of each call and idle cores hide the work, above 4 when "
+        "the T x T weights (8 T^2 bytes: 8 MiB at T = 1024) stop fitting in the caches (2 MiB of L2 per "
+        "core there) or other programs take a core during one size and not the next. The T x T work goes "
+        "to matrix products and a row-by-row softmax that use "
+        "every core (attn's own products, which add in a fixed order so that every recorded number is "
+        "the same on every processor; a tuned BLAS library, free to fuse multiply and add and to choose its "
+        "own order, is faster still). "
+        "Which layer is faster at a given T depends on the machine. Past T = 3d = {1} "
+        "the GRU does less arithmetic, yet it spends its time in a long chain of small products that "
+        "cannot use the hardware well, while attention's extra work runs in large products that can. "
+        "On a few cores the quadratic growth still makes attention the slower layer beyond some length; "
+        "a GPU with thousands of arithmetic units moves that length much further out.\n"
+        "So the case of Vaswani et al. is not that attention is cheaper on one core. With O(1) "
+        "sequential steps a layer can process all positions of a sequence at once, which is what "
+        "parallel hardware rewards (they trained on 8 GPUs), and a recurrent layer never can. The checks "
+        "confirm that the timed attention is what it claims: its rows are distributions, and the last "
+        "{2} queries computed on their own, as another core would, give the rows of the full run.\n"
+        "The table 'tiled' times the same outputs computed without the T x T matrices: the tiled form "
+        "of lesson 10 (online-softmax), blocks of 64 queries against blocks of 256 keys with a running "
+        "maximum and sum per query (nn::fast_attention). It does the same 2 T^2 d multiply-adds, but "
+        "in tiles that stay in the caches, and it holds T d numbers instead of 2 T^2, so it runs on "
+        "past T_max = {3}, where the plain form's matrices would break the 1 GiB cap, up to T_tiled = "
+        "{4}. At those lengths the growth per doubling comes near 4: the quadratic work is all there is. "
+        "The last check compares its outputs with the plain form's at T = {3}.",
+        runs_text(repeats), 3 * d, block, T_max, T_tiled);
+}
+
 // Step [timing]: the wall time of each layer on this machine, shown but never compared.
 void record_timing(Trace& trace, const Mat& X, const Measurements& m, const std::vector<std::string>& labels,
                    const std::vector<std::string>& tiled_labels, std::size_t repeats, std::size_t T_min,
@@ -365,39 +404,7 @@ void record_timing(Trace& trace, const Mat& X, const Measurements& m, const std:
     trace.step("timing", "Wall time on this machine",
                fmt::format("time = the fastest of {} (std::chrono::steady_clock);  growth = time(T) / time(T/2)",
                            runs_text(repeats)),
-               fmt::format(
-                   "Now the clock. At every T each layer is timed over {0} and the fastest is kept, since other "
-                   "programs can only slow a run down. These numbers belong to this machine at this moment: they "
-                   "are shown, but never written to or compared with the golden file, and the next run will differ "
-                   "a little.\n"
-                   "What to look for. The GRU's time grows like T (growth near 2 per doubling), because every step "
-                   "costs the same. Attention's work grows like T^2, a factor of 4 per doubling, but its measured "
-                   "time need not: on this project's 2-core machine successive doublings took from 0.8 to 37 times "
-                   "as long, below 4 while the fixed cost of each call and idle cores hide the work, above 4 when "
-                   "the T x T weights (8 T^2 bytes: 8 MiB at T = 1024) stop fitting in the caches (2 MiB of L2 per "
-                   "core there) or other programs take a core during one size and not the next. The T x T work goes "
-                   "to matrix products and a row-by-row softmax that use "
-                   "every core (attn's own products, which add in a fixed order so that every recorded number is "
-                   "the same on every processor; a tuned BLAS library, free to fuse multiply and add and to choose its "
-                   "own order, is faster still). "
-                   "Which layer is faster at a given T depends on the machine. Past T = 3d = {1} "
-                   "the GRU does less arithmetic, yet it spends its time in a long chain of small products that "
-                   "cannot use the hardware well, while attention's extra work runs in large products that can. "
-                   "On a few cores the quadratic growth still makes attention the slower layer beyond some length; "
-                   "a GPU with thousands of arithmetic units moves that length much further out.\n"
-                   "So the case of Vaswani et al. is not that attention is cheaper on one core. With O(1) "
-                   "sequential steps a layer can process all positions of a sequence at once, which is what "
-                   "parallel hardware rewards (they trained on 8 GPUs), and a recurrent layer never can. The checks "
-                   "confirm that the timed attention is what it claims: its rows are distributions, and the last "
-                   "{2} queries computed on their own, as another core would, give the rows of the full run.\n"
-                   "The table 'tiled' times the same outputs computed without the T x T matrices: the tiled form "
-                   "of lesson 10 (online-softmax), blocks of 64 queries against blocks of 256 keys with a running "
-                   "maximum and sum per query (nn::fast_attention). It does the same 2 T^2 d multiply-adds, but "
-                   "in tiles that stay in the caches, and it holds T d numbers instead of 2 T^2, so it runs on "
-                   "past T_max = {3}, where the plain form's matrices would break the 1 GiB cap, up to T_tiled = "
-                   "{4}. At those lengths the growth per doubling comes near 4: the quadratic work is all there is. "
-                   "The last check compares its outputs with the plain form's at T = {3}.",
-                   runs_text(repeats), 3 * d, block, T_max, T_tiled));
+               timing_text(repeats, d, block, T_max, T_tiled));
     TensorRecord& timings = trace.tensor("timings", fmt::format("milliseconds, the fastest of {}", runs_text(repeats)),
                                          m.timings, labels, {"GRU ms", "attention ms"}, View::plot);
     timings.measured = true;

@@ -890,80 +890,50 @@ void record_gradient_table(Trace& trace, const std::string& name, const std::str
                  names, std::vector<std::string>{"entries", "max |grad|", "worst error", "tolerance"});
 }
 
-// Step [finite-differences]: every gradient of the lesson against central differences.
-void record_finite_differences(Trace& trace, const AttentionProblem& attention, const AttentionSolution& a,
-                               const AdditiveProblem& additive, const AdditiveSolution& b, const GruProblem& gru,
-                               const GruSolution& g) {
-    const std::array<std::vector<GradientCheck>, 3> groups = {attention_checks(attention, a),
-                                                              additive_checks(additive, b), gru_checks(gru, g)};
-    double entries = 0.0, gradients = 0.0;
-    for (const auto& group : groups)
-        for (const auto& r : group) {
-            entries += r.entries;
-            gradients += 1.0;
-        }
+// The explanation of step [finite-differences]; decade names the last decade of h in which truncation
+// still rules, loss is the attention loss, miss the diagonal-only slip's distance from the differences.
+std::string finite_differences_text(const std::string& decade, double loss, double entries, double gradients,
+                                    double miss, double wrong_bound) {
     const double epsilon = std::numeric_limits<double>::epsilon();
-    const std::size_t T = attention.X.shape(0);
-    const Mat curve = error_by_step(attention, a, T - 1, 0);
+    return fmt::format(
+        "Every gradient so far came from the chain rule by hand, and a dropped term or a swapped "
+        "transpose gives numbers that look just as plausible. The check that needs no calculus: nudge "
+        "one number by h up and down, run the forward pass twice, and divide the change of the loss by "
+        "2h. In the difference of the two Taylor series the even terms cancel, so the central "
+        "difference is off by about h^2 L''' / 6, and each decade of h makes it a hundred times better, "
+        "until rounding takes over: each loss is rounded to about eps |L| (eps = 2.2e-16), and that "
+        "error divided by 2h grows as h shrinks. The plot shows both for one entry, dQ of \"lights\", "
+        "column 1: a slope of 2 on the right, and on the left an error that follows eps |L| / h (second "
+        "column); the best h lies near eps^(1/3), about 6e-6. The slope of 2 is the law of small h: the "
+        "next term of the error, h^4 L^(5) / 120, falls a hundred times faster than the first and can "
+        "still rival it at h = 1e-1 where L''' is small (at some seeds with d_k = 1 the error there falls "
+        "by 10^1 or 10^3 in a decade), so the check measures the last decade in which the error is still "
+        "over 100 times eps |L| / h ({}). It needs the third derivative of the loss in that entry to be "
+        "well above rounding: at some seeds and widths (d = d_k = d_v = 1) the loss is so nearly "
+        "quadratic in it that the error is rounding already at h = 1e-2, and the check then claims that "
+        "instead.\n"
+        "We use h = 1e-6. There truncation is about 1e-13 |L'''|, and rounding about eps |L| / h, "
+        "{:.1g} for the attention loss (L = {:.3g}). So an entry passes when |analytic - numeric| / "
+        "max(1, |numeric|) <= 100 eps max(1, |L|) / h, a hundred times the rounding of its own loss "
+        "({:.1g} for the attention loss; the last column of each table): still far below the error of "
+        "a real mistake, which is of the size of the gradient itself. That is {:.0f} entries in {:.0f} "
+        "gradients of the steps before, each with two forward passes.\n"
+        "The wrong way: a common slip keeps only the diagonal of the softmax Jacobian, dS = P * dP, as "
+        "if each weight depended on its own score alone. It misses the finite differences by up to "
+        "{:.3g}, the term it dropped, P_ij D_i: {:.3g} times the tolerance an entry is allowed, so the "
+        "check catches it. Its worst row is the first: \"turn\" attends to itself "
+        "alone, its one weight is 1 whatever its score, and still the wrong form hands that score a "
+        "gradient.",
+        decade, epsilon * loss / fd_step, loss, fd_tolerance(loss), entries, gradients, miss, miss / wrong_bound);
+}
+
+// The checks of step [finite-differences] on the error curve of one entry: the h^2 law and rounding.
+// errors(k) is the error at h = 10^-(k+1). The h^2 law is checked over the last decade in which
+// truncation is well above rounding (last_truncation_row); where this entry's third derivative is
+// tiny (d = d_k = d_v = 1 at some seeds: the error at h = 1e-1 is already 2e-15) both are rounding
+// at h = 1e-2, and the claim is that instead.
+void check_error_curve(Trace& trace, const Mat& curve, std::size_t last_decade) {
     const Vec errors = nn::column_of(curve, 0);
-    // the wrong way: only the diagonal of the Jacobian, against differences in the scores before the mask
-    Mat S = unmasked_scores(a.x);
-    const Mat dS_numeric = nn::central_differences(S, [&] { return loss_of_scores(S, a.x.V, attention.Y); }, fd_step);
-    const Mat dS_wrong = a.forward.weights * a.grads.dP;
-    // the wrong way is caught when it misses by more than the tolerance a gradient entry is allowed
-    const double miss = max_abs_difference(dS_wrong, dS_numeric), wrong_bound = fd_tolerance(a.loss);
-    const std::size_t last_decade = last_truncation_row(curve);
-    const std::string decade = last_decade == 0 ? "here none: the error is rounding already at h = 1e-2"
-                                                : fmt::format("here from h = {} to {}", step_text(last_decade - 1),
-                                                              step_text(last_decade));
-    trace.step("finite-differences", "Every gradient against finite differences",
-               "dL/dx ≈ (L(x + h) - L(x - h)) / 2h,  error ≈ h^2 |L'''| / 6 + eps |L| / h",
-               fmt::format(
-                   "Every gradient so far came from the chain rule by hand, and a dropped term or a swapped "
-                   "transpose gives numbers that look just as plausible. The check that needs no calculus: nudge "
-                   "one number by h up and down, run the forward pass twice, and divide the change of the loss by "
-                   "2h. In the difference of the two Taylor series the even terms cancel, so the central "
-                   "difference is off by about h^2 L''' / 6, and each decade of h makes it a hundred times better, "
-                   "until rounding takes over: each loss is rounded to about eps |L| (eps = 2.2e-16), and that "
-                   "error divided by 2h grows as h shrinks. The plot shows both for one entry, dQ of \"lights\", "
-                   "column 1: a slope of 2 on the right, and on the left an error that follows eps |L| / h (second "
-                   "column); the best h lies near eps^(1/3), about 6e-6. The slope of 2 is the law of small h: the "
-                   "next term of the error, h^4 L^(5) / 120, falls a hundred times faster than the first and can "
-                   "still rival it at h = 1e-1 where L''' is small (at some seeds with d_k = 1 the error there falls "
-                   "by 10^1 or 10^3 in a decade), so the check measures the last decade in which the error is still "
-                   "over 100 times eps |L| / h ({}). It needs the third derivative of the loss in that entry to be "
-                   "well above rounding: at some seeds and widths (d = d_k = d_v = 1) the loss is so nearly "
-                   "quadratic in it that the error is rounding already at h = 1e-2, and the check then claims that "
-                   "instead.\n"
-                   "We use h = 1e-6. There truncation is about 1e-13 |L'''|, and rounding about eps |L| / h, "
-                   "{:.1g} for the attention loss (L = {:.3g}). So an entry passes when |analytic - numeric| / "
-                   "max(1, |numeric|) <= 100 eps max(1, |L|) / h, a hundred times the rounding of its own loss "
-                   "({:.1g} for the attention loss; the last column of each table): still far below the error of "
-                   "a real mistake, which is of the size of the gradient itself. That is {:.0f} entries in {:.0f} "
-                   "gradients of the steps before, each with two forward passes.\n"
-                   "The wrong way: a common slip keeps only the diagonal of the softmax Jacobian, dS = P * dP, as "
-                   "if each weight depended on its own score alone. It misses the finite differences by up to "
-                   "{:.3g}, the term it dropped, P_ij D_i: {:.3g} times the tolerance an entry is allowed, so the "
-                   "check catches it. Its worst row is the first: \"turn\" attends to itself "
-                   "alone, its one weight is 1 whatever its score, and still the wrong form hands that score a "
-                   "gradient.",
-                   decade, epsilon * a.loss / fd_step, a.loss, fd_tolerance(a.loss), entries, gradients, miss,
-                   miss / wrong_bound));
-    record_gradient_table(trace, "fd_attention", "steps [softmax-backward] and [attention-backward]", groups[0]);
-    record_gradient_table(trace, "fd_additive", "step [additive-backward]", groups[1]);
-    record_gradient_table(trace, "fd_gru", "step [gru-backward]", groups[2]);
-    trace.tensor("fd_curve", "|central difference - dQ| for dQ[lights, 1] as h shrinks", curve, step_labels(),
-                 std::vector<std::string>{"|error|", "eps |L| / h"}, View::plot);
-    trace.tensor("dS_numeric", "dS by central differences, h = 1e-6", dS_numeric, sentence, sentence);
-    trace.tensor("dS_wrong", "the wrong way: dS = P * dP", dS_wrong, sentence, sentence);
-    for (const auto& group : groups)
-        for (const auto& r : group)
-            trace.check(fmt::format("{} matches central differences in all {:.0f} entries", r.name, r.entries),
-                        r.error, r.tolerance);
-    // errors(k) is the error at h = 10^-(k+1). The h^2 law is checked over the last decade in which
-    // truncation is well above rounding (last_truncation_row); where this entry's third derivative is
-    // tiny (d = d_k = d_v = 1 at some seeds: the error at h = 1e-1 is already 2e-15) both are rounding
-    // at h = 1e-2, and the claim is that instead.
     if (last_decade > 0)
         trace.check(fmt::format("truncation: from h = {} to {} the error falls by 10^2 (|decades - 2| shown, "
                                 "within 0.5)",
@@ -976,6 +946,47 @@ void record_finite_differences(Trace& trace, const AttentionProblem& attention, 
                     errors(1), 100.0 * curve(1, 1));
     trace.check("rounding: the worst error at h <= 1e-8 is over 100 times the best (best x 100 / worst shown)",
                 100.0 * nn::min_of(errors) / std::max({errors(7), errors(8), errors(9)}), 1.0);
+}
+
+// Step [finite-differences]: every gradient of the lesson against central differences.
+void record_finite_differences(Trace& trace, const AttentionProblem& attention, const AttentionSolution& a,
+                               const AdditiveProblem& additive, const AdditiveSolution& b, const GruProblem& gru,
+                               const GruSolution& g) {
+    const std::array<std::vector<GradientCheck>, 3> groups = {attention_checks(attention, a),
+                                                              additive_checks(additive, b), gru_checks(gru, g)};
+    double entries = 0.0, gradients = 0.0;
+    for (const auto& group : groups)
+        for (const auto& r : group) {
+            entries += r.entries;
+            gradients += 1.0;
+        }
+    const std::size_t T = attention.X.shape(0);
+    const Mat curve = error_by_step(attention, a, T - 1, 0);
+    // the wrong way: only the diagonal of the Jacobian, against differences in the scores before the mask
+    Mat S = unmasked_scores(a.x);
+    const Mat dS_numeric = nn::central_differences(S, [&] { return loss_of_scores(S, a.x.V, attention.Y); }, fd_step);
+    const Mat dS_wrong = a.forward.weights * a.grads.dP;
+    // the wrong way is caught when it misses by more than the tolerance a gradient entry is allowed
+    const double miss = max_abs_difference(dS_wrong, dS_numeric), wrong_bound = fd_tolerance(a.loss);
+    const std::size_t last_decade = last_truncation_row(curve);
+    const std::string decade = last_decade == 0 ? "here none: the error is rounding already at h = 1e-2"
+                                                : fmt::format("here from h = {} to {}", step_text(last_decade - 1),
+                                                              step_text(last_decade));
+    trace.step("finite-differences", "Every gradient against finite differences",
+               "dL/dx ≈ (L(x + h) - L(x - h)) / 2h,  error ≈ h^2 |L'''| / 6 + eps |L| / h",
+               finite_differences_text(decade, a.loss, entries, gradients, miss, wrong_bound));
+    record_gradient_table(trace, "fd_attention", "steps [softmax-backward] and [attention-backward]", groups[0]);
+    record_gradient_table(trace, "fd_additive", "step [additive-backward]", groups[1]);
+    record_gradient_table(trace, "fd_gru", "step [gru-backward]", groups[2]);
+    trace.tensor("fd_curve", "|central difference - dQ| for dQ[lights, 1] as h shrinks", curve, step_labels(),
+                 std::vector<std::string>{"|error|", "eps |L| / h"}, View::plot);
+    trace.tensor("dS_numeric", "dS by central differences, h = 1e-6", dS_numeric, sentence, sentence);
+    trace.tensor("dS_wrong", "the wrong way: dS = P * dP", dS_wrong, sentence, sentence);
+    for (const auto& group : groups)
+        for (const auto& r : group)
+            trace.check(fmt::format("{} matches central differences in all {:.0f} entries", r.name, r.entries),
+                        r.error, r.tolerance);
+    check_error_curve(trace, curve, last_decade);
     trace.check(fmt::format("the wrong way misses by more than the tolerance {:.3g}: the check catches it (misses "
                             "counted)",
                             wrong_bound),
