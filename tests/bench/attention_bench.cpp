@@ -16,7 +16,7 @@
 // extra memory <= 3 T^2 doubles besides the inputs. The memory tables measure only the cases
 // whose benchmark ran, so --benchmark_filter also skips the slow T = 16384 calls.
 //
-// Run with meson test --benchmark -C build (see tests/bench/meson.build), or by hand; Google
+// Run with meson compile -C build bench (see tests/bench/meson.build), or by hand; Google
 // Benchmark's flags work, e.g. --benchmark_repetitions=5. After Google Benchmark's table come a
 // ratio table (medians when repeated) and the memory tables.
 #include "core/allocator.hpp"

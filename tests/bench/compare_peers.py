@@ -215,7 +215,7 @@ def main():
     if args.repetitions < 1 or args.min_time <= 0:
         parser.error("--repetitions must be >= 1 and --min-time > 0")
     if not os.access(args.program, os.X_OK):
-        sys.exit("%s: no such program; build it with ninja -C build tests/bench/attention_bench "
+        sys.exit("%s: no such program; build it with meson compile -C build attention_bench "
                  "(needs libbenchmark-dev, libopenblas-dev, xtensor-blas)" % args.program)
 
     load_before = load()
