@@ -1,3 +1,3 @@
-// The one Catch2 v2 main for every test program.
+// Catch2 v2's main and implementation, at the head of the first unity file of the tests (tests/meson.build).
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
