@@ -79,7 +79,7 @@ void check_round_trip(const Trace& trace, const char* property) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+extern "C" int ATTN_FUZZ_ENTRY(golden)(const std::uint8_t* data, std::size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
 
     std::optional<Trace> golden;

@@ -22,33 +22,33 @@ using attn::fuzz::same_double;
 
 namespace {
 
-[[noreturn]] void violated(const std::string& detail) {
+[[noreturn]] void broken(const std::string& detail) {
     std::fprintf(stderr, "fuzz_npy: %s\n", detail.c_str());
     std::abort();
 }
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+extern "C" int ATTN_FUZZ_ENTRY(npy)(const std::uint8_t* data, std::size_t size) {
     const std::string_view bytes(reinterpret_cast<const char*>(data), size);
 
     std::optional<Array> parsed;
     try {
         parsed = parse_npy(bytes, "fuzz.npy");
     } catch (const GoldenError& e) {
-        if (!fuzz::is_utf8(e.what())) violated(std::string("a message that is not UTF-8: ") + e.what());
+        if (!fuzz::is_utf8(e.what())) broken(std::string("a message that is not UTF-8: ") + e.what());
         return 0;
     }
 
     const std::string written = to_npy(*parsed);
     const Array back = parse_npy(written, "round trip");  // a GoldenError here escapes: a finding
     if (shape_of(back) != shape_of(*parsed))
-        violated("round trip: shape " + shape_string(shape_of(*parsed)) + " came back as " +
+        broken("round trip: shape " + shape_string(shape_of(*parsed)) + " came back as " +
                  shape_string(shape_of(back)));
     auto a = parsed->begin();
     for (auto b = back.begin(); b != back.end(); ++a, ++b)
         if (!same_double(*a, *b))
-            violated("round trip: value " + std::to_string(*a) + " came back as " + std::to_string(*b));
-    if (to_npy(back) != written) violated("round trip: to_npy is not a fixed point");
+            broken("round trip: value " + std::to_string(*a) + " came back as " + std::to_string(*b));
+    if (to_npy(back) != written) broken("round trip: to_npy is not a fixed point");
     return 0;
 }

@@ -12,6 +12,7 @@
 //   4. apply_settings refuses an unknown key or a value outside its range, and otherwise returns
 //      the seed and every parameter in order, each at its last setting (or its default), in range.
 #include "core/settings.hpp"
+#include "fuzz_support.hpp"
 
 #include <cctype>
 #include <cerrno>
@@ -29,7 +30,7 @@ using namespace attn;
 
 namespace {
 
-[[noreturn]] void violated(const char* property, const std::string& detail) {
+[[noreturn]] void failed(const char* property, const std::string& detail) {
     std::fprintf(stderr, "fuzz_settings: %s: %s\n", property, detail.c_str());
     std::abort();
 }
@@ -85,7 +86,7 @@ std::optional<Setting> expected_setting(const std::string& text) {
     const std::string signed_text = (n->negative ? "-" : "") + n->digits;
     errno = 0;
     s.value = std::strtoll(signed_text.c_str(), nullptr, 10);
-    if (errno != 0) violated("reference", "strtoll refused " + signed_text);
+    if (errno != 0) failed("reference", "strtoll refused " + signed_text);
     return s;
 }
 
@@ -95,18 +96,18 @@ std::optional<Setting> checked_parse_setting(const std::string& text) {
     try {
         got = parse_setting(text);
     } catch (const SettingError& e) {
-        if (std::string(e.what()).empty()) violated("parse_setting", "an empty message");
+        if (std::string(e.what()).empty()) failed("parse_setting", "an empty message");
         if (expected)
-            violated("parse_setting", "refused '" + text + "' (" + e.what() + "), expected " + expected->key + "=" +
+            failed("parse_setting", "refused '" + text + "' (" + e.what() + "), expected " + expected->key + "=" +
                                           std::to_string(expected->value));
         return std::nullopt;
     }
-    if (!expected) violated("parse_setting", "accepted '" + text + "'");
+    if (!expected) failed("parse_setting", "accepted '" + text + "'");
     if (got->key != expected->key || got->value != expected->value)
-        violated("parse_setting", "'" + text + "' gave " + got->key + "=" + std::to_string(got->value));
+        failed("parse_setting", "'" + text + "' gave " + got->key + "=" + std::to_string(got->value));
     const Setting again = parse_setting(got->key + "=" + std::to_string(got->value));  // SettingError escapes
     if (again.key != got->key || again.value != got->value)
-        violated("parse_setting round trip", got->key + "=" + std::to_string(got->value));
+        failed("parse_setting round trip", got->key + "=" + std::to_string(got->value));
     return got;
 }
 
@@ -117,12 +118,12 @@ std::uint64_t checked_parse_seed(const std::string& text) {
     try {
         seed = parse_seed(text);
     } catch (const SettingError& e) {
-        if (std::string(e.what()).empty()) violated("parse_seed", "an empty message");
-        if (valid) violated("parse_seed", "refused '" + text + "'");
+        if (std::string(e.what()).empty()) failed("parse_seed", "an empty message");
+        if (valid) failed("parse_seed", "refused '" + text + "'");
         return 0;
     }
-    if (!valid) violated("parse_seed", "accepted '" + text + "'");
-    if (std::to_string(seed) != n->digits) violated("parse_seed", "'" + text + "' gave " + std::to_string(seed));
+    if (!valid) failed("parse_seed", "accepted '" + text + "'");
+    if (std::to_string(seed) != n->digits) failed("parse_seed", "'" + text + "' gave " + std::to_string(seed));
     return seed;
 }
 
@@ -145,17 +146,17 @@ void check_apply(std::uint64_t seed, const std::vector<Setting>& settings) {
     try {
         got = apply_settings(params(), seed, settings);
     } catch (const SettingError& e) {
-        if (std::string(e.what()).empty()) violated("apply_settings", "an empty message");
-        if (!refusable) violated("apply_settings", std::string("refused valid settings: ") + e.what());
+        if (std::string(e.what()).empty()) failed("apply_settings", "an empty message");
+        if (!refusable) failed("apply_settings", std::string("refused valid settings: ") + e.what());
         return;
     }
-    if (refusable) violated("apply_settings", "accepted an unknown key or a value out of range: " + config_text(got));
-    if (got != expected) violated("apply_settings", config_text(got) + ", expected " + config_text(expected));
+    if (refusable) failed("apply_settings", "accepted an unknown key or a value out of range: " + config_text(got));
+    if (got != expected) failed("apply_settings", config_text(got) + ", expected " + config_text(expected));
 }
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+extern "C" int ATTN_FUZZ_ENTRY(settings)(const std::uint8_t* data, std::size_t size) {
     std::vector<std::string> lines;
     std::string_view text(reinterpret_cast<const char*>(data), size);
     for (;;) {

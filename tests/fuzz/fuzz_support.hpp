@@ -1,5 +1,5 @@
-// Helpers shared by the fuzz targets: comparing doubles as a round trip must keep them, and
-// checking that an error message is fit for a terminal.
+// Helpers shared by the fuzz targets: their entry point's name, comparing doubles as a round trip
+// must keep them, and checking that an error message is fit for a terminal.
 #pragma once
 
 #include <cmath>
@@ -7,7 +7,17 @@
 #include <cstring>
 #include <string_view>
 
+// A target's entry point: LLVMFuzzerTestOneInput for libFuzzer, which links one target a program.
+// The replay program (replay_main.cpp) compiles all three targets in one file (ATTN_FUZZ_REPLAY),
+// where each needs a name of its own: attn_fuzz_<target>.
+#ifdef ATTN_FUZZ_REPLAY
+#define ATTN_FUZZ_ENTRY(target) attn_fuzz_##target
+#else
+#define ATTN_FUZZ_ENTRY(target) LLVMFuzzerTestOneInput
+#endif
+
 namespace attn::fuzz {
+
 
 // Bit-identical, except that any NaN equals any NaN (the writers spell every NaN "nan").
 inline bool same_double(double a, double b) {

@@ -1,8 +1,10 @@
-// Replays a fuzz target over saved inputs, without libFuzzer: `fuzz_replay_<name> <dir>...` runs
-// LLVMFuzzerTestOneInput on every regular file in each directory (README* and dot files skipped),
-// in name order, and prints "OK <n> inputs". It fails when a directory is missing or has no
-// entries at all, when there is no input in any of them, or when the target throws; a target
-// that finds a broken property calls abort(), and the name of the input is printed first.
+// Replays the fuzz targets over saved inputs, without libFuzzer: `fuzz_replay <target> <dir>...`
+// runs the target (golden, npy or settings) on every regular file in each directory (README* and dot
+// files skipped), in name order, and prints "OK <n> inputs". It fails when the target is unknown, when
+// a directory is missing or has no entries at all, when there is no input in any of them, or when the
+// target throws; a target that finds a broken property calls abort(), and the name of the input is
+// printed first. The three targets are compiled into this one program (meson.build), each under a
+// name of its own (ATTN_FUZZ_ENTRY, fuzz_support.hpp).
 #include <algorithm>
 #include <csignal>
 #include <cstddef>
@@ -18,7 +20,9 @@
 
 #include <unistd.h>
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
+extern "C" int attn_fuzz_golden(const std::uint8_t* data, std::size_t size);
+extern "C" int attn_fuzz_npy(const std::uint8_t* data, std::size_t size);
+extern "C" int attn_fuzz_settings(const std::uint8_t* data, std::size_t size);
 
 namespace fs = std::filesystem;
 
@@ -43,9 +47,19 @@ bool is_input(const fs::directory_entry& entry) {
 
 }  // namespace
 
+using Target = int (*)(const std::uint8_t* data, std::size_t size);
+
+Target target_named(const std::string& name) {
+    if (name == "golden") return attn_fuzz_golden;
+    if (name == "npy") return attn_fuzz_npy;
+    if (name == "settings") return attn_fuzz_settings;
+    return nullptr;
+}
+
 int main(int argc, char** argv) {
-    if (argc < 2) {
-        std::fprintf(stderr, "usage: %s <corpus dir>...\n", argv[0]);
+    const Target target = argc < 2 ? nullptr : target_named(argv[1]);
+    if (argc < 3 || target == nullptr) {
+        std::fprintf(stderr, "usage: %s golden|npy|settings <corpus dir>...\n", argv[0]);
         return 2;
     }
     std::signal(SIGABRT, report_crash);
@@ -54,7 +68,7 @@ int main(int argc, char** argv) {
 
     std::size_t count = 0;
     int status = 0;
-    for (int i = 1; i < argc; ++i) {
+    for (int i = 2; i < argc; ++i) {
         const fs::path dir = argv[i];
         std::error_code ec;
         if (!fs::is_directory(dir, ec)) {
@@ -83,7 +97,7 @@ int main(int argc, char** argv) {
             }
             std::snprintf(current, sizeof current, "%s", file.c_str());
             try {
-                LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+                target(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
             } catch (const std::exception& e) {
                 std::fprintf(stderr, "FAIL %s: uncaught exception: %s\n", file.c_str(), e.what());
                 status = 1;
