@@ -44,7 +44,7 @@ extern "C" int ATTN_FUZZ_ENTRY(npy)(const std::uint8_t* data, std::size_t size) 
     const Array back = parse_npy(written, "round trip");  // a GoldenError here escapes: a finding
     if (shape_of(back) != shape_of(*parsed))
         broken("round trip: shape " + shape_string(shape_of(*parsed)) + " came back as " +
-                 shape_string(shape_of(back)));
+               shape_string(shape_of(back)));
     auto a = parsed->begin();
     for (auto b = back.begin(); b != back.end(); ++a, ++b)
         if (!same_double(*a, *b))

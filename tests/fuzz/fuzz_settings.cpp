@@ -99,7 +99,7 @@ std::optional<Setting> checked_parse_setting(const std::string& text) {
         if (std::string(e.what()).empty()) failed("parse_setting", "an empty message");
         if (expected)
             failed("parse_setting", "refused '" + text + "' (" + e.what() + "), expected " + expected->key + "=" +
-                                          std::to_string(expected->value));
+                                        std::to_string(expected->value));
         return std::nullopt;
     }
     if (!expected) failed("parse_setting", "accepted '" + text + "'");
