@@ -285,9 +285,7 @@ void record_decoder(Trace& trace, const nn::GruParams& decoder, const Mat& W_o, 
     trace.tensor("P", "P_i = softmax(W_o s_i); rows: positions, columns: words", probabilities,
                  target_sentence, target_vocab, View::heatmap).axes("target position", "target word");
     trace.check("every decoder input carries exactly the same context c", context_spread(inputs, c), 0.0);
-    trace.check("each row of P sums to 1",
-                row_sum_error(probabilities),
-                1e-12);
+    trace.check("each row of P sums to 1", row_sum_error(probabilities), 1e-12);
 }
 
 // Step [bottleneck]: draws the demo sentences (replaceable by --input) and measures how far

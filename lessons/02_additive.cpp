@@ -477,8 +477,7 @@ void record_many_to_one(Trace& trace, const Mat& K_pie, const Mat& Q_pie, double
                  prefixed("f_", pie_source));
     trace.tensor("E_pie", "e_ij = v^T tanh(q_i + k_j)", E, pie_target, pie_source);
     trace.tensor("alpha_pie", "softmax of E_pie along each row", alpha, pie_target, pie_source, View::heatmap).axes("French word", "English word");
-    trace.check("every row of alpha_pie sums to 1",
-                row_sum_error(alpha), 1e-12);
+    trace.check("every row of alpha_pie sums to 1", row_sum_error(alpha), 1e-12);
     for (std::size_t i = 0; i < last; ++i)
         trace.check(pie_target[i] + " gives its largest weight to \"" + pie_source[pie_partners[i][0]] + "\"",
                     misaligned(alpha, i, pie_partners[i][0]), 0.0);

@@ -574,14 +574,12 @@ void record_local_m(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_a, st
     const Vec positions = nn::monotonic_positions(Q.shape(0));
     const Mat window = nn::local_window(positions, K.shape(0), D);
     trace.check("local-m weights are exactly 0 outside |s - t| <= D", largest_outside_window(a_m, window), 0.0);
-    trace.check("local-m rows sum to 1 (no Gaussian)", row_sum_error(a_m),
-                1e-12);
+    trace.check("local-m rows sum to 1 (no Gaussian)", row_sum_error(a_m), 1e-12);
     // local-p at p_t = t, divided by its Gaussian, is local-m: the two share the windowed softmax
     const Mat via_local_p = nn::local_p_weights(e, positions, D) / nn::gaussian_factors(positions, K.shape(0), D);
     trace.check("local-m = local-p at p_t = t without its Gaussian",
                 max_abs_difference(xt::eval(via_local_p * window), a_m), 1e-12);
-    trace.check("location-based rows sum to 1",
-                row_sum_error(a_location), 1e-12);
+    trace.check("location-based rows sum to 1", row_sum_error(a_location), 1e-12);
 }
 
 }  // namespace

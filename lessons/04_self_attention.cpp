@@ -456,8 +456,7 @@ nn::AttentionResult record_causal(Trace& trace, const QKV& x) {
     trace.tensor("A_causal", "softmax of each row of S + M", masked.weights, rows_n, sentence, View::heatmap).axes("query word", "key word");
     trace.tensor("O_causal", "A_causal V", masked.output, rows_n);
     trace.check("every weight above the diagonal is exactly 0", largest_above_diagonal(masked.weights), 0.0);
-    trace.check("every row of A_causal sums to 1", row_sum_error(masked.weights),
-                1e-12);
+    trace.check("every row of A_causal sums to 1", row_sum_error(masked.weights), 1e-12);
     trace.check("the first output is the first value: o_1 = v_1",
                 max_abs_difference(nn::row_of(masked.output, 0), nn::row_of(x.V, 0)), 1e-12);
     return masked;
@@ -522,9 +521,7 @@ void record_padding(Trace& trace, const Projections& proj, const Mat& E, std::si
                 std::max(nn::max_abs_of(nn::rows_of(padded.weights, valid_length, n)),
                          nn::max_abs_of(nn::rows_of(padded.output, valid_length, n))),
                 0.0);
-    trace.check("the real rows of A_pad sum to 1",
-                row_sum_error(nn::rows_of(padded.weights, 0, valid_length)),
-                1e-12);
+    trace.check("the real rows of A_pad sum to 1", row_sum_error(nn::rows_of(padded.weights, 0, valid_length)), 1e-12);
     trace.check("the real rows of O_pad equal attention over the 4 real tokens alone",
                 max_abs_difference(nn::rows_of(padded.output, 0, valid_length), alone.output), 1e-12);
 }

@@ -192,7 +192,6 @@ double outside_interpolation(const Mat& states, const Mat& candidates, const Vec
 
 Mat feature_weights(const nn::Tensor3& a, std::size_t k) { return nn::slice_of(a, k); }
 
-// max over features and steps of |sum_i a_{t,i} - 1|.
 // Row t, column f: max over features of |h_t from closed form f - h_t from the recursion|.
 Mat errors_per_step(const Mat& states, const std::vector<Mat>& closed_forms) {
     Mat out = xt::empty<double>({states.shape(0), closed_forms.size()});

@@ -278,8 +278,7 @@ LoopForm record_heads(Trace& trace, const Mat& X, const nn::MultiHeadParams& p, 
     trace.tensor("S_1", "Q_1 K_1^T / sqrt(d_k); rows: queries, columns: keys", first.scores, sentence, sentence);
     trace.tensor("A_1", "softmax of each row of S_1", first.weights, sentence, sentence, View::heatmap).axes("query word", "key word");
     trace.tensor("head_1", "A_1 V_1", first.output, sentence);
-    trace.check("every row of A_1 sums to 1",
-                row_sum_error(first.weights), 1e-12);
+    trace.check("every row of A_1 sums to 1", row_sum_error(first.weights), 1e-12);
 
     trace.step("heads", "The other heads: same recipe, own weights",
                "head_i = Attention(X W_i^Q, X W_i^K, X W_i^V),  i = 1 .. h",

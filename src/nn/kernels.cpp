@@ -89,15 +89,15 @@ ATTN_ALWAYS_INLINE void divide(const double* x, double divisor, double* out, std
     for (std::size_t j = 0; j < n; ++j) out[j] = x[j] / divisor;
 }
 
-// The sum of n values as eight partial sums (entry j goes to sum j mod 8), joined pairwise, then the
-// rest in order: added one by one, each addition would wait for the previous one; eight sums make
-// one or two vector additions per eight entries, and the same numbers whatever the vector width.
-// The eight partial sums joined pairwise.
+// Eight partial sums joined pairwise (eight_lane_sum's order, also the fused online softmax's).
 ATTN_ALWAYS_INLINE double joined_lanes(const double (&partial)[8]) {
     return ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
            ((partial[4] + partial[5]) + (partial[6] + partial[7]));
 }
 
+// The sum of n values as eight partial sums (entry j goes to sum j mod 8), joined pairwise, then the
+// rest in order: added one by one, each addition would wait for the previous one; eight sums make
+// one or two vector additions per eight entries, and the same numbers whatever the vector width.
 ATTN_ALWAYS_INLINE double eight_lane_sum(const double* x, std::size_t n) {
     double partial[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     std::size_t j = 0;
@@ -565,20 +565,23 @@ namespace {
 // Whether `arithmetic` takes the fused copies here.
 bool fused(Arithmetic arithmetic) { return arithmetic == Arithmetic::native && native_is_fused(); }
 
+// The product kernel `arithmetic` takes in `kernels`.
+auto packed_product(const Kernels& kernels, Arithmetic arithmetic) {
+    return fused(arithmetic) ? kernels.matmul_packed_fused : kernels.matmul_packed;
+}
+
 }  // namespace
 
 void matmul_packed(const double* A, std::size_t lda, const double* panels, std::size_t panel_stride, double* C,
                    std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, bool accumulate,
                    Arithmetic arithmetic) {
-    const Kernels& kernels = active();
-    const auto product = fused(arithmetic) ? kernels.matmul_packed_fused : kernels.matmul_packed;
-    product(A, lda, panels, panel_stride, C, ldc, m, k, n, accumulate);
+    packed_product(active(), arithmetic)(A, lda, panels, panel_stride, C, ldc, m, k, n, accumulate);
 }
 
 void matmul_span(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n,
                  Arithmetic arithmetic) {
     const Kernels& kernels = active();
-    const auto product = fused(arithmetic) ? kernels.matmul_packed_fused : kernels.matmul_packed;
+    const auto product = packed_product(kernels, arithmetic);
     if (n < matmul_panel_width) {
         // a few columns (a matrix-vector product): B as it is, rows on two threads when large
         for_each_row(m, std::max<std::size_t>(1, k * n / 8),
