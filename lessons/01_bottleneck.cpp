@@ -19,6 +19,7 @@
 
 namespace attn {
 
+namespace bottleneck {  // this lesson's own names (the lessons compile as unity files: meson.build)
 namespace {
 
 // ---------------------------------------------------------------- parameters (--set)
@@ -342,8 +343,6 @@ void record_capacity(Trace& trace, std::size_t d) {
                  length_labels(), {"n", "in", "out", "ratio"});
 }
 
-}  // namespace
-
 void lesson_bottleneck(Trace& trace, const Config& config) {
     const std::size_t d = config.size(param::d), trials = config.size(param::trials);
     Rng rng(config.seed);
@@ -365,7 +364,11 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
     record_capacity(trace, d);
 }
 
+}  // namespace
+}  // namespace bottleneck
+
 Lesson bottleneck_lesson() {
+    using namespace bottleneck;
     return make_lesson(1, "bottleneck", "The fixed-context bottleneck of seq2seq", "Sutskever et al. 2014; Cho et al. 2014",
                        {param::d, param::trials}, limits, time_estimate, lesson_bottleneck);
 }

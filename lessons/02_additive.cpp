@@ -29,6 +29,7 @@
 
 namespace attn {
 
+namespace additive {  // this lesson's own names (the lessons compile as unity files: meson.build)
 namespace {
 
 // ---------------------------------------------------------------- parameters (--set)
@@ -488,8 +489,6 @@ void record_many_to_one(Trace& trace, const Mat& K_pie, const Mat& Q_pie, double
                 std::max(0.0, largest - 1.0 / 3.0), 0.0);
 }
 
-}  // namespace
-
 void lesson_additive(Trace& trace, const Config& config) {
     const std::size_t d = config.size(param::d), u = config.size(param::u), n = config.size(param::n);
     const std::size_t T_x = source_sentence.size(), T_y = target_sentence.size();
@@ -523,7 +522,11 @@ void lesson_additive(Trace& trace, const Config& config) {
     record_many_to_one(trace, trace.input("K_pie", pie_keys()), trace.input("Q_pie", pie_queries()), score_scale);
 }
 
+}  // namespace
+}  // namespace additive
+
 Lesson additive_lesson() {
+    using namespace additive;
     return make_lesson(2, "additive", "Additive attention: a context for every word", "Bahdanau et al. 2015",
                        {param::d, param::n, param::u}, limits, time_estimate, lesson_additive);
 }

@@ -25,6 +25,7 @@
 
 namespace attn {
 
+namespace scores {  // this lesson's own names (the lessons compile as unity files: meson.build)
 namespace {
 
 // ---------------------------------------------------------------- parameters (--set)
@@ -582,8 +583,6 @@ void record_local_m(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_a, st
     trace.check("location-based rows sum to 1", row_sum_error(a_location), 1e-12);
 }
 
-}  // namespace
-
 void lesson_scores(Trace& trace, const Config& config) {
     const std::size_t d = config.size(param::d), D = config.size(param::D), S = source_sentence.size();
     Rng rng(config.seed);
@@ -617,7 +616,11 @@ void lesson_scores(Trace& trace, const Config& config) {
     record_local_m(trace, Q, K, W_a, D);
 }
 
+}  // namespace
+}  // namespace scores
+
 Lesson scores_lesson() {
+    using namespace scores;
     return make_lesson(3, "scores", "Score functions, scaling, local attention", "Luong et al. 2015; Vaswani et al. 2017",
                        {param::d, param::D, param::pairs, param::queries, param::keys}, limits, time_estimate,
                        lesson_scores);

@@ -28,6 +28,7 @@
 
 namespace attn {
 
+namespace self_attention {  // this lesson's own names (the lessons compile as unity files: meson.build)
 namespace {
 
 // ---------------------------------------------------------------- parameters (--set)
@@ -643,8 +644,6 @@ void record_order(Trace& trace, const Projections& proj, const Mat& X, const Mat
                 count_at_most(Vec{row_difference(O_pos, first_the, second_the)}, visible_change), 0.0);
 }
 
-}  // namespace
-
 void lesson_self_attention(Trace& trace, const Config& config) {
     const std::size_t d = config.size(param::d), u = config.size(param::u), d_a = config.size(param::d_a), r = config.size(param::r),
                       d_k = config.size(param::d_k), n = sentence.size();
@@ -688,7 +687,11 @@ void lesson_self_attention(Trace& trace, const Config& config) {
     record_order(trace, proj, X, PE, self.result);
 }
 
+}  // namespace
+}  // namespace self_attention
+
 Lesson self_attention_lesson() {
+    using namespace self_attention;
     return make_lesson(4, "self-attention", "Self-attention: Q, K, V, masks and positions",
                        "Lin et al. 2017; Vaswani et al. 2017", {param::d, param::u, param::d_a, param::r, param::d_k},
                        limits, time_estimate, lesson_self_attention);

@@ -25,6 +25,7 @@
 
 namespace attn {
 
+namespace gru_to_attention {  // this lesson's own names (the lessons compile as unity files: meson.build)
 namespace {
 
 // ---------------------------------------------------------------- parameters (--set)
@@ -857,8 +858,6 @@ void record_recap(Trace& trace, const StageProbes& probes, std::size_t T, std::s
     trace.tensor("order", "reversal gap of each stage", as_vec(probes.gaps), names, {}, View::bars);
 }
 
-}  // namespace
-
 void lesson_gru_to_attention(Trace& trace, const Config& config) {
     const std::size_t d = config.size(param::d), heads = config.size(param::heads), d_ff = config.size(param::d_ff);
     const std::size_t T = sentence_ids.size();
@@ -884,7 +883,11 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
     record_recap(trace, probes, T, heads, d_ff);
 }
 
+}  // namespace
+}  // namespace gru_to_attention
+
 Lesson gru_to_attention_lesson() {
+    using namespace gru_to_attention;
     return make_lesson(5, "gru-to-attention", "From a GRU to a self-attention layer",
                        "Cho et al. 2014; Bahdanau et al. 2015; Vaswani et al. 2017", {param::d, param::heads, param::d_ff},
                        limits, time_estimate, lesson_gru_to_attention);

@@ -21,6 +21,7 @@
 
 namespace attn {
 
+namespace multi_head {  // this lesson's own names (the lessons compile as unity files: meson.build)
 namespace {
 
 // ---------------------------------------------------------------- parameters (--set)
@@ -435,8 +436,6 @@ void record_causal(Trace& trace, Rng& rng, const Mat& X, const nn::MultiHeadPara
                 earlier_outputs_moved(rng, X, p, h, mask, causal.output), 1e-12);
 }
 
-}  // namespace
-
 void lesson_multi_head(Trace& trace, const Config& config) {
     const std::size_t d_model = config.size(param::d_model), h = config.size(param::heads), T = sentence.size();
     Rng rng(config.seed);
@@ -458,7 +457,11 @@ void lesson_multi_head(Trace& trace, const Config& config) {
     record_causal(trace, rng, X, p, h, layer);
 }
 
+}  // namespace
+}  // namespace multi_head
+
 Lesson multi_head_lesson() {
+    using namespace multi_head;
     return make_lesson(6, "multi-head", "Multi-head attention", "Vaswani et al. 2017", {param::d_model, param::heads},
                        limits, time_estimate, lesson_multi_head);
 }

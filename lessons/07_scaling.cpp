@@ -25,6 +25,7 @@
 
 namespace attn {
 
+namespace scaling {  // this lesson's own names (the lessons compile as unity files: meson.build)
 namespace {
 
 // ---------------------------------------------------------------- parameters (--set)
@@ -458,8 +459,6 @@ void record_memory(Trace& trace, const Measurements& m, std::size_t T_max, std::
                  {}, View::bars);
 }
 
-}  // namespace
-
 void lesson_scaling(Trace& trace, const Config& config) {
     const std::size_t d = config.size(param::d), T_min = config.size(param::T_min), T_max = config.size(param::T_max);
     const std::size_t repeats = config.size(param::repeats);
@@ -481,7 +480,11 @@ void lesson_scaling(Trace& trace, const Config& config) {
     record_memory(trace, m, T_max, d);
 }
 
+}  // namespace
+}  // namespace scaling
+
 Lesson scaling_lesson() {
+    using namespace scaling;
     return make_lesson(7, "scaling", "Why attention replaced recurrence: steps, time and memory",
                        "Vaswani et al. 2017, section 4; Cho et al. 2014",
                        {param::d, param::T_min, param::T_max, param::T_tiled, param::repeats}, limits, time_estimate,

@@ -33,6 +33,7 @@
 
 namespace attn {
 
+namespace backprop {  // this lesson's own names (the lessons compile as unity files: meson.build)
 namespace {
 
 // ---------------------------------------------------------------- parameters (--set)
@@ -1176,8 +1177,6 @@ Seq2Seq drawn_models(Trace& trace, Rng& rng, std::size_t d, std::size_t d_a, std
     return m;
 }
 
-}  // namespace
-
 void lesson_backprop(Trace& trace, const Config& config) {
     const std::size_t d = config.size(param::d), d_k = config.size(param::d_k), d_v = config.size(param::d_v),
                       d_a = config.size(param::d_a), u = config.size(param::u), T_max = config.size(param::T_max);
@@ -1203,7 +1202,11 @@ void lesson_backprop(Trace& trace, const Config& config) {
     record_sqrt_d(trace, rng, config.size(param::d_max), config.size(param::queries));
 }
 
+}  // namespace
+}  // namespace backprop
+
 Lesson backprop_lesson() {
+    using namespace backprop;
     return make_lesson(8, "backprop", "Backpropagation through attention: gradients derived and checked",
                        "Rumelhart et al. 1986; Werbos 1990; Cho et al. 2014; Bahdanau et al. 2015; Vaswani et al. "
                        "2017; Dao et al. 2022",

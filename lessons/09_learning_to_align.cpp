@@ -28,6 +28,7 @@
 
 namespace attn {
 
+namespace learning_to_align {  // this lesson's own names (the lessons compile as unity files: meson.build)
 namespace {
 
 // ---------------------------------------------------------------- parameters (--set)
@@ -812,8 +813,6 @@ void record_length(Trace& trace, const Corpus& c, const Scores& without, const S
     trace.tensor("pairs", "test pairs per bin", count, labels, {}, View::bars);
 }
 
-}  // namespace
-
 void lesson_learning_to_align(Trace& trace, const Config& config) {
     const std::size_t min_len = config.size(param::min_len), max_len = config.size(param::max_len);
     Rng rng(config.seed);
@@ -835,7 +834,11 @@ void lesson_learning_to_align(Trace& trace, const Config& config) {
     record_length(trace, corpus, s_without, s_with, min_len, max_len, u);
 }
 
+}  // namespace
+}  // namespace learning_to_align
+
 Lesson learning_to_align_lesson() {
+    using namespace learning_to_align;
     return make_lesson(9, "learning-to-align",
                        "Learning to align: training attention and watching the alignment emerge",
                        "Cho et al. 2014; Sutskever et al. 2014; Bahdanau et al. 2015; Kingma & Ba 2015; Pascanu et "

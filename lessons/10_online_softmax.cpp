@@ -28,6 +28,7 @@
 
 namespace attn {
 
+namespace online_softmax {  // this lesson's own names (the lessons compile as unity files: meson.build)
 namespace {
 
 // ---------------------------------------------------------------- parameters (--set)
@@ -475,8 +476,6 @@ void record_memory(Trace& trace, Rng& rng, std::size_t T_max, std::size_t d_k, s
     trace.check("where run, the tiled form evaluates T^2 exponentials", exps_error, 0.0);
 }
 
-}  // namespace
-
 void lesson_online_softmax(Trace& trace, const Config& config) {
     const std::size_t T = config.size(param::T), d_k = config.size(param::d_k), d_v = config.size(param::d_v);
     const std::size_t B_r = config.size(param::B_r), B_c = config.size(param::B_c);
@@ -497,7 +496,11 @@ void lesson_online_softmax(Trace& trace, const Config& config) {
     record_memory(trace, rng, config.size(param::T_max), d_k, d_v, B_r, B_c);
 }
 
+}  // namespace
+}  // namespace online_softmax
+
 Lesson online_softmax_lesson() {
+    using namespace online_softmax;
     return make_lesson(10, "online-softmax", "The online softmax and attention tile by tile",
                        "Milakov & Gimelshein 2018; Rabe & Staats 2021; Dao et al. 2022",
                        {param::T, param::d_k, param::d_v, param::B_r, param::B_c, param::T_max}, limits, time_estimate,
