@@ -255,12 +255,6 @@ Mat future_token_changes(const Projections& p, const Mat& X, const Mat& X_other)
     return changes;
 }
 
-// How many values lie at or below `bound`.
-double count_at_most(const Vec& values, double bound) {
-    return as_double(static_cast<std::size_t>(std::count_if(values.begin(), values.end(),
-                                                             [bound](double x) { return x <= bound; })));
-}
-
 // ---------------------------------------------------------------- positions
 
 // PE_p . PE_{p+k} = sum_i sin(w_i p) sin(w_i (p + k)) + cos(w_i p) cos(w_i (p + k))

@@ -81,18 +81,6 @@ std::vector<std::string> token_labels(const std::vector<std::size_t>& order) {
     return out;
 }
 
-std::vector<std::size_t> forwards(std::size_t T) {
-    std::vector<std::size_t> out;
-    for (std::size_t i = 0; i < T; ++i) out.push_back(i);
-    return out;
-}
-
-std::vector<std::size_t> backwards(std::size_t T) {
-    std::vector<std::size_t> out;
-    for (std::size_t i = T; i > 0; --i) out.push_back(i - 1);
-    return out;
-}
-
 // "h_0", "h~_1" .. "h~_T": what the columns of the unrolled weights multiply.
 std::vector<std::string> unrolled_columns(std::size_t T) {
     std::vector<std::string> out = {"h_0"};
@@ -247,7 +235,7 @@ Mat full_pattern(std::size_t T) { return nn::ones(T, T); }
 // max |layer(x_T .. x_1) - layer(x_1 .. x_T) read backwards|: 0 when reversing the input only
 // reverses the output, i.e. when the layer cannot tell the order of its inputs.
 double reversal_gap(const Layer& layer, const Mat& X) {
-    const auto order = backwards(X.shape(0));
+    const auto order = nn::descending_indices(X.shape(0));
     return max_abs_difference(layer(nn::gather_rows(X, order)), nn::gather_rows(layer(X), order));
 }
 
@@ -701,7 +689,7 @@ void record_non_causal_heads(Trace& trace, const Parameters& p, const Mat& X, co
     const HeadsRun everywhere = concatenated_heads(Z, p.maps, heads, nn::Span::full);
     const Layer full_heads = heads_layer(p.F, p.maps, heads, nn::Span::full, false);
     probe_stage(probes, full_heads, X);
-    const auto reversed = backwards(T);
+    const auto reversed = nn::descending_indices(T);
     trace.step("non-causal", "Stage 6 · Attend to all positions",
                "H^n = softmax(Q^n (K^n)^T / sqrt(d_h)) V^n:  no mask, i runs over 1 .. T",
                "With no recurrence left, nothing forces h_t to wait for the later positions. Drop the mask and let "
@@ -716,7 +704,7 @@ void record_non_causal_heads(Trace& trace, const Parameters& p, const Mat& X, co
                "it, as the last check shows.");
     trace.tensor("alpha_6", "alpha^n_{t,i} over all i; row t", everywhere.weights, numbered("head ", 1, heads),
                  labels.states);
-    trace.tensor("H_6", "[h_t^1; h_t^2], no mask", everywhere.H, token_labels(forwards(T)), head_features(heads, d_h));
+    trace.tensor("H_6", "[h_t^1; h_t^2], no mask", everywhere.H, token_labels(nn::ascending_indices(T)), head_features(heads, d_h));
     trace.tensor("H_6_rev", "the same layer on x_T .. x_1", full_heads(nn::gather_rows(X, reversed)),
                  token_labels(reversed), head_features(heads, d_h));
     trace.tensor("D_6", "1 where nudging x_j moves h_t", probes.dependencies.back(), labels.states, labels.inputs);
@@ -864,7 +852,7 @@ void lesson_gru_to_attention(Trace& trace, const Config& config) {
     Rng rng(config.seed);
     // attn run --input may replace any of the parameters with the user's own (same shapes)
     const Parameters p = supplied_parameters(trace, draw_parameters(rng, d, d_ff));
-    const Labels labels{token_labels(forwards(T)), numbered("h_", 1, T), numbered("x_", 1, T)};
+    const Labels labels{token_labels(nn::ascending_indices(T)), numbered("h_", 1, T), numbered("x_", 1, T)};
     StageProbes probes;
 
     const Mat X = record_tokens(trace, p, labels);

@@ -117,12 +117,6 @@ double half_squared_distance(const Tensor& a, const Tensor& b) {
     return 0.5 * inner(difference, difference);
 }
 
-// How many values lie at or below `bound` (the misses of a "more than" check).
-double count_at_most(const std::vector<double>& values, double bound) {
-    return as_double(static_cast<std::size_t>(
-        std::count_if(values.begin(), values.end(), [bound](double x) { return x <= bound; })));
-}
-
 std::vector<std::string> doubling_labels(const std::string& name, std::size_t first, std::size_t last) {
     std::vector<std::string> out;
     for (std::size_t n = first; n <= last; n *= 2) out.push_back(name + "=" + std::to_string(n));

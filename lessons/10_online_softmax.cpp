@@ -140,7 +140,7 @@ Mat plain_attention(const Mat& Q, const Mat& K, const Mat& V, bool causal, nn::A
 }
 
 // Largest |l_i - sum_j e^{s_ij - m_i}| / l_i over the rows, the sum taken from the plain scores.
-double row_sum_error(const nn::TiledAttention& tiled, const Mat& scores) {
+double normaliser_error(const nn::TiledAttention& tiled, const Mat& scores) {
     double worst = 0.0;
     for (std::size_t i = 0; i < scores.shape(0); ++i) {
         const double m = tiled.row_max(i);
@@ -331,7 +331,7 @@ void record_tiles(Trace& trace, const Inputs& in, std::size_t B_r, std::size_t B
                 attention_tolerance);
     trace.check("m_i is the largest score of row i, exactly", row_max_error(tiled, plain.scores), 0.0);
     trace.check("l_i equals sum_j e^{s_ij - m_i} from the plain scores (relative error)",
-                row_sum_error(tiled, plain.scores), 1e-14);
+                normaliser_error(tiled, plain.scores), 1e-14);
     trace.check(fmt::format("every score is exponentiated once: T^2 = {}", T * T),
                 std::abs(as_double(tiled.exponentials) - as_double(T * T)), 0.0);
     trace.check(fmt::format("every pair of blocks makes one tile: {} x {} = {}", blocks_of(T, B_r), blocks_of(T, B_c),

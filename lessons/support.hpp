@@ -4,6 +4,7 @@
 
 #include "core/tensor.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,14 @@ double solve_tolerance(const Mat& M, const Mat& A);
 double row_sum_error(const Mat& weights);
 // The same for a stack of such matrices (one per head), summed along the last axis.
 double row_sum_error(const xt::xtensor<double, 3>& weights);
+
+// How many values lie at or below `bound`, as a double: the error of a "every value is more than
+// bound" check (0 when none misses). Takes a Vec, a std::vector or a braced list: {a, b}.
+template <class Values = std::vector<double>>
+double count_at_most(const Values& values, double bound) {
+    return as_double(static_cast<std::size_t>(
+        std::count_if(values.begin(), values.end(), [bound](double x) { return x <= bound; })));
+}
 
 // How far the smallest entry lies below 0 (0 when none is negative): a weight check's error.
 double negativity(const Mat& weights);

@@ -4,6 +4,7 @@
 #include "core/render.hpp"
 #include "core/rng.hpp"
 #include "nn/attention.hpp"
+#include "nn/linalg.hpp"
 #include "nn/reductions.hpp"
 #include "nn/rnn.hpp"
 #include "nn/scores.hpp"
@@ -47,18 +48,6 @@ Mat states_by_hand(const nn::GruParams& p, const Mat& X, const std::vector<std::
         nn::set_row(states, t, h);
     }
     return states;
-}
-
-std::vector<std::size_t> ascending(std::size_t T) {
-    std::vector<std::size_t> order;
-    for (std::size_t t = 0; t < T; ++t) order.push_back(t);
-    return order;
-}
-
-std::vector<std::size_t> descending(std::size_t T) {
-    std::vector<std::size_t> order;
-    for (std::size_t t = T; t > 0; --t) order.push_back(t - 1);
-    return order;
 }
 
 struct BiShape {
@@ -158,8 +147,8 @@ TEST_CASE("bigru_forward equals gru_step run forwards and over the reversed sent
     const Mat X = rng.normal_mat(shape.T, shape.d_in);
 
     const nn::BiGruRun run = nn::bigru_forward(fwd, bwd, X);
-    const Mat expected_fwd = states_by_hand(fwd, X, ascending(shape.T));
-    const Mat expected_bwd = states_by_hand(bwd, X, descending(shape.T));
+    const Mat expected_fwd = states_by_hand(fwd, X, nn::ascending_indices(shape.T));
+    const Mat expected_bwd = states_by_hand(bwd, X, nn::descending_indices(shape.T));
 
     REQUIRE(shape_of(run.annotations) == Shape{shape.T, shape.d_fwd + shape.d_bwd});
     CHECK(max_abs_difference(run.forward.states, expected_fwd) <= 1e-14);

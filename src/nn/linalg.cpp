@@ -32,6 +32,18 @@ Mat gather_rows(const Mat& table, const std::vector<std::size_t>& ids) {
     return out;
 }
 
+std::vector<std::size_t> ascending_indices(std::size_t n) {
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < n; ++i) out.push_back(i);
+    return out;
+}
+
+std::vector<std::size_t> descending_indices(std::size_t n) {
+    std::vector<std::size_t> out;
+    for (std::size_t i = n; i > 0; --i) out.push_back(i - 1);
+    return out;
+}
+
 Mat transposed(const Mat& M) {
     // a plain copy loop: xtensor's general strided assignment costs ten times more for the small
     // matrices a training step transposes thousands of times

@@ -16,6 +16,11 @@ Mat matmul(const Mat& A, const Mat& B, const char* what);
 // Throws ShapeError naming the id when one is out of range.
 Mat gather_rows(const Mat& table, const std::vector<std::size_t>& ids);
 
+// The positions 0, 1, ..., n - 1 (a sequence read forwards) and n - 1, ..., 1, 0 (read backwards),
+// as ids for gather_rows or an order for a recurrence.
+std::vector<std::size_t> ascending_indices(std::size_t n);
+std::vector<std::size_t> descending_indices(std::size_t n);
+
 // M^T, evaluated into a contiguous matrix (as nn::matmul wants its operands).
 Mat transposed(const Mat& M);
 
