@@ -1,4 +1,4 @@
-"""The arrows of the layout (ARCHITECTURE.md: main -> lessons -> nn -> core), held by the build.
+"""The arrows of the layout (ARCHITECTURE.md: cli -> exercises -> lessons -> nn -> core), held by the build.
 
 Each library is compiled with only the include directories its arrows allow. This test takes each
 library's real compile command from the build's compile_commands.json and preprocesses a probe file
@@ -19,13 +19,26 @@ import tempfile
 
 build_dir, source_dir = (pathlib.Path(a).resolve() for a in sys.argv[1:3])
 
+# (library, header, whether it may include it)
+cases = [
+    ("libattn_core", "nn/softmax.hpp", False),       # core knows nothing of the maths
+    ("libattn_core", "lessons/run.hpp", False),      # nor of the lessons, by any path
+    ("libattn_core", "run.hpp", False),
+    ("libattn_core", "exercises/table.hpp", False),  # nor of the exercises
+    ("libattn_nn", "core/tensor.hpp", True),         # nn -> core
+    ("libattn_nn", "run.hpp", False),                # nn knows nothing of the lessons
+    ("libattn_lessons", "nn/softmax.hpp", True),     # lessons -> nn
+    ("libattn_lessons", "run.hpp", True),
+]
+libraries = {library for library, _, _ in cases}
+
 # library (the prefix of its objects' folder) -> its compile command, split
 commands = {}
 for entry in json.loads((build_dir / "compile_commands.json").read_text(encoding="utf-8")):
     library = entry["output"].split(".a.p/")[0] if ".a.p/" in entry["output"] else None
-    if library in ("libattn_core", "libattn_nn", "libattn_lessons") and library not in commands:
+    if library in libraries and library not in commands:
         commands[library] = (entry["directory"], shlex.split(entry["command"]))
-missing = {"libattn_core", "libattn_nn", "libattn_lessons"} - set(commands)
+missing = libraries - set(commands)
 if missing:
     sys.exit(f"layout_check: no compile command for {', '.join(sorted(missing))} in {build_dir}/compile_commands.json")
 
@@ -51,17 +64,6 @@ def preprocess(library, header):
     return done.returncode == 0
 
 
-# (library, header, whether it may include it)
-cases = [
-    ("libattn_core", "nn/softmax.hpp", False),       # core knows nothing of the maths
-    ("libattn_core", "lessons/run.hpp", False),      # nor of the lessons, by any path
-    ("libattn_core", "run.hpp", False),
-    ("libattn_core", "exercises/table.hpp", False),  # nor of the exercises
-    ("libattn_nn", "core/tensor.hpp", True),         # nn -> core
-    ("libattn_nn", "run.hpp", False),                # nn knows nothing of the lessons
-    ("libattn_lessons", "nn/softmax.hpp", True),     # lessons -> nn
-    ("libattn_lessons", "run.hpp", True),
-]
 failures = []
 for library, header, allowed in cases:
     resolved = preprocess(library, header)
