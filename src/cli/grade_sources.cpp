@@ -1,12 +1,16 @@
-// `attn grade --sources`: every student's folder of exercise files (.cpp) is copied into a work
-// folder of its own, compiled there against this build's headers and libraries (GradeKit,
-// meson.build) into a program like attn-student, and that program's `check <id> --format json`
-// is run for each exercise graded. Every compile and every run happens in a sandbox
-// (cli/sandbox.hpp) that sees the student's own work folder (writable), the headers, libraries,
-// precompiled header and golden files (read-only) and /usr, and nothing else: not the other
-// students' folders, not the network. A student has a CPU budget for all of it (--cpu-limit)
-// and every process an address-space limit (--memory-limit); whatever goes wrong (a compile
-// error, a crash, a loop, a blow-up) becomes `error` rows and the batch goes on.
+// `attn grade --sources`: every student's folder of exercise files (.cpp) is built into
+// attn-observe (src/exercises/observe_main.cpp) and run once per exercise graded, each compile,
+// link and run in a sandbox of its own (cli/sandbox.hpp). The student's program only hands over
+// numbers (exercises/observations.hpp), through a pipe; attn judges them here, against the
+// expected values it computes and the golden files the sandbox never sees.
+//
+// Nothing of a student's is trusted: their files are read without following links (a link, a
+// folder, a device, a pipe or an oversized file is refused, never copied); the sandbox sees only
+// the kit (headers, a precompiled header, libraries and objects, copied into the work folder and
+// mounted read-only), the student's copied sources (read-only) and their build folder (writable
+// while building, read-only while checking); attn creates its own files only in folders no
+// sandbox can write, and reads nothing back from the sandbox but its pipes. The CPU budget is per
+// student for building and checking together.
 #include "cli/grade.hpp"
 
 #include "cli/program.hpp"
@@ -14,7 +18,8 @@
 #include "core/golden.hpp"
 #include "core/names.hpp"
 #include "exercises/cases.hpp"
-#include "registry.hpp"
+#include "exercises/observations.hpp"
+#include "exercises/status.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -26,330 +31,534 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <regex>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace attn {
 
 namespace {
 
+namespace fs = std::filesystem;
+
 // A student's exercise file larger than this is not a solution.
 constexpr std::size_t max_source_bytes = std::size_t{1} << 20;
 
+// Ctrl-C or SIGTERM arrived: the batch stops, the work folder goes.
+struct Interrupted {};
+
 // The compiler by its real path: past /etc/alternatives, which the sandbox does not have.
-std::optional<std::filesystem::path> compiler_path(const std::string& name) {
+std::optional<fs::path> compiler_path(const std::string& name) {
     const auto found = find_on_path(name);
     if (!found) return std::nullopt;
     std::error_code ec;
-    const auto real = std::filesystem::canonical(*found, ec);
-    return ec ? std::nullopt : std::optional<std::filesystem::path>(real);
+    const auto real = fs::canonical(*found, ec);
+    return ec ? std::nullopt : std::optional<fs::path>(real);
 }
 
-std::string read_small(const std::filesystem::path& file) {
-    try {
-        return read_file_bytes(file, "output", std::size_t{4} << 20);
-    } catch (const std::exception&) {
-        return "";
+// ---- reading a submission: copy, never follow
+
+struct HandedIn {
+    std::map<std::string, std::string> files;    // exercise id -> the file's text
+    std::map<std::string, std::string> refused;  // exercise id -> why its file was not taken
+    std::string error;                           // the folder itself could not be read
+};
+
+// The file `name` of the open folder `dir`: its text, nothing when absent, or why it is refused.
+std::optional<std::string> read_handed_file(int dir, const std::string& name, std::string& refused) {
+    struct stat st{};
+    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno != ENOENT) refused = fmt::format("{} cannot be read: {}", name, std::strerror(errno));
+        return std::nullopt;
+    }
+    if (S_ISLNK(st.st_mode)) refused = name + " is a symbolic link: hand in the file itself";
+    else if (!S_ISREG(st.st_mode)) refused = name + " is not a regular file (a folder, a device or a pipe)";
+    else if (static_cast<std::size_t>(st.st_size) > max_source_bytes) refused = name + " is larger than 1 MiB";
+    if (!refused.empty()) return std::nullopt;
+    const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat opened{};
+    if (fd < 0 || ::fstat(fd, &opened) != 0 || opened.st_ino != st.st_ino || opened.st_dev != st.st_dev ||
+        !S_ISREG(opened.st_mode)) {
+        if (fd >= 0) ::close(fd);
+        refused = name + " changed while it was read";
+        return std::nullopt;
+    }
+    std::string text;
+    char buffer[65536];
+    for (;;) {
+        const ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        text.append(buffer, static_cast<std::size_t>(n));
+        if (text.size() > max_source_bytes) break;
+    }
+    ::close(fd);
+    if (text.size() > max_source_bytes) {
+        refused = name + " is larger than 1 MiB";
+        return std::nullopt;
+    }
+    return text;
+}
+
+HandedIn read_submission(const fs::path& folder) {
+    HandedIn out;
+    const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir < 0) {
+        struct stat st{};
+        const bool link = ::lstat(folder.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+        out.error = link ? "the folder is a symbolic link: hand in the folder itself"
+                         : fmt::format("the folder cannot be read: {}", std::strerror(errno));
+        return out;
+    }
+    for (const auto& x : all_exercises()) {
+        std::string refused;
+        if (auto text = read_handed_file(dir, exercise_file(x), refused)) out.files[x.id] = std::move(*text);
+        if (!refused.empty()) out.refused[x.id] = printable_utf8(refused);
+    }
+    ::close(dir);
+    return out;
+}
+
+// ---- files of attn's own in the work folder
+
+// Creates `file` anew (never through a link, never over a file) with `text`.
+void create_file(const fs::path& file, const std::string& text, mode_t mode) {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0) throw std::runtime_error(fmt::format("cannot create {}: {}", file.string(), std::strerror(errno)));
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            const int e = errno;
+            ::close(fd);
+            throw std::runtime_error(fmt::format("cannot write {}: {}", file.string(), std::strerror(e)));
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    if (::close(fd) != 0) throw std::runtime_error(fmt::format("cannot write {}: {}", file.string(), std::strerror(errno)));
+}
+
+void make_folder(const fs::path& dir, mode_t mode) {
+    if (::mkdir(dir.c_str(), mode) != 0)
+        throw std::runtime_error(fmt::format("cannot create the folder {}: {}", dir.string(), std::strerror(errno)));
+    ::chmod(dir.c_str(), mode);  // past the umask
+}
+
+// Who may use a path of the work folder: attn's own (the sandbox user's group may read it, when the
+// sandbox runs as another user), or the sandbox's to write.
+void share(const fs::path& path, bool writable_by_sandbox) {
+    const auto user = sandbox_host_user();
+    if (!user) return;
+    const int result = writable_by_sandbox ? ::lchown(path.c_str(), user->uid, user->gid)
+                                           : ::lchown(path.c_str(), ::geteuid(), user->gid);
+    if (result != 0)
+        throw std::runtime_error(fmt::format("cannot give {} to the sandbox user: {}", path.string(), std::strerror(errno)));
+}
+
+// Every file and folder under `dir` (itself too) attn's own again, readable by the sandbox user's group.
+void share_tree(const fs::path& dir) {
+    share(dir, false);
+    ::chmod(dir.c_str(), 0750);
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+        if (e.is_symlink()) continue;
+        share(e.path(), false);
+        ::chmod(e.path().c_str(), e.is_directory() ? 0750 : 0640);
     }
 }
 
-// The first line of a compiler's messages that says "error" (else the first line), with the
-// work folder's path taken out so that it reads "softmax.cpp:12:5: error: ...".
-std::string first_compiler_message(const std::string& text, const std::filesystem::path& strip) {
-    std::vector<std::string> lines;
-    std::size_t at = 0;
-    while (at < text.size()) {
-        const std::size_t end = std::min(text.find('\n', at), text.size());
-        lines.push_back(text.substr(at, end - at));
-        at = end + 1;
+// Removes `dir` whatever the sandbox left in it (folders without permissions included), never
+// following a link.
+void remove_tree(const fs::path& dir) {
+    std::error_code ec;
+    if (!fs::is_directory(fs::symlink_status(dir, ec))) {
+        fs::remove(dir, ec);
+        return;
     }
+    ::chmod(dir.c_str(), 0700);
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        if (fs::is_directory(fs::symlink_status(e.path(), ec))) remove_tree(e.path());
+        else fs::remove(e.path(), ec);
+    }
+    fs::remove(dir, ec);
+}
+
+// Runs a trusted tool of the toolchain (ar, objcopy) on trusted files, in `cwd`; its stdout, or
+// an exception saying why it failed.
+std::string run_tool(const std::vector<std::string>& argv, const fs::path& cwd) {
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error(std::string("cannot create a pipe: ") + std::strerror(errno));
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error(std::string("cannot start a process: ") + std::strerror(errno));
+    if (pid == 0) {
+        ::dup2(out[1], 1);
+        if (::chdir(cwd.c_str()) != 0) ::_exit(126);
+        std::vector<char*> args;
+        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+        args.push_back(nullptr);
+        ::execvp(args[0], args.data());
+        ::_exit(127);
+    }
+    ::close(out[1]);
+    std::string text;
+    char buffer[4096];
+    for (;;) {
+        const ssize_t n = ::read(out[0], buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        text.append(buffer, static_cast<std::size_t>(n));
+    }
+    ::close(out[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        throw std::runtime_error(fmt::format("{} failed (exit {})", argv[0], WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+    return text;
+}
+
+// ---- what the compiler said
+
+// The compiler's first error ("softmax.cpp:12:5: error: ..."), from GCC's JSON diagnostics or, for
+// another compiler, the first line of the form file:line:col: error: (so that neither a note nor a
+// `#pragma message "error: ..."` is taken for it), the folder `strip` taken out of paths.
+std::string first_error(const std::string& text, const fs::path& strip) {
     std::string chosen;
-    for (const auto& line : lines)
-        if (line.find("error") != std::string::npos) {
-            chosen = line;
+    try {
+        const auto diagnostics = nlohmann::json::parse(text);
+        for (const auto& d : diagnostics) {
+            if (d.value("kind", "") != "error" && d.value("kind", "") != "fatal error") continue;
+            std::string where;
+            if (d.contains("locations") && !d["locations"].empty() && d["locations"][0].contains("caret")) {
+                const auto& caret = d["locations"][0]["caret"];
+                where = fmt::format("{}:{}:{}: ", caret.value("file", ""), caret.value("line", 0), caret.value("column", 0));
+            }
+            chosen = where + d.value("kind", "error") + ": " + d.value("message", "");
             break;
         }
-    if (chosen.empty())
-        for (const auto& line : lines)
-            if (!line.empty()) {
-                chosen = line;
-                break;
-            }
+    } catch (const std::exception&) {
+        static const std::regex error_line(R"(^[^\s:][^:]*:\d+:\d+: (fatal )?error: .*)");
+        std::size_t at = 0;
+        while (at < text.size() && chosen.empty()) {
+            const std::size_t end = std::min(text.find('\n', at), text.size());
+            const std::string line = text.substr(at, end - at);
+            if (std::regex_match(line, error_line)) chosen = line;
+            at = end + 1;
+        }
+        if (chosen.empty()) {
+            const std::size_t start = text.find_first_not_of("\n ");
+            if (start != std::string::npos) chosen = text.substr(start, text.find('\n', start) - start);
+        }
+    }
     const std::string prefix = strip.string() + "/";
-    for (std::size_t p = chosen.find(prefix); p != std::string::npos; p = chosen.find(prefix))
-        chosen.erase(p, prefix.size());
+    for (std::size_t p = chosen.find(prefix); p != std::string::npos; p = chosen.find(prefix)) chosen.erase(p, prefix.size());
     return printable_utf8(capped(chosen, 400));
 }
 
-// What went wrong with a sandboxed command that did not exit normally, or "" when it did.
-std::string abnormal_end(const SandboxResult& r, double cpu_limit, double student_limit) {
+// What ended a sandboxed command that did not exit normally, or "" when it exited.
+std::string abnormal_end(const SandboxResult& r, const GradeOptions& o) {
     if (!r.ran) return "the sandbox could not run it: " + r.error;
-    if (r.wall_timeout)
-        return fmt::format("stopped: it did not finish within {:g} s of wall time (an endless wait?)", 2 * cpu_limit + 10);
-    if (r.signal == SIGXCPU || (r.signal == SIGKILL && r.cpu_seconds >= cpu_limit - 0.5))
-        return fmt::format("stopped when the student's CPU time ran out ({:g} s for building and checking; an "
-                           "endless loop?)",
-                           student_limit);
+    switch (r.exceeded) {
+        case SandboxLimit::none: break;
+        case SandboxLimit::cpu:
+            return fmt::format("stopped when the student's CPU time ran out ({:g} s for building and checking "
+                               "together; an endless loop?)",
+                               o.cpu_limit);
+        case SandboxLimit::wall:
+            return fmt::format("stopped: it did not finish within {:g} s of wall time (an endless wait?)",
+                               2 * o.cpu_limit + 10);
+        case SandboxLimit::memory:
+            return fmt::format("stopped at the memory limit ({} MiB for the sandbox)", o.memory_limit_mib);
+        case SandboxLimit::processes: return "stopped at the limit of 64 processes (a fork bomb?)";
+        case SandboxLimit::output: return "stopped: it wrote more output than the limit of 16 MiB";
+        case SandboxLimit::disk: return "stopped: its files took more than the disk limit of 512 MiB";
+        case SandboxLimit::file_size: return "stopped: it wrote a file larger than the limit of 64 MiB";
+    }
     if (r.signal != 0) return "crashed: " + signal_description(r.signal);
     return "";
 }
 
-struct StudentBuild {
-    std::map<std::string, std::string> compile_errors;  // exercise id -> first compiler message
-    std::string fatal;  // the program could not be built at all (link error, budget spent)
+// ---- the kit: what every student's build uses, read-only
+
+struct Kit {
+    fs::path dir, include, pch, lib, obj;
+    std::vector<fs::path> libraries;
 };
 
 class SourceGrader {
 public:
-    SourceGrader(const GradeOptions& o, std::vector<const Exercise*> exercises, std::filesystem::path work,
-                 std::filesystem::path compiler)
+    SourceGrader(const GradeOptions& o, std::vector<const Exercise*> exercises, fs::path work, fs::path compiler)
         : o_(o), exercises_(std::move(exercises)), work_(std::move(work)), compiler_(std::move(compiler)) {}
 
-    // The precompiled header every student's compile uses; false after printing why it failed.
+    // Copies the headers, libraries and objects into the kit and precompiles the header; false
+    // after printing why it failed.
     bool prepare_kit() {
         const GradeKit& kit = grade_kit();
-        kit_ = work_ / "kit";
-        std::filesystem::create_directories(kit_);
-        std::filesystem::copy_file(kit.pch.at(0), kit_ / "xtensor_pch.hpp",
-                                   std::filesystem::copy_options::overwrite_existing);
-        SandboxCommand c = base_command(kit_, 600);
-        c.limits.file_bytes = std::size_t{1} << 30;  // the precompiled header is near 100 MB
+        kit_.dir = work_ / "kit";
+        kit_.include = kit_.dir / "include";
+        kit_.pch = kit_.dir / "pch";
+        kit_.lib = kit_.dir / "lib";
+        kit_.obj = kit_.dir / "obj";
+        for (const auto& d : {kit_.dir, kit_.include, kit_.pch, kit_.lib, kit_.obj}) make_folder(d, 0700);
+        copy_headers(this_program().source_dir / "src", kit_.include);
+        for (const auto& lib : kit.libraries) kit_.libraries.push_back(regular_archive(lib));
+        const auto& table = all_exercises();
+        for (std::size_t i = 0; i < table.size(); ++i) {
+            fs::copy_file(kit.reference.at(i), kit_.obj / ("reference-" + table[i].id + ".o"));
+            run_tool({"objcopy", "--weaken", kit.starter.at(i), (kit_.obj / ("starter-" + table[i].id + ".o")).string()},
+                     kit_.obj);
+        }
+        fs::copy_file(kit.pch.at(0), kit_.pch / "xtensor_pch.hpp");
+        share_tree(kit_.dir);
+        share(kit_.pch, true);
+        ::chmod(kit_.pch.c_str(), 0700);
+        SandboxCommand c = command({kit_.include}, kit_.pch, 600);
         c.argv = {compiler_.string()};
         c.argv.insert(c.argv.end(), kit.compile.begin(), kit.compile.end());
-        c.argv.insert(c.argv.end(), {"-x", "c++-header", (kit_ / "xtensor_pch.hpp").string(), "-o",
-                                     (kit_ / "xtensor_pch.hpp.gch").string()});
-        c.stdout_file = kit_ / "pch.out";
-        c.stderr_file = kit_ / "pch.err";
+        c.argv.insert(c.argv.end(), {"-x", "c++-header", (kit_.pch / "xtensor_pch.hpp").string(), "-o",
+                                     (kit_.pch / "xtensor_pch.hpp.gch").string()});
+        c.limits.file_bytes = std::size_t{1} << 30;  // the precompiled header is near 100 MB
+        c.limits.disk_bytes = std::size_t{2} << 30;
         const SandboxResult r = run_sandboxed(c);
-        if (!r.ran || r.exit_code != 0) {
+        if (r.interrupted) throw Interrupted{};
+        share_tree(kit_.dir);  // attn's again: no sandbox writes the kit from here on
+        if (!r.ran || r.exit_code != 0 || r.exceeded != SandboxLimit::none) {
+            const std::string abnormal = abnormal_end(r, o_);
             fmt::print(stderr, "attn: cannot precompile the headers for the students' code: {}\n",
-                       r.ran ? first_compiler_message(read_small(c.stderr_file), kit_) : r.error);
+                       !abnormal.empty() ? abnormal : first_error(r.err, kit_.pch));
             return false;
         }
         return true;
     }
 
     // The rows of one student, in the order of the exercises graded.
-    std::vector<GradeRow> grade(const std::filesystem::path& submission, std::size_t index) {
+    std::vector<GradeRow> grade(const fs::path& submission, std::size_t index) {
         const std::string name = student_name(submission);
-        std::vector<GradeRow> rows;
+        rows_.clear();
         for (const Exercise* x : exercises_)
-            rows.push_back({name, x->lesson, x->id, "", "", "", 0, static_cast<int>(unit_case_names(x->id).size()) + 1});
-        const auto fail_all = [&](const std::string& result, const std::string& message) {
-            for (auto& r : rows)
-                if (r.result.empty()) {
-                    r.result = result;
-                    r.message = capped(message, 500);
-                }
-            return rows;
-        };
-        std::error_code ec;
-        if (!std::filesystem::is_directory(submission, ec))
-            return fail_all("error", printable_utf8(submission.string()) + " is not a directory");
+            rows_.push_back({name, x->lesson, x->id, "", "", "", 0, static_cast<int>(unit_case_names(x->id).size()) + 1});
+        fatal_ = false;
+        const HandedIn handed = read_submission(submission);
+        if (!handed.error.empty()) return fail_all("error", handed.error);
+        for (auto& r : rows_) {
+            if (const auto why = handed.refused.find(r.exercise); why != handed.refused.end()) settle(r, "error", why->second);
+            else if (!handed.files.count(r.exercise))
+                settle(r, "missing", "no " + exercise_file(*find_exercise(r.exercise)) + " (it earns nothing)");
+        }
+        if (all_settled()) return rows_;
         used_ = 0;
         dir_ = work_ / fmt::format("student-{}", index + 1);
-        std::filesystem::remove_all(dir_, ec);
-        std::filesystem::create_directories(dir_ / "src");
-        std::filesystem::create_directories(dir_ / "obj");
-        // the student's exercise files, copied: the sandbox never sees the submitted folder
-        std::map<std::string, std::string> copied;  // exercise id -> file name
-        for (const auto& x : all_exercises()) {
-            const std::string file = exercise_file(x);
-            if (!std::filesystem::exists(submission / file, ec)) continue;
-            std::string text;
-            try {
-                text = read_file_bytes(submission / file, "exercise file", max_source_bytes);
-            } catch (const std::exception& e) {
-                if (is_graded(x.id)) {
-                    GradeRow& r = row_of(rows, x.id);
-                    r.result = "error";
-                    r.message = capped(e.what(), 500);
-                }
-                continue;
-            }
-            write_file_atomic(dir_ / "src" / file, text);
-            copied[x.id] = file;
+        make_folder(dir_, 0700);
+        share(dir_, false);
+        ::chmod(dir_.c_str(), 0750);
+        make_folder(dir_ / "src", 0750);
+        share(dir_ / "src", false);
+        for (const auto& [id, text] : handed.files) {
+            const fs::path file = dir_ / "src" / exercise_file(*find_exercise(id));
+            create_file(file, text, 0640);
+            share(file, false);
         }
-        for (auto& r : rows)
-            if (r.result.empty() && !copied.count(r.exercise)) {
-                r.result = "missing";
-                r.message = "no " + exercise_file(*find_exercise(r.exercise));
-            }
-        if (std::all_of(rows.begin(), rows.end(), [](const GradeRow& r) { return !r.result.empty(); })) return rows;
-
-        const StudentBuild build = build_program(copied);
-        if (!build.fatal.empty()) return fail_all("error", build.fatal);
-        for (auto& r : rows) {
-            if (!r.result.empty()) continue;
-            const auto broken = build.compile_errors.find(r.exercise);
-            if (broken != build.compile_errors.end()) {
-                r.result = "error";
-                r.message = capped("does not compile: " + broken->second, 500);
-                continue;
-            }
-            check(r);
-        }
-        return rows;
+        make_folder(dir_ / "build", 0700);
+        share(dir_ / "build", true);
+        build(handed);
+        for (auto& r : rows_)
+            if (r.result.empty()) check(r);
+        return rows_;
     }
 
 private:
-    bool is_graded(const std::string& id) const {
-        return std::any_of(exercises_.begin(), exercises_.end(), [&](const Exercise* x) { return x->id == id; });
+    // ---- the kit
+
+    // Every header of the source tree's src/ (no source file: the references are not to be read).
+    static void copy_headers(const fs::path& from, const fs::path& to) {
+        for (const auto& e : fs::recursive_directory_iterator(from)) {
+            const fs::path rel = fs::relative(e.path(), from);
+            if (e.is_directory()) fs::create_directories(to / rel);
+            else if (e.is_regular_file() && (e.path().extension() == ".hpp" || e.path().extension() == ".h"))
+                fs::copy_file(e.path(), to / rel);
+        }
     }
 
-    static GradeRow& row_of(std::vector<GradeRow>& rows, const std::string& id) {
-        return *std::find_if(rows.begin(), rows.end(), [&](const GradeRow& r) { return r.exercise == id; });
+    // A copy of a (thin) static library of the build as a regular archive in the kit, so that the
+    // sandbox needs no build folder of ours.
+    fs::path regular_archive(const fs::path& library) {
+        std::error_code ec;
+        if (!fs::is_regular_file(library, ec))
+            throw std::runtime_error(fmt::format("the library {} is missing: run meson compile -C {}", library.string(),
+                                                 this_program().build_dir.string()));
+        const std::string listing = run_tool({"ar", "t", library.string()}, library.parent_path());
+        std::vector<std::string> argv = {"ar", "qcs", (kit_.lib / library.filename()).string()};
+        std::size_t at = 0;
+        while (at < listing.size()) {
+            const std::size_t end = std::min(listing.find('\n', at), listing.size());
+            if (end > at) argv.push_back(listing.substr(at, end - at));
+            at = end + 1;
+        }
+        run_tool(argv, library.parent_path());
+        return kit_.lib / library.filename();
+    }
+
+    // ---- the student
+
+    void settle(GradeRow& r, const std::string& result, const std::string& message) {
+        if (!r.result.empty()) return;
+        r.result = result;
+        r.message = capped(message, 500);
+    }
+    bool all_settled() const {
+        return std::all_of(rows_.begin(), rows_.end(), [](const GradeRow& r) { return !r.result.empty(); });
+    }
+    std::vector<GradeRow> fail_all(const std::string& result, const std::string& message) {
+        for (auto& r : rows_) settle(r, result, message);
+        return rows_;
+    }
+    GradeRow* row_of(const std::string& id) {
+        const auto found = std::find_if(rows_.begin(), rows_.end(), [&](const GradeRow& r) { return r.exercise == id; });
+        return found == rows_.end() ? nullptr : &*found;
     }
 
     double remaining() const { return o_.cpu_limit - used_; }
 
-    SandboxCommand base_command(const std::filesystem::path& writable, double cpu) const {
+    SandboxCommand command(std::vector<fs::path> read_only, const fs::path& writable, double cpu) const {
         SandboxCommand c;
+        c.read_only = std::move(read_only);
         c.writable = writable;
         c.limits.cpu_seconds = cpu;
-        c.limits.wall_seconds = 2 * cpu + 10;
+        c.limits.wall_seconds = 2 * o_.cpu_limit + 10;
         c.limits.memory_bytes = o_.memory_limit_mib << 20;
-        c.read_only.push_back(this_program().source_dir / "src");
-        if (!kit_.empty() && writable != kit_) c.read_only.push_back(kit_);
         return c;
     }
 
-    SandboxResult run(SandboxCommand& c, const std::string& log_name) {
-        c.stdout_file = dir_ / "obj" / (log_name + ".out");
-        c.stderr_file = dir_ / "obj" / (log_name + ".err");
+    SandboxResult run(const SandboxCommand& c) {
         const SandboxResult r = run_sandboxed(c);
         used_ += r.cpu_seconds;
+        if (r.interrupted) throw Interrupted{};
         return r;
     }
 
-    StudentBuild build_program(const std::map<std::string, std::string>& copied) {
-        StudentBuild build;
-        const GradeKit& kit = grade_kit();
-        std::vector<std::string> objects;
-        // the record of the program: its name, and the folder of the student's files
-        const auto quoted = [](const std::filesystem::path& p) { return "R\"attn_path(" + p.string() + ")attn_path\""; };
-        write_file_atomic(dir_ / "program_graded.cpp",
-                          fmt::format("#include \"cli/program_record.hpp\"\nnamespace attn {{\n"
-                                      "namespace {{\nconst char* const none[] = {{nullptr}};\n}}\n"
-                                      "extern const ProgramRecord program_record{{\"attn-graded\", true, {}, {}, {}, "
-                                      "none, none, none, none}};\n}}  // namespace attn\n",
-                                      quoted(dir_ / "src"), quoted(this_program().source_dir), quoted(dir_)));
-        std::vector<std::pair<std::string, std::string>> units(copied.begin(), copied.end());
-        units.emplace_back("", "../program_graded.cpp");
-        for (const auto& [id, file] : units) {
-            if (remaining() <= 0) {
-                build.fatal = fmt::format("stopped: the CPU limit of {:g} s was spent while compiling", o_.cpu_limit);
-                return build;
-            }
-            const std::string object = (dir_ / "obj" / (std::filesystem::path(file).stem().string() + ".o")).string();
-            SandboxCommand c = base_command(dir_, remaining());
-            c.argv = {compiler_.string()};
-            c.argv.insert(c.argv.end(), kit.compile.begin(), kit.compile.end());
-            if (!id.empty())
-                c.argv.insert(c.argv.end(), {"-Winvalid-pch", "-include", (kit_ / "xtensor_pch.hpp").string()});
-            c.argv.insert(c.argv.end(), {"-c", (dir_ / "src" / file).lexically_normal().string(), "-o", object});
-            const SandboxResult r = run(c, id.empty() ? "program" : id);
-            const std::string abnormal = abnormal_end(r, c.limits.cpu_seconds, o_.cpu_limit);
-            if (!abnormal.empty() || r.exit_code != 0) {
-                const std::string why = !abnormal.empty()
-                                            ? "the compiler " + abnormal
-                                            : first_compiler_message(read_small(c.stderr_file), dir_ / "src");
-                if (id.empty()) {
-                    build.fatal = "cannot build the program: " + why;
-                    return build;
-                }
-                build.compile_errors[id] = why;  // the reference stands in for it, so the others are graded
-                continue;
-            }
-            objects.push_back(object);
-        }
-        if (remaining() <= 0) {
-            build.fatal = fmt::format("stopped: the CPU limit of {:g} s was spent while compiling", o_.cpu_limit);
-            return build;
-        }
-        SandboxCommand c = base_command(dir_, remaining());
-        for (const auto& item : kit.link)
-            if (!item.empty() && item[0] == '/') c.read_only.push_back(item);
-        // meson's static libraries are thin archives: their members stay in <library>.p/, or in
-        // prebuilt/ of the source tree for the student edition's references
-        std::error_code ec;
-        if (std::filesystem::is_directory(this_program().source_dir / "prebuilt", ec))
-            c.read_only.push_back(this_program().source_dir / "prebuilt");
-        for (const auto& entry : std::filesystem::directory_iterator(this_program().build_dir, ec)) {
-            const std::string n = entry.path().filename().string();
-            if (n.size() > 4 && n.compare(n.size() - 4, 4, ".a.p") == 0 && entry.is_directory(ec))
-                c.read_only.push_back(entry.path());
-        }
-        c.argv = {compiler_.string(), "-o", (dir_ / "attn-graded").string()};
-        c.argv.insert(c.argv.end(), objects.begin(), objects.end());
-        c.argv.insert(c.argv.end(), kit.link.begin(), kit.link.end());
-        const SandboxResult r = run(c, "link");
-        const std::string abnormal = abnormal_end(r, c.limits.cpu_seconds, o_.cpu_limit);
-        if (!abnormal.empty() || r.exit_code != 0)
-            build.fatal = "cannot link the program: " +
-                          (!abnormal.empty() ? "the linker " + abnormal
-                                             : first_compiler_message(read_small(c.stderr_file), dir_ / "obj"));
-        return build;
+    std::string budget_spent(const char* while_doing) const {
+        return fmt::format("stopped: the CPU limit of {:g} s was spent while {}", o_.cpu_limit, while_doing);
     }
 
-    // `attn-graded check <id> --format json`, in the sandbox, into the row.
-    void check(GradeRow& row) {
+    // Compiles the student's files, then links attn-observe with, per exercise, the student's
+    // object and the weakened starter (for functions the file lacks), or the reference where no
+    // file was handed in or it does not compile. A failure settles the rows it concerns.
+    void build(const HandedIn& handed) {
+        const GradeKit& kit = grade_kit();
+        const fs::path build = dir_ / "build";
+        std::vector<std::string> objects;
+        for (const auto& x : all_exercises()) {
+            const bool compiled = handed.files.count(x.id) && compile(x, kit);
+            if (fatal_) return;
+            if (compiled) {
+                objects.push_back((build / (x.id + ".o")).string());
+                objects.push_back((kit_.obj / ("starter-" + x.id + ".o")).string());
+            } else {
+                objects.push_back((kit_.obj / ("reference-" + x.id + ".o")).string());
+            }
+        }
+        if (remaining() <= 0) return void(fail_all("error", budget_spent("compiling")));
+        SandboxCommand c = command({kit_.dir}, build, remaining());
+        c.argv = {compiler_.string(), "-o", (build / "attn-observe").string()};
+        c.argv.insert(c.argv.end(), objects.begin(), objects.end());
+        c.argv.push_back("-Wl,--start-group");
+        for (const auto& lib : kit_.libraries) c.argv.push_back(lib.string());
+        c.argv.push_back("-Wl,--end-group");
+        c.argv.insert(c.argv.end(), kit.link.begin(), kit.link.end());
+        const SandboxResult r = run(c);
+        const std::string abnormal = abnormal_end(r, o_);
+        if (!abnormal.empty() || r.exit_code != 0)
+            fail_all("error", "cannot link the program: " +
+                                  (!abnormal.empty() ? "the linker " + abnormal : first_error(r.err, build)));
+    }
+
+    // Compiles exercise x's file; false when it does not (its row says why).
+    bool compile(const Exercise& x, const GradeKit& kit) {
         if (remaining() <= 0) {
-            row.result = "error";
-            row.message = fmt::format("not checked: the CPU limit of {:g} s was spent", o_.cpu_limit);
-            return;
+            fatal_ = true;
+            fail_all("error", budget_spent("compiling"));
+            return false;
         }
-        SandboxCommand c = base_command(dir_, remaining());
-        c.read_only.push_back(o_.golden_dir);
-        c.argv = {(dir_ / "attn-graded").string(), "check", row.exercise, "--format", "json", "--golden",
-                  o_.golden_dir.string(), "--rtol", fmt::format("{:.17g}", o_.tolerance.rtol), "--atol",
-                  fmt::format("{:.17g}", o_.tolerance.atol)};
-        const SandboxResult r = run(c, "check-" + row.exercise);
-        const std::string abnormal = abnormal_end(r, c.limits.cpu_seconds, o_.cpu_limit);
-        if (!abnormal.empty()) {
-            row.result = "error";
-            row.message = "the check " + abnormal;
-            return;
+        const fs::path src = dir_ / "src", build = dir_ / "build";
+        SandboxCommand c = command({kit_.dir, src}, build, remaining());
+        c.workdir = src;
+        c.argv = {compiler_.string()};
+        c.argv.insert(c.argv.end(), kit.compile.begin(), kit.compile.end());
+        if (compiler_.filename().string().find("clang") == std::string::npos)
+            c.argv.push_back("-fdiagnostics-format=json");
+        c.argv.insert(c.argv.end(), {"-I", kit_.include.string(), "-Winvalid-pch", "-include",
+                                     (kit_.pch / "xtensor_pch.hpp").string(), "-c", (src / exercise_file(x)).string(),
+                                     "-o", (build / (x.id + ".o")).string()});
+        const SandboxResult r = run(c);
+        const std::string abnormal = abnormal_end(r, o_);
+        if (abnormal.empty() && r.exit_code == 0) return true;
+        if (GradeRow* row = row_of(x.id))
+            settle(*row, "error", "does not compile: " + (!abnormal.empty() ? "the compiler " + abnormal : first_error(r.err, src)));
+        if (r.exceeded == SandboxLimit::cpu || r.exceeded == SandboxLimit::wall) {
+            fatal_ = true;  // the budget is gone: nothing more can be built or checked
+            fail_all("error", budget_spent("compiling"));
         }
-        nlohmann::json entry;
+        return false;
+    }
+
+    // attn-observe for one exercise, in the sandbox (its build folder read-only now); its report
+    // judged here.
+    void check(GradeRow& row) {
+        if (remaining() <= 0) return settle(row, "error", fmt::format("not checked: the CPU limit of {:g} s was spent", o_.cpu_limit));
+        const Exercise* x = find_exercise(row.exercise);
+        const auto needed = exercises_needed({x});
+        const fs::path build = dir_ / "build";
+        SandboxCommand c = command({kit_.dir, build}, fs::path(), remaining());
+        c.workdir = "/tmp";
+        c.report_pipe = true;
+        c.argv = {(build / "attn-observe").string(), x->id};
+        for (const auto& [lesson, steps] : steps_to_run(o_.golden_dir, needed))
+            c.argv.push_back(fmt::format("{}={}", lesson, steps));
+        const SandboxResult r = run(c);
+        const std::string abnormal = abnormal_end(r, o_);
+        if (!abnormal.empty()) return settle(row, "error", "the check " + abnormal);
+        ExerciseObservations seen;
         try {
-            entry = nlohmann::json::parse(read_small(c.stdout_file)).at("exercises").at(0);
-        } catch (const std::exception&) {
-            const std::string err = read_small(c.stderr_file);
-            row.result = "error";
-            row.message = capped(fmt::format("the check exited {} without a report{}", r.exit_code,
-                                             err.empty() ? "" : ": " + first_compiler_message(err, dir_)),
-                                 500);
-            return;
+            if (r.exit_code != 0) throw ObservationError(fmt::format("the check exited {}", r.exit_code));
+            seen = parse_observations(r.report);
+        } catch (const ObservationError& e) {
+            return settle(row, "error", printable_utf8(e.what()));
         }
-        const std::string status = entry.value("status", "");
-        const std::string description = entry.value("description", "");
-        std::string message = entry.value("message", "");
-        row.step = entry.value("unit_case", "").empty() ? entry.value("step", "") : entry.value("unit_case", "");
-        row.points = entry.value("points", 0);
-        row.max_points = entry.value("max_points", row.max_points);
-        row.result = status == "passed"                                           ? "pass"
-                     : status == "not_started"                                    ? "missing"
-                     : status == "error" || status == "golden_problem"            ? "error"
-                                                                                  : "fail";
-        if (row.result != "pass") {
-            std::string text = description;
-            if (!message.empty()) text += (text.empty() ? "" : ": ") + message;
-            while (!text.empty() && text.back() == '\n') text.pop_back();
-            row.message = capped(printable_utf8(text), 500);
-        }
+        const auto states = judge_exercises(seen, o_.golden_dir, "", o_.tolerance, {x});
+        const auto mine = std::find_if(states.begin(), states.end(), [&](const ExerciseStatus& s) { return s.exercise == x; });
+        if (mine == states.end()) return settle(row, "error", "the exercise was not judged");
+        record(row, *mine);
+    }
+
+    static void record(GradeRow& row, const ExerciseStatus& s) {
+        row.points = static_cast<int>(s.points());
+        row.max_points = static_cast<int>(s.max_points());
+        row.step = printable_utf8(s.unit_case.empty() ? s.step : s.unit_case);
+        row.result = s.state == ExerciseState::passed                                                       ? "pass"
+                     : s.state == ExerciseState::error || s.state == ExerciseState::golden_problem          ? "error"
+                                                                                                           : "fail";
+        if (row.result == "pass") return;
+        std::string text = describe(s);
+        if (s.state == ExerciseState::not_started) text += ": the file handed in defines none of its functions";
+        else if (!s.message.empty()) text += ": " + s.message;
+        while (!text.empty() && text.back() == '\n') text.pop_back();
+        row.message = capped(printable_utf8(text), 500);
     }
 
     const GradeOptions& o_;
     std::vector<const Exercise*> exercises_;
-    std::filesystem::path work_, compiler_, kit_, dir_;
+    fs::path work_, compiler_, dir_;
+    Kit kit_;
+    std::vector<GradeRow> rows_;
     double used_ = 0;
+    bool fatal_ = false;
 };
 
-}  // namespace
-
-int grade_from_sources(const GradeOptions& o, const std::vector<const Exercise*>& exercises) {
+// The checks before anything is built: limits in range, a build with its kit, a compiler, a sandbox.
+int refuse_to_start(const GradeOptions& o) {
     if (!(o.cpu_limit > 0) || o.cpu_limit > 86400) {
         fmt::print(stderr, "attn: --cpu-limit must be between 0 and 86400 seconds, not {:g}\n", o.cpu_limit);
         return exit_usage;
@@ -359,26 +568,26 @@ int grade_from_sources(const GradeOptions& o, const std::vector<const Exercise*>
         return exit_usage;
     }
     const GradeKit& kit = grade_kit();
-    if (kit.compiler.empty() || kit.pch.empty()) {
-        fmt::print(stderr, "attn: {} cannot grade from sources; use the attn of a build directory\n",
-                   this_program().name);
+    if (kit.compiler.empty() || kit.pch.empty() || kit.reference.size() != all_exercises().size() ||
+        kit.starter.size() != all_exercises().size()) {
+        fmt::print(stderr, "attn: {} cannot grade from sources; use the attn of a build directory\n", this_program().name);
         return exit_usage;
     }
-    for (const auto& item : kit.link) {
-        std::error_code ec;
-        if (!item.empty() && item[0] == '/' && !std::filesystem::is_regular_file(item, ec)) {
-            fmt::print(stderr, "attn: grading from sources needs the libraries of the build directory, and {} is "
-                               "missing: run meson compile -C {}\n",
-                       printable_utf8(item), printable_utf8(this_program().build_dir.string()));
+    for (const auto& group : {kit.libraries, kit.reference, kit.starter})
+        for (const auto& item : group) {
+            std::error_code ec;
+            if (!fs::is_regular_file(item, ec)) {
+                fmt::print(stderr, "attn: grading from sources needs the files of the build directory, and {} is "
+                                   "missing: run meson compile -C {}\n",
+                           printable_utf8(item), printable_utf8(this_program().build_dir.string()));
+                return exit_golden;
+            }
+        }
+    for (const char* tool : {"ar", "objcopy"})
+        if (!find_on_path(tool)) {
+            fmt::print(stderr, "attn: grading from sources needs {} (Debian: apt-get install binutils)\n", tool);
             return exit_golden;
         }
-    }
-    const auto compiler = compiler_path(kit.compiler.front());
-    if (!compiler) {
-        fmt::print(stderr, "attn: grading from sources needs the compiler {}, which is not on PATH\n",
-                   printable_utf8(kit.compiler.front()));
-        return exit_golden;
-    }
     if (const auto why = sandbox_unavailable()) {
         fmt::print(stderr,
                    "attn: grading from sources runs the students' code in a sandbox, and none can be created here: "
@@ -386,62 +595,98 @@ int grade_from_sources(const GradeOptions& o, const std::vector<const Exercise*>
                    *why);
         return exit_golden;
     }
-    // the work folder: given (and kept), or temporary (and removed)
-    std::filesystem::path work = o.work_dir;
-    const bool keep = !work.empty();
-    std::error_code ec;
-    if (keep) {
-        std::filesystem::create_directories(work, ec);
-        if (ec || !std::filesystem::is_directory(work, ec)) {
-            fmt::print(stderr, "attn: cannot create the folder {} for the builds\n", printable_utf8(work.string()));
-            return exit_golden;
+    return exit_ok;
+}
+
+// The work folder: given (and kept), or temporary (and removed); traversable by the sandbox user.
+std::optional<fs::path> work_folder(const GradeOptions& o) {
+    fs::path work = o.work_dir;
+    if (!work.empty()) {
+        std::error_code ec;
+        fs::create_directories(work, ec);
+        if (ec || !fs::is_directory(fs::symlink_status(work, ec)) || !fs::is_empty(work, ec)) {
+            fmt::print(stderr, "attn: --keep-builds needs a new or empty folder, and {} is not one\n",
+                       printable_utf8(work.string()));
+            return std::nullopt;
         }
-        work = std::filesystem::absolute(work);
+        work = fs::absolute(work);
     } else {
         const char* tmp = std::getenv("TMPDIR");
         std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/attn-grade.XXXXXX";
         if (!::mkdtemp(pattern.data())) {
             fmt::print(stderr, "attn: cannot create a folder for the builds: {}\n", std::strerror(errno));
-            return exit_golden;
+            return std::nullopt;
         }
         work = pattern;
     }
-    struct Cleanup {
-        std::filesystem::path dir;
-        bool keep;
-        ~Cleanup() {
-            std::error_code e;
-            if (!keep) std::filesystem::remove_all(dir, e);
-        }
-    } cleanup{work, keep};
-
-    GradeOptions options = o;
-    options.golden_dir = std::filesystem::absolute(o.golden_dir);
-    SourceGrader grader(options, exercises, work, *compiler);
     try {
-        if (!grader.prepare_kit()) return exit_golden;
+        share(work, false);
     } catch (const std::exception& e) {
-        fmt::print(stderr, "attn: cannot prepare the builds in {}: {}\n", printable_utf8(work.string()), e.what());
+        fmt::print(stderr, "attn: {}\n", e.what());
+        return std::nullopt;
+    }
+    ::chmod(work.c_str(), sandbox_host_user() ? 0710 : 0700);
+    return work;
+}
+
+}  // namespace
+
+int grade_from_sources(const GradeOptions& o, const std::vector<const Exercise*>& exercises) {
+    if (const int refused = refuse_to_start(o); refused != exit_ok) return refused;
+    const auto compiler = compiler_path(grade_kit().compiler.front());
+    if (!compiler) {
+        fmt::print(stderr, "attn: grading from sources needs the compiler {}, which is not on PATH\n",
+                   printable_utf8(grade_kit().compiler.front()));
         return exit_golden;
     }
-    std::vector<GradeRow> rows;
-    print_grade_header();
-    for (std::size_t i = 0; i < o.submissions.size(); ++i) {
-        std::vector<GradeRow> student;
-        try {
-            student = grader.grade(o.submissions[i], i);
-        } catch (const std::exception& e) {  // our side failed (disk full): this student is an error, the batch goes on
-            student.clear();
-            for (const Exercise* x : exercises)
-                student.push_back({student_name(o.submissions[i]), x->lesson, x->id, "error", "",
-                                   capped(std::string("could not be graded: ") + e.what(), 500), 0,
-                                   static_cast<int>(unit_case_names(x->id).size()) + 1});
+    catch_interruptions();
+    const auto work = work_folder(o);
+    if (!work) return exit_golden;
+    const bool keep = !o.work_dir.empty();
+    struct Cleanup {
+        fs::path dir;
+        bool keep;
+        ~Cleanup() {
+            if (!keep) remove_tree(dir);
         }
-        const std::size_t first = rows.size();
-        rows.insert(rows.end(), student.begin(), student.end());
-        print_grade_line(rows, first, exercises.size());
+    } cleanup{*work, keep};
+
+    GradeOptions options = o;
+    options.golden_dir = fs::absolute(o.golden_dir);
+    SourceGrader grader(options, exercises, *work, *compiler);
+    std::vector<GradeRow> rows;
+    try {
+        try {
+            if (!grader.prepare_kit()) return exit_golden;
+        } catch (const std::exception& e) {
+            fmt::print(stderr, "attn: cannot prepare the builds in {}: {}\n", printable_utf8(work->string()),
+                       printable_utf8(e.what()));
+            return exit_golden;
+        }
+        print_grade_header();
+        for (std::size_t i = 0; i < o.submissions.size(); ++i) {
+            std::vector<GradeRow> student;
+            try {
+                student = grader.grade(o.submissions[i], i);
+            } catch (const std::exception& e) {  // our side failed (disk full): this student is an error, the batch goes on
+                student.clear();
+                for (const Exercise* x : exercises)
+                    student.push_back({student_name(o.submissions[i]), x->lesson, x->id, "error", "",
+                                       capped("could not be graded: " + printable_utf8(e.what()), 500), 0,
+                                       static_cast<int>(unit_case_names(x->id).size()) + 1});
+            }
+            const std::size_t first = rows.size();
+            rows.insert(rows.end(), student.begin(), student.end());
+            print_grade_line(rows, first, exercises.size());
+            if (interruption_requested()) throw Interrupted{};
+        }
+    } catch (const Interrupted&) {
+        fmt::print(stderr, "attn: interrupted: grading stopped, every sandbox ended{}\n",
+                   keep ? fmt::format("; the builds so far are in {}", printable_utf8(work->string()))
+                        : ", the work folder removed");
+        return 128 + (interruption_signal() ? interruption_signal() : SIGINT);
     }
-    if (keep) fmt::print("the builds are in {}\n", printable_utf8(work.string()));
+    if (keep) fmt::print("the builds are in {}\n", printable_utf8(work->string()));
     return write_grade_reports(rows, exercises, o.out);
 }
 

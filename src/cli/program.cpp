@@ -23,7 +23,11 @@ const Program& this_program() {
 const GradeKit& grade_kit() {
     static const GradeKit kit{strings_until_null(program_record.kit_compiler),
                               strings_until_null(program_record.kit_compile),
-                              strings_until_null(program_record.kit_link), strings_until_null(program_record.kit_pch)};
+                              strings_until_null(program_record.kit_libraries),
+                              strings_until_null(program_record.kit_link),
+                              strings_until_null(program_record.kit_pch),
+                              strings_until_null(program_record.kit_reference),
+                              strings_until_null(program_record.kit_starter)};
     return kit;
 }
 

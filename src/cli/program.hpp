@@ -20,13 +20,17 @@ struct Program {
 
 const Program& this_program();
 
-// How `attn grade --sources` builds a student's exercise files into a program like attn-student
-// (meson.build fills it in from the build's own compiler, flags and libraries).
+// How `attn grade --sources` builds a student's exercise files into attn-observe
+// (src/exercises/observe_main.cpp; meson.build fills it in from the build's compiler, flags and
+// libraries).
 struct GradeKit {
-    std::vector<std::string> compiler;  // one item: the C++ compiler, as meson found it
-    std::vector<std::string> compile;   // flags of the exercise code (standard, optimisation, -I src)
-    std::vector<std::string> link;      // the libraries of every program but the exercised functions, in order
-    std::vector<std::string> pch;       // one item: the header to precompile (src/pch/xtensor_pch.hpp)
+    std::vector<std::string> compiler;   // one item: the C++ compiler, as meson found it
+    std::vector<std::string> compile;    // flags of the exercise code (standard, optimisation; no include folder)
+    std::vector<std::string> libraries;  // the static libraries of attn-observe but the exercised functions, in order
+    std::vector<std::string> link;       // the link flags after them (fmt, sanitizers, the linker)
+    std::vector<std::string> pch;        // one item: the header to precompile (src/pch/xtensor_pch.hpp)
+    std::vector<std::string> reference;  // per exercise, in table order: the reference's object file
+    std::vector<std::string> starter;    // per exercise, in table order: the starter's object file
 };
 
 const GradeKit& grade_kit();

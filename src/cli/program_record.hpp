@@ -15,8 +15,11 @@ struct ProgramRecord {
     // GradeKit's lists, each ended by a null pointer
     const char* const* kit_compiler;
     const char* const* kit_compile;
+    const char* const* kit_libraries;
     const char* const* kit_link;
     const char* const* kit_pch;
+    const char* const* kit_reference;
+    const char* const* kit_starter;
 };
 
 // Defined by the generated file of the program being linked.

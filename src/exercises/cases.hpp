@@ -27,6 +27,24 @@ struct UnitCheck {
 // Runs the unit cases of exercise `id`, in order, until one does not pass.
 UnitCheck check_unit_cases(const std::string& id, const Tolerance& tol);
 
+// What one unit case's code did where it ran: its result, or how it stopped. `attn grade
+// --sources` observes the cases inside the student's sandbox and judges them in its own process,
+// where the expected values are computed: the student's program only hands over numbers.
+struct UnitOutcome {
+    enum class Kind { value, not_done, out_of_memory, threw };
+    Kind kind = Kind::value;
+    Array actual;      // value: the result as the case arranges it
+    std::string text;  // not_done: the exercise that is not done; threw: the exception's message
+};
+
+// Runs every unit case of exercise `id` with the functions linked into this program, in order.
+std::vector<UnitOutcome> observe_unit_cases(const std::string& id);
+
+// Judges outcomes observed elsewhere as check_unit_cases judges its own: in order, until one does
+// not pass, each value against the expected one computed here (and the case's inputs built here).
+// Outcomes missing at the end count as a case that stopped without a result.
+UnitCheck judge_unit_cases(const std::string& id, const std::vector<UnitOutcome>& observed, const Tolerance& tol);
+
 // The names of exercise `id`'s unit cases, in order.
 std::vector<std::string> unit_case_names(const std::string& id);
 

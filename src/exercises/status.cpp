@@ -29,30 +29,51 @@ std::size_t golden_index(const Trace& golden, const std::string& step_id) {
     return found == steps.end() ? absent : static_cast<std::size_t>(found - steps.begin());
 }
 
-// Runs `lesson` as far as the golden file's step `needed_steps` - 1, the last one the
-// exercises asked about need (a lesson's later steps may train for seconds).
-LessonFacts study(const Lesson& lesson, const std::filesystem::path& golden_dir, bool catch_errors,
-                  const std::vector<const Exercise*>& exercises) {
+// The golden file of `lesson`, and how many of its steps the `exercises` checked there need (0:
+// all, when a step is missing: evaluate() names the problem). A lesson's later steps may train
+// for seconds, so a run stops after the last step needed.
+LessonFacts golden_facts(const Lesson& lesson, const std::filesystem::path& golden_dir,
+                         const std::vector<const Exercise*>& exercises, std::size_t& needed_steps) {
     LessonFacts facts;
+    needed_steps = 0;
     try {
         facts.golden = read_golden(golden_dir / golden_file_name(lesson.number, lesson.slug));
     } catch (const GoldenError& e) {
         facts.golden_error = e.what();
         return facts;
     }
-    std::size_t needed_steps = 0;
     for (const Exercise* x : exercises)
         for (const auto& id : x->steps) {
             const std::size_t at = golden_index(facts.golden, id);
-            // a step the golden file lacks: run it all (evaluate() names the problem)
             needed_steps = at == absent || needed_steps == absent ? absent : std::max(needed_steps, at + 1);
         }
-    Trace prepared(lesson.slug, lesson.defaults);
-    if (needed_steps != absent) prepared.stop_after(needed_steps);
-    facts.run = run_lesson(lesson, std::move(prepared), catch_errors);
+    if (needed_steps == absent) needed_steps = 0;
     return facts;
 }
 
+LessonRun run_until(const Lesson& lesson, std::size_t steps, bool catch_errors) {
+    Trace prepared(lesson.slug, lesson.defaults);
+    if (steps > 0) prepared.stop_after(steps);
+    return run_lesson(lesson, std::move(prepared), catch_errors);
+}
+
+// Whether each identity check of the run holds, decided here: against the tolerance the golden
+// file gives the same claim in the same step (a run observed elsewhere may claim anything). A
+// check the golden step lacks does not hold.
+void judge_checks(Trace& done, const Trace& golden) {
+    for (auto& step : done.steps()) {
+        const Step* g = golden.find_step(step.id);
+        for (auto& c : step.checks) {
+            const CheckRecord* known = nullptr;
+            if (g)
+                for (const auto& k : g->checks)
+                    if (k.claim == c.claim) known = &k;
+            c.tolerance = known ? known->tolerance : 0.0;
+            c.holds = known && c.max_abs_error <= known->tolerance;  // false for NaN
+            if (!known) c.claim += " (not a check of this step in the golden file)";
+        }
+    }
+}
 
 // The steps the lesson completed (a stopped run's last step may be half done) that come no
 // later than golden step `last`; steps the golden file lacks stay in, so the comparison names them.
@@ -152,8 +173,7 @@ ExerciseStatus stopped_early(ExerciseStatus s, const Exercise& x, const LessonRu
 // Returns true and sets `s` when they decide the state: not started, waiting for an exercise whose
 // function a case called, or a failed case.
 bool decided_by_unit_cases(ExerciseStatus& s, const Exercise& x, const std::vector<ExerciseStatus>& earlier,
-                           const Tolerance& tol, const std::filesystem::path& exercises_dir) {
-    const UnitCheck unit = check_unit_cases(x.id, tol);
+                           const UnitCheck& unit, const std::filesystem::path& exercises_dir) {
     s.unit_cases = unit.cases;
     s.unit_cases_passed = unit.passed;
     if (unit.not_done == x.id) {
@@ -177,11 +197,12 @@ bool decided_by_unit_cases(ExerciseStatus& s, const Exercise& x, const std::vect
     return true;
 }
 
-ExerciseStatus evaluate(const Exercise& x, const LessonFacts& facts, const std::vector<ExerciseStatus>& earlier,
-                        const Tolerance& tol, const std::filesystem::path& exercises_dir) {
+ExerciseStatus evaluate(const Exercise& x, const UnitCheck& unit, const LessonFacts& facts,
+                        const std::vector<ExerciseStatus>& earlier, const Tolerance& tol,
+                        const std::filesystem::path& exercises_dir) {
     ExerciseStatus s;
     s.exercise = &x;
-    if (decided_by_unit_cases(s, x, earlier, tol, exercises_dir)) return s;
+    if (decided_by_unit_cases(s, x, earlier, unit, exercises_dir)) return s;
     s.step_count = facts.golden.steps().size();
     if (!facts.golden_error.empty()) {
         s.state = ExerciseState::golden_problem;
@@ -218,9 +239,7 @@ std::string not_done_message(const std::string& exercise_id, const std::filesyst
                        (exercises_dir / exercise_file(*x)).string());
 }
 
-std::vector<ExerciseStatus> evaluate_exercises(const std::filesystem::path& golden_dir,
-                                               const std::filesystem::path& exercises_dir, const Tolerance& tol,
-                                               bool catch_errors, const std::vector<const Exercise*>& wanted) {
+std::vector<const Exercise*> exercises_needed(const std::vector<const Exercise*>& wanted) {
     // the wanted ones and, backwards through the table, every exercise a needed one uses
     std::set<std::string> needed;
     const auto& table = all_exercises();
@@ -230,29 +249,104 @@ std::vector<ExerciseStatus> evaluate_exercises(const std::filesystem::path& gold
             for (const auto& id : x->uses) needed.insert(id);
         if (asked) needed.insert(x->id);
     }
+    std::vector<const Exercise*> out;
+    for (const auto& x : table)
+        if (needed.count(x.id)) out.push_back(&x);
+    return out;
+}
+
+namespace {
+
+// The exercises of `needed` checked in lesson `slug`.
+std::vector<const Exercise*> checked_in(const std::string& slug, const std::vector<const Exercise*>& needed) {
+    std::vector<const Exercise*> out;
+    for (const Exercise* x : needed)
+        if (x->lesson == slug) out.push_back(x);
+    return out;
+}
+
+// Every needed exercise's state, in table order, from its unit check and its lesson's run.
+template <class UnitOf, class RunOf>
+std::vector<ExerciseStatus> evaluate_all(const std::filesystem::path& golden_dir,
+                                         const std::filesystem::path& exercises_dir, const Tolerance& tol,
+                                         const std::vector<const Exercise*>& needed, UnitOf unit_of, RunOf run_of) {
     std::map<std::string, LessonFacts> lessons;
     std::vector<ExerciseStatus> out;
-    for (const auto& x : table) {
-        if (!needed.count(x.id)) continue;
-        const Lesson* lesson = find_lesson(x.lesson);
+    for (const Exercise* x : needed) {
+        const Lesson* lesson = find_lesson(x->lesson);
         if (!lesson) {
             ExerciseStatus s;
-            s.exercise = &x;
+            s.exercise = x;
             s.state = ExerciseState::golden_problem;
-            s.message = fmt::format("the exercise table names lesson '{}', which does not exist", x.lesson);
+            s.message = fmt::format("the exercise table names lesson '{}', which does not exist", x->lesson);
             out.push_back(s);
             continue;
         }
-        auto [facts, fresh] = lessons.try_emplace(x.lesson);
+        auto [facts, fresh] = lessons.try_emplace(x->lesson);
         if (fresh) {
-            std::vector<const Exercise*> checked_here;
-            for (const auto& other : table)
-                if (other.lesson == x.lesson && needed.count(other.id)) checked_here.push_back(&other);
-            facts->second = study(*lesson, golden_dir, catch_errors, checked_here);
+            std::size_t steps = 0;
+            facts->second = golden_facts(*lesson, golden_dir, checked_in(x->lesson, needed), steps);
+            if (facts->second.golden_error.empty()) {
+                facts->second.run = run_of(*lesson, steps);
+                judge_checks(facts->second.run.trace, facts->second.golden);
+            }
         }
-        out.push_back(evaluate(x, facts->second, out, tol, exercises_dir));
+        out.push_back(evaluate(*x, unit_of(*x), facts->second, out, tol, exercises_dir));
     }
     return out;
+}
+
+}  // namespace
+
+std::vector<ExerciseStatus> evaluate_exercises(const std::filesystem::path& golden_dir,
+                                               const std::filesystem::path& exercises_dir, const Tolerance& tol,
+                                               bool catch_errors, const std::vector<const Exercise*>& wanted) {
+    return evaluate_all(
+        golden_dir, exercises_dir, tol, exercises_needed(wanted),
+        [&](const Exercise& x) { return check_unit_cases(x.id, tol); },
+        [&](const Lesson& lesson, std::size_t steps) { return run_until(lesson, steps, catch_errors); });
+}
+
+std::map<std::string, std::size_t> steps_to_run(const std::filesystem::path& golden_dir,
+                                                const std::vector<const Exercise*>& needed) {
+    std::map<std::string, std::size_t> out;
+    for (const Exercise* x : needed)
+        if (const Lesson* lesson = find_lesson(x->lesson); lesson && !out.count(x->lesson)) {
+            std::size_t steps = 0;
+            golden_facts(*lesson, golden_dir, checked_in(x->lesson, needed), steps);
+            out[x->lesson] = steps;
+        }
+    return out;
+}
+
+ExerciseObservations observe_exercises(const std::vector<const Exercise*>& needed,
+                                       const std::map<std::string, std::size_t>& steps) {
+    ExerciseObservations seen;
+    for (const Exercise* x : needed) {
+        seen.unit[x->id] = observe_unit_cases(x->id);
+        const Lesson* lesson = find_lesson(x->lesson);
+        if (!lesson || seen.lessons.count(x->lesson)) continue;
+        const auto limit = steps.find(x->lesson);
+        seen.lessons[x->lesson] = run_until(*lesson, limit == steps.end() ? 0 : limit->second, true);
+    }
+    return seen;
+}
+
+std::vector<ExerciseStatus> judge_exercises(const ExerciseObservations& seen, const std::filesystem::path& golden_dir,
+                                            const std::filesystem::path& exercises_dir, const Tolerance& tol,
+                                            const std::vector<const Exercise*>& wanted) {
+    return evaluate_all(
+        golden_dir, exercises_dir, tol, exercises_needed(wanted),
+        [&](const Exercise& x) {
+            const auto found = seen.unit.find(x.id);
+            return judge_unit_cases(x.id, found == seen.unit.end() ? std::vector<UnitOutcome>{} : found->second, tol);
+        },
+        [&](const Lesson& lesson, std::size_t) {
+            const auto found = seen.lessons.find(lesson.slug);
+            if (found != seen.lessons.end()) return found->second;
+            LessonRun missing{Trace(lesson.slug, lesson.defaults), "", "the program ended before it ran this lesson"};
+            return missing;
+        });
 }
 
 std::string describe(const ExerciseStatus& s) {

@@ -4,11 +4,13 @@
 #pragma once
 
 #include "core/compare.hpp"
+#include "exercises/cases.hpp"
 #include "exercises/table.hpp"
 #include "registry.hpp"
 #include "run.hpp"
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -57,6 +59,35 @@ struct ExerciseStatus {
 std::vector<ExerciseStatus> evaluate_exercises(const std::filesystem::path& golden_dir,
                                                const std::filesystem::path& exercises_dir, const Tolerance& tol,
                                                bool catch_errors, const std::vector<const Exercise*>& wanted = {});
+
+// What a program linked with some exercise files did for the exercises asked about: the outcomes
+// of their unit cases and the runs of their lessons. `attn grade --sources` observes them inside
+// the student's sandbox and judges them in its own process (judge_exercises): what the student's
+// program hands over is numbers, never a verdict.
+struct ExerciseObservations {
+    std::map<std::string, std::vector<UnitOutcome>> unit;  // exercise id -> its unit cases' outcomes
+    std::map<std::string, LessonRun> lessons;              // lesson slug -> its run
+};
+
+// The exercises of `wanted` (all when empty) and every exercise they use, in table order.
+std::vector<const Exercise*> exercises_needed(const std::vector<const Exercise*>& wanted);
+
+// How many steps of each lesson the exercises `needed` need, from the golden files; 0 (the whole
+// lesson) where the golden file cannot be read or lacks a step, so the judge names the problem.
+std::map<std::string, std::size_t> steps_to_run(const std::filesystem::path& golden_dir,
+                                                const std::vector<const Exercise*>& needed);
+
+// Runs the unit cases and the lessons of `needed` in this program, each lesson as far as
+// steps[slug] (its end when absent or 0); a student's exception stops a lesson, never this.
+ExerciseObservations observe_exercises(const std::vector<const Exercise*>& needed,
+                                       const std::map<std::string, std::size_t>& steps);
+
+// The states of `wanted` (all when empty) from observations made elsewhere: unit cases judged
+// against the expected values computed here, lessons against the golden files, identity checks
+// against the golden files' tolerances. Whatever the observations lack counts against them.
+std::vector<ExerciseStatus> judge_exercises(const ExerciseObservations& seen, const std::filesystem::path& golden_dir,
+                                            const std::filesystem::path& exercises_dir, const Tolerance& tol,
+                                            const std::vector<const Exercise*>& wanted = {});
 
 // For people: "passed", "not started", "waiting for exercise softmax",
 // "diverges at step 6/8 'decoder' of lesson 1 bottleneck", ...
