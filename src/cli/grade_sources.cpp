@@ -46,12 +46,17 @@ std::optional<std::filesystem::path> compiler_path(const std::string& name) {
     return ec ? std::nullopt : std::optional<std::filesystem::path>(real);
 }
 
-std::string read_small(const std::filesystem::path& file) {
-    try {
-        return read_file_bytes(file, "output", std::size_t{4} << 20);
-    } catch (const std::exception&) {
-        return "";
-    }
+// A folder the sandbox writes to belongs to its host user (nobody when attn runs as root), and so
+// the work folder above it lets it pass.
+void give_to_sandbox(const std::filesystem::path& dir) {
+    const auto user = sandbox_host_user();
+    if (!user) return;
+    std::error_code ec;
+    struct stat st {};
+    if (::stat(dir.parent_path().c_str(), &st) == 0) ::chmod(dir.parent_path().c_str(), (st.st_mode & 07777) | S_IXOTH);
+    ::chown(dir.c_str(), user->uid, user->gid);
+    for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+        ::lchown(it->path().c_str(), user->uid, user->gid);
 }
 
 // The first line of a compiler's messages that says "error" (else the first line), with the
@@ -85,7 +90,7 @@ std::string first_compiler_message(const std::string& text, const std::filesyste
 // What went wrong with a sandboxed command that did not exit normally, or "" when it did.
 std::string abnormal_end(const SandboxResult& r, double cpu_limit, double student_limit) {
     if (!r.ran) return "the sandbox could not run it: " + r.error;
-    if (r.wall_timeout)
+    if (r.exceeded == SandboxLimit::wall)
         return fmt::format("stopped: it did not finish within {:g} s of wall time (an endless wait?)", 2 * cpu_limit + 10);
     if (r.signal == SIGXCPU || (r.signal == SIGKILL && r.cpu_seconds >= cpu_limit - 0.5))
         return fmt::format("stopped when the student's CPU time ran out ({:g} s for building and checking; an "
@@ -119,12 +124,11 @@ public:
         c.argv.insert(c.argv.end(), kit.compile.begin(), kit.compile.end());
         c.argv.insert(c.argv.end(), {"-x", "c++-header", (kit_ / "xtensor_pch.hpp").string(), "-o",
                                      (kit_ / "xtensor_pch.hpp.gch").string()});
-        c.stdout_file = kit_ / "pch.out";
-        c.stderr_file = kit_ / "pch.err";
+        give_to_sandbox(kit_);
         const SandboxResult r = run_sandboxed(c);
         if (!r.ran || r.exit_code != 0) {
             fmt::print(stderr, "attn: cannot precompile the headers for the students' code: {}\n",
-                       r.ran ? first_compiler_message(read_small(c.stderr_file), kit_) : r.error);
+                       r.ran ? first_compiler_message(r.err, kit_) : r.error);
             return false;
         }
         return true;
@@ -216,8 +220,8 @@ private:
     }
 
     SandboxResult run(SandboxCommand& c, const std::string& log_name) {
-        c.stdout_file = dir_ / "obj" / (log_name + ".out");
-        c.stderr_file = dir_ / "obj" / (log_name + ".err");
+        (void)log_name;
+        give_to_sandbox(dir_);
         const SandboxResult r = run_sandboxed(c);
         used_ += r.cpu_seconds;
         return r;
@@ -254,7 +258,7 @@ private:
             if (!abnormal.empty() || r.exit_code != 0) {
                 const std::string why = !abnormal.empty()
                                             ? "the compiler " + abnormal
-                                            : first_compiler_message(read_small(c.stderr_file), dir_ / "src");
+                                            : first_compiler_message(r.err, dir_ / "src");
                 if (id.empty()) {
                     build.fatal = "cannot build the program: " + why;
                     return build;
@@ -289,7 +293,7 @@ private:
         if (!abnormal.empty() || r.exit_code != 0)
             build.fatal = "cannot link the program: " +
                           (!abnormal.empty() ? "the linker " + abnormal
-                                             : first_compiler_message(read_small(c.stderr_file), dir_ / "obj"));
+                                             : first_compiler_message(r.err, dir_ / "obj"));
         return build;
     }
 
@@ -314,9 +318,9 @@ private:
         }
         nlohmann::json entry;
         try {
-            entry = nlohmann::json::parse(read_small(c.stdout_file)).at("exercises").at(0);
+            entry = nlohmann::json::parse(r.out).at("exercises").at(0);
         } catch (const std::exception&) {
-            const std::string err = read_small(c.stderr_file);
+            const std::string err = r.err;
             row.result = "error";
             row.message = capped(fmt::format("the check exited {} without a report{}", r.exit_code,
                                              err.empty() ? "" : ": " + first_compiler_message(err, dir_)),
