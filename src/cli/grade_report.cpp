@@ -23,7 +23,9 @@ std::string csv_field(const std::string& text) {
         if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
         s += text[i] == '\n' || text[i] == '\r' ? std::string(" | ") : std::string(1, text[i]);
     }
-    const bool formula = !text.empty() && std::string("=+-@\t\r").find(text[0]) != std::string::npos;
+    // spreadsheets skip leading spaces before they look for a formula
+    const std::size_t first = text.find_first_not_of(' ');
+    const bool formula = first != std::string::npos && std::string("=+-@\t\r").find(text[first]) != std::string::npos;
     if (formula) s = "'" + s;
     if (!formula && s.find_first_of(",\"") == std::string::npos) return s;
     std::string out = "\"";
@@ -118,8 +120,18 @@ void print_grade_line(const std::vector<GradeRow>& rows, std::size_t first, std:
     std::fflush(stdout);
 }
 
-int write_grade_reports(const std::vector<GradeRow>& rows, const std::vector<const Exercise*>& exercises,
+int write_grade_reports(const std::vector<GradeRow>& given, const std::vector<const Exercise*>& exercises,
                         const std::filesystem::path& out) {
+    // Every text of a row may come from a submission (a folder's name, a step, a message): each is
+    // made printable here, whatever its writer did, so no report carries a terminal's escape
+    // sequence or invalid UTF-8; and no row claims more points than it can have.
+    std::vector<GradeRow> rows = given;
+    for (auto& r : rows) {
+        for (std::string* text : {&r.student, &r.lesson, &r.exercise, &r.result, &r.step, &r.message})
+            *text = printable_utf8(*text);
+        r.max_points = std::max(r.max_points, 0);
+        r.points = std::clamp(r.points, 0, r.max_points);
+    }
     const std::filesystem::path csv = out.string() + ".csv", long_csv = out.string() + ".long.csv",
                                 json = out.string() + ".json";
     try {

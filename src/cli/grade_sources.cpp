@@ -5,12 +5,13 @@
 // expected values it computes and the golden files the sandbox never sees.
 //
 // Nothing of a student's is trusted: their files are read without following links (a link, a
-// folder, a device, a pipe or an oversized file is refused, never copied); the sandbox sees only
-// the kit (headers, a precompiled header, libraries and objects, copied into the work folder and
-// mounted read-only), the student's copied sources (read-only) and their build folder (writable
-// while building, read-only while checking); attn creates its own files only in folders no
-// sandbox can write, and reads nothing back from the sandbox but its pipes. The CPU budget is per
-// student for building and checking together.
+// folder, a device, a pipe or an oversized file is refused, never copied). The sandbox sees only
+// what each step needs of the kit (copied into the work folder, mounted read-only): the compiler
+// the headers and the precompiled header, the linker the libraries and objects (the references'
+// among them), the check neither; and the student's copied sources (read-only) and their build
+// folder (writable while building, read-only while checking). attn creates its own files only in
+// folders no sandbox can write, and reads nothing back from the sandbox but its pipes. The CPU
+// budget is per student for building and checking together.
 #include "cli/grade.hpp"
 
 #include "cli/program.hpp"
@@ -461,7 +462,7 @@ private:
             }
         }
         if (remaining() <= 0) return void(fail_all("error", budget_spent("compiling")));
-        SandboxCommand c = command({kit_.dir}, build, remaining());
+        SandboxCommand c = command({kit_.lib, kit_.obj}, build, remaining());
         c.argv = {compiler_.string(), "-o", (build / "attn-observe").string()};
         c.argv.insert(c.argv.end(), objects.begin(), objects.end());
         c.argv.push_back("-Wl,--start-group");
@@ -483,7 +484,7 @@ private:
             return false;
         }
         const fs::path src = dir_ / "src", build = dir_ / "build";
-        SandboxCommand c = command({kit_.dir, src}, build, remaining());
+        SandboxCommand c = command({kit_.include, kit_.pch, src}, build, remaining());
         c.workdir = src;
         c.argv = {compiler_.string()};
         c.argv.insert(c.argv.end(), kit.compile.begin(), kit.compile.end());
@@ -511,7 +512,7 @@ private:
         const Exercise* x = find_exercise(row.exercise);
         const auto needed = exercises_needed({x});
         const fs::path build = dir_ / "build";
-        SandboxCommand c = command({kit_.dir, build}, fs::path(), remaining());
+        SandboxCommand c = command({build}, fs::path(), remaining());  // no kit: the references' objects are in it
         c.workdir = "/tmp";
         c.report_pipe = true;
         c.argv = {(build / "attn-observe").string(), x->id};
@@ -598,6 +599,21 @@ int refuse_to_start(const GradeOptions& o) {
     return exit_ok;
 }
 
+// The first folder above `work` that the sandbox user (another user than ours) may not enter, if any.
+std::optional<fs::path> closed_to_sandbox(const fs::path& work) {
+    const auto user = sandbox_host_user();
+    if (!user) return std::nullopt;
+    for (fs::path p = work.parent_path(); !p.empty(); p = p.parent_path()) {
+        struct stat st{};
+        if (::stat(p.c_str(), &st) != 0) return p;
+        const bool enters = (st.st_mode & S_IXOTH) || (st.st_uid == user->uid && (st.st_mode & S_IXUSR)) ||
+                            (st.st_gid == user->gid && (st.st_mode & S_IXGRP));
+        if (!enters) return p;
+        if (p == p.root_path()) break;
+    }
+    return std::nullopt;
+}
+
 // The work folder: given (and kept), or temporary (and removed); traversable by the sandbox user.
 std::optional<fs::path> work_folder(const GradeOptions& o) {
     fs::path work = o.work_dir;
@@ -626,6 +642,16 @@ std::optional<fs::path> work_folder(const GradeOptions& o) {
         return std::nullopt;
     }
     ::chmod(work.c_str(), sandbox_host_user() ? 0710 : 0700);
+    if (const auto closed = closed_to_sandbox(work)) {
+        fmt::print(stderr,
+                   "attn: the sandbox runs as the user nobody, who cannot enter {} (mode {:o}): build elsewhere "
+                   "(TMPDIR, or --keep-builds in a folder others may enter), or run attn as an unprivileged user\n",
+                   printable_utf8(closed->string()),
+                   static_cast<unsigned>(fs::status(*closed).permissions() & fs::perms::mask));
+        std::error_code ec;
+        if (o.work_dir.empty()) fs::remove(work, ec);
+        return std::nullopt;
+    }
     return work;
 }
 
