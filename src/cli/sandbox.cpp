@@ -588,7 +588,9 @@ private:
         plan.cpu = static_cast<rlim_t>(std::ceil(std::max(0.0, l.cpu_seconds))) + 1;
         plan.memory = l.memory_bytes;
         plan.file = l.file_bytes;
-        plan.processes = l.processes + 2;
+        // RLIMIT_NPROC counts every process of the user, other sandboxes' too: with a pids cgroup it
+        // is only a backstop, so that the cgroup's limit is the one a fork bomb meets (and is told)
+        plan.processes = cgroups_.pids_kind().empty() ? l.processes + 2 : 2 * (l.processes + 2);
         plan.become_nobody = ::geteuid() == 0;
         return true;
     }
