@@ -665,12 +665,31 @@ private:
         ::kill(pid_, SIGKILL);
     }
 
+    // Without a cgroup: the processes seen last are killed and waited for (the kernel ends the
+    // PID namespace's processes when its init dies, a many-process one takes a moment).
+    void wait_for_tree() {
+        const auto deadline = Clock::now() + std::chrono::seconds(3);
+        for (;;) {
+            bool alive = false;
+            for (pid_t pid : tree_.last_tree()) {
+                const std::string stat = read_text(fmt::format("/proc/{}/stat", pid));
+                const std::size_t close = stat.rfind(')');
+                if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] == 'Z') continue;
+                ::kill(pid, SIGKILL);
+                alive = true;
+            }
+            if (!alive || Clock::now() > deadline) return;
+            ::usleep(5000);
+        }
+    }
+
     void finish() {
         measured_cpu();
         result_.cpu_seconds = cpu_;
         if (result_.exceeded == SandboxLimit::none && !result_.interrupted) check_disk();
         const bool out_of_memory = cgroups_.memory_exhausted(), out_of_processes = cgroups_.processes_exhausted();
         cgroups_.destroy();
+        if (cgroups_.cpu_kind().empty()) wait_for_tree();
         int report[2] = {0, 0};
         if (::read(error_read_, report, sizeof report) == static_cast<ssize_t>(sizeof report)) {
             result_.error = fmt::format("{}: {}", child_step_text(report[0]), std::strerror(report[1]));
