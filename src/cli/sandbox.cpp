@@ -480,10 +480,11 @@ std::string child_step_text(int step) {
     }
 }
 
-// One read end of a pipe from the sandbox, read into `text` up to `cap` bytes.
+// One read end of a pipe from the sandbox, read into `text` up to `cap` bytes. Its owner closes it.
 struct Stream {
     int fd = -1;
     std::string* text = nullptr;
+    bool open = true;   // no end of file yet
     bool over = false;  // more came than the cap
 };
 
@@ -491,7 +492,7 @@ struct Stream {
 bool pump(std::vector<Stream>& streams, std::size_t cap, int wait_ms) {
     std::vector<pollfd> polled;
     for (const auto& s : streams)
-        if (s.fd >= 0) polled.push_back({s.fd, POLLIN, 0});
+        if (s.open) polled.push_back({s.fd, POLLIN, 0});
     if (polled.empty()) {
         ::usleep(static_cast<useconds_t>(wait_ms) * 1000);
         return true;
@@ -499,12 +500,11 @@ bool pump(std::vector<Stream>& streams, std::size_t cap, int wait_ms) {
     if (::poll(polled.data(), polled.size(), wait_ms) <= 0) return true;  // nothing, or a signal came
     bool fine = true;
     for (auto& s : streams) {
-        if (s.fd < 0) continue;
+        if (!s.open) continue;
         char buffer[65536];
         const ssize_t n = ::read(s.fd, buffer, sizeof buffer);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-            ::close(s.fd);
-            s.fd = -1;
+            s.open = false;
         } else if (n > 0) {
             const std::size_t room = cap - std::min(cap, s.text->size());
             s.text->append(buffer, std::min(room, static_cast<std::size_t>(n)));
@@ -516,7 +516,7 @@ bool pump(std::vector<Stream>& streams, std::size_t cap, int wait_ms) {
 }
 
 bool streams_open(const std::vector<Stream>& streams) {
-    return std::any_of(streams.begin(), streams.end(), [](const Stream& s) { return s.fd >= 0; });
+    return std::any_of(streams.begin(), streams.end(), [](const Stream& s) { return s.open; });
 }
 
 // A pipe whose both ends close on exec (the child moves its end into place); the parent's end
