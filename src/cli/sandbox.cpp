@@ -480,10 +480,11 @@ std::string child_step_text(int step) {
     }
 }
 
-// One read end of a pipe from the sandbox, read into `text` up to `cap` bytes.
+// One read end of a pipe from the sandbox, read into `text` up to `cap` bytes. Its owner closes it.
 struct Stream {
     int fd = -1;
     std::string* text = nullptr;
+    bool open = true;   // no end of file yet
     bool over = false;  // more came than the cap
 };
 
@@ -491,7 +492,7 @@ struct Stream {
 bool pump(std::vector<Stream>& streams, std::size_t cap, int wait_ms) {
     std::vector<pollfd> polled;
     for (const auto& s : streams)
-        if (s.fd >= 0) polled.push_back({s.fd, POLLIN, 0});
+        if (s.open) polled.push_back({s.fd, POLLIN, 0});
     if (polled.empty()) {
         ::usleep(static_cast<useconds_t>(wait_ms) * 1000);
         return true;
@@ -499,12 +500,11 @@ bool pump(std::vector<Stream>& streams, std::size_t cap, int wait_ms) {
     if (::poll(polled.data(), polled.size(), wait_ms) <= 0) return true;  // nothing, or a signal came
     bool fine = true;
     for (auto& s : streams) {
-        if (s.fd < 0) continue;
+        if (!s.open) continue;
         char buffer[65536];
         const ssize_t n = ::read(s.fd, buffer, sizeof buffer);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-            ::close(s.fd);
-            s.fd = -1;
+            s.open = false;
         } else if (n > 0) {
             const std::size_t room = cap - std::min(cap, s.text->size());
             s.text->append(buffer, std::min(room, static_cast<std::size_t>(n)));
@@ -516,7 +516,7 @@ bool pump(std::vector<Stream>& streams, std::size_t cap, int wait_ms) {
 }
 
 bool streams_open(const std::vector<Stream>& streams) {
-    return std::any_of(streams.begin(), streams.end(), [](const Stream& s) { return s.fd >= 0; });
+    return std::any_of(streams.begin(), streams.end(), [](const Stream& s) { return s.open; });
 }
 
 // A pipe whose both ends close on exec (the child moves its end into place); the parent's end
@@ -588,7 +588,9 @@ private:
         plan.cpu = static_cast<rlim_t>(std::ceil(std::max(0.0, l.cpu_seconds))) + 1;
         plan.memory = l.memory_bytes;
         plan.file = l.file_bytes;
-        plan.processes = l.processes + 2;
+        // RLIMIT_NPROC counts every process of the user, other sandboxes' too: with a pids cgroup it
+        // is only a backstop, so that the cgroup's limit is the one a fork bomb meets (and is told)
+        plan.processes = cgroups_.pids_kind().empty() ? l.processes + 2 : 2 * (l.processes + 2);
         plan.become_nobody = ::geteuid() == 0;
         return true;
     }
@@ -663,12 +665,31 @@ private:
         ::kill(pid_, SIGKILL);
     }
 
+    // Without a cgroup: the processes seen last are killed and waited for (the kernel ends the
+    // PID namespace's processes when its init dies, a many-process one takes a moment).
+    void wait_for_tree() {
+        const auto deadline = Clock::now() + std::chrono::seconds(3);
+        for (;;) {
+            bool alive = false;
+            for (pid_t pid : tree_.last_tree()) {
+                const std::string stat = read_text(fmt::format("/proc/{}/stat", pid));
+                const std::size_t close = stat.rfind(')');
+                if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] == 'Z') continue;
+                ::kill(pid, SIGKILL);
+                alive = true;
+            }
+            if (!alive || Clock::now() > deadline) return;
+            ::usleep(5000);
+        }
+    }
+
     void finish() {
         measured_cpu();
         result_.cpu_seconds = cpu_;
         if (result_.exceeded == SandboxLimit::none && !result_.interrupted) check_disk();
         const bool out_of_memory = cgroups_.memory_exhausted(), out_of_processes = cgroups_.processes_exhausted();
         cgroups_.destroy();
+        if (cgroups_.cpu_kind().empty()) wait_for_tree();
         int report[2] = {0, 0};
         if (::read(error_read_, report, sizeof report) == static_cast<ssize_t>(sizeof report)) {
             result_.error = fmt::format("{}: {}", child_step_text(report[0]), std::strerror(report[1]));
