@@ -80,15 +80,15 @@ Mat softmax_rows(const Mat& logits) {{
 """
 
 
-def read_text(path, limit=1 << 16):
-    """C++ that reads up to `limit` bytes of `path` into std::string `got` (empty when it cannot)."""
-    return f"""std::string got;
+def read_text(path, limit=1 << 16, var="got"):
+    """C++ that reads up to `limit` bytes of `path` into std::string `var` (empty when it cannot)."""
+    return f"""std::string {var};
     {{
         const int fd = ::open("{path}", O_RDONLY);
         if (fd >= 0) {{
             char buffer[{limit}];
             const ssize_t n = ::read(fd, buffer, sizeof buffer);
-            if (n > 0) got.assign(buffer, static_cast<std::size_t>(n));
+            if (n > 0) {var}.assign(buffer, static_cast<std::size_t>(n));
             ::close(fd);
         }}
     }}"""
@@ -140,8 +140,8 @@ const int forged = [] {{
                            {"fail"}, "fails its unit case"),
         # 3. reading what they must not
         "environment": ({"softmax.cpp": softmax_with(
-            read_text("/proc/1/environ") + "\n    std::string all = got;\n    " +
-            read_text("/proc/self/environ") + "\n    all += got;\n"
+            read_text("/proc/1/environ") + "\n    " + read_text("/proc/self/environ", var="own") +
+            "\n    const std::string all = got + own;\n"
             "    if (all.find(\"ATTN_HOSTILE\") != std::string::npos) throw std::runtime_error(all);\n"
             "    escaped = false;")}, {"fail"}, "fails its unit case"),
         "decoy-reader": ({"softmax.cpp": softmax_with(
