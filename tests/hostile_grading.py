@@ -142,10 +142,11 @@ const int forged = [] {{
         "environment": ({"softmax.cpp": softmax_with(
             read_text("/proc/1/environ") + "\n    " + read_text("/proc/self/environ", var="own") +
             "\n    const std::string all = got + own;\n"
-            "    if (all.find(\"ATTN_HOSTILE\") != std::string::npos) throw std::runtime_error(all);\n"
+            "    const auto at = all.find(\"ATTN_HOSTILE\");\n"
+            "    if (at != std::string::npos) throw std::runtime_error(all.substr(at, 80));\n"
             "    escaped = false;")}, {"fail"}, "fails its unit case"),
         "decoy-reader": ({"softmax.cpp": softmax_with(
-            read_text(decoy) + "\n    if (!got.empty()) throw std::runtime_error(got);\n    escaped = false;")},
+            read_text(decoy) + "\n    if (!got.empty()) throw std::runtime_error(got.substr(0, 80));\n    escaped = false;")},
                          {"fail"}, "fails its unit case"),
         "link-to-decoy": ({"softmax.cpp": ("symlink", decoy)}, {"error"}, "symbolic link"),
         "link-to-shadow": ({"softmax.cpp": ("symlink", "/etc/shadow")}, {"error"}, "symbolic link"),
