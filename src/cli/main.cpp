@@ -175,9 +175,10 @@ int run_main(int argc, char** argv) {
     grade_cmd->add_option("--cpu-limit", grade.cpu_limit,
                           "With --sources: CPU seconds per student for building and checking (default 300)");
     grade_cmd->add_option("--memory-limit", grade.memory_limit_mib,
-                          "With --sources: MiB of memory per process (default 2048)");
+                          "With --sources: MiB of memory for a student's sandbox (default 2048)");
     grade_cmd->add_option("--keep-builds", grade.work_dir,
-                          "With --sources: build in this folder and keep it (default: a temporary folder, removed)");
+                          "With --sources: build in this new or empty folder and keep it (default: a temporary "
+                          "folder, removed)");
 
     CLI::App* exercises_cmd = nullptr;
     CLI::App* hint_cmd = nullptr;
