@@ -36,7 +36,7 @@ ATTN = os.environ["ATTN_BIN"]
 SOURCE = os.environ["ATTN_SOURCE_DIR"]
 SECRET = "attn-hostile-secret-5b1f0e"       # in the teacher's environment
 DECOY_TEXT = "decoy-teacher-file-9c2d47"    # in the teacher's 0600 file
-CPU_LIMIT = "15"
+CPU_LIMIT = "8"
 
 failures = []
 

@@ -260,7 +260,7 @@ std::string first_error(const std::string& text, const fs::path& strip) {
 }
 
 // What ended a sandboxed command that did not exit normally, or "" when it exited.
-std::string abnormal_end(const SandboxResult& r, const GradeOptions& o) {
+std::string abnormal_end(const SandboxResult& r, const GradeOptions& o, const SandboxLimits& limits) {
     if (!r.ran) return "the sandbox could not run it: " + r.error;
     switch (r.exceeded) {
         case SandboxLimit::none: break;
@@ -273,10 +273,14 @@ std::string abnormal_end(const SandboxResult& r, const GradeOptions& o) {
                                2 * o.cpu_limit + 10);
         case SandboxLimit::memory:
             return fmt::format("stopped at the memory limit ({} MiB for the sandbox)", o.memory_limit_mib);
-        case SandboxLimit::processes: return "stopped at the limit of 64 processes (a fork bomb?)";
-        case SandboxLimit::output: return "stopped: it wrote more output than the limit of 16 MiB";
-        case SandboxLimit::disk: return "stopped: its files took more than the disk limit of 512 MiB";
-        case SandboxLimit::file_size: return "stopped: it wrote a file larger than the limit of 64 MiB";
+        case SandboxLimit::processes:
+            return fmt::format("stopped at the limit of {} processes (a fork bomb?)", limits.processes);
+        case SandboxLimit::output:
+            return fmt::format("stopped: it wrote more output than the limit of {} MiB", limits.output_bytes >> 20);
+        case SandboxLimit::disk:
+            return fmt::format("stopped: its files took more than the disk limit of {} MiB", limits.disk_bytes >> 20);
+        case SandboxLimit::file_size:
+            return fmt::format("stopped: it wrote a file larger than the limit of {} MiB", limits.file_bytes >> 20);
     }
     if (r.signal != 0) return "crashed: " + signal_description(r.signal);
     return "";
@@ -327,7 +331,7 @@ public:
         if (r.interrupted) throw Interrupted{};
         share_tree(kit_.dir);  // attn's again: no sandbox writes the kit from here on
         if (!r.ran || r.exit_code != 0 || r.exceeded != SandboxLimit::none) {
-            const std::string abnormal = abnormal_end(r, o_);
+            const std::string abnormal = abnormal_end(r, o_, c.limits);
             fmt::print(stderr, "attn: cannot precompile the headers for the students' code: {}\n",
                        !abnormal.empty() ? abnormal : first_error(r.err, kit_.pch));
             return false;
@@ -470,7 +474,7 @@ private:
         c.argv.push_back("-Wl,--end-group");
         c.argv.insert(c.argv.end(), kit.link.begin(), kit.link.end());
         const SandboxResult r = run(c);
-        const std::string abnormal = abnormal_end(r, o_);
+        const std::string abnormal = abnormal_end(r, o_, c.limits);
         if (!abnormal.empty() || r.exit_code != 0)
             fail_all("error", "cannot link the program: " +
                                   (!abnormal.empty() ? "the linker " + abnormal : first_error(r.err, build)));
@@ -494,7 +498,7 @@ private:
                                      (kit_.pch / "xtensor_pch.hpp").string(), "-c", (src / exercise_file(x)).string(),
                                      "-o", (build / (x.id + ".o")).string()});
         const SandboxResult r = run(c);
-        const std::string abnormal = abnormal_end(r, o_);
+        const std::string abnormal = abnormal_end(r, o_, c.limits);
         if (abnormal.empty() && r.exit_code == 0) return true;
         if (GradeRow* row = row_of(x.id))
             settle(*row, "error", "does not compile: " + (!abnormal.empty() ? "the compiler " + abnormal : first_error(r.err, src)));
@@ -519,7 +523,7 @@ private:
         for (const auto& [lesson, steps] : steps_to_run(o_.golden_dir, needed))
             c.argv.push_back(fmt::format("{}={}", lesson, steps));
         const SandboxResult r = run(c);
-        const std::string abnormal = abnormal_end(r, o_);
+        const std::string abnormal = abnormal_end(r, o_, c.limits);
         if (!abnormal.empty()) return settle(row, "error", "the check " + abnormal);
         ExerciseObservations seen;
         try {
