@@ -103,6 +103,13 @@ def write_attempt(path):
     }}"""
 
 
+# C++ that puts the folder of the student's own program (its build folder) into std::string `own`.
+OWN_DIR = """char exe[4096] = {};
+    [[maybe_unused]] auto length = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const std::string own(std::string(exe).substr(0, std::string(exe).rfind('/')));
+    """
+
+
 def burn(seconds):
     return f"""{{
         const double until = static_cast<double>(std::clock()) / CLOCKS_PER_SEC + {seconds};
@@ -156,17 +163,11 @@ const int forged = [] {{
         "writer": ({"softmax.cpp": softmax_with(
             "escaped = false;\n    " + write_attempt(decoy) + write_attempt(f"{golden}/01_bottleneck.json") +
             write_attempt(f"{SOURCE}/src/pch/xtensor_pch.hpp") + write_attempt(f"{SOURCE}/src/nn/softmax.cpp") +
-            "\n    {\n"
-            "        char exe[4096] = {};\n"
-            "        if (::readlink(\"/proc/self/exe\", exe, sizeof exe - 1) > 0) {\n"
-            "            std::string dir(exe);\n"
-            "            dir = dir.substr(0, dir.rfind('/'));\n"
-            "            if (::symlink(\"" + decoy + "\", (dir + \"/planted\").c_str()) == 0) escaped = true;\n"
-            "            for (const char* name : {\"/xtensor_pch.hpp.gch\", \"/attn-observe\"}) {\n"
-            "                const int fd = ::open((dir + name).c_str(), O_WRONLY | O_TRUNC);\n"
-            "                if (fd >= 0) escaped = true;\n"
-            "            }\n"
-            "        }\n"
+            "\n    " + OWN_DIR +
+            "if (::symlink(\"" + decoy + "\", (own + \"/planted\").c_str()) == 0) escaped = true;\n"
+            "    for (const char* name : {\"/softmax.o\", \"/attn-observe\"}) {\n"
+            "        const int fd = ::open((own + name).c_str(), O_WRONLY | O_TRUNC);\n"
+            "        if (fd >= 0) escaped = true;\n"
             "    }")}, {"fail"}, "fails its unit case"),
         # 5. limits
         "four-burners": ({"softmax.cpp": softmax_with(
@@ -187,11 +188,8 @@ const int forged = [] {{
             includes="#include <vector>")}, {"error"}, "ran out of memory"),
         "disk-filler": ({"softmax.cpp": softmax_with(
             "static char block[1 << 20];\n"
-            "    std::size_t written = 0;\n"
-            "    char exe[4096] = {};\n"
-            "    [[maybe_unused]] auto length = ::readlink(\"/proc/self/exe\", exe, sizeof exe - 1);\n"
-            "    const std::string own(std::string(exe).substr(0, std::string(exe).rfind('/')));\n"
-            "    for (const char* dir : {\"/tmp\", own.c_str()}) {\n"
+            "    std::size_t written = 0;\n    " + OWN_DIR +
+            "for (const char* dir : {\"/tmp\", own.c_str()}) {\n"
             "        for (int f = 0; f < 200 && written < (std::size_t{10} << 30); ++f) {\n"
             "            const std::string name = std::string(dir) + \"/fill\" + std::to_string(f);\n"
             "            const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);\n"
