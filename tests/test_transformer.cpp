@@ -5,6 +5,7 @@
 // of the layer norm's Jacobian, the pre-LN identity with zero output projections, dropout's mean.
 // T = tokens, d = width, h = heads, d_ff = hidden width of the feed-forward network.
 #include "core/rng.hpp"
+#include "exercises/cases.hpp"
 #include "nn/backward.hpp"
 #include "nn/finite_differences.hpp"
 #include "nn/layer_norm.hpp"
@@ -274,6 +275,16 @@ TEST_CASE("inverted_dropout: kept units scaled by 1 / (1 - p), dropped ones 0, t
     }
     const double standard_error = std::sqrt(p / (1.0 - p) / static_cast<double>(n));
     CHECK(std::abs(total / static_cast<double>(n) - 1.0) < 5.0 * standard_error);
+}
+
+TEST_CASE("the reference passes the unit cases of layer-norm, layer-norm-backward and pre-ln-block",
+          "[transformer]") {
+    for (const char* id : {"layer-norm", "layer-norm-backward", "pre-ln-block"}) {
+        const UnitCheck check = check_unit_cases(id, Tolerance{});
+        INFO(id << ": " << check.report);
+        CHECK(check.cases >= 2);
+        CHECK(check.passed == check.cases);
+    }
 }
 
 }  // namespace test_transformer
