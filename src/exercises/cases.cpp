@@ -821,31 +821,36 @@ const std::vector<UnitCase>& unit_cases() {
              return CaseResult{{{"S", S}}, nn::online_softmax_rows(S), softmax_rows_oracle(S)};
          }},
         // ---- layer-norm
+        // Each case is blind to the mistakes of the cases after it, so that a mistake fails at its own
+        // case: the first two use circulant inputs (every column holds the same numbers as every row, so
+        // normalising columns gives the same result) and the first has eps = 0 (where it sits cannot matter).
         {"layer-norm", "the biased variance, d = 4",
          "the variance over the d entries of a row divided by d, not by d - 1 (the unbiased estimate): "
          "with d = 4 every output is off by a factor sqrt(4 / 3)",
          {},
          [] {
-             const Mat X = {{1.0, 2.0, 3.0, 6.0}, {-2.0, 0.5, 0.5, 1.0}};
-             const Vec g = {1.0, 1.0, 1.0, 1.0}, b = {0.0, 0.0, 0.0, 0.0};
-             return CaseResult{{{"X", X}, {"g", g}, {"b", b}, {"eps", Vec{1e-5}}},
-                               nn::layer_norm(X, g, b, 1e-5).output, layer_norm_oracle(X, g, b, 1e-5)};
+             const Mat X = {{1.0, 2.0, 3.0, 6.0}, {6.0, 1.0, 2.0, 3.0}, {3.0, 6.0, 1.0, 2.0}, {2.0, 3.0, 6.0, 1.0}};
+             const Vec g = {1.5, 0.5, 1.0, 2.0}, b = {0.1, 0.0, -0.3, 0.2};
+             return CaseResult{{{"X", X}, {"g", g}, {"b", b}, {"eps", Vec{0.0}}},
+                               nn::layer_norm(X, g, b, 0.0).output, layer_norm_oracle(X, g, b, 0.0)};
          }},
-        {"layer-norm", "an almost constant row, and a constant one",
+        {"layer-norm", "an almost constant row",
          "eps inside the square root, (x - mu) / sqrt(sigma^2 + eps), not (x - mu) / (sqrt(sigma^2) + eps): "
-         "they differ where sigma^2 is near eps; a constant row gives the bias, not 0 / 0",
+         "they differ where sigma^2 is near eps (here sigma^2 = 5e-7, eps = 1e-5)",
          {},
          [] {
-             const Mat X = {{1.0, 1.001, 0.999, 1.0}, {3.0, 3.0, 3.0, 3.0}};
+             const Mat X = {{1.0, 1.001, 0.999, 1.0}, {1.0, 1.0, 1.001, 0.999}, {0.999, 1.0, 1.0, 1.001},
+                            {1.001, 0.999, 1.0, 1.0}};
              const Vec g = {2.0, 0.5, 1.0, 1.5}, b = {0.1, -0.2, 0.3, 0.0};
              return CaseResult{{{"X", X}, {"g", g}, {"b", b}, {"eps", Vec{1e-5}}},
                                nn::layer_norm(X, g, b, 1e-5).output, layer_norm_oracle(X, g, b, 1e-5)};
          }},
-        {"layer-norm", "rows, not columns: T = 3, d = 2",
-         "the statistics of each row (one token's d features), not of each column (one feature over the tokens)",
+        {"layer-norm", "rows, not columns: T = 3, d = 2, and a constant row",
+         "the statistics of each row (one token's d features), not of each column (one feature over the "
+         "tokens); a constant row gives the bias, not 0 / 0",
          {},
          [] {
-             const Mat X = {{1.0, 4.0}, {-3.0, 0.5}, {2.0, 2.5}};
+             const Mat X = {{1.0, 4.0}, {-3.0, 0.5}, {2.0, 2.0}};
              const Vec g = {1.5, 0.5}, b = {0.25, -1.0};
              return CaseResult{{{"X", X}, {"g", g}, {"b", b}, {"eps", Vec{1e-5}}},
                                nn::layer_norm(X, g, b, 1e-5).output, layer_norm_oracle(X, g, b, 1e-5)};
@@ -872,6 +877,21 @@ const std::vector<UnitCase>& unit_cases() {
          },
          fd_tolerance},
         // ---- pre-ln-block
+        {"pre-ln-block", "zero output projections",
+         "the residual connections: with W^O = 0, W_2 = 0 and b_2 = 0 both sub-layers give zeros and the block "
+         "is exactly the identity, Y = H = X; a missing residual gives zeros (the rows of X have mean 0 and "
+         "variance 1, with g = 1, b = 0, eps = 0, so that post-LN wiring, LN_2(LN_1(X)) = X here, passes "
+         "this case and fails the next)",
+         {"layer-norm", "multi-head"},
+         [] {
+             nn::BlockParams p = small_block();
+             p.norm_1 = {xt::ones<double>({std::size_t{4}}), xt::zeros<double>({std::size_t{4}}), 0.0};
+             p.norm_2 = p.norm_1;
+             p.attention.W_O = xt::zeros<double>({std::size_t{4}, std::size_t{4}});
+             p.feed_forward.W_2 = xt::zeros<double>({std::size_t{4}, std::size_t{3}});
+             p.feed_forward.b_2 = xt::zeros<double>({std::size_t{4}});
+             return pre_ln_case(Mat{{1.0, -1.0, 1.0, -1.0}, {1.0, 1.0, -1.0, -1.0}}, p, nullptr);
+         }},
         {"pre-ln-block", "three tokens under the causal mask",
          "the pre-LN wiring H = X + MHA(LN_1(X)), Y = H + FFN(LN_2(H)): the norm inside each branch, the "
          "residual sum outside it (post-LN wiring LN(x + Sublayer(x)) gives other numbers), the mask passed to "
@@ -881,17 +901,6 @@ const std::vector<UnitCase>& unit_cases() {
              const Mat X = {{1.0, -0.5, 0.3, 2.0}, {0.4, 0.8, -1.2, 0.1}, {-0.7, 0.2, 0.9, -0.3}};
              const Mat mask = causal_oracle(3);
              return pre_ln_case(X, small_block(), &mask);
-         }},
-        {"pre-ln-block", "zero output projections",
-         "the residual connections: with W^O = 0, W_2 = 0 and b_2 = 0 both sub-layers give zeros and the block "
-         "is exactly the identity, Y = H = X; a missing residual gives zeros, post-LN wiring LN_2(LN_1(X))",
-         {"layer-norm", "multi-head"},
-         [] {
-             nn::BlockParams p = small_block();
-             p.attention.W_O = xt::zeros<double>({std::size_t{4}, std::size_t{4}});
-             p.feed_forward.W_2 = xt::zeros<double>({std::size_t{4}, std::size_t{3}});
-             p.feed_forward.b_2 = xt::zeros<double>({std::size_t{4}});
-             return pre_ln_case(Mat{{2.0, -1.0, 0.5, 0.0}, {0.3, 0.3, -0.9, 1.4}}, p, nullptr);
          }},
     };
     return cases;
