@@ -119,6 +119,22 @@ double fd_tolerance(double terms, std::size_t layers) {
     return 100.0 * eps64 * std::max(1.0, terms) * as_double(layers + 1) / fd_step;
 }
 
+// The truncation of a central difference, h^2 L''' / 6, where a layer norm sits on the way: each
+// derivative of its x^ brings a factor r = 1 / sqrt(sigma^2 + eps), so L''' grows like r^3 times the
+// size of the loss's gradient, up to 1 / sqrt(eps)^3 = 3e7 for a row whose spread is below eps (a
+// row of two almost equal entries at d_model = 2). Negligible for rows of unit spread (r about 1).
+double truncation(double r_max, double gradient_size) {
+    return fd_step * fd_step * r_max * r_max * r_max * std::max(1.0, gradient_size);
+}
+
+double largest_inv_std(const nn::BlockForward& f) { return std::max(nn::max_of(f.norm_1.inv_std), nn::max_of(f.norm_2.inv_std)); }
+
+double sum_abs(const Mat& M) {
+    double total = 0.0;
+    for (double v : M) total += std::abs(v);
+    return total;
+}
+
 template <class Tensor>
 double inner(const Tensor& a, const Tensor& b) {
     double total = 0.0;
@@ -308,18 +324,19 @@ struct NumericNormGrads {
     Vec dgain, dbias;
 };
 
+// dX is taken at the centred rows x - mu: the same gradient (a layer norm does not see a shift,
+// step [layer-norm]), without losing the nudges to the rounding of a row's offset.
 NumericNormGrads numeric_norm_grads(NormProblem n, const Mat& G) {
     const auto loss = [&] { return inner(G, Mat(nn::layer_norm(n.X, n.p.gain, n.p.bias, n.p.eps).output)); };
-    return {nn::central_differences(n.X, loss, fd_step), nn::central_differences(n.p.gain, loss, fd_step),
-            nn::central_differences(n.p.bias, loss, fd_step)};
+    const Vec dgain = nn::central_differences(n.p.gain, loss, fd_step), dbias = nn::central_differences(n.p.bias, loss, fd_step);
+    for (std::size_t t = 0; t < n.X.shape(0); ++t)
+        for (std::size_t j = 0; j < n.X.shape(1); ++j) n.X(t, j) -= n.r.mean(t);
+    return {nn::central_differences(n.X, loss, fd_step), dgain, dbias};
 }
 
-// fd_tolerance plus the truncation of a central difference, h^2 L'''/6: each derivative of x^
-// brings a factor r = 1 / sqrt(sigma^2 + eps), so relative to the gradient it is about (h r)^2,
-// 1e-12 for rows of unit spread but up to 1e-7 for an almost constant one (r up to 1 / sqrt(eps)).
-double norm_fd_tolerance(const nn::LayerNormResult& r, double terms) {
-    const double hr = fd_step * nn::max_of(r.inv_std);
-    return fd_tolerance(terms, 1) + hr * hr;
+// fd_tolerance plus the truncation of the central differences (see truncation).
+double norm_fd_tolerance(const nn::LayerNormResult& r, double terms, const Mat& G, const Vec& gain) {
+    return fd_tolerance(terms, 1) + truncation(nn::max_of(r.inv_std), sum_abs(G) * nn::max_abs_of(gain));
 }
 
 // Per row: sum_j dx_j, dx . x^, and the eps term r (dx^ . x^) eps / (sigma^2 + eps).
@@ -351,7 +368,7 @@ void record_layer_norm_backward(Trace& trace, Rng& rng, const NormProblem& n) {
     const nn::LayerNormGrads g = nn::layer_norm_backward(n.r, n.p.gain, G);
     const NumericNormGrads numeric = numeric_norm_grads(n, G);
     const Mat identities = jacobian_identities(n.r, g, n.p.eps);
-    const double tol = norm_fd_tolerance(n.r, absolute_terms(G, n.r.output));
+    const double tol = norm_fd_tolerance(n.r, absolute_terms(G, n.r.output), G, n.p.gain);
     const double slip = nn::gradient_error(without_mean_path(n.r, g), numeric.dX);
     trace.step("layer-norm-backward", "The layer norm's backward pass",
                "dx^ = dy * g,  dx = (dx^ - mean_j(dx^) - x^ mean_j(dx^ * x^)) / sqrt(sigma^2 + eps)",
@@ -368,8 +385,12 @@ void record_layer_norm_backward(Trace& trace, Rng& rng, const NormProblem& n) {
                    "Stretching a row about its mean, x -> mu + (1 + a)(x - mu), would change nothing either "
                    "without eps, so dx would be orthogonal to x^; with eps the stretch does move x^ a little, and "
                    "dx . x^ = r (dx^ . x^) eps / (sigma^2 + eps), which the table computes beside the measured "
-                   "product. It matters only where sigma^2 is near eps: the last row.",
-                   slip, nn::gradient_error(g.dX, numeric.dX)));
+                   "product. It matters only where sigma^2 is near eps: the last row. That row also sets the "
+                   "tolerance of the checks against central differences, {:.1e}: a central difference is off by "
+                   "about h^2 / 6 times the third derivative, and each derivative of x^ brings a factor r, {:.0f} "
+                   "there (dX is differenced at the centred rows x - mu, the same gradient, so that the nudges of "
+                   "h = 1e-6 are not lost in the rounding of a row's offset).",
+                   slip, nn::gradient_error(g.dX, numeric.dX), tol, nn::max_of(n.r.inv_std)));
     trace.tensor("G", "dL/dY", G, tokens(T));
     trace.tensor("dx_hat", "dY * g", g.dnormalized, tokens(T));
     trace.tensor("dX", "r (dx^ - mean(dx^) - x^ mean(dx^ x^))", g.dX, tokens(T));
@@ -696,7 +717,8 @@ Audit audit_block(Rng& rng, const Variant& v, Mat X, nn::BlockParams p, const Ma
     };
     const auto values = with_input(X, p), grads = with_input(g.dX, g.params);
     const Probe here = probe();
-    Audit a{nn::zeros(values.size()), nn::zeros(values.size()), 0, fd_tolerance(absolute_terms(G, f.output), 1)};
+    Audit a{nn::zeros(values.size()), nn::zeros(values.size()), 0,
+            fd_tolerance(absolute_terms(G, f.output), 1) + truncation(largest_inv_std(f), sum_abs(G))};
     for (std::size_t k = 0; k < values.size(); ++k) {
         a.norms(k) = entries_norm(grads[k]);
         for (std::size_t s = 0; s < samples; ++s) {
@@ -852,10 +874,22 @@ DepthStudy study_depth(Trace& trace, const Mat& X, const std::vector<nn::BlockPa
     return s;
 }
 
+struct DeepCheck {
+    double error = 0.0;  // 0 when the nudge crossed a ReLU kink (then nothing can be measured)
+    double tolerance = 0.0;
+};
+
+// fd_tolerance over the stack's 2 L sub-layers, plus the truncation through its layer norms.
+double stack_tolerance(const nn::StackForward& f, const Mat& G) {
+    double r_max = f.final_norm.inv_std.size() ? nn::max_of(f.final_norm.inv_std) : 0.0;
+    for (const auto& b : f.blocks) r_max = std::max(r_max, largest_inv_std(b));
+    return fd_tolerance(absolute_terms(G, f.output), 2 * f.blocks.size()) +
+           as_double(f.blocks.size()) * truncation(r_max, sum_abs(G));
+}
+
 // The deepest stack's gradient of one entry of layer 1's W_V against a central difference: the
-// stack's backward is the blocks' backwards chained, and this checks the chain. Returns the
-// relative error, 0 when the nudge crossed a ReLU kink (then nothing can be measured).
-double deep_gradient_error(nn::BlockKind kind, const Mat& X, std::vector<nn::BlockParams> blocks, const Mat& G,
+// stack's backward is the blocks' backwards chained, and this checks the chain.
+DeepCheck deep_gradient_check(nn::BlockKind kind, const Mat& X, std::vector<nn::BlockParams> blocks, const Mat& G,
                            std::size_t h, std::size_t entry) {
     const DepthRun r = run_stack(kind, X, blocks, G, h);
     const double analytic = r.grads.blocks.front().attention.W_V.data()[entry];
@@ -867,7 +901,8 @@ double deep_gradient_error(nn::BlockKind kind, const Mat& X, std::vector<nn::Blo
         return out;
     };
     const std::optional<double> numeric = kink_free_difference(blocks.front().attention.W_V.data()[entry], probe, probe());
-    return numeric ? std::abs(analytic - *numeric) / std::max(1.0, std::abs(*numeric)) : 0.0;
+    return {numeric ? std::abs(analytic - *numeric) / std::max(1.0, std::abs(*numeric)) : 0.0,
+            stack_tolerance(r.forward, G)};
 }
 
 // "grows" when the last value is above the first, else "falls" (a sentence about measured numbers).
@@ -898,8 +933,8 @@ void record_depth(Trace& trace, Rng& rng, const Mat& X, std::size_t h, std::size
     const Mat G = rng.normal_mat(X.shape(0), X.shape(1));
     const DepthStudy s = study_depth(trace, X, blocks, G, h);
     const std::size_t entry = rng.below(X.shape(1) * X.shape(1));
-    const double fd_post = deep_gradient_error(nn::BlockKind::post_ln, X, blocks, G, h, entry);
-    const double fd_pre = deep_gradient_error(nn::BlockKind::pre_ln, X, blocks, G, h, entry);
+    const DeepCheck fd_post = deep_gradient_check(nn::BlockKind::post_ln, X, blocks, G, h, entry);
+    const DeepCheck fd_pre = deep_gradient_check(nn::BlockKind::pre_ln, X, blocks, G, h, entry);
     trace.step("depth", "Depth at initialisation",
                "post-LN: Y_l = LN(...(Y_{l-1} + ...)),  pre-LN: Y_l = Y_{l-1} + MHA(LN(Y_{l-1})) + FFN(LN(.)),  "
                "L = sum G * Y_L",
@@ -926,9 +961,9 @@ void record_depth(Trace& trace, Rng& rng, const Mat& X, std::size_t h, std::size
     trace.check("pre-LN: the stream is X plus the outputs of all its sub-layers, nothing else", s.pre_sum_error,
                 rounding * s.pre_sum_scale);
     trace.check(fmt::format("post-LN, {} blocks: dL/dW_V of layer 1 at one entry matches central differences", L_max),
-                fd_post, fd_tolerance(absolute_terms(G, X) + 1.0, 2 * L_max));
+                fd_post.error, fd_post.tolerance);
     trace.check(fmt::format("pre-LN, {} blocks: dL/dW_V of layer 1 at one entry matches central differences", L_max),
-                fd_pre, fd_tolerance(absolute_terms(G, X) + 1.0, 2 * L_max));
+                fd_pre.error, fd_pre.tolerance);
 }
 
 // ---------------------------------------------------------------- step [dropout]
