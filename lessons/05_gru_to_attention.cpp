@@ -419,7 +419,8 @@ void record_full_gru(Trace& trace, const Parameters& p, const Mat& X, const Labe
                "and h~_t, feature by feature, as the check confirms. It is also a shortcut: h_{t-1} reaches h_t through "
                "a product with u_t and nothing else, no matrix and no squashing, much like the identity connection "
                "of a residual network (He et al. 2016, ResNet), except that a gate weighs it; where u_t is near 1 a "
-               "gradient passes back along it almost unchanged (lesson 8 follows one back to the first word).\n"
+               "gradient passes back along it almost unchanged (lesson 8 follows one back to the first word; lesson 11's "
+               "step [residual] measures the Transformer's ungated version of the same road).\n"
                "Cho et al. call the update gate z. PyTorch's nn.GRUCell writes h' = (1 - z) * n + z * h with n the "
                "candidate: the same convention, z = u and n = h~. (PyTorch applies r after the matrix product, n = "
                "tanh(W_in x + b_in + r * (W_hn h + b_hn)); the difference disappears once r is dropped.) The write-up "
@@ -781,7 +782,8 @@ void record_feed_forward(Trace& trace, const Parameters& p, const Mat& X, const 
                "positions; g works within one.\n"
                "This is the self-attention layer the lesson set out to reach, with the simplifications said on the "
                "way. The Transformer's layer also maps the concatenated heads by W_O, adds a residual connection "
-               "around each of the two sub-layers and normalises (Vaswani et al. 2017, sections 3.1 and 3.2.2). The "
+               "around each of the two sub-layers and normalises (Vaswani et al. 2017, sections 3.1 and 3.2.2); lesson "
+               "11 (transformer-block) adds those and builds the whole block from this network and lesson 6's heads. The "
                "write-up also suggests applying g to each head separately; we apply it to the concatenation, as the "
                "Transformer does.");
     trace.parameter("W_1", "d_ff x d, entries N(0, 1/d)", p.g.W_1);

@@ -224,7 +224,9 @@ void record_inputs(Trace& trace, const Mat& X, std::size_t h) {
     trace.step("inputs", "The tokens, the model width, the heads", "X: T x d_model,  d_k = d_v = d_model / h",
                fmt::format(
                    "A multi-head attention layer takes a sequence of vectors and returns a sequence of the same "
-                   "shape, which is what lets a Transformer stack such layers. Our sequence is \"turn off the "
+                   "shape, which is what lets a Transformer stack such layers (lesson 11, transformer-block, stacks them "
+                   "with lesson 5's position-wise network, residual connections and layer norms). Our sequence is "
+                   "\"turn off the "
                    "lights in the kitchen\": T = {0} tokens, each a row of d_model = {1} numbers. In a Transformer "
                    "the rows come from the layer below (word plus position, so the two rows of \"the\" differ); "
                    "here they are drawn from the seed. The layer has h = {2} heads, and each head works in "

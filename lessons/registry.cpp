@@ -81,7 +81,8 @@ const std::vector<Lesson>& all_lessons() {
     static const std::vector<Lesson> lessons = {bottleneck_lesson(),     additive_lesson(),   scores_lesson(),
                                                 self_attention_lesson(), gru_to_attention_lesson(),
                                                 multi_head_lesson(),     scaling_lesson(),    backprop_lesson(),
-                                                learning_to_align_lesson(), online_softmax_lesson()};
+                                                learning_to_align_lesson(), online_softmax_lesson(),
+                                                transformer_block_lesson()};
     return lessons;
 }
 

@@ -7,6 +7,7 @@
 #include "core/side_by_side.hpp"
 #include "nn/attention.hpp"
 #include "nn/backward.hpp"
+#include "nn/layer_norm.hpp"
 #include "nn/multi_head.hpp"
 #include "nn/online_softmax.hpp"
 #include "nn/optimizer.hpp"
@@ -16,6 +17,7 @@
 #include "nn/self_attention.hpp"
 #include "nn/softmax.hpp"
 #include "nn/structured.hpp"
+#include "nn/transformer.hpp"
 #include "nn/unroll.hpp"
 
 #include <fmt/format.h>
@@ -243,6 +245,154 @@ Mat as_row(const Vec& v) {
     Mat out = xt::empty<double>({std::size_t{1}, v.size()});
     for (std::size_t j = 0; j < v.size(); ++j) out(0, j) = v(j);
     return out;
+}
+
+// Layer norm of every row from Ba et al. 2016, eqs. 3-4, in long double: the biased variance
+// (1/d), eps inside the square root, then gain and bias.
+Mat layer_norm_oracle(const Mat& X, const Vec& g, const Vec& b, double eps) {
+    const std::size_t T = X.shape(0), d = X.shape(1);
+    Mat out = xt::empty<double>({T, d});
+    for (std::size_t t = 0; t < T; ++t) {
+        long double mu = 0.0L, var = 0.0L;
+        for (std::size_t j = 0; j < d; ++j) mu += X(t, j);
+        mu /= static_cast<long double>(d);
+        for (std::size_t j = 0; j < d; ++j) var += (X(t, j) - mu) * (X(t, j) - mu);
+        var /= static_cast<long double>(d);
+        for (std::size_t j = 0; j < d; ++j)
+            out(t, j) = static_cast<double>(g(j) * (X(t, j) - mu) / std::sqrt(var + eps) + b(j));
+    }
+    return out;
+}
+
+// sum_ij G_ij LN(X)_ij with the layer norm in long double (its rounding to double at the end of
+// each entry is far below the step of the central differences).
+long double layer_norm_loss(const Mat& X, const Vec& g, const Vec& b, double eps, const Mat& G) {
+    const std::size_t T = X.shape(0), d = X.shape(1);
+    long double total = 0.0L;
+    for (std::size_t t = 0; t < T; ++t) {
+        long double mu = 0.0L, var = 0.0L;
+        for (std::size_t j = 0; j < d; ++j) mu += X(t, j);
+        mu /= static_cast<long double>(d);
+        for (std::size_t j = 0; j < d; ++j) var += (X(t, j) - mu) * (X(t, j) - mu);
+        var /= static_cast<long double>(d);
+        for (std::size_t j = 0; j < d; ++j) total += G(t, j) * (g(j) * (X(t, j) - mu) / std::sqrt(var + eps) + b(j));
+    }
+    return total;
+}
+
+// The forward a layer norm backward is handed: every field of LayerNormResult from the oracle's
+// equations, so that the backward's case needs no other exercise.
+nn::LayerNormResult layer_norm_forward_oracle(const Mat& X, const Vec& g, const Vec& b, double eps) {
+    const std::size_t T = X.shape(0), d = X.shape(1);
+    nn::LayerNormResult r{xt::empty<double>({T}), xt::empty<double>({T}), xt::empty<double>({T}),
+                          xt::empty<double>({T, d}), layer_norm_oracle(X, g, b, eps)};
+    for (std::size_t t = 0; t < T; ++t) {
+        long double mu = 0.0L, var = 0.0L;
+        for (std::size_t j = 0; j < d; ++j) mu += X(t, j);
+        mu /= static_cast<long double>(d);
+        for (std::size_t j = 0; j < d; ++j) var += (X(t, j) - mu) * (X(t, j) - mu);
+        var /= static_cast<long double>(d);
+        const long double r_t = 1.0L / std::sqrt(var + eps);
+        r.mean(t) = static_cast<double>(mu), r.variance(t) = static_cast<double>(var), r.inv_std(t) = static_cast<double>(r_t);
+        for (std::size_t j = 0; j < d; ++j) r.normalized(t, j) = static_cast<double>((X(t, j) - mu) * r_t);
+    }
+    return r;
+}
+
+// Central differences with step h, entry by entry. The layer norm's case needs a step smaller than
+// fd_h: each derivative of x^ brings a factor r = 1 / sqrt(sigma^2 + eps), up to 316, so the
+// truncation error is about (h r)^2 relative, 1e-5 at h = 1e-5 but 1e-11 at h = 1e-8, where the
+// rounding of the long double loss, about 1e-19 / h, is 1e-11 too.
+Mat central_differences_step(const std::function<long double(const Mat&)>& loss, const Mat& X, long double h) {
+    Mat out = xt::empty<double>({X.shape(0), X.shape(1)});
+    for (std::size_t i = 0; i < X.shape(0); ++i)
+        for (std::size_t j = 0; j < X.shape(1); ++j) {
+            Mat up = X, down = X;
+            up(i, j) = static_cast<double>(X(i, j) + h);
+            down(i, j) = static_cast<double>(X(i, j) - h);
+            out(i, j) = static_cast<double>((loss(up) - loss(down)) / (static_cast<long double>(up(i, j)) - down(i, j)));
+        }
+    return out;
+}
+
+// A layer norm backward's case: dX, dg, db of L = sum G * LN(X) one after another, against
+// central differences (step 1e-8) of the long double loss.
+CaseResult layer_norm_backward_case(const Mat& X, const Vec& g, const Vec& b, double eps, const Mat& G) {
+    const nn::LayerNormGrads grads = nn::layer_norm_backward(layer_norm_forward_oracle(X, g, b, eps), g, G);
+    const std::size_t T = X.shape(0), d = X.shape(1);
+    const long double h = 1e-8L;
+    const Mat dX = central_differences_step([&](const Mat& M) { return layer_norm_loss(M, g, b, eps, G); }, X, h);
+    const Mat dg = central_differences_step(
+        [&](const Mat& M) { return layer_norm_loss(X, Vec(xt::row(M, 0)), b, eps, G); }, as_row(g), h);
+    const Mat db = central_differences_step(
+        [&](const Mat& M) { return layer_norm_loss(X, g, Vec(xt::row(M, 0)), eps, G); }, as_row(b), h);
+    return CaseResult{{{"X", X}, {"g", g}, {"b", b}, {"eps", Vec{eps}}, {"dL/dY", G}},
+                      flattened({shaped(grads.dX, T, d), shaped(as_row(grads.dgain), 1, d), shaped(as_row(grads.dbias), 1, d)}),
+                      flattened({dX, dg, db})};
+}
+
+// Multi-head self-attention from Vaswani et al. 2017, section 3.2.2, in long double sums: head i
+// on columns [i d_k, (i+1) d_k) of W^Q, W^K, W^V, scores scaled by 1 / sqrt(d_k), the mask added.
+Mat multi_head_oracle(const Mat& X, const nn::MultiHeadParams& p, std::size_t heads, const Mat* mask) {
+    const std::size_t T = X.shape(0), d = X.shape(1), d_k = d / heads;
+    Mat concat = xt::empty<double>({T, d});
+    for (std::size_t i = 0; i < heads; ++i) {
+        const auto block = [&](const Mat& W) {
+            Mat out = xt::empty<double>({d, d_k});
+            for (std::size_t r = 0; r < d; ++r)
+                for (std::size_t c = 0; c < d_k; ++c) out(r, c) = W(r, i * d_k + c);
+            return out;
+        };
+        Mat S = scaled_scores_oracle(product(X, block(p.W_Q)), product(X, block(p.W_K)));
+        if (mask) S += *mask;
+        const Mat head = product(softmax_rows_oracle(S), product(X, block(p.W_V)));
+        for (std::size_t t = 0; t < T; ++t)
+            for (std::size_t c = 0; c < d_k; ++c) concat(t, i * d_k + c) = head(t, c);
+    }
+    return product(concat, p.W_O);
+}
+
+// W_2 max(0, W_1 h + b_1) + b_2 for each row h of H — Vaswani et al. 2017, eq. 2.
+Mat feed_forward_oracle(const nn::FeedForward& f, const Mat& H) {
+    Mat hidden = product(H, transpose_of(f.W_1));
+    for (std::size_t t = 0; t < hidden.shape(0); ++t)
+        for (std::size_t k = 0; k < hidden.shape(1); ++k) hidden(t, k) = std::max(0.0, hidden(t, k) + f.b_1(k));
+    Mat out = product(hidden, transpose_of(f.W_2));
+    for (std::size_t t = 0; t < out.shape(0); ++t)
+        for (std::size_t j = 0; j < out.shape(1); ++j) out(t, j) += f.b_2(j);
+    return out;
+}
+
+// The pre-LN block from its equations: H = X + MHA(LN_1(X)), Y = H + FFN(LN_2(H)). Returns H's
+// rows, then Y's.
+Vec pre_ln_oracle(const Mat& X, const nn::BlockParams& p, std::size_t heads, const Mat* mask) {
+    const Mat H = X + multi_head_oracle(layer_norm_oracle(X, p.norm_1.gain, p.norm_1.bias, p.norm_1.eps), p.attention,
+                                        heads, mask);
+    const Mat Y = H + feed_forward_oracle(p.feed_forward, layer_norm_oracle(H, p.norm_2.gain, p.norm_2.bias, p.norm_2.eps));
+    return flattened({H, Y});
+}
+
+// A block of width 4, two heads and d_ff = 3, with gains and biases that are not 1 and 0.
+nn::BlockParams small_block() {
+    nn::BlockParams p;
+    p.norm_1 = {Vec{1.2, 0.8, 1.0, 0.9}, Vec{0.1, -0.2, 0.0, 0.3}, 1e-5};
+    p.attention.W_Q = Mat{{0.5, -0.2, 0.1, 0.7}, {0.3, 0.9, -0.4, 0.2}, {-0.6, 0.1, 0.8, -0.3}, {0.2, 0.4, 0.5, 1.0}};
+    p.attention.W_K = Mat{{0.1, 0.6, -0.5, 0.3}, {-0.7, 0.2, 0.4, 0.8}, {0.9, -0.1, 0.3, -0.2}, {0.0, 0.5, -0.6, 0.4}};
+    p.attention.W_V = Mat{{1.0, 0.2, -0.3, 0.5}, {-0.4, 0.7, 0.6, 0.1}, {0.3, -0.8, 0.2, 0.9}, {0.6, 0.1, -0.5, -0.2}};
+    p.attention.W_O = Mat{{0.2, -0.6, 0.4, 0.1}, {0.7, 0.3, -0.2, 0.5}, {-0.1, 0.8, 0.6, -0.4}, {0.5, 0.0, 0.3, 0.9}};
+    p.norm_2 = {Vec{0.9, 1.1, 1.3, 0.7}, Vec{-0.1, 0.2, 0.05, 0.0}, 1e-5};
+    p.feed_forward = {Mat{{0.4, -0.3, 0.6, 0.2}, {-0.5, 0.8, 0.1, -0.2}, {0.3, 0.3, -0.7, 0.5}}, Vec{0.1, -0.1, 0.2},
+                      Mat{{0.6, -0.4, 0.3}, {0.2, 0.5, -0.6}, {-0.3, 0.7, 0.4}, {0.5, -0.2, 0.1}}, Vec{0.05, -0.05, 0.1, 0.0}};
+    return p;
+}
+
+// pre_ln_block's H (its residual_1) and Y, one after another, against the oracle's.
+CaseResult pre_ln_case(const Mat& X, const nn::BlockParams& p, const Mat* mask) {
+    const std::size_t T = X.shape(0), d = X.shape(1);
+    const nn::BlockForward f = nn::pre_ln_block(X, p, 2, mask);
+    std::vector<std::pair<std::string, Array>> inputs = {{"X", X}, {"W_O", p.attention.W_O}, {"W_2", p.feed_forward.W_2}};
+    if (mask) inputs.push_back({"mask", *mask});
+    return CaseResult{inputs, flattened({shaped(f.residual_1, T, d), shaped(f.output, T, d)}), pre_ln_oracle(X, p, 2, mask)};
 }
 
 const std::vector<UnitCase>& unit_cases() {
@@ -669,6 +819,88 @@ const std::vector<UnitCase>& unit_cases() {
          [] {
              const Mat S = {{-inf, -inf, -inf}, {-inf, -inf, 3.0}};
              return CaseResult{{{"S", S}}, nn::online_softmax_rows(S), softmax_rows_oracle(S)};
+         }},
+        // ---- layer-norm
+        // Each case is blind to the mistakes of the cases after it, so that a mistake fails at its own
+        // case: the first two use circulant inputs (every column holds the same numbers as every row, so
+        // normalising columns gives the same result) and the first has eps = 0 (where it sits cannot matter).
+        {"layer-norm", "the biased variance, d = 4",
+         "the variance over the d entries of a row divided by d, not by d - 1 (the unbiased estimate): "
+         "with d = 4 every output is off by a factor sqrt(4 / 3)",
+         {},
+         [] {
+             const Mat X = {{1.0, 2.0, 3.0, 6.0}, {6.0, 1.0, 2.0, 3.0}, {3.0, 6.0, 1.0, 2.0}, {2.0, 3.0, 6.0, 1.0}};
+             const Vec g = {1.5, 0.5, 1.0, 2.0}, b = {0.1, 0.0, -0.3, 0.2};
+             return CaseResult{{{"X", X}, {"g", g}, {"b", b}, {"eps", Vec{0.0}}},
+                               nn::layer_norm(X, g, b, 0.0).output, layer_norm_oracle(X, g, b, 0.0)};
+         }},
+        {"layer-norm", "an almost constant row",
+         "eps inside the square root, (x - mu) / sqrt(sigma^2 + eps), not (x - mu) / (sqrt(sigma^2) + eps): "
+         "they differ where sigma^2 is near eps (here sigma^2 = 5e-7, eps = 1e-5)",
+         {},
+         [] {
+             const Mat X = {{1.0, 1.001, 0.999, 1.0}, {1.0, 1.0, 1.001, 0.999}, {0.999, 1.0, 1.0, 1.001},
+                            {1.001, 0.999, 1.0, 1.0}};
+             const Vec g = {2.0, 0.5, 1.0, 1.5}, b = {0.1, -0.2, 0.3, 0.0};
+             return CaseResult{{{"X", X}, {"g", g}, {"b", b}, {"eps", Vec{1e-5}}},
+                               nn::layer_norm(X, g, b, 1e-5).output, layer_norm_oracle(X, g, b, 1e-5)};
+         }},
+        {"layer-norm", "rows, not columns: T = 3, d = 2, and a constant row",
+         "the statistics of each row (one token's d features), not of each column (one feature over the "
+         "tokens); a constant row gives the bias, not 0 / 0",
+         {},
+         [] {
+             const Mat X = {{1.0, 4.0}, {-3.0, 0.5}, {2.0, 2.0}};
+             const Vec g = {1.5, 0.5}, b = {0.25, -1.0};
+             return CaseResult{{{"X", X}, {"g", g}, {"b", b}, {"eps", Vec{1e-5}}},
+                               nn::layer_norm(X, g, b, 1e-5).output, layer_norm_oracle(X, g, b, 1e-5)};
+         }},
+        // ---- layer-norm-backward
+        {"layer-norm-backward", "two rows, against central differences",
+         "dx = r (dx^ - mean(dx^) - x^ mean(dx^ x^)) with dx^ = dy * g: the mean's path (-mean(dx^)) and the "
+         "variance's; dg = sum_t dy_t x^_t, db = sum_t dy_t. dX, dg and db one after another, against "
+         "(L(x + h) - L(x - h)) / 2h in long double",
+         {},
+         [] {
+             return layer_norm_backward_case(Mat{{1.0, -0.5, 2.0, 0.3}, {0.2, 0.9, -1.4, 0.6}}, Vec{1.2, 0.7, 1.0, 0.9},
+                                             Vec{0.1, 0.0, -0.3, 0.2}, 1e-5,
+                                             Mat{{0.8, 1.1, -0.4, 0.9}, {-0.6, 0.5, 0.7, 1.3}});
+         },
+         fd_tolerance},
+        {"layer-norm-backward", "an almost constant row",
+         "r = 1 / sqrt(sigma^2 + eps) with eps inside the root, the same r as the forward's (here sigma^2 is "
+         "below eps, so any other r is far off)",
+         {},
+         [] {
+             return layer_norm_backward_case(Mat{{1.0, 1.002, 0.999, 1.001}}, Vec{1.0, 2.0, 0.5, 1.0},
+                                             Vec{0.0, 0.0, 0.0, 0.0}, 1e-5, Mat{{0.3, -1.2, 0.8, 0.4}});
+         },
+         fd_tolerance},
+        // ---- pre-ln-block
+        {"pre-ln-block", "zero output projections",
+         "the residual connections: with W^O = 0, W_2 = 0 and b_2 = 0 both sub-layers give zeros and the block "
+         "is exactly the identity, Y = H = X; a missing residual gives zeros (the rows of X have mean 0 and "
+         "variance 1, with g = 1, b = 0, eps = 0, so that post-LN wiring, LN_2(LN_1(X)) = X here, passes "
+         "this case and fails the next)",
+         {"layer-norm", "multi-head"},
+         [] {
+             nn::BlockParams p = small_block();
+             p.norm_1 = {xt::ones<double>({std::size_t{4}}), xt::zeros<double>({std::size_t{4}}), 0.0};
+             p.norm_2 = p.norm_1;
+             p.attention.W_O = xt::zeros<double>({std::size_t{4}, std::size_t{4}});
+             p.feed_forward.W_2 = xt::zeros<double>({std::size_t{4}, std::size_t{3}});
+             p.feed_forward.b_2 = xt::zeros<double>({std::size_t{4}});
+             return pre_ln_case(Mat{{1.0, -1.0, 1.0, -1.0}, {1.0, 1.0, -1.0, -1.0}}, p, nullptr);
+         }},
+        {"pre-ln-block", "three tokens under the causal mask",
+         "the pre-LN wiring H = X + MHA(LN_1(X)), Y = H + FFN(LN_2(H)): the norm inside each branch, the "
+         "residual sum outside it (post-LN wiring LN(x + Sublayer(x)) gives other numbers), the mask passed to "
+         "the attention; H (residual_1) and Y one after another",
+         {"layer-norm", "multi-head"},
+         [] {
+             const Mat X = {{1.0, -0.5, 0.3, 2.0}, {0.4, 0.8, -1.2, 0.1}, {-0.7, 0.2, 0.9, -0.3}};
+             const Mat mask = causal_oracle(3);
+             return pre_ln_case(X, small_block(), &mask);
          }},
     };
     return cases;

@@ -206,6 +206,41 @@ const std::vector<Exercise>& all_exercises() {
           "NaN: add nothing until a finite entry arrives, and give a row that is\n"
           "-inf everywhere zeros. Use portable::exp as the reference does:\n"
           "std::exp passes within tolerance, but not always to the bit."}},
+        {"layer-norm", "Layer normalisation", "transformer-block", {"layer-norm"}, {},
+         {"Ba et al. 2016, eqs. 3-4, for each row t (one token) on its own:\n"
+          "mu = (1/d) sum_j x_j, sigma^2 = (1/d) sum_j (x_j - mu)^2,\n"
+          "x^ = (x - mu) / sqrt(sigma^2 + eps), y = g * x^ + b.",
+          "Fill every field of LayerNormResult: mean, variance, inv_std =\n"
+          "1 / sqrt(sigma^2 + eps), normalized and output. The sums run along the\n"
+          "row, over the d features, never down a column (over the tokens).",
+          "Typical mistakes: dividing the variance by d - 1 (the unbiased\n"
+          "estimate; the normalised rows then have variance (d - 1) / d);\n"
+          "eps outside the root, (x - mu) / (sigma + eps), which differs where\n"
+          "sigma^2 is near eps (step [layer-norm]'s last row); columns for rows."}},
+        {"layer-norm-backward", "The layer norm's backward pass", "transformer-block", {"layer-norm-backward"},
+         {"layer-norm"},
+         {"Through y = g * x^ + b first: dx^ = dy * g, dg = sum over rows of\n"
+          "dy * x^, db = sum over rows of dy. Then through x^ = (x - mu) r, where\n"
+          "mu and r = 1 / sqrt(sigma^2 + eps) depend on every x_k of the row.",
+          "Per row: dx = r (dx^ - mean(dx^) - x^ mean(dx^ * x^)). Reuse the\n"
+          "forward's normalized and inv_std; the means run over the d entries of\n"
+          "the row.",
+          "Typical mistakes: dropping the mean's path -mean(dx^) (each row of dx\n"
+          "must sum to 0, and the lesson checks it); dropping the variance's path;\n"
+          "forgetting the gain in dx^; assigning dg and db per row instead of\n"
+          "summing them over the rows."}},
+        {"pre-ln-block", "One pre-LN Transformer block", "transformer-block", {"block"},
+         {"layer-norm", "layer-norm-backward", "positional", "multi-head"},
+         {"Two sub-layers, each x + Sublayer(LN(x)) (Xiong et al. 2020): H = X +\n"
+          "MHA(LN_1(X)), then Y = H + FFN(LN_2(H)). Call nn::layer_norm,\n"
+          "nn::multi_head_attention(N, N, ...) and nn::position_wise_feed_forward.",
+          "Fill every field of BlockForward: norm_1, attention, residual_1 (H),\n"
+          "norm_2, feed_forward, residual_2 and output (= residual_2). Pass the\n"
+          "mask on to the attention.",
+          "Typical mistakes: post-LN wiring, LN(x + Sublayer(x)), which\n"
+          "normalises the stream itself; adding the branch to LN(x) instead of\n"
+          "to x; a missing residual (Y = FFN(...)). With W^O = 0 and W_2 = 0 the\n"
+          "block must return X exactly."}},
     };
     return exercises;
 }

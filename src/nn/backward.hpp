@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/tensor.hpp"
+#include "nn/multi_head.hpp"
 #include "nn/rnn.hpp"
 #include "nn/self_attention.hpp"
 
@@ -116,5 +117,20 @@ struct GruRunGrads {
 // turns it into dL/dx_t, dL/dh_{t-1} and the step's share of the weight gradients.
 // `run` is what gru_forward(p, X, h0) returned; X: T x d_in, h0: d, dH: T x d.
 GruRunGrads gru_backward(const GruParams& p, const Mat& X, const Vec& h0, const GruRun& run, const Mat& dH);
+
+// The gradients of multi-head self-attention, laid out as MultiHeadParams (dW_Q in W_Q, ...).
+struct MultiHeadGrads {
+    Mat dX;                  // T x d_model
+    MultiHeadParams params;
+};
+
+// dW^O = Concat^T dY,  dConcat = dY W^O^T; for each head i, its columns of dConcat are the dO of
+// scaled_dot_product_attention_backward on Q_i = X W_i^Q, K_i, V_i, whose dQ_i, dK_i, dV_i give
+// head i's columns of dW^Q = X^T dQ_i (likewise K, V), and dX = sum_i dQ_i W_i^Q^T + dK_i W_i^K^T
+// + dV_i W_i^V^T (X feeds the queries, the keys and the values of every head)
+// — the backward of multi_head_attention(X, X, p, heads, mask) (Vaswani et al. 2017, section 3.2.2).
+// `forward` is what that call returned, with its weights kept; dY: T x d_model.
+MultiHeadGrads multi_head_self_attention_backward(const Mat& X, const MultiHeadParams& p, std::size_t heads,
+                                                  const MultiHeadResult& forward, const Mat& dY);
 
 }  // namespace attn::nn

@@ -90,4 +90,15 @@ struct FeedForward {
 // H: T x d. Returns T x d_out.
 Mat position_wise_feed_forward(const FeedForward& g, const Mat& H);
 
+// The gradients of the network's input and weights, laid out as FeedForward (dW_1 in W_1, ...).
+struct FeedForwardGrads {
+    Mat dH;             // T x d
+    FeedForward params;
+};
+
+// With A = H W_1^T + b_1 and U = max(0, A):  dW_2 = dY^T U,  db_2 = sum_t dY_t,  dU = dY W_2,
+// dA = dU * [A > 0],  dW_1 = dA^T H,  db_1 = sum_t dA_t,  dH = dA W_1 — the chain rule through
+// eq. 2 of Vaswani et al. 2017 (the ReLU's derivative taken as 0 at 0). H: T x d, dY: T x d_out.
+FeedForwardGrads position_wise_feed_forward_backward(const FeedForward& g, const Mat& H, const Mat& dY);
+
 }  // namespace attn::nn
