@@ -188,3 +188,63 @@ TEST_CASE("grade --sources refuses what it cannot do, clearly", "[grade_sources]
 }
 
 }  // namespace test_grade_sources
+
+namespace test_grade_sources {
+
+// Issue 32's class: each exercise is graded with the student's file for it and the references of
+// all the others, so a wrong causal mask costs exactly the causal-mask's points, and a causal mask
+// that does not compile earns no more than the wrong one (it once earned more: the reference stood
+// in for it, and for nothing else).
+TEST_CASE("grade --sources: one wrong file costs only its own exercise", "[grade_sources]") {
+    Class c;
+    if (run_attn("grade --sources /nonexistent --out " + c.q("probe")).output.find("none can be created") !=
+        std::string::npos) {
+        WARN("skipped: no sandbox can be created here");
+        return;
+    }
+    const std::vector<std::pair<std::string, std::string>> files = {
+        {"softmax.cpp", "softmax.cpp"},
+        {"scaled_attention.cpp", "self_attention_scaled.cpp"},
+        {"causal_mask.cpp", "self_attention_masks.cpp"},
+        {"masked_softmax.cpp", "self_attention_masked_softmax.cpp"},
+        {"multi_head.cpp", "multi_head_attention.cpp"}};
+    for (const std::string student : {"alice", "bob", "carol"})
+        for (const auto& [file, reference] : files) c.reference(student, file, reference);
+    const std::string mask = read_file(c.dir / "alice" / "causal_mask.cpp");
+    const std::string off_by_one = "j = i; j < T", right = "j = i + 1; j < T";
+    REQUIRE(mask.find(right) != std::string::npos);
+    std::string wrong = mask;
+    wrong.replace(wrong.find(right), right.size(), off_by_one);
+    fs::remove(c.dir / "bob" / "causal_mask.cpp");
+    c.write("bob", "causal_mask.cpp", wrong);
+    fs::remove(c.dir / "carol" / "causal_mask.cpp");
+    c.write("carol", "causal_mask.cpp", "#error this file is not finished\n" + wrong);
+    std::string args;
+    for (const std::string x : {"softmax", "scaled-attention", "causal-mask", "masked-softmax", "multi-head"})
+        args += " --exercise " + x;
+    const Result r = run_attn("grade --sources " + c.q("alice") + " " + c.q("bob") + " " + c.q("carol") + args +
+                              " --out " + c.q("report"));
+    INFO(r.output);
+    CHECK(r.code == 1);
+    const auto json = nlohmann::json::parse(read_file(c.dir / "report.json"));
+    const auto points = [&](const std::string& student, const std::string& exercise) {
+        for (const auto& row : json.at("results"))
+            if (row.at("student") == student && (exercise.empty() || row.at("exercise") == exercise))
+                return row.at("points").get<int>();
+        return -1;
+    };
+    const auto total = [&](const std::string& student) {
+        for (const auto& s : json.at("students"))
+            if (s.at("student") == student) return s.at("points").get<int>();
+        return -1;
+    };
+    const int mask_points = static_cast<int>(unit_case_names("causal-mask").size()) + 1;
+    INFO(read_file(c.dir / "report.long.csv"));
+    CHECK(points("alice", "causal-mask") == mask_points);
+    CHECK(points("bob", "causal-mask") == 0);
+    CHECK(total("bob") == total("alice") - mask_points);
+    CHECK(total("carol") <= total("bob"));
+    CHECK(total("alice") == json.at("students").at(0).at("max_points").get<int>());
+}
+
+}  // namespace test_grade_sources

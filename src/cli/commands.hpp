@@ -62,6 +62,7 @@ struct GradeOptions {
     double cpu_limit = 300;              // --cpu-limit: CPU seconds per student (building and running), sources only
     std::size_t memory_limit_mib = 2048;  // --memory-limit: MiB of address space per process, sources only
     std::filesystem::path work_dir;      // --keep-builds DIR: build there and keep it (default: a temporary folder)
+    std::size_t jobs = 0;                // --jobs: students graded at once, sources only (0: one per core)
 };
 
 // The exercise commands of an exercise build (attn-student, attn-starter-<id>), and the instructor's.

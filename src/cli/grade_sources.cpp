@@ -1,6 +1,8 @@
-// `attn grade --sources`: every student's folder of exercise files (.cpp) is built into
-// attn-observe (src/exercises/observe_main.cpp) and run once per exercise graded, each compile,
-// link and run in a sandbox of its own (cli/sandbox.hpp). The student's program only hands over
+// `attn grade --sources`: for every exercise graded, the student's file for it is compiled and
+// linked with the references of every other exercise into attn-observe (src/exercises/
+// observe_main.cpp), so that an exercise's grade depends on its file alone, and run; each
+// compile, link and run in a sandbox of its own (cli/sandbox.hpp). Students are graded in
+// parallel (--jobs), each in a folder of their own. The student's program only hands over
 // numbers (exercises/observations.hpp), through a pipe; attn judges them here, against the
 // expected values it computes and the golden files the sandbox never sees.
 //
@@ -26,13 +28,17 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <regex>
+#include <thread>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -286,6 +292,19 @@ std::string abnormal_end(const SandboxResult& r, const GradeOptions& o, const Sa
     return "";
 }
 
+// A command in a sandbox with the limits of the options: `cpu` seconds of CPU (what is left of the
+// student's budget), a wall clock of twice the whole budget plus 10 s, the memory limit.
+SandboxCommand sandbox_command(const GradeOptions& o, std::vector<fs::path> read_only, const fs::path& writable,
+                               double cpu) {
+    SandboxCommand c;
+    c.read_only = std::move(read_only);
+    c.writable = writable;
+    c.limits.cpu_seconds = cpu;
+    c.limits.wall_seconds = 2 * o.cpu_limit + 10;
+    c.limits.memory_bytes = o.memory_limit_mib << 20;
+    return c;
+}
+
 // ---- the kit: what every student's build uses, read-only
 
 struct Kit {
@@ -293,59 +312,21 @@ struct Kit {
     std::vector<fs::path> libraries;
 };
 
-class SourceGrader {
+// One student's grading: their folder of the work folder, their CPU budget, their rows.
+class StudentGrading {
 public:
-    SourceGrader(const GradeOptions& o, std::vector<const Exercise*> exercises, fs::path work, fs::path compiler)
-        : o_(o), exercises_(std::move(exercises)), work_(std::move(work)), compiler_(std::move(compiler)) {}
-
-    // Copies the headers, libraries and objects into the kit and precompiles the header; false
-    // after printing why it failed.
-    bool prepare_kit() {
-        const GradeKit& kit = grade_kit();
-        kit_.dir = work_ / "kit";
-        kit_.include = kit_.dir / "include";
-        kit_.pch = kit_.dir / "pch";
-        kit_.lib = kit_.dir / "lib";
-        kit_.obj = kit_.dir / "obj";
-        for (const auto& d : {kit_.dir, kit_.include, kit_.pch, kit_.lib, kit_.obj}) make_folder(d, 0700);
-        copy_headers(this_program().source_dir / "src", kit_.include);
-        for (const auto& lib : kit.libraries) kit_.libraries.push_back(regular_archive(lib));
-        const auto& table = all_exercises();
-        for (std::size_t i = 0; i < table.size(); ++i) {
-            fs::copy_file(kit.reference.at(i), kit_.obj / ("reference-" + table[i].id + ".o"));
-            run_tool({"objcopy", "--weaken", kit.starter.at(i), (kit_.obj / ("starter-" + table[i].id + ".o")).string()},
-                     kit_.obj);
-        }
-        fs::copy_file(kit.pch.at(0), kit_.pch / "xtensor_pch.hpp");
-        share_tree(kit_.dir);
-        share(kit_.pch, true);
-        ::chmod(kit_.pch.c_str(), 0700);
-        SandboxCommand c = command({kit_.include}, kit_.pch, 600);
-        c.argv = {compiler_.string()};
-        c.argv.insert(c.argv.end(), kit.compile.begin(), kit.compile.end());
-        c.argv.insert(c.argv.end(), {"-x", "c++-header", (kit_.pch / "xtensor_pch.hpp").string(), "-o",
-                                     (kit_.pch / "xtensor_pch.hpp.gch").string()});
-        c.limits.file_bytes = std::size_t{1} << 30;  // the precompiled header is near 100 MB
-        c.limits.disk_bytes = std::size_t{2} << 30;
-        const SandboxResult r = run_sandboxed(c);
-        if (r.interrupted) throw Interrupted{};
-        share_tree(kit_.dir);  // attn's again: no sandbox writes the kit from here on
-        if (!r.ran || r.exit_code != 0 || r.exceeded != SandboxLimit::none) {
-            const std::string abnormal = abnormal_end(r, o_, c.limits);
-            fmt::print(stderr, "attn: cannot precompile the headers for the students' code: {}\n",
-                       !abnormal.empty() ? abnormal : first_error(r.err, kit_.pch));
-            return false;
-        }
-        return true;
+    StudentGrading(const GradeOptions& o, const std::vector<const Exercise*>& exercises, const Kit& kit,
+                   const fs::path& compiler, fs::path dir)
+        : o_(o), kit_(kit), compiler_(compiler), dir_(std::move(dir)) {
+        for (const Exercise* x : exercises) exercises_.push_back(x);
     }
 
-    // The rows of one student, in the order of the exercises graded.
-    std::vector<GradeRow> grade(const fs::path& submission, std::size_t index) {
+    // The student's rows, in the order of the exercises graded.
+    std::vector<GradeRow> grade(const fs::path& submission) {
         const std::string name = student_name(submission);
         rows_.clear();
         for (const Exercise* x : exercises_)
             rows_.push_back({name, x->lesson, x->id, "", "", "", 0, static_cast<int>(unit_case_names(x->id).size()) + 1});
-        fatal_ = false;
         const HandedIn handed = read_submission(submission);
         if (!handed.error.empty()) return fail_all("error", handed.error);
         for (auto& r : rows_) {
@@ -354,8 +335,6 @@ public:
                 settle(r, "missing", "no " + exercise_file(*find_exercise(r.exercise)) + " (it earns nothing)");
         }
         if (all_settled()) return rows_;
-        used_ = 0;
-        dir_ = work_ / fmt::format("student-{}", index + 1);
         make_folder(dir_, 0700);
         share(dir_, false);
         ::chmod(dir_.c_str(), 0750);
@@ -368,44 +347,13 @@ public:
         }
         make_folder(dir_ / "build", 0700);
         share(dir_ / "build", true);
-        build(handed);
+        compile_all(handed);
         for (auto& r : rows_)
-            if (r.result.empty()) check(r);
+            if (r.result.empty() && link(r)) check(r);
         return rows_;
     }
 
 private:
-    // ---- the kit
-
-    // Every header of the source tree's src/ (no source file: the references are not to be read).
-    static void copy_headers(const fs::path& from, const fs::path& to) {
-        for (const auto& e : fs::recursive_directory_iterator(from)) {
-            const fs::path rel = fs::relative(e.path(), from);
-            if (e.is_directory()) fs::create_directories(to / rel);
-            else if (e.is_regular_file() && (e.path().extension() == ".hpp" || e.path().extension() == ".h"))
-                fs::copy_file(e.path(), to / rel);
-        }
-    }
-
-    // A copy of a (thin) static library of the build as a regular archive in the kit, so that the
-    // sandbox needs no build folder of ours.
-    fs::path regular_archive(const fs::path& library) {
-        std::error_code ec;
-        if (!fs::is_regular_file(library, ec))
-            throw std::runtime_error(fmt::format("the library {} is missing: run meson compile -C {}", library.string(),
-                                                 this_program().build_dir.string()));
-        const std::string listing = run_tool({"ar", "t", library.string()}, library.parent_path());
-        std::vector<std::string> argv = {"ar", "qcs", (kit_.lib / library.filename()).string()};
-        std::size_t at = 0;
-        while (at < listing.size()) {
-            const std::size_t end = std::min(listing.find('\n', at), listing.size());
-            if (end > at) argv.push_back(listing.substr(at, end - at));
-            at = end + 1;
-        }
-        run_tool(argv, library.parent_path());
-        return kit_.lib / library.filename();
-    }
-
     // ---- the student
 
     void settle(GradeRow& r, const std::string& result, const std::string& message) {
@@ -428,13 +376,7 @@ private:
     double remaining() const { return o_.cpu_limit - used_; }
 
     SandboxCommand command(std::vector<fs::path> read_only, const fs::path& writable, double cpu) const {
-        SandboxCommand c;
-        c.read_only = std::move(read_only);
-        c.writable = writable;
-        c.limits.cpu_seconds = cpu;
-        c.limits.wall_seconds = 2 * o_.cpu_limit + 10;
-        c.limits.memory_bytes = o_.memory_limit_mib << 20;
-        return c;
+        return sandbox_command(o_, std::move(read_only), writable, cpu);
     }
 
     SandboxResult run(const SandboxCommand& c) {
@@ -448,26 +390,36 @@ private:
         return fmt::format("stopped: the CPU limit of {:g} s was spent while {}", o_.cpu_limit, while_doing);
     }
 
-    // Compiles the student's files, then links attn-observe with, per exercise, the student's
-    // object and the weakened starter (for functions the file lacks), or the reference where no
-    // file was handed in or it does not compile. A failure settles the rows it concerns.
-    void build(const HandedIn& handed) {
+    // Compiles the files of the exercises graded (the others are not used: each exercise is graded
+    // with the references of all the others). A failure settles the rows it concerns.
+    void compile_all(const HandedIn& handed) {
+        for (const Exercise* x : exercises_)
+            if (handed.files.count(x->id) && row_of(x->id)->result.empty()) {
+                compile(*x, grade_kit());
+                if (fatal_) return;
+            }
+    }
+
+    // Links attn-observe-<exercise> for the row's exercise: the student's object and the weakened
+    // starter (for the functions the file lacks), and the reference of every other exercise, so
+    // that the exercise's grade depends on its file alone. False when it does not link (the row
+    // says why).
+    bool link(GradeRow& row) {
         const GradeKit& kit = grade_kit();
         const fs::path build = dir_ / "build";
-        std::vector<std::string> objects;
-        for (const auto& x : all_exercises()) {
-            const bool compiled = handed.files.count(x.id) && compile(x, kit);
-            if (fatal_) return;
-            if (compiled) {
-                objects.push_back((build / (x.id + ".o")).string());
-                objects.push_back((kit_.obj / ("starter-" + x.id + ".o")).string());
-            } else {
-                objects.push_back((kit_.obj / ("reference-" + x.id + ".o")).string());
-            }
+        if (remaining() <= 0) {
+            settle(row, "error", budget_spent("linking"));
+            return false;
         }
-        if (remaining() <= 0) return void(fail_all("error", budget_spent("compiling")));
+        std::vector<std::string> objects;
+        for (const auto& x : all_exercises())
+            if (x.id == row.exercise)
+                objects.insert(objects.end(), {(build / (x.id + ".o")).string(),
+                                               (kit_.obj / ("starter-" + x.id + ".o")).string()});
+            else
+                objects.push_back((kit_.obj / ("reference-" + x.id + ".o")).string());
         SandboxCommand c = command({kit_.lib, kit_.obj}, build, remaining());
-        c.argv = {compiler_.string(), "-o", (build / "attn-observe").string()};
+        c.argv = {compiler_.string(), "-o", (build / ("attn-observe-" + row.exercise)).string()};
         c.argv.insert(c.argv.end(), objects.begin(), objects.end());
         c.argv.push_back("-Wl,--start-group");
         for (const auto& lib : kit_.libraries) c.argv.push_back(lib.string());
@@ -475,9 +427,10 @@ private:
         c.argv.insert(c.argv.end(), kit.link.begin(), kit.link.end());
         const SandboxResult r = run(c);
         const std::string abnormal = abnormal_end(r, o_, c.limits);
-        if (!abnormal.empty() || r.exit_code != 0)
-            fail_all("error", "cannot link the program: " +
-                                  (!abnormal.empty() ? "the linker " + abnormal : first_error(r.err, build)));
+        if (abnormal.empty() && r.exit_code == 0) return true;
+        settle(row, "error", "cannot link the program: " +
+                                 (!abnormal.empty() ? "the linker " + abnormal : first_error(r.err, build)));
+        return false;
     }
 
     // Compiles exercise x's file; false when it does not (its row says why).
@@ -519,7 +472,7 @@ private:
         SandboxCommand c = command({build}, fs::path(), remaining());  // no kit: the references' objects are in it
         c.workdir = "/tmp";
         c.report_pipe = true;
-        c.argv = {(build / "attn-observe").string(), x->id};
+        c.argv = {(build / ("attn-observe-" + x->id)).string(), x->id};
         for (const auto& [lesson, steps] : steps_to_run(o_.golden_dir, needed))
             c.argv.push_back(fmt::format("{}={}", lesson, steps));
         const SandboxResult r = run(c);
@@ -555,11 +508,103 @@ private:
 
     const GradeOptions& o_;
     std::vector<const Exercise*> exercises_;
-    fs::path work_, compiler_, dir_;
-    Kit kit_;
+    const Kit& kit_;
+    const fs::path& compiler_;
+    fs::path dir_;
     std::vector<GradeRow> rows_;
     double used_ = 0;
     bool fatal_ = false;
+};
+
+class SourceGrader {
+public:
+    SourceGrader(const GradeOptions& o, std::vector<const Exercise*> exercises, fs::path work, fs::path compiler)
+        : o_(o), exercises_(std::move(exercises)), work_(std::move(work)), compiler_(std::move(compiler)) {}
+
+    // Copies the headers, libraries and objects into the kit and precompiles the header; false
+    // after printing why it failed.
+    bool prepare_kit() {
+        const GradeKit& kit = grade_kit();
+        kit_.dir = work_ / "kit";
+        kit_.include = kit_.dir / "include";
+        kit_.pch = kit_.dir / "pch";
+        kit_.lib = kit_.dir / "lib";
+        kit_.obj = kit_.dir / "obj";
+        for (const auto& d : {kit_.dir, kit_.include, kit_.pch, kit_.lib, kit_.obj}) make_folder(d, 0700);
+        copy_headers(this_program().source_dir / "src", kit_.include);
+        for (const auto& lib : kit.libraries) kit_.libraries.push_back(regular_archive(lib));
+        const auto& table = all_exercises();
+        for (std::size_t i = 0; i < table.size(); ++i) {
+            fs::copy_file(kit.reference.at(i), kit_.obj / ("reference-" + table[i].id + ".o"));
+            run_tool({"objcopy", "--weaken", kit.starter.at(i), (kit_.obj / ("starter-" + table[i].id + ".o")).string()},
+                     kit_.obj);
+        }
+        fs::copy_file(kit.pch.at(0), kit_.pch / "xtensor_pch.hpp");
+        share_tree(kit_.dir);
+        share(kit_.pch, true);
+        ::chmod(kit_.pch.c_str(), 0700);
+        SandboxCommand c = sandbox_command(o_, {kit_.include}, kit_.pch, 600);
+        c.argv = {compiler_.string()};
+        c.argv.insert(c.argv.end(), kit.compile.begin(), kit.compile.end());
+        c.argv.insert(c.argv.end(), {"-x", "c++-header", (kit_.pch / "xtensor_pch.hpp").string(), "-o",
+                                     (kit_.pch / "xtensor_pch.hpp.gch").string()});
+        c.limits.file_bytes = std::size_t{1} << 30;  // the precompiled header is near 100 MB
+        c.limits.disk_bytes = std::size_t{2} << 30;
+        const SandboxResult r = run_sandboxed(c);
+        if (r.interrupted) throw Interrupted{};
+        share_tree(kit_.dir);  // attn's again: no sandbox writes the kit from here on
+        if (!r.ran || r.exit_code != 0 || r.exceeded != SandboxLimit::none) {
+            const std::string abnormal = abnormal_end(r, o_, c.limits);
+            fmt::print(stderr, "attn: cannot precompile the headers for the students' code: {}\n",
+                       !abnormal.empty() ? abnormal : first_error(r.err, kit_.pch));
+            return false;
+        }
+        return true;
+    }
+
+    // The rows of one student, in the order of the exercises graded. Students may be graded on
+    // several threads at once: each has a folder, a budget and rows of its own.
+    std::vector<GradeRow> grade(const fs::path& submission, std::size_t index) const {
+        StudentGrading student(o_, exercises_, kit_, compiler_, work_ / fmt::format("student-{}", index + 1));
+        return student.grade(submission);
+    }
+
+private:
+    // ---- the kit
+
+    // Every header of the source tree's src/ (no source file: the references are not to be read).
+    static void copy_headers(const fs::path& from, const fs::path& to) {
+        for (const auto& e : fs::recursive_directory_iterator(from)) {
+            const fs::path rel = fs::relative(e.path(), from);
+            if (e.is_directory()) fs::create_directories(to / rel);
+            else if (e.is_regular_file() && (e.path().extension() == ".hpp" || e.path().extension() == ".h"))
+                fs::copy_file(e.path(), to / rel);
+        }
+    }
+
+    // A copy of a (thin) static library of the build as a regular archive in the kit, so that the
+    // sandbox needs no build folder of ours.
+    fs::path regular_archive(const fs::path& library) {
+        std::error_code ec;
+        if (!fs::is_regular_file(library, ec))
+            throw std::runtime_error(fmt::format("the library {} is missing: run meson compile -C {}", library.string(),
+                                                 this_program().build_dir.string()));
+        const std::string listing = run_tool({"ar", "t", library.string()}, library.parent_path());
+        std::vector<std::string> argv = {"ar", "qcs", (kit_.lib / library.filename()).string()};
+        std::size_t at = 0;
+        while (at < listing.size()) {
+            const std::size_t end = std::min(listing.find('\n', at), listing.size());
+            if (end > at) argv.push_back(listing.substr(at, end - at));
+            at = end + 1;
+        }
+        run_tool(argv, library.parent_path());
+        return kit_.lib / library.filename();
+    }
+
+    const GradeOptions& o_;
+    std::vector<const Exercise*> exercises_;
+    fs::path work_, compiler_;
+    Kit kit_;
 };
 
 // The checks before anything is built: limits in range, a build with its kit, a compiler, a sandbox.
@@ -659,6 +704,67 @@ std::optional<fs::path> work_folder(const GradeOptions& o) {
     return work;
 }
 
+// One student's rows, or their `error` rows when our side failed (a full disk): the batch goes on.
+std::vector<GradeRow> rows_of_student(const SourceGrader& grader, const GradeOptions& o,
+                                      const std::vector<const Exercise*>& exercises, std::size_t i) {
+    try {
+        return grader.grade(o.submissions[i], i);
+    } catch (const std::exception& e) {
+        std::vector<GradeRow> rows;
+        for (const Exercise* x : exercises)
+            rows.push_back({student_name(o.submissions[i]), x->lesson, x->id, "error", "",
+                            capped("could not be graded: " + printable_utf8(e.what()), 500), 0,
+                            static_cast<int>(unit_case_names(x->id).size()) + 1});
+        return rows;
+    }
+}
+
+// Every student's rows, in the order given, graded by up to --jobs threads; each student's line
+// is printed as soon as the students before them are done. Throws Interrupted after every thread
+// has stopped.
+std::vector<GradeRow> grade_all(const SourceGrader& grader, const GradeOptions& o,
+                                const std::vector<const Exercise*>& exercises) {
+    const std::size_t n = o.submissions.size();
+    std::vector<std::vector<GradeRow>> done(n);
+    std::vector<char> ready(n, 0);
+    std::atomic<std::size_t> next{0};
+    std::atomic<bool> stop{false};
+    std::mutex lock;
+    std::condition_variable changed;
+    const auto work = [&] {
+        for (std::size_t i = next++; i < n && !stop; i = next++) {
+            std::vector<GradeRow> rows;
+            try {
+                rows = rows_of_student(grader, o, exercises, i);
+            } catch (const Interrupted&) {
+                stop = true;
+            }
+            const std::lock_guard<std::mutex> hold(lock);
+            done[i] = std::move(rows);
+            ready[i] = 1;
+            changed.notify_all();
+        }
+        const std::lock_guard<std::mutex> hold(lock);
+        changed.notify_all();
+    };
+    const std::size_t jobs = std::max<std::size_t>(1, std::min<std::size_t>(o.jobs, n));
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < jobs; ++t) threads.emplace_back(work);
+    std::vector<GradeRow> rows;
+    {
+        std::unique_lock<std::mutex> hold(lock);
+        for (std::size_t i = 0; i < n && !stop; ++i) {
+            changed.wait(hold, [&] { return ready[i] || stop; });
+            if (!ready[i] || stop) break;
+            rows.insert(rows.end(), done[i].begin(), done[i].end());
+            print_grade_line(rows, rows.size() - done[i].size(), exercises.size());
+        }
+    }
+    for (auto& t : threads) t.join();
+    if (stop || interruption_requested()) throw Interrupted{};
+    return rows;
+}
+
 }  // namespace
 
 int grade_from_sources(const GradeOptions& o, const std::vector<const Exercise*>& exercises) {
@@ -683,6 +789,7 @@ int grade_from_sources(const GradeOptions& o, const std::vector<const Exercise*>
 
     GradeOptions options = o;
     options.golden_dir = fs::absolute(o.golden_dir);
+    if (options.jobs == 0) options.jobs = std::max(1u, std::thread::hardware_concurrency());
     SourceGrader grader(options, exercises, *work, *compiler);
     std::vector<GradeRow> rows;
     try {
@@ -694,22 +801,7 @@ int grade_from_sources(const GradeOptions& o, const std::vector<const Exercise*>
             return exit_golden;
         }
         print_grade_header();
-        for (std::size_t i = 0; i < o.submissions.size(); ++i) {
-            std::vector<GradeRow> student;
-            try {
-                student = grader.grade(o.submissions[i], i);
-            } catch (const std::exception& e) {  // our side failed (disk full): this student is an error, the batch goes on
-                student.clear();
-                for (const Exercise* x : exercises)
-                    student.push_back({student_name(o.submissions[i]), x->lesson, x->id, "error", "",
-                                       capped("could not be graded: " + printable_utf8(e.what()), 500), 0,
-                                       static_cast<int>(unit_case_names(x->id).size()) + 1});
-            }
-            const std::size_t first = rows.size();
-            rows.insert(rows.end(), student.begin(), student.end());
-            print_grade_line(rows, first, exercises.size());
-            if (interruption_requested()) throw Interrupted{};
-        }
+        rows = grade_all(grader, options, exercises);
     } catch (const Interrupted&) {
         fmt::print(stderr, "attn: interrupted: grading stopped, every sandbox ended{}\n",
                    keep ? fmt::format("; the builds so far are in {}", printable_utf8(work->string()))

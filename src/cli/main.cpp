@@ -176,6 +176,10 @@ int run_main(int argc, char** argv) {
                           "With --sources: CPU seconds per student for building and checking (default 300)");
     grade_cmd->add_option("--memory-limit", grade.memory_limit_mib,
                           "With --sources: MiB of memory for a student's sandbox (default 2048)");
+    grade_cmd->add_option("--jobs", grade.jobs,
+                          "With --sources: students graded at once (default: one per core; each has its own "
+                          "CPU budget, so the grades do not depend on it)")
+        ->check(CLI::Range(1, 256));
     grade_cmd->add_option("--keep-builds", grade.work_dir,
                           "With --sources: build in this new or empty folder and keep it (default: a temporary "
                           "folder, removed)");

@@ -815,7 +815,13 @@ std::optional<std::string> sandbox_unavailable() {
     const std::string as = user ? " as the user nobody (65534)" : "";
     if (!why) {
         const SandboxResult r = run_sandboxed(probe);
-        if (!r.ran) why = fmt::format("bwrap cannot create a sandbox here{} ({})", as, r.error);
+        // inside a container or a chroot, user namespaces are often off (kernel.unprivileged_userns_clone,
+        // user.max_user_namespaces) or bwrap may not mount /proc
+        if (!r.ran)
+            why = fmt::format("bwrap cannot create a sandbox here{} ({}); inside a container or a chroot, user "
+                              "namespaces are often disabled: check user.max_user_namespaces, or grade on the "
+                              "host",
+                              as, r.error);
         else if (r.exit_code != 0)
             why = fmt::format("bwrap cannot create a sandbox here{} (a trivial command exited {}{}{})", as,
                               r.exit_code, r.err.empty() ? "" : ": ", printable_utf8(r.err.substr(0, 300)));
