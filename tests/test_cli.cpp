@@ -324,7 +324,7 @@ TEST_CASE("grade writes one row per student and exercise, whatever the submissio
     Scratch s;
     const Trace golden = read_golden(std::string(ATTN_GOLDEN_DIR) + "/01_bottleneck.json");
     // alice: the exported numbers (pass); bob: one value off by 1e-3 (fail); carol: garbage (error);
-    // dave: a wrong shape (fail); erin: not a directory (error).
+    // dave: a wrong shape (fail); erin: a stray file beside the folders (skipped, said so).
     REQUIRE(run_attn("export 1 --out " + s.q("alice")).code == 0);
     Trace off = golden;
     off.steps()[2].tensors[0].value(0, 0) += 1e-3;
@@ -348,7 +348,10 @@ TEST_CASE("grade writes one row per student and exercise, whatever the submissio
     const std::string wide = read_file(s.dir / "report.csv");
     std::string header = "student";
     for (const auto& x : all_exercises()) header += "," + x.id;
-    CHECK_THAT(wide, Catch::StartsWith(header + ",passed,points,max_points\n"));
+    std::string points_header;
+    for (const auto& x : all_exercises()) points_header += "," + x.id + " points";
+    CHECK_THAT(wide, Catch::StartsWith(header + ",passed,points,max_points" + points_header + "\n"));
+    CHECK_THAT(r.output, Catch::Contains("skipped") && Catch::Contains("erin: a file, not a student's folder"));
     const auto row_of = [&](const std::string& student) {
         std::istringstream lines(wide);
         for (std::string line; std::getline(lines, line);)
@@ -360,14 +363,21 @@ TEST_CASE("grade writes one row per student and exercise, whatever the submissio
         for (std::size_t i = 2; i < n; ++i) out += ",missing";
         return out;
     }();
-    CHECK(row_of("alice") == "alice,pass,pass" + rest_missing + ",2,2," + std::to_string(n));
-    CHECK(row_of("bob") == "bob,fail,pass" + rest_missing + ",1,1," + std::to_string(n));
-    CHECK(row_of("carol") == "carol,error,error" + rest_missing + ",0,0," + std::to_string(n));
-    CHECK(row_of("dave") == "dave,fail,missing" + rest_missing + ",0,0," + std::to_string(n));
-    CHECK(row_of("erin").rfind("erin,error,error,error", 0) == 0);
-    CHECK(row_of("frank") == "frank,pass,pass" + rest_missing + ",2,2," + std::to_string(n));
-    CHECK(row_of("\"'" + formula + "\"") == "\"'" + formula + "\",missing,missing" + rest_missing + ",0,0," +
-                                                 std::to_string(n));
+    // then the points of each exercise
+    const auto points = [&](const std::string& first_two) {
+        std::string out = first_two;
+        for (std::size_t i = 2; i < n; ++i) out += ",0";
+        return out;
+    };
+    const std::string of_n = "," + std::to_string(n);
+    CHECK(row_of("alice") == "alice,pass,pass" + rest_missing + ",2,2" + of_n + points(",1,1"));
+    CHECK(row_of("bob") == "bob,fail,pass" + rest_missing + ",1,1" + of_n + points(",0,1"));
+    CHECK(row_of("carol") == "carol,error,error" + rest_missing + ",0,0" + of_n + points(",0,0"));
+    CHECK(row_of("dave") == "dave,fail,missing" + rest_missing + ",0,0" + of_n + points(",0,0"));
+    CHECK(row_of("erin").empty());
+    CHECK(row_of("frank") == "frank,pass,pass" + rest_missing + ",2,2" + of_n + points(",1,1"));
+    CHECK(row_of("\"'" + formula + "\"") ==
+          "\"'" + formula + "\",missing,missing" + rest_missing + ",0,0" + of_n + points(",0,0"));
     CHECK(wide.find("\n=") == std::string::npos);
     // every result with its message, one line each
     const std::string csv = read_file(s.dir / "report.long.csv");
@@ -380,9 +390,12 @@ TEST_CASE("grade writes one row per student and exercise, whatever the submissio
     CHECK_THAT(csv, Catch::Contains("alice,additive,additive-score,missing,0,1,"));
     std::size_t lines = 0;
     for (char c : csv) lines += c == '\n' ? 1 : 0;
-    CHECK(lines == 1 + 7 * n);  // single-line messages: one line per row
+    CHECK(lines == 1 + 6 * n);  // single-line messages: one line per row
     const auto json = nlohmann::json::parse(read_file(s.dir / "report.json"));
-    CHECK(json.at("students").size() == 7);
+    CHECK(json.at("students").size() == 6);
+    CHECK(json.at("meta").at("graded_from") == "numbers");
+    CHECK(fs::is_regular_file(s.dir / "report.feedback" / "bob.md"));
+    CHECK_THAT(read_file(s.dir / "report.feedback" / "bob.md"), Catch::Contains("## gru-step: fail"));
     CHECK(json.at("students").at(1).at("student") == "bob");
     CHECK(json.at("students").at(1).at("points") == 1);
     CHECK(json.at("results").at(n).at("result") == "fail");

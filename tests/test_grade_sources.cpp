@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
@@ -131,7 +132,8 @@ TEST_CASE("grade --sources builds and checks every student in a sandbox of their
     const std::string wide = read_file(c.dir / "report.csv");
     const std::string details = read_file(c.dir / "report.long.csv");
     INFO(details);
-    CHECK_THAT(wide, Catch::StartsWith("student,softmax,scaled-attention,passed,points,max_points\n"));
+    CHECK_THAT(wide, Catch::StartsWith("student,softmax,scaled-attention,passed,points,max_points,softmax points,"
+                                       "scaled-attention points\n"));
     // points: one per unit case passed (in order, up to the first that fails) and one for the lesson
     const auto softmax_cases = unit_case_names("softmax"), scaled_cases = unit_case_names("scaled-attention");
     const std::size_t s_max = softmax_cases.size() + 1, a_max = scaled_cases.size() + 1;
@@ -139,19 +141,21 @@ TEST_CASE("grade --sources builds and checks every student in a sandbox of their
     const auto bob_case = std::find(scaled_cases.begin(), scaled_cases.end(), "d_v != d_k");
     REQUIRE(bob_case != scaled_cases.end());
     const std::size_t bob_points = s_max + static_cast<std::size_t>(bob_case - scaled_cases.begin());
-    CHECK(line_of(wide, "alice") == "alice,pass,pass,2," + max + "," + max);
-    CHECK(line_of(wide, "bob") == "bob,pass,fail,1," + std::to_string(bob_points) + "," + max);
-    CHECK(line_of(wide, "carol") == "carol,error,pass,1," + std::to_string(a_max) + "," + max);
-    // dave's loop spends his CPU time: the check of softmax is stopped, and scaled-attention (which
-    // calls his softmax) is stopped or left unchecked
-    CHECK(line_of(wide, "dave") == "dave,error,error,0,0," + max);
-    CHECK(line_of(wide, "erin") == "erin,error,missing,0,0," + max);
+    const auto each = [](std::size_t softmax, std::size_t scaled) { return fmt::format(",{},{}", softmax, scaled); };
+    CHECK(line_of(wide, "alice") == "alice,pass,pass,2," + max + "," + max + each(s_max, a_max));
+    CHECK(line_of(wide, "bob") == "bob,pass,fail,1," + std::to_string(bob_points) + "," + max + each(s_max, bob_points - s_max));
+    CHECK(line_of(wide, "carol") == "carol,error,pass,1," + std::to_string(a_max) + "," + max + each(0, a_max));
+    // dave's loop spends his CPU time: the check of softmax is stopped, and scaled-attention (graded
+    // with the reference softmax) is left unchecked
+    CHECK(line_of(wide, "dave") == "dave,error,error,0,0," + max + each(0, 0));
+    CHECK(line_of(wide, "erin") == "erin,error,missing,0,0," + max + each(0, 0));
     // frank's softmax(vector) runs out of memory at the first case that calls it (the earlier ones call softmax_rows)
     const auto frank_case = std::find(softmax_cases.begin(), softmax_cases.end(), "one column, and ties");
     REQUIRE(frank_case != softmax_cases.end());
+    const auto frank_points = static_cast<std::size_t>(frank_case - softmax_cases.begin());
     CHECK(line_of(wide, "frank") ==
-          "frank,error,missing,0," + std::to_string(frank_case - softmax_cases.begin()) + "," + max);
-    CHECK(line_of(wide, "eve") == "eve,pass,missing,1," + std::to_string(s_max) + "," + max);
+          "frank,error,missing,0," + std::to_string(frank_points) + "," + max + each(frank_points, 0));
+    CHECK(line_of(wide, "eve") == "eve,pass,missing,1," + std::to_string(s_max) + "," + max + each(s_max, 0));
     CHECK_FALSE(fs::exists(mark));
     std::size_t lines = 0;
     for (char ch : wide) lines += ch == '\n' ? 1 : 0;

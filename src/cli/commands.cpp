@@ -635,9 +635,65 @@ GradeRow grade_one(const std::filesystem::path& dir, const Lesson& l, const Exer
     row.result = v.missing ? "missing" : v.code == exit_ok ? "pass" : v.code == exit_mismatch ? "fail" : "error";
     row.points = row.result == "pass" ? 1 : 0;  // from numbers: one point an exercise, of one
     row.step = v.step;
-    row.message = capped(v.message, 500);
+    row.message = capped(v.message, max_message_bytes);
     while (!row.message.empty() && row.message.back() == '\n') row.message.pop_back();
     return row;
+}
+
+}  // namespace
+
+namespace {
+
+// Whether `dir` holds a file ending in `ending`.
+bool holds_file_ending(const std::filesystem::path& dir, const std::string& ending) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.size() > ending.size() && name.compare(name.size() - ending.size(), ending.size(), ending) == 0 &&
+            e.is_regular_file(ec))
+            return true;
+    }
+    return false;
+}
+
+bool holds_exercise_file(const std::filesystem::path& dir) {
+    std::error_code ec;
+    return std::any_of(all_exercises().begin(), all_exercises().end(), [&](const Exercise& x) {
+        return std::filesystem::exists(std::filesystem::symlink_status(dir / exercise_file(x), ec));
+    });
+}
+
+// Drops what is not a student's folder (a stray file beside them, said so) and warns about folders
+// that look handed in wrong: exercise files one folder down, or .cpp files graded from numbers.
+// False (after saying so) when nothing is left to grade.
+bool submissions_to_grade(GradeOptions& o) {
+    std::vector<std::filesystem::path> kept;
+    for (const auto& dir : o.submissions) {
+        std::error_code ec;
+        const auto status = std::filesystem::symlink_status(dir, ec);
+        if (std::filesystem::is_regular_file(status)) {
+            fmt::print(stderr, "attn: warning: skipped {}: a file, not a student's folder\n", printable_utf8(dir.string()));
+            continue;
+        }
+        kept.push_back(dir);
+        if (!std::filesystem::is_directory(status)) continue;  // its rows say what is wrong
+        if (o.sources && !holds_exercise_file(dir))
+            for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+                if (e.is_directory(ec) && !e.is_symlink(ec) && holds_exercise_file(e.path()))
+                    fmt::print(stderr, "attn: warning: {} holds no exercise file, but {} does: hand in that folder "
+                                       "(graded as it is, every exercise is missing)\n",
+                               printable_utf8(dir.string()), printable_utf8(e.path().string()));
+        if (!o.sources && holds_file_ending(dir, ".cpp"))
+            fmt::print(stderr, "attn: warning: {} holds .cpp files, which grading from numbers does not read: add "
+                               "--sources to build and check them\n",
+                       printable_utf8(dir.string()));
+    }
+    if (kept.empty()) {
+        fmt::print(stderr, "attn: nothing to grade: no student's folder among the {} given\n", o.submissions.size());
+        return false;
+    }
+    o.submissions = kept;
+    return true;
 }
 
 }  // namespace
@@ -655,15 +711,21 @@ int cmd_grade(const GradeOptions& o) {
             return exit_golden;
         }
     }
-    if (o.sources) return grade_from_sources(o, exercises);
+    GradeOptions options = o;
+    if (!o.points_file.empty() && !read_points_file(o.points_file, options.points)) return exit_usage;
+    if (!submissions_to_grade(options)) return exit_usage;
+    if (o.sources) return grade_from_sources(options, exercises);
     std::vector<GradeRow> rows;
     print_grade_header();
-    for (const auto& dir : o.submissions) {
+    for (const auto& dir : options.submissions) {
         const std::size_t first = rows.size();
-        for (const Exercise* x : exercises) rows.push_back(grade_one(dir, *find_lesson(x->lesson), *x, o));
+        for (const Exercise* x : exercises) {
+            rows.push_back(grade_one(dir, *find_lesson(x->lesson), *x, options));
+            rows.back().worth = worth_in(options, x->id);
+        }
         print_grade_line(rows, first, exercises.size());
     }
-    return write_grade_reports(rows, exercises, o.out);
+    return write_grade_reports(rows, exercises, options);
 }
 
 }  // namespace attn

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,9 @@ struct GradeOptions {
     std::size_t memory_limit_mib = 2048;  // --memory-limit: MiB of address space per process, sources only
     std::filesystem::path work_dir;      // --keep-builds DIR: build there and keep it (default: a temporary folder)
     std::size_t jobs = 0;                // --jobs: students graded at once, sources only (0: one per core)
+    std::filesystem::path points_file;   // --points FILE: what each exercise is worth in the report
+    std::map<std::string, double> points;       // read from points_file
+    std::vector<std::string> command_line;      // for the report's metadata
 };
 
 // The exercise commands of an exercise build (attn-student, attn-starter-<id>), and the instructor's.

@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -265,6 +266,11 @@ std::string first_error(const std::string& text, const fs::path& strip) {
     return printable_utf8(capped(chosen, 400));
 }
 
+// The wall clock of one sandboxed command: for code that waits instead of computing. Three times
+// the CPU budget and half a minute, so that on a loaded machine a command that computes still
+// ends at its CPU limit (it needs a third of a core) and is told so.
+double wall_limit(const GradeOptions& o) { return 3 * o.cpu_limit + 30; }
+
 // What ended a sandboxed command that did not exit normally, or "" when it exited.
 std::string abnormal_end(const SandboxResult& r, const GradeOptions& o, const SandboxLimits& limits) {
     if (!r.ran) return "the sandbox could not run it: " + r.error;
@@ -276,7 +282,7 @@ std::string abnormal_end(const SandboxResult& r, const GradeOptions& o, const Sa
                                o.cpu_limit);
         case SandboxLimit::wall:
             return fmt::format("stopped: it did not finish within {:g} s of wall time (an endless wait?)",
-                               2 * o.cpu_limit + 10);
+                               wall_limit(o));
         case SandboxLimit::memory:
             return fmt::format("stopped at the memory limit ({} MiB for the sandbox)", o.memory_limit_mib);
         case SandboxLimit::processes:
@@ -293,16 +299,25 @@ std::string abnormal_end(const SandboxResult& r, const GradeOptions& o, const Sa
 }
 
 // A command in a sandbox with the limits of the options: `cpu` seconds of CPU (what is left of the
-// student's budget), a wall clock of twice the whole budget plus 10 s, the memory limit.
+// student's budget), the wall clock of wall_limit(), the memory limit.
 SandboxCommand sandbox_command(const GradeOptions& o, std::vector<fs::path> read_only, const fs::path& writable,
                                double cpu) {
     SandboxCommand c;
     c.read_only = std::move(read_only);
     c.writable = writable;
     c.limits.cpu_seconds = cpu;
-    c.limits.wall_seconds = 2 * o.cpu_limit + 10;
+    c.limits.wall_seconds = wall_limit(o);
     c.limits.memory_bytes = o.memory_limit_mib << 20;
     return c;
+}
+
+// A student's folder in the work folder: "3-alice" (their place in the batch, and their name with
+// what is not a letter, a digit, '-' or '_' as '_', at most 40 bytes of it).
+std::string folder_name(std::size_t index, const std::string& student) {
+    std::string name;
+    for (const char c : student.substr(0, 40))
+        name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+    return fmt::format("{}-{}", index + 1, name);
 }
 
 // ---- the kit: what every student's build uses, read-only
@@ -326,7 +341,8 @@ public:
         const std::string name = student_name(submission);
         rows_.clear();
         for (const Exercise* x : exercises_)
-            rows_.push_back({name, x->lesson, x->id, "", "", "", 0, static_cast<int>(unit_case_names(x->id).size()) + 1});
+            rows_.push_back({name, x->lesson, x->id, "", "", "", 0, static_cast<int>(unit_case_names(x->id).size()) + 1,
+                             worth_in(o_, x->id)});
         const HandedIn handed = read_submission(submission);
         if (!handed.error.empty()) return fail_all("error", handed.error);
         for (auto& r : rows_) {
@@ -359,7 +375,7 @@ private:
     void settle(GradeRow& r, const std::string& result, const std::string& message) {
         if (!r.result.empty()) return;
         r.result = result;
-        r.message = capped(message, 500);
+        r.message = capped(message, max_message_bytes);
     }
     bool all_settled() const {
         return std::all_of(rows_.begin(), rows_.end(), [](const GradeRow& r) { return !r.result.empty(); });
@@ -503,7 +519,7 @@ private:
         if (s.state == ExerciseState::not_started) text += ": the file handed in defines none of its functions";
         else if (!s.message.empty()) text += ": " + s.message;
         while (!text.empty() && text.back() == '\n') text.pop_back();
-        row.message = capped(printable_utf8(text), 500);
+        row.message = capped(printable_utf8(text), max_message_bytes);
     }
 
     const GradeOptions& o_;
@@ -565,7 +581,7 @@ public:
     // The rows of one student, in the order of the exercises graded. Students may be graded on
     // several threads at once: each has a folder, a budget and rows of its own.
     std::vector<GradeRow> grade(const fs::path& submission, std::size_t index) const {
-        StudentGrading student(o_, exercises_, kit_, compiler_, work_ / fmt::format("student-{}", index + 1));
+        StudentGrading student(o_, exercises_, kit_, compiler_, work_ / folder_name(index, student_name(submission)));
         return student.grade(submission);
     }
 
@@ -713,8 +729,8 @@ std::vector<GradeRow> rows_of_student(const SourceGrader& grader, const GradeOpt
         std::vector<GradeRow> rows;
         for (const Exercise* x : exercises)
             rows.push_back({student_name(o.submissions[i]), x->lesson, x->id, "error", "",
-                            capped("could not be graded: " + printable_utf8(e.what()), 500), 0,
-                            static_cast<int>(unit_case_names(x->id).size()) + 1});
+                            capped("could not be graded: " + printable_utf8(e.what()), max_message_bytes), 0,
+                            static_cast<int>(unit_case_names(x->id).size()) + 1, worth_in(o, x->id)});
         return rows;
     }
 }
@@ -809,7 +825,7 @@ int grade_from_sources(const GradeOptions& o, const std::vector<const Exercise*>
         return 128 + (interruption_signal() ? interruption_signal() : SIGINT);
     }
     if (keep) fmt::print("the builds are in {}\n", printable_utf8(work->string()));
-    return write_grade_reports(rows, exercises, o.out);
+    return write_grade_reports(rows, exercises, options);
 }
 
 }  // namespace attn

@@ -161,6 +161,7 @@ int run_main(int argc, char** argv) {
     compare_cmd->add_option("--golden", compare.golden_dir, "Directory of the golden files");
 
     GradeOptions grade;
+    for (int i = 0; i < argc; ++i) grade.command_line.emplace_back(argv[i]);
     grade.golden_dir = ATTN_GOLDEN_DIR;
     auto* grade_cmd = app.add_subcommand("grade", "Grade many submissions (one folder per student) into CSV and JSON");
     grade_cmd->add_option("submissions", grade.submissions, "One directory per student")->required();
@@ -176,6 +177,9 @@ int run_main(int argc, char** argv) {
                           "With --sources: CPU seconds per student for building and checking (default 300)");
     grade_cmd->add_option("--memory-limit", grade.memory_limit_mib,
                           "With --sources: MiB of memory for a student's sandbox (default 2048)");
+    grade_cmd->add_option("--points", grade.points_file,
+                          "A file of 'exercise points' lines: what each exercise is worth in the report (default: "
+                          "one point per unit case and one for the lesson; one from numbers)");
     grade_cmd->add_option("--jobs", grade.jobs,
                           "With --sources: students graded at once (default: one per core; each has its own "
                           "CPU budget, so the grades do not depend on it)")
