@@ -408,4 +408,33 @@ TEST_CASE("grade writes one row per student and exercise, whatever the submissio
     }
 }
 
+TEST_CASE("grade --points sets what exercises are worth; a bad points file is refused", "[cli][grade]") {
+    Scratch s;
+    REQUIRE(run_attn("export 1 --out " + s.q("alice")).code == 0);
+    std::ofstream(s.dir / "points.txt") << "# week 1\ngru-step 10\nsoftmax, 2.5  # the stable one\n";
+    const Result r = run_attn("grade " + s.q("alice") + " --exercise gru-step --exercise softmax --exercise context "
+                              "--points " + s.q("points.txt") + " --out " + s.q("report"));
+    INFO(r.output);
+    CHECK(r.code == 1);  // context is missing
+    // alice passes gru-step (10) and softmax (2.5), context keeps its one point, which she misses
+    CHECK_THAT(read_file(s.dir / "report.csv"), Catch::Contains("\nalice,pass,pass,missing,2,12.5,13.5,10,2.5,0\n"));
+    CHECK_THAT(read_file(s.dir / "report.long.csv"), Catch::Contains("alice,bottleneck,softmax,pass,2.5,2.5,"));
+    const auto json = nlohmann::json::parse(read_file(s.dir / "report.json"));
+    CHECK(json.at("meta").at("points").at("gru-step") == 10);
+    CHECK(json.at("students").at(0).at("points") == 12.5);
+    CHECK_THAT(json.at("meta").at("command").get<std::string>(), Catch::Contains("--points"));
+    CHECK_THAT(read_file(s.dir / "report.feedback" / "alice.md"), Catch::Contains("| softmax | pass | 2.5 of 2.5 |"));
+    for (const auto& [text, says] : std::vector<std::pair<std::string, std::string>>{
+             {"softmx 2\n", "'softmx' is not an exercise"},
+             {"softmax -1\n", "must be a number above 0"},
+             {"softmax 2 3\n", "expected 'exercise points'"},
+             {"softmax 2\nsoftmax 3\n", "given points twice"}}) {
+        std::ofstream(s.dir / "bad.txt") << text;
+        const Result bad = run_attn("grade " + s.q("alice") + " --points " + s.q("bad.txt") + " --out " + s.q("bad"));
+        CHECK(bad.code == 2);
+        CHECK_THAT(bad.output, Catch::Contains(says) && Catch::Contains("bad.txt:"));
+        CHECK_FALSE(fs::exists(s.dir / "bad.csv"));
+    }
+}
+
 }  // namespace test_cli
