@@ -11,6 +11,13 @@
 
 namespace attn {
 
+// `text` as one word of a shell command (printed commands, Slurm's --wrap).
+inline std::string shell_quoted(const std::string& text) {
+    std::string out = "'";
+    for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
 // False after reporting a bad --rtol or --atol.
 bool tolerance_ok(const Tolerance& tol);
 

@@ -67,6 +67,8 @@ struct GradeOptions {
     std::filesystem::path points_file;   // --points FILE: what each exercise is worth in the report
     std::map<std::string, double> points;       // read from points_file
     std::vector<std::string> command_line;      // for the report's metadata
+    bool slurm = false;       // --slurm: one Slurm array task per student, then the reports (sources only)
+    long slurm_task = -1;     // --slurm-task I: grade student I into OUT.slurm/results/I.json (a task of --slurm)
 };
 
 // The exercise commands of an exercise build (attn-student, attn-starter-<id>), and the instructor's.

@@ -16,6 +16,7 @@
 // budget is per student for building and checking together.
 #include "cli/grade.hpp"
 
+#include "cli/command_support.hpp"
 #include "cli/program.hpp"
 #include "cli/sandbox.hpp"
 #include "core/golden.hpp"
@@ -541,13 +542,10 @@ public:
     // after printing why it failed.
     bool prepare_kit() {
         const GradeKit& kit = grade_kit();
-        kit_.dir = work_ / "kit";
-        kit_.include = kit_.dir / "include";
-        kit_.pch = kit_.dir / "pch";
-        kit_.lib = kit_.dir / "lib";
-        kit_.obj = kit_.dir / "obj";
+        name_kit();
         for (const auto& d : {kit_.dir, kit_.include, kit_.pch, kit_.lib, kit_.obj}) make_folder(d, 0700);
         copy_headers(this_program().source_dir / "src", kit_.include);
+        kit_.libraries.clear();
         for (const auto& lib : kit.libraries) kit_.libraries.push_back(regular_archive(lib));
         const auto& table = all_exercises();
         for (std::size_t i = 0; i < table.size(); ++i) {
@@ -575,6 +573,18 @@ public:
                        !abnormal.empty() ? abnormal : first_error(r.err, kit_.pch));
             return false;
         }
+        create_file(kit_.dir / "ready", "", 0640);  // what a grading task of a cluster looks for
+        share(kit_.dir / "ready", false);
+        return true;
+    }
+
+    // The kit another attn prepared in this work folder (a Slurm task's); false when it is not ready.
+    bool load_kit() {
+        name_kit();
+        std::error_code ec;
+        if (!fs::is_regular_file(kit_.dir / "ready", ec)) return false;
+        kit_.libraries.clear();
+        for (const auto& lib : grade_kit().libraries) kit_.libraries.push_back(kit_.lib / fs::path(lib).filename());
         return true;
     }
 
@@ -587,6 +597,14 @@ public:
 
 private:
     // ---- the kit
+
+    void name_kit() {
+        kit_.dir = work_ / "kit";
+        kit_.include = kit_.dir / "include";
+        kit_.pch = kit_.dir / "pch";
+        kit_.lib = kit_.dir / "lib";
+        kit_.obj = kit_.dir / "obj";
+    }
 
     // Every header of the source tree's src/ (no source file: the references are not to be read).
     static void copy_headers(const fs::path& from, const fs::path& to) {
@@ -781,6 +799,163 @@ std::vector<GradeRow> grade_all(const SourceGrader& grader, const GradeOptions& 
     return rows;
 }
 
+// ---- a course on a cluster: one Slurm array task per student, then the reports
+
+// OUT.slurm: the kit and the students' builds (work/), one result per student (results/I.json,
+// written by task I) and the tasks' logs (logs/I.log), on the cluster's shared file system.
+fs::path batch_folder(const GradeOptions& o) { return fs::absolute(o.out.string() + ".slurm"); }
+fs::path result_file(const fs::path& batch, std::size_t i) { return batch / "results" / fmt::format("{}.json", i); }
+
+std::string rows_text(const std::vector<GradeRow>& rows) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : rows)
+        out.push_back({{"student", r.student}, {"lesson", r.lesson}, {"exercise", r.exercise}, {"result", r.result},
+                       {"step", r.step}, {"message", r.message}, {"points", r.points}, {"max_points", r.max_points},
+                       {"worth", r.worth}});
+    return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+// A task's rows, when they are what the task was to write: a row per exercise graded, in order.
+std::optional<std::vector<GradeRow>> rows_of_text(const std::string& text, const std::vector<const Exercise*>& exercises) {
+    try {
+        const auto doc = nlohmann::json::parse(text);
+        if (!doc.is_array() || doc.size() != exercises.size()) return std::nullopt;
+        std::vector<GradeRow> rows;
+        for (std::size_t i = 0; i < doc.size(); ++i) {
+            const auto& r = doc[i];
+            if (r.at("exercise").get<std::string>() != exercises[i]->id) return std::nullopt;
+            rows.push_back({r.at("student"), r.at("lesson"), r.at("exercise"), r.at("result"), r.at("step"),
+                            r.at("message"), r.at("points"), r.at("max_points"), r.at("worth")});
+        }
+        return rows;
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+// What each task runs: this attn with the same arguments, --slurm replaced by --slurm-task.
+std::string task_command(const GradeOptions& o) {
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    std::string command = shell_quoted(ec ? o.command_line.at(0) : self.string());
+    for (std::size_t i = 1; i < o.command_line.size(); ++i)
+        if (o.command_line[i] != "--slurm") command += " " + shell_quoted(o.command_line[i]);
+    return command + " --slurm-task \"$SLURM_ARRAY_TASK_ID\"";
+}
+
+// Task I of a batch: grades student I with the kit the batch prepared, into results/I.json.
+int grade_task(const GradeOptions& o, const std::vector<const Exercise*>& exercises, const fs::path& compiler) {
+    const fs::path batch = batch_folder(o);
+    if (o.slurm_task < 0 || static_cast<std::size_t>(o.slurm_task) >= o.submissions.size()) {
+        fmt::print(stderr, "attn: --slurm-task {} is not a student of the {} given\n", o.slurm_task, o.submissions.size());
+        return exit_usage;
+    }
+    const auto i = static_cast<std::size_t>(o.slurm_task);
+    SourceGrader grader(o, exercises, batch / "work", compiler);
+    if (!grader.load_kit()) {
+        fmt::print(stderr, "attn: no kit is ready in {}: attn grade --slurm prepares it before it submits the tasks\n",
+                   printable_utf8((batch / "work").string()));
+        return exit_golden;
+    }
+    catch_interruptions();  // scancel sends SIGTERM: every sandbox ends
+    try {
+        const std::vector<GradeRow> rows = rows_of_student(grader, o, exercises, i);
+        write_file_atomic(result_file(batch, i), rows_text(rows));
+    } catch (const Interrupted&) {
+        return 128 + (interruption_signal() ? interruption_signal() : SIGTERM);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "attn: cannot write the result of student {}: {}\n", i, printable_utf8(e.what()));
+        return exit_golden;
+    }
+    if (o.work_dir.empty()) remove_tree(batch / "work" / folder_name(i, student_name(o.submissions[i])));
+    return exit_ok;
+}
+
+// Submits the students without a result as one array job and waits for it (polling squeue, so
+// that Ctrl-C cancels it). Returns exit_ok, or why not after saying so.
+int run_array_job(const GradeOptions& o, const fs::path& batch, const std::vector<std::size_t>& missing) {
+    std::string indices;
+    for (const std::size_t i : missing) indices += (indices.empty() ? "" : ",") + std::to_string(i);
+    std::string job;
+    try {
+        job = run_tool({"sbatch", "--parsable", "--job-name=attn-grade", "--array=" + indices,
+                        "--output=" + (batch / "logs" / "%a.log").string(), "--wrap", task_command(o)},
+                       fs::current_path());
+        job = job.substr(0, job.find_first_of(";\n"));
+        fmt::print("attn: submitted {} grading tasks as Slurm job {}\n", missing.size(), job);
+        std::fflush(stdout);
+        for (;;) {
+            std::string waiting;
+            try {
+                waiting = run_tool({"squeue", "--noheader", "--jobs", job}, fs::current_path());
+            } catch (const std::exception&) {  // a job squeue no longer knows has ended
+            }
+            if (waiting.find_first_not_of(" \n") == std::string::npos) return exit_ok;
+            for (int tick = 0; tick < 20 && !interruption_requested(); ++tick) ::usleep(100000);
+            if (interruption_requested()) {
+                run_tool({"scancel", job}, fs::current_path());
+                fmt::print(stderr, "attn: interrupted: Slurm job {} cancelled; run again to grade what is missing\n", job);
+                return 128 + interruption_signal();
+            }
+        }
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "attn: cannot run the grading tasks on Slurm: {} (is this a Slurm login node?)\n",
+                   printable_utf8(e.what()));
+        return exit_golden;
+    }
+}
+
+// --slurm: prepares the kit once, submits a task per student without a result, waits, then writes
+// the reports from the results, as a local run would.
+int grade_on_slurm(const GradeOptions& o, const std::vector<const Exercise*>& exercises, const fs::path& compiler) {
+    const fs::path batch = batch_folder(o), work = batch / "work";
+    std::error_code ec;
+    for (const auto& d : {batch / "results", batch / "logs"}) fs::create_directories(d, ec);
+    SourceGrader grader(o, exercises, work, compiler);
+    if (!grader.load_kit()) {
+        remove_tree(work);
+        GradeOptions here = o;
+        here.work_dir = work;
+        if (!work_folder(here)) return exit_golden;
+        try {
+            if (!grader.prepare_kit()) return exit_golden;
+        } catch (const std::exception& e) {
+            fmt::print(stderr, "attn: cannot prepare the builds in {}: {}\n", printable_utf8(work.string()),
+                       printable_utf8(e.what()));
+            return exit_golden;
+        }
+    }
+    std::vector<std::size_t> missing;
+    for (std::size_t i = 0; i < o.submissions.size(); ++i)
+        if (!fs::is_regular_file(result_file(batch, i), ec)) missing.push_back(i);
+    if (!missing.empty())
+        if (const int code = run_array_job(o, batch, missing); code != exit_ok) return code;
+    std::vector<GradeRow> rows;
+    print_grade_header();
+    bool complete = true;
+    for (std::size_t i = 0; i < o.submissions.size(); ++i) {
+        std::optional<std::vector<GradeRow>> mine;
+        try {
+            mine = rows_of_text(read_file_bytes(result_file(batch, i), "result", 16 << 20), exercises);
+        } catch (const std::exception&) {
+        }
+        if (!mine) {
+            complete = false;
+            mine.emplace();
+            for (const Exercise* x : exercises)
+                mine->push_back({student_name(o.submissions[i]), x->lesson, x->id, "error", "",
+                                 fmt::format("its grading task ended without a result (its log: {}); run again to "
+                                             "grade it",
+                                             printable_utf8((batch / "logs" / fmt::format("{}.log", i)).string())),
+                                 0, static_cast<int>(unit_case_names(x->id).size()) + 1, worth_in(o, x->id)});
+        }
+        rows.insert(rows.end(), mine->begin(), mine->end());
+        print_grade_line(rows, rows.size() - mine->size(), exercises.size());
+    }
+    if (complete && o.work_dir.empty()) remove_tree(work);  // every student graded: the kit is no longer needed
+    return write_grade_reports(rows, exercises, o);
+}
+
 }  // namespace
 
 int grade_from_sources(const GradeOptions& o, const std::vector<const Exercise*>& exercises) {
@@ -791,7 +966,12 @@ int grade_from_sources(const GradeOptions& o, const std::vector<const Exercise*>
                    printable_utf8(grade_kit().compiler.front()));
         return exit_golden;
     }
+    GradeOptions options = o;
+    options.golden_dir = fs::absolute(o.golden_dir);
+    if (options.jobs == 0) options.jobs = std::max(1u, std::thread::hardware_concurrency());
+    if (o.slurm_task >= 0) return grade_task(options, exercises, *compiler);
     catch_interruptions();
+    if (o.slurm) return grade_on_slurm(options, exercises, *compiler);
     const auto work = work_folder(o);
     if (!work) return exit_golden;
     const bool keep = !o.work_dir.empty();
@@ -803,9 +983,6 @@ int grade_from_sources(const GradeOptions& o, const std::vector<const Exercise*>
         }
     } cleanup{*work, keep};
 
-    GradeOptions options = o;
-    options.golden_dir = fs::absolute(o.golden_dir);
-    if (options.jobs == 0) options.jobs = std::max(1u, std::thread::hardware_concurrency());
     SourceGrader grader(options, exercises, *work, *compiler);
     std::vector<GradeRow> rows;
     try {

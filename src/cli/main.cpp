@@ -184,6 +184,10 @@ int run_main(int argc, char** argv) {
                           "With --sources: students graded at once (default: one per core; each has its own "
                           "CPU budget, so the grades do not depend on it)")
         ->check(CLI::Range(1, 256));
+    grade_cmd->add_flag("--slurm", grade.slurm,
+                        "With --sources: grade on a Slurm cluster, one array task per student (sbatch), then "
+                        "write the reports; run again, it grades only the students without a result");
+    grade_cmd->add_option("--slurm-task", grade.slurm_task, "")->group("");  // what each task of --slurm runs
     grade_cmd->add_option("--keep-builds", grade.work_dir,
                           "With --sources: build in this new or empty folder and keep it (default: a temporary "
                           "folder, removed)");

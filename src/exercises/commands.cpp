@@ -68,13 +68,6 @@ std::filesystem::path hint_record() {
 
 std::filesystem::path exercise_path(const Exercise& x) { return this_program().exercises_dir / exercise_file(x); }
 
-// text as one word of a shell command
-std::string shell_quoted(const std::string& text) {
-    std::string out = "'";
-    for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
-
 // The exercise file of the student's folder changed most recently after this program was built,
 // or nothing: a program older than the code it is meant to check would report on the old code.
 std::optional<std::filesystem::path> newer_exercise_file() {
