@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <charconv>
+#include <limits>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -38,7 +40,9 @@ void add_golden_options(CLI::App& cmd, GoldenOptions& o) {
 }
 
 void add_setup_options(CLI::App& cmd, LessonSetup& setup) {
-    cmd.add_option("--seed", setup.seed, "Seed of the lesson's random numbers (default 7, as in the golden files)");
+    // an empty --seed "" is a seed given and refused, not the default
+    cmd.add_option("--seed", setup.seed, "Seed of the lesson's random numbers (default 7, as in the golden files)")
+        ->each([&setup](const std::string&) { setup.seed_given = true; });
     cmd.add_option("--set", setup.settings, "key=value: change a parameter (repeat for several); "
                                             "'attn run <lesson> --help' lists them")
         ->expected(1)
@@ -226,11 +230,11 @@ int run_main(int argc, char** argv) {
                        printable_utf8(argv[1]),
                        best.empty() ? fmt::format("the commands are: {}", fmt::join(commands, ", "))
                                     : fmt::format("did you mean '{}'?", best),
-                       program.name);
+                       program_command());
             return exit_usage;
         }
-        fmt::print(stderr, "{0}: {1}\nRun '{0} --help' (or '{0} <command> --help') for usage.\n", program.name,
-                   printable_utf8(e.what()));
+        fmt::print(stderr, "{0}: {1}\nRun '{2} --help' (or '{2} <command> --help') for usage.\n", program.name,
+                   printable_utf8(e.what()), program_command());
         return exit_usage;
     }
 
