@@ -79,6 +79,13 @@ int output_failed(int error) {
     return exit_golden;
 }
 
+// watch --runs N: a whole number from 1 up, digits only ("-1", "x", "0", "1.5" and "" are refused).
+bool parse_runs(const std::string& text, std::size_t& runs) {
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return false;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), runs);
+    return error == std::errc() && end == text.data() + text.size() && runs > 0;
+}
+
 int run_main(int argc, char** argv) {
     tune_allocator_for_tensors();
     if (const std::string problem = nn::kernel_path_problem(); !problem.empty()) {
@@ -191,8 +198,10 @@ int run_main(int argc, char** argv) {
     CLI::App* exercises_cmd = nullptr;
     CLI::App* hint_cmd = nullptr;
     CLI::App* watch_cmd = nullptr;
-    std::size_t watch_runs = 0;
+    std::string watch_runs;  // checked after parsing: a whole number from 1 up
     CLI::App* instructor_cmd = nullptr;
+    CLI::App* reset_cmd = nullptr;
+    ResetOptions reset;
     std::string hint_exercise;
     InstructorOptions instructor{ATTN_GOLDEN_DIR, program.build_dir};
     if (program.exercise_build) {
@@ -203,6 +212,12 @@ int run_main(int argc, char** argv) {
         watch_cmd->add_option("exercises", exercise_check.exercises, "Exercise ids (default: every exercise)");
         watch_cmd->add_option("--runs", watch_runs, "Stop after this many checks (default: never)");
         hint_cmd->add_option("exercise", hint_exercise, "Exercise id")->required();
+        reset_cmd = app.add_subcommand(
+            "reset", "Put an exercise's starter back in its file (asks first; your file is kept as <file>.bak)");
+        reset_cmd->add_option("exercise", reset.exercise, "Exercise id")->required();
+        reset_cmd->add_flag("--yes", reset.yes, "Do not ask (needed when standard input is not a terminal)");
+        reset_cmd->add_option("--folder", reset.folder,
+                              "The exercise folder (default: the one this program was built from)");
     } else {
         instructor_cmd = app.add_subcommand(
             "instructor-check", "For teachers: the reference passes every exercise and every untouched starter fails");
@@ -253,7 +268,17 @@ int run_main(int argc, char** argv) {
             return program.exercise_build ? cmd_check_exercises(exercise_check) : cmd_check(check);
         if (exercises_cmd && app.got_subcommand(exercises_cmd)) return cmd_exercises(exercise_check);
         if (hint_cmd && app.got_subcommand(hint_cmd)) return cmd_hint(hint_exercise);
-        if (watch_cmd && app.got_subcommand(watch_cmd)) return cmd_watch(exercise_check, watch_runs);
+        if (reset_cmd && app.got_subcommand(reset_cmd)) return cmd_reset(reset);
+        if (watch_cmd && app.got_subcommand(watch_cmd)) {
+            std::size_t runs = 0;  // 0: until Ctrl-C
+            if (watch_cmd->count("--runs") > 0 && !parse_runs(watch_runs, runs)) {
+                fmt::print(stderr, "{} watch: --runs '{}': the number of checks must be a whole number from 1 to {} "
+                                   "(leave --runs out to watch until Ctrl-C)\n",
+                           program.name, printable_utf8(watch_runs), std::numeric_limits<std::size_t>::max());
+                return exit_usage;
+            }
+            return cmd_watch(exercise_check, runs);
+        }
         if (instructor_cmd && app.got_subcommand(instructor_cmd)) return cmd_instructor_check(instructor);
         if (app.got_subcommand(bless_cmd)) return cmd_bless(bless);
         if (app.got_subcommand(export_cmd)) return cmd_export(exporting);
