@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <xtensor/xbuilder.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include <set>
 #include <string>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 // Everything of this file in a namespace of its own: the test program is built as a few
@@ -254,6 +256,111 @@ TEST_CASE("export --set writes a JSON file whose config holds the settings", "[c
     CHECK(exported.config() == expected);
 }
 
+TEST_CASE("--seed '' is refused as a seed, not taken for the default", "[cli][settings]") {
+    const TempDir tmp;
+    for (const char* args : {"run 1 --seed ''", "export 1 --seed '' --out out"}) {
+        INFO(args);
+        const Result r = tmp.attn(args);
+        INFO(r.output);
+        CHECK(r.code == 2);
+        CHECK_THAT(r.output, Catch::Contains("--seed '': the seed must be a whole number"));
+    }
+    CHECK(!fs::exists(tmp.dir / "out"));
+}
+
+TEST_CASE("--set with a key that is not UTF-8 shows its bytes escaped, never raw", "[cli][settings]") {
+    const TempDir tmp;
+    for (const char* args : {"run 1 --set $'\\xff\\xfe=3'", "run 1 --set $'d\\xc3=3'", "run 1 --set $'\\xe2\\x28'"}) {
+        INFO(args);
+        const Result r = run_command("cd '" + tmp.dir.string() + "' && bash -c \"'" + std::string(std::getenv("ATTN_BIN")) +
+                                     "' " + args + "\" 2>&1");
+        CHECK(r.code == 2);
+        CHECK_THAT(r.output, Catch::Contains("--set '"));
+        CHECK_THAT(r.output, Catch::Contains("\\x"));
+        CHECK(printable_utf8(r.output) == r.output);  // nothing but well-formed UTF-8 reaches the terminal
+    }
+}
+
+TEST_CASE("an --input folder that cannot be read exits 2 naming it, not an internal error", "[cli][inputs]") {
+    const TempDir tmp;
+    std::string why;
+    const std::string attn = unprivileged_command(std::getenv("ATTN_BIN"), tmp.dir / "bin", why);
+    if (attn.empty()) {
+        WARN("skipped: " << why);
+        return;
+    }
+    fs::permissions(tmp.dir, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
+    const fs::path locked = tmp.dir / "locked";
+    fs::create_directories(locked);
+    write_npy(locked / "W_Q.npy", Array(xt::zeros<double>({2, 2})));
+    for (const auto perms : {fs::perms::none, fs::perms::owner_all | fs::perms::others_exec}) {
+        fs::permissions(locked, perms);  // no read or search at all; search but no listing
+        const Result r = run_command("cd '" + tmp.dir.string() + "' && " + attn + " run 6 --input locked 2>&1");
+        INFO(r.output);
+        CHECK(r.code == 2);
+        CHECK_THAT(r.output, Catch::Contains("--input locked: cannot read the folder: Permission denied"));
+        CHECK_THAT(r.output, !Catch::Contains("internal error"));
+    }
+    fs::permissions(locked, fs::perms::owner_all);
+}
+
+TEST_CASE("export through a link to a device or a FIFO leaves the node as it is", "[cli][export]") {
+    const TempDir tmp;
+    fs::create_directories(tmp.dir / "out");
+    std::vector<std::pair<std::string, std::string>> nodes;  // name, what the message calls it
+    if (::mkfifo((tmp.dir / "fifo").c_str(), 0644) == 0) nodes.emplace_back("fifo", "a FIFO");
+    // a device node of its own (the null device's numbers), never /dev/null itself: without the
+    // fix, the export would replace the node with a regular file
+    if (run_command("mknod '" + (tmp.dir / "device").string() + "' c 1 3 2>&1").code == 0)
+        nodes.emplace_back("device", "a device");
+    else
+        WARN("no device node could be made here (mknod needs CAP_MKNOD): only the FIFO is tried");
+    REQUIRE(!nodes.empty());
+    for (const auto& [name, kind] : nodes) {
+        INFO(name);
+        const fs::path link = tmp.dir / "out" / golden_name(1);
+        fs::remove(link);
+        fs::create_symlink(tmp.dir / name, link);
+        const Result r = tmp.attn("export 1 --out out");
+        INFO(r.output);
+        CHECK(r.code == 3);
+        CHECK_THAT(r.output, Catch::Contains("is " + kind + ", and attn replaces only regular files"));
+        const auto status = fs::status(tmp.dir / name);
+        CHECK((name == "fifo" ? fs::is_fifo(status) : fs::is_character_file(status)));
+        CHECK(fs::is_symlink(link));
+        // named directly, not through a link: the same
+        fs::remove(link);
+        fs::rename(tmp.dir / name, link);
+        const Result direct = tmp.attn("export 1 --out out");
+        INFO(direct.output);
+        CHECK(direct.code == 3);
+        CHECK((name == "fifo" ? fs::is_fifo(fs::status(link)) : fs::is_character_file(fs::status(link))));
+        fs::remove(link);
+    }
+}
+
+TEST_CASE("lesson 9 refuses an unknown --step or an --input tensor it does not take before it trains",
+          "[cli][inputs]") {
+    const TempDir tmp;
+    fs::create_directories(tmp.dir / "mine");
+    write_npy(tmp.dir / "mine" / "nonsense.npy", Array(xt::zeros<double>({2, 2})));
+    // epochs=60: trained in full, the lesson would take about five times its default 10 s
+    for (const char* args : {"run 9 --set epochs=60 --step nope", "run 9 --set epochs=60 --input mine",
+                             "export 9 --set epochs=60 --input mine --out out"}) {
+        INFO(args);
+        const auto start = std::chrono::steady_clock::now();
+        const Result r = tmp.attn(args);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        INFO(r.output);
+        CHECK(r.code == 2);
+        CHECK_THAT(r.output, Catch::Contains(std::string(args).find("step") != std::string::npos
+                                                 ? "lesson 'learning-to-align' has no step 'nope'; its steps are: "
+                                                 : "has no tensor named nonsense; the tensors it takes as inputs are: "));
+        CHECK(seconds < 10.0);  // the quick run that learns the steps and inputs, not 50 s of training
+    }
+    CHECK(!fs::exists(tmp.dir / "out"));
+}
+
 }  // namespace test_run_options
 
 namespace test_run_options_next {
@@ -269,7 +376,8 @@ TEST_CASE("run all ends by saying where to go next; one lesson does not", "[run_
     }
     const auto all = attn::test::run_command("'" + std::string(bin) + "' run all --color never 2>&1");
     CHECK(all.code == 0);
-    CHECK_THAT(all.output, Catch::Contains("lessons ran. Next: one lesson at a time, step by step ('attn run 1 --pause')"));
+    CHECK_THAT(all.output, Catch::Contains("lessons ran. Next: one lesson at a time, step by step ('") &&
+                               Catch::Contains("attn run 1 --pause')"));
     CHECK_THAT(all.output, Catch::EndsWith("(README, 'Exercises (C++)').\n"));
     const auto one = attn::test::run_command("'" + std::string(bin) + "' run 1 --color never 2>&1");
     CHECK(one.output.find("lessons ran. Next:") == std::string::npos);

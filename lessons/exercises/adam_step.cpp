@@ -1,6 +1,7 @@
 // Exercise adam-step: one step of the Adam optimizer on a block of weights.
-// Checked by lesson 9 (learning-to-align), steps [training], [alignment], [decoding] and [length]:
-// every number the lesson records after its first training step depends on it.
+// Checked by lesson 9 (learning-to-align), step [adam]: three steps of Adam by hand on a small block
+// of weights, compared with the golden file (training itself would turn a last-bit difference into
+// another trajectory; the lesson's later steps train with your adam_step too).
 //
 // Task: write adam_step (declared in src/nn/optimizer.hpp). For each k in [0, n), with the
 // gradient g = g[k] — Kingma & Ba 2015, Algorithm 1:

@@ -27,6 +27,11 @@ bool resolve_exercises(const std::vector<std::string>& ids, std::vector<const Ex
 // `path` relative to the working directory when it lies inside it ("lessons/exercises"), else as it is.
 std::string shown_path(const std::filesystem::path& path);
 
+// This program as the user can type it from the working directory: "build/attn-student" from the
+// source tree, "./attn-student" from the build directory, the full path from elsewhere. Programs
+// are not on the PATH, so the commands attn prints name them so: they work as printed.
+std::string program_command();
+
 // One line on why a stopped lesson stopped: the not-done message (naming the file to edit) or the error.
 std::string stop_message(const LessonRun& run);
 

@@ -42,7 +42,7 @@ void unknown_lesson(const std::string& name) {
         fmt::print(stderr, "attn: unknown lesson '{}'; did you mean '{}'?\n", printable_utf8(name), best);
     else
         fmt::print(stderr, "attn: unknown lesson '{}'; the lessons are: {}\n", printable_utf8(name), lesson_names());
-    fmt::print(stderr, "Run 'attn list' to see every lesson.\n");
+    fmt::print(stderr, "Run '{} list' to see every lesson.\n", program_command());
 }
 
 // The lessons named on the command line (every lesson when `names` is empty or "all"),
@@ -90,9 +90,11 @@ void end_progress(bool shown) {
 
 // Runs a lesson for `run` or `export` as the user set it up; nullopt after reporting why not
 // (exit code in `code`). `show_progress`: for `run`, whose user waits at a terminal.
-std::optional<LessonRun> run_as_set_up(const Lesson& l, const LessonSetup& setup, int& code, bool show_progress) {
+// `step`: run's --step ("" for every step), refused before any work when the lesson has no such step.
+std::optional<LessonRun> run_as_set_up(const Lesson& l, const LessonSetup& setup, int& code, bool show_progress,
+                                       const std::string& step = "") {
     std::optional<Trace> prepared = prepare_trace(l, setup);
-    if (!prepared) {
+    if (!prepared || refused_before_work(l, *prepared, step, setup)) {
         code = exit_usage;
         return std::nullopt;
     }
@@ -206,6 +208,13 @@ std::string shown_path(const std::filesystem::path& path) {
     return inside ? relative.string() : path.string();
 }
 
+std::string program_command() {
+    const Program& p = this_program();
+    std::string program = shown_path(p.build_dir / p.name);
+    if (program.find('/') == std::string::npos) program = "./" + program;
+    return program;
+}
+
 std::string stop_message(const LessonRun& run) {
     const auto& steps = run.trace.steps();
     const std::string where =
@@ -265,7 +274,7 @@ int cmd_run(const RunOptions& o) {
     for (std::size_t li = 0; li < lessons.size(); ++li) {
         const Lesson& l = *lessons[li];
         int code = exit_ok;
-        const std::optional<LessonRun> maybe_run = run_as_set_up(l, o.setup, code, true);
+        const std::optional<LessonRun> maybe_run = run_as_set_up(l, o.setup, code, true, o.step);
         if (!maybe_run) return code;
         const LessonRun& run = *maybe_run;
         if (run.stopped()) {
@@ -321,7 +330,7 @@ int cmd_run(const RunOptions& o) {
         fmt::print("All {} lessons ran. Next: one lesson at a time, step by step ('{} run 1 --pause'), your own sizes "
                    "('{} run 4 --help'), or the exercises: write the functions yourself and check them with "
                    "attn-student (README, 'Exercises (C++)').\n",
-                   lessons.size(), this_program().name, this_program().name);
+                   lessons.size(), program_command(), program_command());
     return all_hold ? exit_ok : exit_mismatch;
 }
 

@@ -79,6 +79,13 @@ struct ExerciseOptions {
     Tolerance tolerance;
 };
 
+// attn-student reset <exercise>: the starter back in place of the student's file.
+struct ResetOptions {
+    std::string exercise;
+    bool yes = false;            // --yes: no question (needed when stdin is not a terminal)
+    std::filesystem::path folder;  // --folder: the exercise folder (default: the one the program was built from)
+};
+
 struct InstructorOptions {
     std::filesystem::path golden_dir;
     std::filesystem::path starters_dir;  // holds attn-starter-<id>: the reference with exercise <id>'s untouched starter
@@ -98,6 +105,10 @@ int cmd_hint(const std::string& exercise);                // the next hint, one 
 // attn-student watch: check, then check again (rebuilding first) whenever an exercise file
 // changes; stops after `runs` checks when runs > 0, else at Ctrl-C.
 int cmd_watch(const ExerciseOptions& options, std::size_t runs);
+// attn-student reset: the exercise's starter back in its file, the old file kept as <file>.bak
+// (written atomically first; an existing backup is never overwritten). Asks first on a terminal;
+// elsewhere refuses unless --yes.
+int cmd_reset(const ResetOptions& options);
 int cmd_instructor_check(const InstructorOptions& options);
 
 }  // namespace attn

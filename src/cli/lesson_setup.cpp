@@ -4,6 +4,8 @@
 #include "core/golden.hpp"
 #include "core/inputs.hpp"
 #include "core/render.hpp"
+#include "command_support.hpp"
+#include "program.hpp"
 
 #include <fmt/format.h>
 
@@ -15,17 +17,67 @@ std::optional<Trace> prepare_trace(const Lesson& lesson, const LessonSetup& setu
     try {
         std::vector<Setting> settings;
         for (const auto& text : setup.settings) settings.push_back(parse_setting(text));
-        const std::uint64_t seed = setup.seed.empty() ? lesson.defaults.seed : parse_seed(setup.seed);
+        const std::uint64_t seed = setup.seed_given ? parse_seed(setup.seed) : lesson.defaults.seed;
         Trace trace(lesson.slug, configure(lesson, seed, settings));
         if (!setup.input.empty()) trace.supply_inputs(read_inputs(setup.input));
         return trace;
     } catch (const SettingError& e) {
-        fmt::print(stderr, "attn: {}\nRun 'attn run {} --help' to see the lesson's parameters.\n", e.what(),
-                   lesson.slug);
+        fmt::print(stderr, "attn: {}\nRun '{} run {} --help' to see the lesson's parameters.\n", e.what(),
+                   program_command(), lesson.slug);
     } catch (const GoldenError& e) {
         fmt::print(stderr, "attn: {}\n", e.what());
     }
     return std::nullopt;
+}
+
+namespace {
+
+// The message of an --input naming tensors the lesson has not got, with the tensors it takes.
+void report_unknown_inputs(const std::string& lesson, const std::vector<std::string>& unknown,
+                           const std::vector<std::string>& names, const LessonSetup& setup) {
+    const std::string inputs = names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "));
+    fmt::print(stderr,
+               "attn: --input {}: lesson {} has no tensor named {}; the tensors it takes as inputs are: {}\n",
+               setup.input.string(), lesson, fmt::join(unknown, ", "), inputs);
+}
+
+bool recorded_tensor(const Trace& trace, const std::string& name) {
+    for (const auto& s : trace.steps())
+        for (const auto& t : s.tensors)
+            if (t.name == name) return true;
+    return false;
+}
+
+}  // namespace
+
+bool refused_before_work(const Lesson& lesson, const Trace& prepared, const std::string& step,
+                         const LessonSetup& setup) {
+    const std::vector<std::string> keys = prepared.supplied_keys();
+    if (step.empty() && keys.empty()) return false;
+    const LessonRun quick = run_lesson(lesson, Trace(lesson.slug, lesson.quick), this_program().exercise_build);
+    if (quick.stopped()) return false;
+    if (!step.empty() && !quick.trace.find_step(step)) {
+        std::vector<std::string> ids;
+        for (const auto& s : quick.trace.steps()) ids.push_back(s.id);
+        fmt::print(stderr, "attn: lesson '{}' has no step '{}'; its steps are: {}\n", lesson.slug,
+                   printable_utf8(step), fmt::join(ids, ", "));
+        return true;
+    }
+    std::vector<std::string> unknown;
+    for (const auto& key : keys) {
+        bool taken = false;
+        for (const auto& name : quick.trace.input_names())
+            taken = taken || key == name ||
+                    (key.size() > name.size() && key[key.size() - name.size() - 1] == '.' &&
+                     key.compare(key.size() - name.size(), name.size(), name) == 0) ||
+                    (name.size() > key.size() && name[name.size() - key.size() - 1] == '.' &&
+                     name.compare(name.size() - key.size(), key.size(), key) == 0);
+        const std::string bare = key.substr(key.find('.') == std::string::npos ? 0 : key.find('.') + 1);
+        if (!taken && !recorded_tensor(quick.trace, bare)) unknown.push_back(key);
+    }
+    if (unknown.empty()) return false;
+    report_unknown_inputs(lesson.slug, unknown, quick.trace.input_names(), setup);
+    return true;
 }
 
 bool inputs_were_used(const LessonRun& run, const LessonSetup& setup) {
@@ -50,15 +102,11 @@ bool inputs_were_used(const LessonRun& run, const LessonSetup& setup) {
             for (const auto& t : s.tensors) recorded = recorded || t.name == name;
         (recorded ? computed : unknown).push_back(key);
     }
-    const auto& names = run.trace.input_names();
-    const std::string inputs = names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "));
     if (!computed.empty())
         fmt::print(stderr, "attn: note: --input {}: ignored {} (computed by the lesson, not inputs)\n",
                    setup.input.string(), fmt::join(computed, ", "));
     if (unknown.empty()) return true;
-    fmt::print(stderr,
-               "attn: --input {}: lesson {} has no tensor named {}; the tensors it takes as inputs are: {}\n",
-               setup.input.string(), run.trace.lesson(), fmt::join(unknown, ", "), inputs);
+    report_unknown_inputs(run.trace.lesson(), unknown, run.trace.input_names(), setup);
     return false;
 }
 

@@ -13,11 +13,12 @@
 namespace attn {
 
 struct LessonSetup {
-    std::string seed;                   // --seed N ("" for the lesson's own, 7)
+    std::string seed;                   // --seed N (when seed_given; else the lesson's own, 7)
+    bool seed_given = false;            // --seed was on the command line, even as --seed ""
     std::vector<std::string> settings;  // --set key=value, in order
     std::filesystem::path input;        // --input FILE|DIR ("" for none)
 
-    bool given() const { return !seed.empty() || !settings.empty() || !input.empty(); }
+    bool given() const { return seed_given || !settings.empty() || !input.empty(); }
 };
 
 // The trace to run `lesson` into, configured as the user asked, or nullopt after reporting on
@@ -27,6 +28,14 @@ std::optional<Trace> prepare_trace(const Lesson& lesson, const LessonSetup& setu
 // After a run: false after reporting supplied tensors that are not tensors of the lesson at all;
 // a note on stderr for supplied tensors the lesson computes itself (they are ignored).
 bool inputs_were_used(const LessonRun& run, const LessonSetup& setup);
+
+// Before the work of a lesson that takes time (lesson 9 trains, lesson 7 times): a run at its quick
+// configuration (the same steps and the same inputs, in a moment) learns its step ids and the names
+// of its inputs, so that an unknown --step or an --input tensor it does not take is refused before
+// any work. False after reporting such a mistake as the full run would; true otherwise (also when
+// the quick run stops early, at an exercise not done: the full run then says so).
+bool refused_before_work(const Lesson& lesson, const Trace& prepared, const std::string& step,
+                         const LessonSetup& setup);
 
 // One line that lets anyone reproduce a run:
 // "attn 0.1.0 · lesson 6 multi-head · seed 3, d_model=16, heads=4 · golden format 1".

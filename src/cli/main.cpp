@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <charconv>
+#include <limits>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -38,7 +40,9 @@ void add_golden_options(CLI::App& cmd, GoldenOptions& o) {
 }
 
 void add_setup_options(CLI::App& cmd, LessonSetup& setup) {
-    cmd.add_option("--seed", setup.seed, "Seed of the lesson's random numbers (default 7, as in the golden files)");
+    // an empty --seed "" is a seed given and refused, not the default
+    cmd.add_option("--seed", setup.seed, "Seed of the lesson's random numbers (default 7, as in the golden files)")
+        ->each([&setup](const std::string&) { setup.seed_given = true; });
     cmd.add_option("--set", setup.settings, "key=value: change a parameter (repeat for several); "
                                             "'attn run <lesson> --help' lists them")
         ->expected(1)
@@ -73,6 +77,13 @@ int output_failed(int error) {
         [[maybe_unused]] const auto ignored = ::write(STDERR_FILENO, text.data(), text.size());
     }
     return exit_golden;
+}
+
+// watch --runs N: a whole number from 1 up, digits only ("-1", "x", "0", "1.5" and "" are refused).
+bool parse_runs(const std::string& text, std::size_t& runs) {
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return false;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), runs);
+    return error == std::errc() && end == text.data() + text.size() && runs > 0;
 }
 
 int run_main(int argc, char** argv) {
@@ -195,8 +206,10 @@ int run_main(int argc, char** argv) {
     CLI::App* exercises_cmd = nullptr;
     CLI::App* hint_cmd = nullptr;
     CLI::App* watch_cmd = nullptr;
-    std::size_t watch_runs = 0;
+    std::string watch_runs;  // checked after parsing: a whole number from 1 up
     CLI::App* instructor_cmd = nullptr;
+    CLI::App* reset_cmd = nullptr;
+    ResetOptions reset;
     std::string hint_exercise;
     InstructorOptions instructor{ATTN_GOLDEN_DIR, program.build_dir};
     if (program.exercise_build) {
@@ -207,6 +220,12 @@ int run_main(int argc, char** argv) {
         watch_cmd->add_option("exercises", exercise_check.exercises, "Exercise ids (default: every exercise)");
         watch_cmd->add_option("--runs", watch_runs, "Stop after this many checks (default: never)");
         hint_cmd->add_option("exercise", hint_exercise, "Exercise id")->required();
+        reset_cmd = app.add_subcommand(
+            "reset", "Put an exercise's starter back in its file (asks first; your file is kept as <file>.bak)");
+        reset_cmd->add_option("exercise", reset.exercise, "Exercise id")->required();
+        reset_cmd->add_flag("--yes", reset.yes, "Do not ask (needed when standard input is not a terminal)");
+        reset_cmd->add_option("--folder", reset.folder,
+                              "The exercise folder (default: the one this program was built from)");
     } else {
         instructor_cmd = app.add_subcommand(
             "instructor-check", "For teachers: the reference passes every exercise and every untouched starter fails");
@@ -234,11 +253,11 @@ int run_main(int argc, char** argv) {
                        printable_utf8(argv[1]),
                        best.empty() ? fmt::format("the commands are: {}", fmt::join(commands, ", "))
                                     : fmt::format("did you mean '{}'?", best),
-                       program.name);
+                       program_command());
             return exit_usage;
         }
-        fmt::print(stderr, "{0}: {1}\nRun '{0} --help' (or '{0} <command> --help') for usage.\n", program.name,
-                   printable_utf8(e.what()));
+        fmt::print(stderr, "{0}: {1}\nRun '{2} --help' (or '{2} <command> --help') for usage.\n", program.name,
+                   printable_utf8(e.what()), program_command());
         return exit_usage;
     }
 
@@ -257,7 +276,17 @@ int run_main(int argc, char** argv) {
             return program.exercise_build ? cmd_check_exercises(exercise_check) : cmd_check(check);
         if (exercises_cmd && app.got_subcommand(exercises_cmd)) return cmd_exercises(exercise_check);
         if (hint_cmd && app.got_subcommand(hint_cmd)) return cmd_hint(hint_exercise);
-        if (watch_cmd && app.got_subcommand(watch_cmd)) return cmd_watch(exercise_check, watch_runs);
+        if (reset_cmd && app.got_subcommand(reset_cmd)) return cmd_reset(reset);
+        if (watch_cmd && app.got_subcommand(watch_cmd)) {
+            std::size_t runs = 0;  // 0: until Ctrl-C
+            if (watch_cmd->count("--runs") > 0 && !parse_runs(watch_runs, runs)) {
+                fmt::print(stderr, "{} watch: --runs '{}': the number of checks must be a whole number from 1 to {} "
+                                   "(leave --runs out to watch until Ctrl-C)\n",
+                           program.name, printable_utf8(watch_runs), std::numeric_limits<std::size_t>::max());
+                return exit_usage;
+            }
+            return cmd_watch(exercise_check, runs);
+        }
         if (instructor_cmd && app.got_subcommand(instructor_cmd)) return cmd_instructor_check(instructor);
         if (app.got_subcommand(bless_cmd)) return cmd_bless(bless);
         if (app.got_subcommand(export_cmd)) return cmd_export(exporting);

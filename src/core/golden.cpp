@@ -579,6 +579,19 @@ void write_file_atomic(const std::filesystem::path& given, const std::string& co
         if (ec) throw std::runtime_error("cannot write " + given.string() + ": cannot read the symlink");
         file = target.is_absolute() ? target : given.parent_path() / target;
     }
+    // only a regular file is ever replaced: the rename below would put a regular file in place of
+    // a device node, a FIFO or a socket (reached through a link or named directly)
+    struct stat existing {};
+    if (::stat(file.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode)) {
+        const char* kind = S_ISDIR(existing.st_mode)                                 ? "a directory"
+                           : S_ISCHR(existing.st_mode) || S_ISBLK(existing.st_mode) ? "a device"
+                           : S_ISFIFO(existing.st_mode)                               ? "a FIFO"
+                           : S_ISSOCK(existing.st_mode)                               ? "a socket"
+                                                                                      : "not a regular file";
+        throw std::runtime_error(printable_utf8("cannot write " + given.string() + ": " +
+                                                (file == given ? std::string("it") : file.string()) + " is " + kind +
+                                                ", and attn replaces only regular files; it is left as it is"));
+    }
     const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
     remove_stale_temporaries(dir, file.filename().string());
     std::string tmpl =

@@ -16,13 +16,19 @@ namespace {
 
 std::map<std::string, Array> read_directory(const std::filesystem::path& dir) {
     std::vector<std::filesystem::path> files;
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    // an unreadable folder (no read or search permission) is the user's to fix, not a bug: named
+    // with the system's reason, never a filesystem_error escaping as an internal error
+    std::error_code ec;
+    std::filesystem::directory_iterator it(dir, ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+        const auto& entry = *it;
         const std::string file_name = entry.path().filename().string();
         if (file_name.empty() || file_name[0] == '.') continue;
         if (entry.path().extension() != ".npy")
             fail_input(entry.path().string(), "is not a .npy file; the folder should hold only <tensor>.npy files");
         files.push_back(entry.path());
     }
+    if (ec) fail_input(dir.string(), "cannot read the folder: " + ec.message());
     if (files.empty()) fail_input(dir.string(), "has no <tensor>.npy files");
     std::sort(files.begin(), files.end());
     std::map<std::string, Array> inputs;
@@ -40,7 +46,9 @@ std::map<std::string, Array> read_directory(const std::filesystem::path& dir) {
 
 std::map<std::string, Array> read_inputs(const std::filesystem::path& path) {
     std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) fail_input(path.string(), "no such file or directory");
+    if (!std::filesystem::exists(path, ec))
+        fail_input(path.string(), ec && ec != std::errc::no_such_file_or_directory ? "cannot be reached: " + ec.message()
+                                                                                   : "no such file or directory");
     if (std::filesystem::is_directory(path, ec)) return read_directory(path);
     const Submission sub = parse_submission_json(read_file_bytes(path, "JSON file"), path.string());
     std::map<std::string, Array> inputs;

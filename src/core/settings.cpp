@@ -1,5 +1,6 @@
 #include "settings.hpp"
 
+#include "golden.hpp"
 #include "names.hpp"
 
 #include <fmt/format.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <string_view>
 
 namespace attn {
 
@@ -14,12 +16,10 @@ namespace {
 
 bool is_key_char(unsigned char c) { return std::isalnum(c) || c == '_'; }
 
-// What a user typed, quoted and cut short, for messages; control bytes are shown as '?'.
+// What a user typed, quoted and cut short, for messages: bytes that are not UTF-8 and control
+// bytes are shown as \xHH (printable_utf8), never sent to the terminal as they are.
 std::string quoted(const std::string& text) {
-    std::string shown = text.substr(0, 60);
-    for (auto& c : shown)
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-    return "'" + shown + (text.size() > 60 ? "...'" : "'");
+    return "'" + printable_utf8(std::string_view(text).substr(0, 60)) + (text.size() > 60 ? "...'" : "'");
 }
 
 // A decimal integer with an optional sign, or false when the text is not one or does not fit.

@@ -149,6 +149,12 @@ public:
 
     // The names the lesson takes as inputs, in the order it asked for them.
     const std::vector<std::string>& input_names() const { return input_names_; }
+    // Keys of the supplied tensors, in order.
+    std::vector<std::string> supplied_keys() const {
+        std::vector<std::string> keys;
+        for (const auto& entry : supplied_) keys.push_back(entry.first);
+        return keys;
+    }
     // Keys of supplied tensors the lesson never asked for (a typo, or a tensor it computes itself).
     std::vector<std::string> unused_inputs() const;
 

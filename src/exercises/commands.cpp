@@ -21,9 +21,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <optional>
+#include <system_error>
 
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,23 +71,79 @@ std::filesystem::path hint_record() {
 
 std::filesystem::path exercise_path(const Exercise& x) { return this_program().exercises_dir / exercise_file(x); }
 
+// A file's contents as a number (64-bit FNV-1a): two versions of a file that differ differ here.
+std::string content_hash(const std::filesystem::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return "";
+    std::uint64_t hash = 14695981039346656037ULL;
+    char buffer[65536];
+    while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+        for (std::streamsize i = 0; i < in.gcount(); ++i) {
+            hash ^= static_cast<unsigned char>(buffer[i]);
+            hash *= 1099511628211ULL;
+        }
+        if (in.eof()) break;
+    }
+    return fmt::format("{:016x}", hash);
+}
+
+// The record of the last rebuild that attn-student started, in the build directory: the program it
+// produced (its modification time) and the contents (hashes) of the exercise files it was built
+// from. A file dated after the program (a clock that was ahead, an unpacked archive, `touch -d
+// tomorrow`) stays newer than every program built from it; the record tells that its contents are
+// those the program was built from, so one rebuild settles it instead of a rebuild forever.
+std::filesystem::path rebuild_record() {
+    const Program& p = this_program();
+    return p.build_dir / (p.name + "-sources.json");
+}
+
+long long time_ticks(std::filesystem::file_time_type t) { return static_cast<long long>(t.time_since_epoch().count()); }
+
+// The hashes recorded for the program dated `built`, or an empty object when the record is of
+// another program (an older build, or none).
+nlohmann::json recorded_hashes(std::filesystem::file_time_type built) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(rebuild_record(), ec)) return nlohmann::json::object();
+    try {
+        const nlohmann::json record = nlohmann::json::parse(read_file_bytes(rebuild_record(), "rebuild record"));
+        if (record.at("program_time").get<long long>() == time_ticks(built) && record.at("files").is_object())
+            return record.at("files");
+    } catch (const std::exception&) {
+        // an unreadable record is no record: the files' times decide
+    }
+    return nlohmann::json::object();
+}
+
 // The exercise file of the student's folder changed most recently after this program was built,
-// or nothing: a program older than the code it is meant to check would report on the old code.
+// or nothing: a program older than the code it is meant to check would report on the old code. A
+// file dated in the future, whose time says nothing, has changed only when its contents differ
+// from those the program was built from (the rebuild record's); any other file newer than the
+// program has changed (saved again, even unchanged: rebuilding then costs little).
 std::optional<std::filesystem::path> newer_exercise_file() {
     std::error_code ec;
     const auto built = std::filesystem::last_write_time("/proc/self/exe", ec);
     if (ec) return std::nullopt;
+    const nlohmann::json hashes = recorded_hashes(built);
+    const auto now = std::filesystem::file_time_type::clock::now();
     std::optional<std::filesystem::path> newest;
     auto newest_time = built;
     for (const auto& x : all_exercises()) {
         const auto file = exercise_path(x);
         const auto changed = std::filesystem::last_write_time(file, ec);
-        if (!ec && changed > newest_time) {
-            newest = file;
-            newest_time = changed;
-        }
+        if (ec || changed <= newest_time) continue;
+        const auto known = hashes.find(file.string());
+        if (changed > now && known != hashes.end() && known->is_string() && *known == content_hash(file)) continue;
+        newest = file;
+        newest_time = changed;
     }
     return newest;
+}
+
+// The contents of every exercise file now, by path.
+nlohmann::json exercise_hashes() {
+    nlohmann::json files = nlohmann::json::object();
+    for (const auto& x : all_exercises()) files[exercise_path(x).string()] = content_hash(exercise_path(x));
+    return files;
 }
 
 // This process's arguments, as /proc/self/cmdline holds them.
@@ -120,12 +179,26 @@ void run_fresh_program() {
     fmt::print(stderr, "{}: {} changed since the last build: rebuilding ({})\n", p.name,
                printable_utf8(shown_path(*newer)), rebuild);
     std::fflush(stderr);
+    // the contents the rebuild compiles, taken before it starts: a file saved during the build
+    // differs from them, and is rebuilt next time
+    const nlohmann::json hashes = exercise_hashes();
     // the compiler's messages go to stderr, where the student sees them, not into a JSON report
     const int status = std::system((rebuild + " 1>&2").c_str());
     if (status != 0) {
         fmt::print(stderr, "{}: the rebuild failed (the compiler's messages are above): fix {} and check again\n",
                    p.name, printable_utf8(shown_path(*newer)));
         std::exit(exit_mismatch);
+    }
+    std::error_code ec;
+    const auto built = std::filesystem::last_write_time(p.build_dir / p.name, ec);
+    if (!ec) {
+        try {
+            const nlohmann::json record = {{"program_time", time_ticks(built)}, {"files", hashes}};
+            write_file_atomic(rebuild_record(), record.dump(2) + "\n");
+        } catch (const std::exception& e) {
+            // without the record, a file dated in the future is rebuilt at every check: slow, not wrong
+            fmt::print(stderr, "{}: cannot record the rebuild: {}\n", p.name, e.what());
+        }
     }
     std::vector<std::string> args = own_arguments();
     std::vector<char*> argv;
@@ -181,9 +254,7 @@ std::string indented(const std::string& text, std::size_t by) {
 // "meson compile -C build attn-student && build/attn-student check"
 std::string rebuild_command() {
     const Program& p = this_program();
-    std::string program = shown_path(p.build_dir / p.name);
-    if (program.find('/') == std::string::npos) program = "./" + program;
-    return fmt::format("meson compile -C {} {} && {} check", shown_path(p.build_dir), p.name, program);
+    return fmt::format("meson compile -C {} {} && {} check", shown_path(p.build_dir), p.name, program_command());
 }
 
 std::string mark(ExerciseState state) {
@@ -215,7 +286,7 @@ std::string failure_details(const ExerciseStatus& s, const Tolerance& tol) {
         ++shown;
     }
     out += fmt::format("hint 1 of {}:\n{}", x.hints.size(), indented(x.hints.front(), 2));
-    if (x.hints.size() > 1) out += fmt::format("more: {} hint {}\n", this_program().name, x.id);
+    if (x.hints.size() > 1) out += fmt::format("more: {} hint {}\n", program_command(), x.id);
     return out;
 }
 
@@ -398,7 +469,7 @@ int cmd_exercises(const ExerciseOptions& o) {
         fmt::print("\nEvery exercise passes.\n");
     else if (next != statuses.end())
         fmt::print("\nNext: {0}. '{1} check {0}' shows where it stands, '{1} hint {0}' gives a hint.\n",
-                   next->exercise->id, p.name);
+                   next->exercise->id, program_command());
     return count_state(statuses, ExerciseState::golden_problem) > 0 ? exit_golden : exit_ok;
 }
 
@@ -427,6 +498,24 @@ std::vector<std::pair<std::filesystem::path, std::filesystem::file_time_type>> e
         out.emplace_back(file, ec ? std::filesystem::file_time_type::min() : t);
     }
     return out;
+}
+
+// Flushes standard output; throws the write failure main() reports (exit 3; silent for EPIPE, a
+// reader that has gone) when it cannot be written: a watch whose output goes nowhere must end.
+void flush_output() {
+    errno = 0;
+    if (std::fflush(stdout) != 0 || std::ferror(stdout))
+        throw std::system_error(errno != 0 ? errno : EIO, std::generic_category(), "cannot write to file");
+}
+
+// Throws as flush_output does when standard output can no longer be written although nothing is
+// being written: the reader of the pipe has gone (`watch | head -2`), the terminal hung up, or the
+// descriptor is closed. A watch waiting for a change sees it within a quarter of a second.
+void stop_when_output_gone() {
+    pollfd out{STDOUT_FILENO, 0, 0};
+    if (::poll(&out, 1, 0) != 1) return;
+    if (out.revents & POLLNVAL) throw std::system_error(EBADF, std::generic_category(), "cannot write to file");
+    if (out.revents & (POLLERR | POLLHUP)) throw std::system_error(EPIPE, std::generic_category(), "cannot write to file");
 }
 
 // Runs `argv` and waits for it; its exit code, or exit_usage when it could not start.
@@ -470,13 +559,16 @@ int cmd_watch(const ExerciseOptions& o, std::size_t runs) {
         char clock[16] = "";
         std::strftime(clock, sizeof clock, "%H:%M:%S", std::localtime(&now));
         fmt::print("\n── check at {} ──\n", clock);
-        std::fflush(stdout);
+        flush_output();
         // check rebuilds the program first when a file is newer than it (run_fresh_program)
         code = run_and_wait(args);
         if (runs > 0 && ++done >= runs) return code;
         fmt::print("\n(waiting for a change to {}...)\n", printable_utf8(shown_path(p.exercises_dir)));
-        std::fflush(stdout);
-        while (exercise_file_times() == before) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        flush_output();
+        while (exercise_file_times() == before) {
+            stop_when_output_gone();
+            std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        }
         // an editor may write a file in several steps: let it finish
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
@@ -495,7 +587,7 @@ int cmd_hint(const std::string& id) {
     const std::size_t shown = std::min(before + 1, total);
     fmt::print("{} · {} · hint {} of {}\n\n{}\n", x->id, x->title, shown, total, indented(x->hints[shown - 1], 2));
     if (shown < total)
-        fmt::print("Next hint: {} hint {}\n", p.name, id);
+        fmt::print("Next hint: {} hint {}\n", program_command(), id);
     else
         fmt::print("That is the last hint; asking again shows it again.\n");
     record[id] = shown;
@@ -504,6 +596,105 @@ int cmd_hint(const std::string& id) {
     } catch (const std::exception& e) {
         fmt::print(stderr, "{}: cannot remember the hints shown: {}\n", p.name, e.what());
     }
+    return exit_ok;
+}
+
+namespace {
+
+// The first of <file>.bak, <file>.bak.1, <file>.bak.2, ... that does not exist: an earlier backup
+// is never overwritten.
+std::filesystem::path free_backup_name(const std::filesystem::path& file) {
+    std::error_code ec;
+    for (int n = 0;; ++n) {
+        std::filesystem::path candidate = file;
+        candidate += n == 0 ? std::string(".bak") : ".bak." + std::to_string(n);
+        if (!std::filesystem::exists(std::filesystem::symlink_status(candidate, ec))) return candidate;
+    }
+}
+
+// Asks on the terminal; true when the answer is y or yes.
+bool confirmed(const std::string& question) {
+    fmt::print("{} [y/N] ", question);
+    std::fflush(stdout);
+    std::string answer;
+    if (!std::getline(std::cin, answer)) return false;
+    const auto first = answer.find_first_not_of(" \t");
+    const std::string word = first == std::string::npos ? "" : answer.substr(first, answer.find_last_not_of(" \t") - first + 1);
+    return word == "y" || word == "Y" || word == "yes" || word == "Yes";
+}
+
+}  // namespace
+
+int cmd_reset(const ResetOptions& o) {
+    const Program& p = this_program();
+    const Exercise* x = find_exercise(o.exercise);
+    if (!x) {
+        unknown_exercise(o.exercise);
+        return exit_usage;
+    }
+    const std::filesystem::path folder = o.folder.empty() ? p.exercises_dir : o.folder;
+    const std::filesystem::path file = folder / exercise_file(*x);
+    const std::filesystem::path starter = p.source_dir / "lessons" / "exercises" / exercise_file(*x);
+    std::error_code ec;
+    if (std::filesystem::equivalent(folder, starter.parent_path(), ec)) {
+        fmt::print(stderr,
+                   "{}: {} is the folder of the starters themselves (lessons/exercises), so there is no other copy to "
+                   "put back; git restores it: git -C {} checkout -- lessons/exercises/{}\n",
+                   p.name, printable_utf8(shown_path(folder)), shell_quoted(p.source_dir.string()), exercise_file(*x));
+        return exit_usage;
+    }
+    std::string fresh;
+    try {
+        fresh = read_file_bytes(starter, "starter");
+    } catch (const GoldenError& e) {
+        fmt::print(stderr, "{}: cannot read the starter: {}\n", p.name, e.what());
+        return exit_golden;
+    }
+    const bool exists = std::filesystem::exists(std::filesystem::symlink_status(file, ec));
+    std::string old;
+    if (exists) {
+        try {
+            old = read_file_bytes(file, "exercise file");
+        } catch (const GoldenError& e) {
+            fmt::print(stderr, "{}: {}; nothing was changed\n", p.name, e.what());
+            return exit_golden;
+        }
+        if (old == fresh) {
+            fmt::print("{} is already the starter of {}: nothing to do\n", printable_utf8(shown_path(file)), x->id);
+            return exit_ok;
+        }
+    }
+    const std::filesystem::path backup = free_backup_name(file);
+    const std::string question =
+        exists ? fmt::format("Put the starter of {} back in {}? Your file is kept as {}.", x->id,
+                             printable_utf8(shown_path(file)), printable_utf8(shown_path(backup)))
+               : fmt::format("Put the starter of {} in {} (there is no file there now)?", x->id,
+                             printable_utf8(shown_path(file)));
+    if (!o.yes) {
+        if (!::isatty(STDIN_FILENO)) {
+            fmt::print(stderr, "{}: reset replaces {}; standard input is not a terminal, so it cannot ask: add --yes to "
+                               "confirm (your file is then kept as {})\n",
+                       p.name, printable_utf8(shown_path(file)), printable_utf8(shown_path(backup)));
+            return exit_usage;
+        }
+        if (!confirmed(question)) {
+            fmt::print("Nothing was changed.\n");
+            return exit_ok;
+        }
+    }
+    try {
+        // the backup first, whole and on disk, and only then the starter over the file
+        if (exists) write_file_atomic(backup, old);
+        write_file_atomic(file, fresh);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "{}: {}; {} is unchanged\n", p.name, e.what(), printable_utf8(shown_path(file)));
+        return exit_golden;
+    }
+    if (exists)
+        fmt::print("{}: the starter is back; your file is kept as {}\n", printable_utf8(shown_path(file)),
+                   printable_utf8(shown_path(backup)));
+    else
+        fmt::print("{}: the starter is in place\n", printable_utf8(shown_path(file)));
     return exit_ok;
 }
 

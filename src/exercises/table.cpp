@@ -28,10 +28,10 @@ const std::vector<Exercise>& all_exercises() {
           "to 1, and the lesson's identity check in step [decoder] says whether\n"
           "it does.",
           "Typical mistakes: normalising over the wrong axis (columns summing to 1);\n"
-          "leaving out the max shift (harmless here, but exp(1000) = inf turns\n"
-          "large logits into NaN weights); and with xtensor 0.24,\n"
-          "e / xt::sum(e, {1}, xt::keep_dims) in one expression gives wrong\n"
-          "numbers: evaluate the sum into a named tensor first."}},
+          "leaving out the max shift (exp(1000) = inf turns large logits into NaN\n"
+          "weights: the unit case 'logits of +-1e308' catches it); and with\n"
+          "xtensor 0.24, e / xt::sum(e, {1}, xt::keep_dims) in one expression\n"
+          "gives wrong numbers: evaluate the sum into a named tensor first."}},
         {"additive-score", "The additive (Bahdanau) score", "additive", {"scores"}, {"gru-step", "softmax"},
          {"e_ij = v^T tanh(W_q q_i + W_k k_j) (Bahdanau et al. 2015, appendix\n"
           "A.1.2): one number for each pair of query i and key j, so E is T_q x T_k.",
@@ -193,8 +193,9 @@ const std::vector<Exercise>& all_exercises() {
           "them to a power again. Update m[k] and v[k] in place (they carry over\n"
           "to the next step), and use the new m and v in the same step.",
           "Typical mistakes: g instead of g^2 in v; forgetting the bias\n"
-          "correction (the first steps are then far too small); eps inside the\n"
-          "sqrt; adding the step instead of subtracting it (the loss rises)."}},
+          "correction (the first step is then about 3x too large: m/sqrt(v) =\n"
+          "0.1 g / sqrt(0.001 g^2) = 3.16 instead of 1); eps inside the sqrt;\n"
+          "adding the step instead of subtracting it (the loss rises)."}},
         {"online-softmax", "The online softmax", "online-softmax", {"online", "edges"}, {"softmax"},
          {"m_j = max(m_{j-1}, x_j), l_j = l_{j-1} exp(m_{j-1} - m_j) + exp(x_j - m_j)\n"
           "from m_0 = -inf, l_0 = 0 (Milakov & Gimelshein 2018): one pass for m and\n"
