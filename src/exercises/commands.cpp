@@ -318,9 +318,14 @@ std::string table_problems() {
         if (!find_lesson(x.lesson)) problems.push_back(fmt::format("{}: no lesson '{}'", x.id, x.lesson));
         if (x.steps.empty()) problems.push_back(x.id + ": no steps");
         if (x.hints.size() < 2 || x.hints.size() > 3) problems.push_back(x.id + ": needs 2 or 3 hints");
-        for (const auto& u : x.uses)
-            if (std::find(earlier.begin(), earlier.end(), u) == earlier.end())
-                problems.push_back(fmt::format("{}: uses '{}', which is not an earlier exercise", x.id, u));
+        for (const auto& u : x.uses) {
+            const Exercise* used = find_exercise(u);
+            const bool is_earlier = std::find(earlier.begin(), earlier.end(), u) != earlier.end();
+            if (!used || u == x.id)
+                problems.push_back(fmt::format("{}: uses '{}', which is not another exercise", x.id, u));
+            else if (!is_earlier && used->lesson != x.lesson)
+                problems.push_back(fmt::format("{}: uses '{}', a later exercise of another lesson", x.id, u));
+        }
         earlier.push_back(x.id);
     }
     return fmt::format("{}", fmt::join(problems, "; "));

@@ -71,7 +71,7 @@ const std::vector<Exercise>& all_exercises() {
           "every entry instead of the diagonal; the norm instead of its square\n"
           "(no sqrt). One-hot rows on distinct tokens must give exactly 0."}},
         {"scaled-attention", "Scaled dot-product attention", "self-attention", {"attention", "causal"},
-         {"gru-step", "softmax", "dot-scores", "lin-penalty"},
+         {"gru-step", "softmax", "dot-scores", "lin-penalty", "causal-mask"},
          {"Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V (Vaswani et al. 2017,\n"
           "eq. 1): scores, then a softmax along each row, then A V. Keep all three\n"
           "in the AttentionResult.",
@@ -125,7 +125,7 @@ const std::vector<Exercise>& all_exercises() {
           "after (rows sum to less than 1; lesson 4's step [wrong-way] shows it);\n"
           "multiplying by the mask instead of adding it (0 * -inf is NaN)."}},
         {"heads", "Splitting and merging heads", "multi-head", {"batched", "concat"},
-         {"softmax", "dot-scores", "scaled-attention"},
+         {"softmax", "dot-scores", "scaled-attention", "multi-head"},
          {"split_heads: T x d_model -> h x T x d_k, head i gets columns\n"
           "[i d_k, (i+1) d_k) of X; merge_heads puts them back side by side\n"
           "(Vaswani et al. 2017, section 3.2.2). d_k = nn::head_width(d_model, h).",
