@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <sys/wait.h>
@@ -115,10 +116,26 @@ TEST_CASE("each untouched starter stops its lesson with its message", "[exercise
     const auto json = nlohmann::json::parse(run(starter_program(id), "check" + others + " --format json", false).output);
     for (const auto& entry : json.at("exercises")) {
         INFO("and exercise " << entry.at("id"));
-        if (entry.at("id") == id)
+        if (entry.at("id") == id) {
             CHECK(entry.at("status") == "not_started");
-        else
-            CHECK((entry.at("status") == "passed" || entry.at("waiting_for") == id));
+            continue;
+        }
+        CHECK((entry.at("status") == "passed" || entry.at("waiting_for") == id));
+        // and it waits only for what it declares, directly or through what it declares (its lesson's
+        // uses, its unit cases' calls): a function called undeclared would put the blame on it
+        if (entry.at("waiting_for") == id) {
+            std::set<std::string> declared;
+            std::vector<std::string> todo = {entry.at("id").get<std::string>()};
+            while (!todo.empty()) {
+                const Exercise& y = *find_exercise(todo.back());
+                todo.pop_back();
+                std::vector<std::string> named = y.uses;
+                for (const auto& c : unit_case_calls(y.id)) named.push_back(c);
+                for (const auto& n : named)
+                    if (declared.insert(n).second) todo.push_back(n);
+            }
+            CHECK(declared.count(id) == 1);
+        }
     }
 }
 

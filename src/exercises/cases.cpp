@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 #include <xtensor/xview.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <new>
 #include <functional>
@@ -1173,6 +1174,15 @@ std::vector<std::string> unit_case_names(const std::string& id) {
     std::vector<std::string> out;
     for (const auto& c : unit_cases())
         if (c.exercise == id) out.push_back(c.name);
+    return out;
+}
+
+std::vector<std::string> unit_case_calls(const std::string& id) {
+    std::vector<std::string> out;
+    for (const auto& c : unit_cases())
+        if (c.exercise == id)
+            for (const auto& other : c.calls)
+                if (std::find(out.begin(), out.end(), other) == out.end()) out.push_back(other);
     return out;
 }
 

@@ -50,4 +50,8 @@ UnitCheck judge_unit_cases(const std::string& id, const std::vector<UnitOutcome>
 // The names of exercise `id`'s unit cases, in order.
 std::vector<std::string> unit_case_names(const std::string& id);
 
+// Every other exercise whose functions exercise `id`'s unit cases declare they may call, in the
+// order the cases name them, each once.
+std::vector<std::string> unit_case_calls(const std::string& id);
+
 }  // namespace attn
