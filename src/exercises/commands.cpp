@@ -23,6 +23,8 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <set>
+#include <stdexcept>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -361,16 +363,44 @@ std::optional<std::string> output_of(const std::string& command) {
     return out;
 }
 
+// What exercise `id` declares it may depend on: its uses and its unit cases' calls, followed through
+// what those declare.
+std::set<std::string> declared_by(const std::string& id) {
+    std::set<std::string> out;
+    std::vector<std::string> todo = {id};
+    while (!todo.empty()) {
+        const Exercise* y = find_exercise(todo.back());
+        todo.pop_back();
+        if (!y) continue;
+        std::vector<std::string> named = y->uses;
+        for (const auto& c : unit_case_calls(y->id)) named.push_back(c);
+        for (const auto& n : named)
+            if (out.insert(n).second) todo.push_back(n);
+    }
+    return out;
+}
+
 // Each exercise's untouched starter, linked with the reference for everything else, must stop
-// its lesson with exactly its not-done message: "not started", not "passed" nor "diverges".
+// its lesson with exactly its not-done message: "not started", not "passed" nor "diverges". And
+// every other exercise must pass, or wait for it only where it declares it (Exercise::uses, its
+// unit cases' calls): a function run undeclared would put the starter's blame on it. (Lesson 9
+// trains for seconds: its exercise is asked about only with its own starter or one it uses.)
 void check_starters(Verdicts& verdict, const InstructorOptions& o) {
+    const Exercise& adam = *find_exercise("adam-step");
     for (const auto& x : all_exercises()) {
         const auto program = o.starters_dir / ("attn-starter-" + x.id);
-        const auto output = output_of(shell_quoted(program.string()) + " check " + x.id + " --format json --golden " +
+        const bool stops_lesson_9 = x.id == adam.id || std::count(adam.uses.begin(), adam.uses.end(), x.id) > 0;
+        std::string ids = " " + x.id;
+        for (const auto& other : all_exercises())
+            if (other.id != x.id && (other.lesson != adam.lesson || stops_lesson_9)) ids += " " + other.id;
+        const auto output = output_of(shell_quoted(program.string()) + " check" + ids + " --format json --golden " +
                                       shell_quoted(o.golden_dir.string()));
-        nlohmann::json entry;
+        nlohmann::json entries, entry;
         try {
-            entry = nlohmann::json::parse(output.value_or("")).at("exercises").at(0);
+            entries = nlohmann::json::parse(output.value_or("")).at("exercises");
+            for (const auto& e : entries)
+                if (e.value("id", "") == x.id) entry = e;
+            if (!entry.is_object()) throw std::runtime_error("not the exercises asked for");
         } catch (const std::exception&) {
             verdict(false, fmt::format("{}: {} did not answer 'check {} --format json' (meson compile attn-starter-{} "
                                        "builds it)",
@@ -383,6 +413,16 @@ void check_starters(Verdicts& verdict, const InstructorOptions& o) {
                            message == fmt::format("exercise {} is not done yet: write it in {}", x.id, file);
         verdict(holds, fmt::format("{}: the untouched starter says \"{}\"{}", x.id, message,
                                    holds ? "" : " (status " + status + ")"));
+        std::vector<std::string> blamed;
+        for (const auto& e : entries) {
+            const std::string id = e.value("id", ""), state = e.value("status", "");
+            const bool waits = state == "waiting" && e.value("waiting_for", "") == x.id;
+            if (id != x.id && state != "passed" && !(waits && declared_by(id).count(x.id)))
+                blamed.push_back(fmt::format("{} {}", id, e.value("description", state)));
+        }
+        verdict(blamed.empty(), fmt::format("{}: with its starter, the others pass or wait for it where they declare "
+                                            "it{}",
+                                            x.id, blamed.empty() ? "" : ": " + fmt::format("{}", fmt::join(blamed, "; "))));
     }
 }
 
