@@ -267,7 +267,8 @@ TEST_CASE("grade --sources: each mistake once unseen fails the unit case made fo
         {"no_identity", "lin-penalty", "rows whose squares do not sum to r / 2", ""},
         {"k_q_transposed", "dot-scores", "the three scores, T_q != T_k",
          "the shape is wrong: nn::dot_scores(Q, K) returned [3, 2], expected [2, 3]"},
-        {"unfilled_weights", "multi-head", "the weights kept, under a causal mask", "returned [0, 0, 0], expected [2, 3, 3]"},
+        {"unfilled_weights", "multi-head", "the weights kept, under a causal mask",
+         "nn::multi_head_attention(..., HeadWeights::keep) returned weights of shape [0, 0, 0], expected [2, 3, 3]"},
     };
     const fs::path fixtures = fs::path(source_dir()) / "tests/fixtures/unit_case_mistakes";
     std::string args;
