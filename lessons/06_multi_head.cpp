@@ -219,6 +219,19 @@ double earlier_outputs_moved(Rng& rng, const Mat& X, const nn::MultiHeadParams& 
 }
 
 // Step [inputs]: the tokens X and the sizes T, d_model, h and d_k = d_model / h.
+// nn::multi_head_attention's result, asked to keep the weights (HeadWeights::keep, the default):
+// an exercise's version that leaves them unfilled stops here, saying so, rather than later in a
+// tensor of the wrong shape.
+nn::MultiHeadResult with_weights(nn::MultiHeadResult r, std::size_t h, std::size_t T_q, std::size_t T_k) {
+    const Shape want{h, T_q, T_k};
+    if (shape_of(r.weights) != want)
+        throw ShapeError(fmt::format("nn::multi_head_attention, asked to keep the weights (HeadWeights::keep), "
+                                     "returned weights of shape {}: they must be h x T_q x T_k = {}, every head's "
+                                     "softmax(Q_i K_i^T / sqrt(d_k) + M)",
+                                     shape_string(shape_of(r.weights)), shape_string(want)));
+    return r;
+}
+
 void record_inputs(Trace& trace, const Mat& X, std::size_t h) {
     const std::size_t T = X.shape(0), d_model = X.shape(1), d_k = nn::head_width(d_model, h);
     trace.step("inputs", "The tokens, the model width, the heads", "X: T x d_model,  d_k = d_v = d_model / h",
@@ -363,7 +376,7 @@ nn::MultiHeadResult record_concat(Trace& trace, const Mat& X, const nn::MultiHea
 // Step [one-head]: with h = 1 the layer is plain scaled dot-product attention followed by W^O.
 void record_one_head(Trace& trace, const Mat& X, const nn::MultiHeadParams& p, std::size_t h) {
     const std::size_t d_model = X.shape(1), d_k = nn::head_width(d_model, h);
-    const nn::MultiHeadResult single = nn::multi_head_attention(X, X, p, 1);
+    const nn::MultiHeadResult single = with_weights(nn::multi_head_attention(X, X, p, 1), 1, X.shape(0), X.shape(0));
     const nn::AttentionResult plain = nn::scaled_dot_product_attention(
         nn::matmul(X, p.W_Q, "X W^Q"), nn::matmul(X, p.W_K, "X W^K"), nn::matmul(X, p.W_V, "X W^V"));
     trace.step("one-head", "One head of width d_model is plain attention",
@@ -413,7 +426,7 @@ void record_causal(Trace& trace, Rng& rng, const Mat& X, const nn::MultiHeadPara
                    const nn::MultiHeadResult& layer) {
     const std::size_t T = X.shape(0);
     const Mat mask = nn::causal_mask(T);
-    const nn::MultiHeadResult causal = nn::multi_head_attention(X, X, p, h, &mask);
+    const nn::MultiHeadResult causal = with_weights(nn::multi_head_attention(X, X, p, h, &mask), h, T, T);
     trace.step("causal", "Causal multi-head attention: no peeking ahead",
                "head_i = softmax(Q_i K_i^T / sqrt(d_k) + M) V_i,  M_tj = -inf if j > t",
                "A decoder that learns to predict the next token must not see it. Vaswani et al. (2017, section "

@@ -19,6 +19,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include <sys/wait.h>
@@ -69,7 +71,15 @@ TEST_CASE("meson.build's exercise list is the table's, and every starter is on d
         CHECK_FALSE(x.steps.empty());
         CHECK(x.hints.size() >= 2);
         CHECK(x.hints.size() <= 3);
-        for (const auto& u : x.uses) CHECK(std::find(earlier.begin(), earlier.end(), u) != earlier.end());
+        // an earlier exercise, or a later one checked in the same lesson (causal-mask at scaled-attention's
+        // step [causal]), whose unit cases then decide whether it is to blame
+        for (const auto& u : x.uses) {
+            INFO("uses " << u);
+            const Exercise* used = find_exercise(u);
+            REQUIRE(used != nullptr);
+            CHECK(used != &x);
+            CHECK((std::find(earlier.begin(), earlier.end(), u) != earlier.end() || used->lesson == x.lesson));
+        }
         earlier.push_back(x.id);
         for (const auto& hint : x.hints) {
             std::istringstream lines(hint);
@@ -106,10 +116,26 @@ TEST_CASE("each untouched starter stops its lesson with its message", "[exercise
     const auto json = nlohmann::json::parse(run(starter_program(id), "check" + others + " --format json", false).output);
     for (const auto& entry : json.at("exercises")) {
         INFO("and exercise " << entry.at("id"));
-        if (entry.at("id") == id)
+        if (entry.at("id") == id) {
             CHECK(entry.at("status") == "not_started");
-        else
-            CHECK((entry.at("status") == "passed" || entry.at("waiting_for") == id));
+            continue;
+        }
+        CHECK((entry.at("status") == "passed" || entry.at("waiting_for") == id));
+        // and it waits only for what it declares, directly or through what it declares (its lesson's
+        // uses, its unit cases' calls): a function called undeclared would put the blame on it
+        if (entry.at("waiting_for") == id) {
+            std::set<std::string> declared;
+            std::vector<std::string> todo = {entry.at("id").get<std::string>()};
+            while (!todo.empty()) {
+                const Exercise& y = *find_exercise(todo.back());
+                todo.pop_back();
+                std::vector<std::string> named = y.uses;
+                for (const auto& c : unit_case_calls(y.id)) named.push_back(c);
+                for (const auto& n : named)
+                    if (declared.insert(n).second) todo.push_back(n);
+            }
+            CHECK(declared.count(id) == 1);
+        }
     }
 }
 
@@ -207,6 +233,126 @@ TEST_CASE("typical mistakes fail their own exercise's unit case, and nothing els
         CHECK_THAT(r.output, Catch::Contains("FAIL  scaled-attention  fails its unit case 'd_v != d_k'"));
         CHECK_THAT(r.output, Catch::Contains("FAIL  masked-softmax    fails its unit case '+inf under the mask'"));
     }
+}
+
+namespace {
+
+// The states of `wanted` judged from observations `seen`, by exercise id.
+std::map<std::string, ExerciseStatus> judged(const ExerciseObservations& seen, const std::vector<const Exercise*>& wanted) {
+    std::map<std::string, ExerciseStatus> out;
+    for (const auto& s : judge_exercises(seen, ATTN_GOLDEN_DIR, "", Tolerance{}, wanted)) out[s.exercise->id] = s;
+    return out;
+}
+
+// A number no tensor or unit case of the reference holds.
+void spoil_first(Array& a) { *a.begin() = 12345.0; }
+
+}  // namespace
+
+// The reference's own observations, spoiled where a wrong exercise would spoil them: the blame goes
+// to the exercise whose unit case fails, not to the one that calls it or shares its step.
+TEST_CASE("blame for a shared step or a called function lands on the exercise that is wrong", "[exercises]") {
+    const std::vector<const Exercise*> wanted = {find_exercise("scaled-attention"), find_exercise("causal-mask")};
+    const auto needed = exercises_needed({find_exercise("scaled-attention")});
+    // scaled-attention's step [causal] runs causal_mask, a later exercise of the same lesson: it is needed too
+    REQUIRE(std::find(needed.begin(), needed.end(), find_exercise("causal-mask")) != needed.end());
+    REQUIRE(std::find(needed.begin(), needed.end(), find_exercise("dot-scores")) != needed.end());
+    static const ExerciseObservations reference = observe_exercises(needed, steps_to_run(ATTN_GOLDEN_DIR, needed));
+    REQUIRE(reference.lessons.count("self-attention") == 1);
+    const auto spoil_step_causal = [](ExerciseObservations& seen) {
+        for (auto& step : seen.lessons.at("self-attention").trace.steps())
+            if (step.id == "causal")
+                for (auto& t : step.tensors)
+                    if (t.name == "M_causal") spoil_first(t.value);
+    };
+    SECTION("the reference passes both") {
+        const auto s = judged(reference, wanted);
+        CHECK(s.at("scaled-attention").state == ExerciseState::passed);
+        CHECK(s.at("causal-mask").state == ExerciseState::passed);
+    }
+    SECTION("a wrong causal mask: scaled-attention waits for it, at step [causal] it shares") {
+        ExerciseObservations seen = reference;
+        spoil_first(seen.unit.at("causal-mask").at(0).actual);
+        spoil_step_causal(seen);
+        const auto s = judged(seen, wanted);
+        CHECK(s.at("causal-mask").state == ExerciseState::diverges);
+        CHECK(s.at("causal-mask").unit_case == "T = 1 and T = 4");
+        CHECK(s.at("scaled-attention").state == ExerciseState::waiting);
+        CHECK(s.at("scaled-attention").waiting_for == "causal-mask");
+    }
+    SECTION("the same step [causal] with causal-mask's unit cases passing: scaled-attention's masked form is blamed") {
+        ExerciseObservations seen = reference;
+        spoil_step_causal(seen);
+        const auto s = judged(seen, wanted);
+        CHECK(s.at("scaled-attention").state == ExerciseState::diverges);
+        CHECK(s.at("scaled-attention").step == "causal");
+        CHECK(s.at("causal-mask").state == ExerciseState::waiting);
+        CHECK(s.at("causal-mask").waiting_for == "scaled-attention");
+    }
+    SECTION("a wrong dot-scores: the unit cases of scaled-attention, which call it, wait for it") {
+        ExerciseObservations seen = reference;
+        spoil_first(seen.unit.at("dot-scores").at(0).actual);
+        spoil_first(seen.unit.at("scaled-attention").at(0).actual);
+        const auto s = judged(seen, {find_exercise("dot-scores"), find_exercise("scaled-attention")});
+        CHECK(s.at("dot-scores").state == ExerciseState::diverges);
+        CHECK(s.at("scaled-attention").state == ExerciseState::waiting);
+        CHECK(s.at("scaled-attention").waiting_for == "dot-scores");
+    }
+}
+
+// heads waits for multi-head at step [concat], which they share; multi-head's unit cases call heads'
+// functions: a failed case of multi-head must not wait for heads in turn (neither would ever fail).
+TEST_CASE("two exercises that share a step never wait for each other", "[exercises]") {
+    const std::vector<const Exercise*> wanted = {find_exercise("heads"), find_exercise("multi-head")};
+    const auto needed = exercises_needed(wanted);
+    static const ExerciseObservations reference = observe_exercises(needed, steps_to_run(ATTN_GOLDEN_DIR, needed));
+    ExerciseObservations seen = reference;
+    // multi-head leaves its weights unfilled: its second case stops on the shape, and the lesson stops
+    // at step [one-head] (after [concat], whose record may then be incomplete)
+    auto& outcomes = seen.unit.at("multi-head");
+    REQUIRE(outcomes.size() >= 2);
+    outcomes.at(1) = UnitOutcome{UnitOutcome::Kind::wrong_shape, {}, "weights returned [0, 0, 0], expected [2, 3, 3]"};
+    LessonRun& run = seen.lessons.at("multi-head");
+    auto& steps = run.trace.steps();
+    const auto concat = std::find_if(steps.begin(), steps.end(), [](const Step& st) { return st.id == "concat"; });
+    REQUIRE(concat != steps.end());
+    steps.erase(concat + 1, steps.end());
+    run.error = "nn::multi_head_attention, asked to keep the weights, returned weights of shape [0, 0, 0]";
+    const auto s = judged(seen, wanted);
+    CHECK(s.at("multi-head").state == ExerciseState::diverges);
+    CHECK(s.at("multi-head").unit_case == "the weights kept, under a causal mask");
+    CHECK(s.at("heads").state == ExerciseState::waiting);
+    CHECK(s.at("heads").waiting_for == "multi-head");
+    const auto right = judged(reference, wanted);
+    CHECK(right.at("heads").state == ExerciseState::passed);
+    CHECK(right.at("multi-head").state == ExerciseState::passed);
+}
+
+TEST_CASE("a result of the wrong shape fails its unit case saying which shape", "[exercises]") {
+    const UnitOutcome wrong{UnitOutcome::Kind::wrong_shape, {}, "nn::dot_scores(Q, K) returned [3, 2], expected [2, 3]"};
+    const UnitCheck c = judge_unit_cases("dot-scores", {wrong}, Tolerance{});
+    CHECK(c.passed == 0);
+    CHECK(c.failed_case == "the three scores, T_q != T_k");
+    CHECK_FALSE(c.out_of_memory);
+    CHECK_THAT(c.report, Catch::Contains("the shape is wrong: nn::dot_scores(Q, K) returned [3, 2], expected [2, 3]"));
+    CHECK_THAT(c.report, !Catch::Contains("NaN"));
+}
+
+// attn check and instructor-check run each lesson with run_lesson(..., catch_errors = true): a library
+// function that throws stops that lesson, reported as its error, and the next lessons still run.
+TEST_CASE("a lesson whose function throws stops with its error, never past the caller", "[exercises]") {
+    Lesson broken = *find_lesson("bottleneck");
+    broken.fn = [](Trace& trace, const Config&) {
+        trace.step("first", "A step", "x", "recorded before the throw");
+        throw ShapeError("nn::something: expected [2, 3], got [3, 2]");
+    };
+    const LessonRun run = run_lesson(broken, Trace(broken.slug, broken.defaults), true);
+    CHECK(run.stopped());
+    CHECK(run.not_done.empty());
+    CHECK(run.error == "nn::something: expected [2, 3], got [3, 2]");
+    REQUIRE(run.trace.steps().size() == 1);
+    CHECK(run.trace.steps().front().id == "first");
+    CHECK_THROWS_AS(run_lesson(broken, Trace(broken.slug, broken.defaults), false), ShapeError);
 }
 
 TEST_CASE("attn-student watch checks, then rebuilds and checks again when a file changes", "[exercises]") {

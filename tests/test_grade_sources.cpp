@@ -257,4 +257,57 @@ TEST_CASE("grade --sources: one wrong file costs only its own exercise", "[grade
     CHECK(total("alice") == json.at("students").at(0).at("max_points").get<int>());
 }
 
+// The mistakes of tests/fixtures/unit_case_mistakes/, one student each, that no unit case could see
+// before issue 32: each fails its own exercise at the case added for it, and the reference passes.
+TEST_CASE("grade --sources: each mistake once unseen fails the unit case made for it", "[grade_sources]") {
+    Class c;
+    if (run_attn("grade --sources /nonexistent --out " + c.q("probe")).output.find("none can be created") !=
+        std::string::npos) {
+        WARN("skipped: no sandbox can be created here");
+        return;
+    }
+    struct Mistake {
+        std::string student, exercise, unit_case, says;
+    };
+    const std::vector<Mistake> mistakes = {
+        {"negative_zero", "softmax-backward", "masked entries get +0, not -0", ""},
+        {"inf_weight_one", "online-softmax", "+inf entries", ""},
+        {"no_inf_no_nan", "online-softmax", "+inf entries", ""},
+        {"no_nan", "online-softmax", "a NaN entry", ""},
+        {"no_identity", "lin-penalty", "rows whose squares do not sum to r / 2", ""},
+        {"k_q_transposed", "dot-scores", "the three scores, T_q != T_k",
+         "the shape is wrong: nn::dot_scores(Q, K) returned [3, 2], expected [2, 3]"},
+        {"unfilled_weights", "multi-head", "the weights kept, under a causal mask",
+         "nn::multi_head_attention(..., HeadWeights::keep) returned weights of shape [0, 0, 0], expected [2, 3, 3]"},
+    };
+    const fs::path fixtures = fs::path(source_dir()) / "tests/fixtures/unit_case_mistakes";
+    std::string args;
+    for (const auto& m : mistakes) args += " '" + (fixtures / m.student).string() + "'";
+    c.reference("reference", "softmax_backward.cpp", "backward_softmax.cpp");
+    c.reference("reference", "online_softmax.cpp", "online_softmax_rows.cpp");
+    c.reference("reference", "lin_penalty.cpp", "structured_penalty.cpp");
+    c.reference("reference", "dot_scores.cpp", "scores.cpp");
+    c.reference("reference", "multi_head.cpp", "multi_head_attention.cpp");
+    args += " " + c.q("reference");
+    for (const std::string x : {"softmax-backward", "online-softmax", "lin-penalty", "dot-scores", "multi-head"})
+        args += " --exercise " + x;
+    const Result r = run_attn("grade --sources" + args + " --out " + c.q("report"));
+    INFO(r.output);
+    CHECK(r.code == 1);
+    const auto json = nlohmann::json::parse(read_file(c.dir / "report.json"));
+    const auto row = [&](const std::string& student, const std::string& exercise) {
+        for (const auto& x : json.at("results"))
+            if (x.at("student") == student && x.at("exercise") == exercise) return x;
+        return nlohmann::json();
+    };
+    for (const auto& m : mistakes) {
+        INFO(m.student << ": " << row(m.student, m.exercise).dump(2));
+        CHECK(row(m.student, m.exercise).value("result", "") == "fail");
+        CHECK(row(m.student, m.exercise).value("first_diverging_step", "") == m.unit_case);
+        CHECK_THAT(row(m.student, m.exercise).value("message", ""), Catch::Contains(m.says));
+        INFO("the reference: " << row("reference", m.exercise).dump(2));
+        CHECK(row("reference", m.exercise).value("result", "") == "pass");
+    }
+}
+
 }  // namespace test_grade_sources

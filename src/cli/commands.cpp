@@ -361,7 +361,8 @@ int cmd_check(const GoldenOptions& o) {
             code = exit_golden;
             continue;
         }
-        const LessonRun run = run_lesson(*l, Trace(l->slug, l->defaults), this_program().exercise_build);
+        // a function that throws stops this lesson alone: its error is reported, and the next lessons still run
+        const LessonRun run = run_lesson(*l, Trace(l->slug, l->defaults), true);
         if (run.stopped()) {
             fmt::print("{}\n", stop_message(run));
             if (code == exit_ok) code = exit_mismatch;

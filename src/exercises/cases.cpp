@@ -23,11 +23,13 @@
 #include <fmt/format.h>
 #include <xtensor/xview.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <new>
 #include <functional>
 #include <optional>
 #include <limits>
+#include <stdexcept>
 
 namespace attn {
 
@@ -50,6 +52,26 @@ struct UnitCase {
     // the cases checked against central differences have their own tolerance (see fd_tolerance)
     std::optional<Tolerance> tolerance = std::nullopt;
 };
+
+// A result of the wrong shape stops its case, which then fails saying so (not with a tensor of NaNs).
+struct WrongShape : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// `m`, which must be rows x cols; `what` names it in the message, with its verb ("nn::dot_scores(Q, K)
+// returned", "its dgain (as a row) is").
+const Mat& shaped(const Mat& m, std::size_t rows, std::size_t cols, const std::string& what) {
+    if (m.shape(0) == rows && m.shape(1) == cols) return m;
+    throw WrongShape(
+        fmt::format("{} {}, expected {}", what, shape_string(shape_of(m)), shape_string(Shape{rows, cols})));
+}
+
+// The same for a result of any rank.
+template <class T>
+const T& shaped_as(const T& a, const Shape& want, const std::string& what) {
+    if (shape_of(a) == want) return a;
+    throw WrongShape(fmt::format("{} {}, expected {}", what, shape_string(shape_of(a)), shape_string(want)));
+}
 
 // softmax of one row from the equation, in long double: -inf entries get 0, a row of all -inf
 // gets zeros, +inf entries share the weight; otherwise exp(e_j - m) / sum_k exp(e_k - m).
@@ -98,9 +120,9 @@ Mat scaled_scores_oracle(const Mat& Q, const Mat& K) {
     return S;
 }
 
-CaseResult attention_case(const Mat& Q, const Mat& K, const Mat& V) {
+CaseResult attention_case(const Mat& Q, const Mat& K, const Mat& V, const Mat* mask = nullptr) {
     const std::size_t T_q = Q.shape(0), T_k = K.shape(0), d_v = V.shape(1);
-    const Mat A = softmax_rows_oracle(scaled_scores_oracle(Q, K));
+    const Mat A = softmax_rows_oracle(mask ? Mat(scaled_scores_oracle(Q, K) + *mask) : scaled_scores_oracle(Q, K));
     Mat O = xt::empty<double>({T_q, d_v});
     for (std::size_t i = 0; i < T_q; ++i)
         for (std::size_t c = 0; c < d_v; ++c) {
@@ -108,7 +130,15 @@ CaseResult attention_case(const Mat& Q, const Mat& K, const Mat& V) {
             for (std::size_t j = 0; j < T_k; ++j) sum += static_cast<long double>(A(i, j)) * V(j, c);
             O(i, c) = static_cast<double>(sum);
         }
-    return {{{"Q", Q}, {"K", K}, {"V", V}}, nn::scaled_dot_product_attention(Q, K, V).output, O};
+    if (mask)
+        return {{{"Q", Q}, {"K", K}, {"V", V}, {"mask", *mask}},
+                shaped(nn::scaled_dot_product_attention(Q, K, V, *mask).output, T_q, d_v,
+                       "nn::scaled_dot_product_attention(Q, K, V, mask)'s output is"),
+                O};
+    return {{{"Q", Q}, {"K", K}, {"V", V}},
+            shaped(nn::scaled_dot_product_attention(Q, K, V).output, T_q, d_v,
+                   "nn::scaled_dot_product_attention(Q, K, V)'s output is"),
+            O};
 }
 
 Mat causal_oracle(std::size_t T) {
@@ -232,14 +262,6 @@ Vec flattened(const std::vector<Mat>& parts) {
     return out;
 }
 
-// A result of the wrong shape, as NaNs of the right one: it fails, and the report says where.
-Mat shaped(const Mat& m, std::size_t rows, std::size_t cols) {
-    if (m.shape(0) == rows && m.shape(1) == cols) return m;
-    Mat out = xt::empty<double>({rows, cols});
-    out.fill(std::nan(""));
-    return out;
-}
-
 // A vector as a 1 x n matrix.
 Mat as_row(const Vec& v) {
     Mat out = xt::empty<double>({std::size_t{1}, v.size()});
@@ -327,7 +349,9 @@ CaseResult layer_norm_backward_case(const Mat& X, const Vec& g, const Vec& b, do
     const Mat db = central_differences_step(
         [&](const Mat& M) { return layer_norm_loss(X, g, Vec(xt::row(M, 0)), eps, G); }, as_row(b), h);
     return CaseResult{{{"X", X}, {"g", g}, {"b", b}, {"eps", Vec{eps}}, {"dL/dY", G}},
-                      flattened({shaped(grads.dX, T, d), shaped(as_row(grads.dgain), 1, d), shaped(as_row(grads.dbias), 1, d)}),
+                      flattened({shaped(grads.dX, T, d, "nn::layer_norm_backward's dX is"),
+                                 shaped(as_row(grads.dgain), 1, d, "its dgain (as a row) is"),
+                                 shaped(as_row(grads.dbias), 1, d, "its dbias (as a row) is")}),
                       flattened({dX, dg, db})};
 }
 
@@ -392,7 +416,10 @@ CaseResult pre_ln_case(const Mat& X, const nn::BlockParams& p, const Mat* mask) 
     const nn::BlockForward f = nn::pre_ln_block(X, p, 2, mask);
     std::vector<std::pair<std::string, Array>> inputs = {{"X", X}, {"W_O", p.attention.W_O}, {"W_2", p.feed_forward.W_2}};
     if (mask) inputs.push_back({"mask", *mask});
-    return CaseResult{inputs, flattened({shaped(f.residual_1, T, d), shaped(f.output, T, d)}), pre_ln_oracle(X, p, 2, mask)};
+    return CaseResult{inputs,
+                      flattened({shaped(f.residual_1, T, d, "nn::pre_ln_block's residual_1 is"),
+                                 shaped(f.output, T, d, "its output is")}),
+                      pre_ln_oracle(X, p, 2, mask)};
 }
 
 const std::vector<UnitCase>& unit_cases() {
@@ -433,7 +460,7 @@ const std::vector<UnitCase>& unit_cases() {
         // ---- scaled-attention
         {"scaled-attention", "d_v != d_k",
          "the scale: 1 / sqrt(d_k), the width of the queries and keys (here 4), not of the values (here 2)",
-         {"softmax"},
+         {"softmax", "dot-scores"},
          [] {
              return attention_case(Mat{{1.0, 0.5, -1.0, 2.0}, {0.0, 1.0, 1.0, -0.5}, {2.0, -1.0, 0.5, 0.0}},
                                    Mat{{0.5, 1.0, 0.0, 1.0}, {-1.0, 0.5, 2.0, 0.0}, {1.0, 1.0, -1.0, 0.5}},
@@ -441,21 +468,33 @@ const std::vector<UnitCase>& unit_cases() {
          }},
         {"scaled-attention", "one query, one key",
          "T = 1: the only key gets weight 1, so the output is its value row",
-         {"softmax"},
+         {"softmax", "dot-scores"},
          [] { return attention_case(Mat{{3.0, -1.0}}, Mat{{0.5, 2.0}}, Mat{{7.0, -2.0, 0.25}}); }},
+        {"scaled-attention", "with a mask, and a fully masked row",
+         "the masked form: softmax(Q K^T / sqrt(d_k) + M) V, the mask added to the scaled scores before the "
+         "softmax (after it, the rows no longer sum to 1), and a query that may see no key gets a zero row; the "
+         "mask here is not causal, so this case needs no other exercise's mask",
+         {"softmax", "dot-scores"},
+         [] {
+             const Mat mask = {{0.0, -inf, 0.0}, {-inf, 0.0, -inf}, {-inf, -inf, -inf}};
+             return attention_case(Mat{{1.0, 0.5, -1.0}, {0.0, 2.0, 1.0}, {0.5, -0.5, 0.5}},
+                                   Mat{{0.5, 1.0, 0.0}, {-1.0, 0.5, 2.0}, {1.0, 1.0, -1.0}},
+                                   Mat{{1.0, 0.0}, {0.0, 1.0}, {2.0, -3.0}}, &mask);
+         }},
         // ---- causal-mask
         {"causal-mask", "T = 1 and T = 4",
          "-inf strictly above the diagonal (key j > query i), 0 on and below it; a 1 x 1 mask is [0]",
          {},
          [] {
-             const Mat one = nn::causal_mask(1), four = nn::causal_mask(4);
+             const Mat one = shaped(nn::causal_mask(1), 1, 1, "nn::causal_mask(1) returned");
+             const Mat four = shaped(nn::causal_mask(4), 4, 4, "nn::causal_mask(4) returned");
              Mat actual = xt::zeros<double>({std::size_t{5}, std::size_t{4}}), expected = actual;
-             actual(0, 0) = one.shape(0) == 1 && one.shape(1) == 1 ? one(0, 0) : std::nan("");
+             actual(0, 0) = one(0, 0);
              expected(0, 0) = 0.0;
              const Mat want = causal_oracle(4);
              for (std::size_t i = 0; i < 4; ++i)
                  for (std::size_t j = 0; j < 4; ++j) {
-                     actual(i + 1, j) = four.shape(0) == 4 && four.shape(1) == 4 ? four(i, j) : std::nan("");
+                     actual(i + 1, j) = four(i, j);
                      expected(i + 1, j) = want(i, j);
                  }
              return CaseResult{{{"T", Vec{1.0, 4.0}}}, actual, expected};
@@ -537,14 +576,15 @@ const std::vector<UnitCase>& unit_cases() {
              const Mat W = {{1.0, 0.5, 0.0, 0.0}, {0.0, 2.0, 0.0, -1.0}, {0.5, 0.0, 1.0, 0.0}, {0.0, 0.0, 0.3, 1.0}};
              const Mat dot = product(Q, transpose_of(K)), general = product(product(Q, W), transpose_of(K));
              Mat actual = xt::empty<double>({std::size_t{6}, std::size_t{3}}), expected = actual;
-             const Mat a = nn::dot_scores(Q, K), b = nn::general_scores(Q, W, K), c = nn::scaled_dot_scores(Q, K);
+             // T_q x T_k = 2 x 3: K Q^T would be 3 x 2
+             const Mat a = shaped(nn::dot_scores(Q, K), 2, 3, "nn::dot_scores(Q, K) returned");
+             const Mat b = shaped(nn::general_scores(Q, W, K), 2, 3, "nn::general_scores(Q, W, K) returned");
+             const Mat c = shaped(nn::scaled_dot_scores(Q, K), 2, 3, "nn::scaled_dot_scores(Q, K) returned");
              for (std::size_t i = 0; i < 2; ++i)
                  for (std::size_t j = 0; j < 3; ++j) {
-                     const bool fits = a.shape(0) == 2 && a.shape(1) == 3 && b.shape(0) == 2 && b.shape(1) == 3 &&
-                                       c.shape(0) == 2 && c.shape(1) == 3;
-                     actual(i, j) = fits ? a(i, j) : std::nan("");
-                     actual(i + 2, j) = fits ? b(i, j) : std::nan("");
-                     actual(i + 4, j) = fits ? c(i, j) : std::nan("");
+                     actual(i, j) = a(i, j);
+                     actual(i + 2, j) = b(i, j);
+                     actual(i + 4, j) = c(i, j);
                      expected(i, j) = dot(i, j);
                      expected(i + 2, j) = general(i, j);
                      expected(i + 4, j) = static_cast<double>(dot(i, j) / 2.0L);  // sqrt(4)
@@ -557,6 +597,21 @@ const std::vector<UnitCase>& unit_cases() {
          {},
          [] {
              const Mat A = {{0.7, 0.2, 0.1}, {0.1, 0.3, 0.6}};
+             const Mat G = product(A, transpose_of(A));
+             long double sum = 0.0L;
+             for (std::size_t i = 0; i < 2; ++i)
+                 for (std::size_t j = 0; j < 2; ++j) {
+                     const long double e = G(i, j) - (i == j ? 1.0L : 0.0L);
+                     sum += e * e;
+                 }
+             return CaseResult{{{"A", A}}, Vec{nn::redundancy_penalty(A)}, Vec{static_cast<double>(sum)}};
+         }},
+        {"lin-penalty", "rows whose squares do not sum to r / 2",
+         "the -I: ||A A^T - I||^2 = ||A A^T||^2 - 2 trace(A A^T) + r, so leaving out the identity goes unseen "
+         "only when trace(A A^T) = r / 2, as in the case before; here it is 2.66 with r = 2",
+         {},
+         [] {
+             const Mat A = {{0.9, 0.3, -0.4, 0.1}, {0.2, 1.1, 0.5, -0.3}};
              const Mat G = product(A, transpose_of(A));
              long double sum = 0.0L;
              for (std::size_t i = 0; i < 2; ++i)
@@ -586,23 +641,21 @@ const std::vector<UnitCase>& unit_cases() {
          {},
          [] {
              const Mat X = {{1.0, 2.0, 3.0, 4.0}, {5.0, 6.0, 7.0, 8.0}};
-             const nn::Heads h = nn::split_heads(X, 2);
-             const Mat back = nn::merge_heads(h);
+             const nn::Heads h = shaped_as(nn::split_heads(X, 2), Shape{2, 2, 2}, "nn::split_heads(X, 2) returned");
+             const Mat back = shaped(nn::merge_heads(h), 2, 4, "nn::merge_heads(split_heads(X, 2)) returned");
              Mat actual = xt::empty<double>({std::size_t{6}, std::size_t{2}});
              const Mat expected = {{1.0, 2.0}, {5.0, 6.0}, {3.0, 4.0}, {7.0, 8.0}, {1.0, 2.0}, {3.0, 4.0}};
-             const bool fits = h.shape(0) == 2 && h.shape(1) == 2 && h.shape(2) == 2 && back.shape(0) == 2 &&
-                               back.shape(1) == 4;
              for (std::size_t k = 0; k < 2; ++k)
                  for (std::size_t t = 0; t < 2; ++t)
-                     for (std::size_t c = 0; c < 2; ++c) actual(2 * k + t, c) = fits ? h(k, t, c) : std::nan("");
-             for (std::size_t c = 0; c < 4; ++c) actual(4 + c / 2, c % 2) = fits ? back(0, c) : std::nan("");
+                     for (std::size_t c = 0; c < 2; ++c) actual(2 * k + t, c) = h(k, t, c);
+             for (std::size_t c = 0; c < 4; ++c) actual(4 + c / 2, c % 2) = back(0, c);
              return CaseResult{{{"X", X}}, actual, expected};
          }},
         // ---- multi-head
         {"multi-head", "two heads, T_q != T_k",
          "head i uses columns [i d_k, (i+1) d_k) of W^Q, W^K and W^V, scales by 1 / sqrt(d_k) of a head (not of "
          "d_model), and Concat(head_1, head_2) is multiplied by W^O; the result is the output, then Concat",
-         {"softmax"},
+         {"softmax", "dot-scores", "scaled-attention", "heads"},
          [] {
              const Mat X_q = {{1.0, 0.0, -1.0, 0.5}, {0.2, 0.8, 0.3, -0.4}};
              const Mat X_kv = {{0.5, -0.5, 1.0, 0.0}, {-1.0, 0.3, 0.2, 0.9}, {0.4, 0.6, -0.8, 0.1}};
@@ -628,8 +681,40 @@ const std::vector<UnitCase>& unit_cases() {
              }
              const nn::MultiHeadResult r = nn::multi_head_attention(X_q, X_kv, p, 2, nullptr, nn::HeadWeights::drop);
              return CaseResult{{{"X_q", X_q}, {"X_kv", X_kv}, {"W_Q", p.W_Q}, {"W_O", p.W_O}},
-                               flattened({shaped(r.output, 2, 4), shaped(r.concat, 2, 4)}),
+                               flattened({shaped(r.output, 2, 4, "nn::multi_head_attention's output is"),
+                                          shaped(r.concat, 2, 4, "its concat is")}),
                                flattened({product(concat, p.W_O), concat})};
+         }},
+        {"multi-head", "the weights kept, under a causal mask",
+         "weights filled with HeadWeights::keep, h x T_q x T_k (here 2 x 3 x 3), each head's softmax(Q_i K_i^T / "
+         "sqrt(d_k) + M) with the mask in every head; the result is the output, then each head's weights",
+         {"softmax", "dot-scores", "scaled-attention", "heads"},
+         [] {
+             const Mat X = {{1.0, -0.5, 0.3, 2.0}, {0.4, 0.8, -1.2, 0.1}, {-0.7, 0.2, 0.9, -0.3}};
+             const nn::MultiHeadParams p = small_block().attention;
+             const Mat mask = causal_oracle(3);
+             const nn::MultiHeadResult r = nn::multi_head_attention(X, X, p, 2, &mask, nn::HeadWeights::keep);
+             const nn::Heads& w = shaped_as(r.weights, Shape{2, 3, 3},
+                                            "nn::multi_head_attention(..., HeadWeights::keep) returned weights of shape");
+             std::vector<Mat> parts = {shaped(r.output, 3, 4, "nn::multi_head_attention's output is")};
+             std::vector<Mat> want = {multi_head_oracle(X, p, 2, &mask)};
+             for (std::size_t i = 0; i < 2; ++i) {
+                 Mat head = xt::empty<double>({std::size_t{3}, std::size_t{3}}), expected = head;
+                 const auto block = [&](const Mat& W) {
+                     Mat out = xt::empty<double>({std::size_t{4}, std::size_t{2}});
+                     for (std::size_t r_ = 0; r_ < 4; ++r_)
+                         for (std::size_t c = 0; c < 2; ++c) out(r_, c) = W(r_, i * 2 + c);
+                     return out;
+                 };
+                 const Mat A = softmax_rows_oracle(
+                     Mat(scaled_scores_oracle(product(X, block(p.W_Q)), product(X, block(p.W_K))) + mask));
+                 for (std::size_t t = 0; t < 3; ++t)
+                     for (std::size_t j = 0; j < 3; ++j) head(t, j) = w(i, t, j), expected(t, j) = A(t, j);
+                 parts.push_back(head);
+                 want.push_back(expected);
+             }
+             return CaseResult{{{"X", X}, {"W_Q", p.W_Q}, {"W_K", p.W_K}, {"mask", mask}}, flattened(parts),
+                               flattened(want)};
          }},
         // ---- softmax-backward
         {"softmax-backward", "two rows, and the Jacobian",
@@ -637,24 +722,45 @@ const std::vector<UnitCase>& unit_cases() {
          {},
          [] {
              const Mat P = {{0.2, 0.3, 0.5}, {0.6, 0.4, 0.0}}, dP = {{1.0, -2.0, 0.5}, {0.3, 0.3, 9.0}};
-             const Mat dS = nn::softmax_rows_backward(P, dP);
-             const Mat J = nn::softmax_jacobian(Vec{0.2, 0.3, 0.5});
+             const Mat dS = shaped(nn::softmax_rows_backward(P, dP), 2, 3, "nn::softmax_rows_backward(P, dP) returned");
+             const Mat J = shaped(nn::softmax_jacobian(Vec{0.2, 0.3, 0.5}), 3, 3, "nn::softmax_jacobian(p) returned");
              Mat actual = xt::empty<double>({std::size_t{5}, std::size_t{3}}), expected = actual;
              for (std::size_t i = 0; i < 2; ++i) {
                  long double dot = 0.0L;
                  for (std::size_t k = 0; k < 3; ++k) dot += static_cast<long double>(P(i, k)) * dP(i, k);
                  for (std::size_t j = 0; j < 3; ++j) {
                      expected(i, j) = static_cast<double>(P(i, j) * (dP(i, j) - dot));
-                     actual(i, j) = dS.shape(0) == 2 && dS.shape(1) == 3 ? dS(i, j) : std::nan("");
+                     actual(i, j) = dS(i, j);
                  }
              }
              const Vec p = {0.2, 0.3, 0.5};
              for (std::size_t j = 0; j < 3; ++j)
                  for (std::size_t k = 0; k < 3; ++k) {
                      expected(2 + j, k) = (j == k ? p(j) : 0.0) - p(j) * p(k);
-                     actual(2 + j, k) = J.shape(0) == 3 && J.shape(1) == 3 ? J(j, k) : std::nan("");
+                     actual(2 + j, k) = J(j, k);
                  }
              return CaseResult{{{"P", P}, {"dP", dP}, {"p (for J)", p}}, actual, expected};
+         }},
+        {"softmax-backward", "masked entries get +0, not -0",
+         "dS_ij = +0 exactly where P_ij = 0 (a masked entry): P * (dP - D) gives -0 there when dP_ij < D_i, "
+         "and -0 compares equal to 0, so the rows after dS hold 1 wherever dS_ij is -0 (its sign bit set) "
+         "and must be all 0",
+         {},
+         [] {
+             const Mat P = {{0.5, 0.0, 0.5}, {0.0, 0.0, 1.0}}, dP = {{1.0, -3.0, 2.0}, {-1.0, 0.5, 2.0}};
+             const Mat dS = shaped(nn::softmax_rows_backward(P, dP), 2, 3, "nn::softmax_rows_backward(P, dP) returned");
+             Mat actual = xt::empty<double>({std::size_t{4}, std::size_t{3}}), expected = actual;
+             for (std::size_t i = 0; i < 2; ++i) {
+                 long double dot = 0.0L;
+                 for (std::size_t k = 0; k < 3; ++k) dot += static_cast<long double>(P(i, k)) * dP(i, k);
+                 for (std::size_t j = 0; j < 3; ++j) {
+                     expected(i, j) = P(i, j) == 0.0 ? 0.0 : static_cast<double>(P(i, j) * (dP(i, j) - dot));
+                     actual(i, j) = dS(i, j);
+                     expected(2 + i, j) = 0.0;
+                     actual(2 + i, j) = dS(i, j) == 0.0 && std::signbit(dS(i, j)) ? 1.0 : 0.0;
+                 }
+             }
+             return CaseResult{{{"P", P}, {"dP", dP}}, actual, expected};
          }},
         // ---- unrolled-weights
         {"unrolled-weights", "T = 3, two features",
@@ -664,9 +770,9 @@ const std::vector<UnitCase>& unit_cases() {
          [] {
              const Mat u = {{0.9, 0.2}, {0.5, 0.7}, {0.3, 0.6}};
              const std::size_t T = 3, d = 2;
-             const auto a = nn::unrolled_weights(u);
+             const auto a =
+                 shaped_as(nn::unrolled_weights(u), Shape{2, 3, 4}, "nn::unrolled_weights(u) (d x T x T+1) returned");
              Mat actual = xt::empty<double>({d * T, T + 1}), expected = actual;
-             const bool fits = a.shape(0) == d && a.shape(1) == T && a.shape(2) == T + 1;
              for (std::size_t k = 0; k < d; ++k)
                  for (std::size_t source = 0; source <= T; ++source) {
                      // h_0 = 1 when source is 0, else h~_source = 1; every other input 0
@@ -675,7 +781,7 @@ const std::vector<UnitCase>& unit_cases() {
                          const long double candidate = t == source ? 1.0L : 0.0L;
                          h = u(t - 1, k) * h + (1.0L - u(t - 1, k)) * candidate;
                          expected(k * T + t - 1, source) = static_cast<double>(h);
-                         actual(k * T + t - 1, source) = fits ? a(k, t - 1, source) : std::nan("");
+                         actual(k * T + t - 1, source) = a(k, t - 1, source);
                      }
                  }
              return CaseResult{{{"update gates u (T x d)", u}}, actual, expected};
@@ -699,7 +805,8 @@ const std::vector<UnitCase>& unit_cases() {
              const Mat dK = central_differences([&](const Mat& X) { return attention_loss(Q, X, V, G); }, K);
              const Mat dV = central_differences([&](const Mat& X) { return attention_loss(Q, K, X, G); }, V);
              return CaseResult{{{"Q", Q}, {"K", K}, {"V", V}, {"dO", G}},
-                               flattened({shaped(g.dQ, 2, 3), shaped(g.dK, 3, 3), shaped(g.dV, 3, 2)}),
+                               flattened({shaped(g.dQ, 2, 3, "dQ is"), shaped(g.dK, 3, 3, "dK is"),
+                                          shaped(g.dV, 3, 2, "dV is")}),
                                flattened({dQ, dK, dV})};
          },
          fd_tolerance},
@@ -750,9 +857,10 @@ const std::vector<UnitCase>& unit_cases() {
                                   as_row(p.b_r)) +
                               1.0;
              return CaseResult{{{"x_t", x}, {"h_{t-1}", h}, {"dL/dh_t", dh}},
-                               flattened({shaped(as_row(g.dx), 1, 3), shaped(as_row(g.dh_prev), 1, 2),
-                                          shaped(grads.dW_z, 2, 3), shaped(grads.dU_h, 2, 2),
-                                          shaped(as_row(grads.db_r), 1, 2)}),
+                               flattened({shaped(as_row(g.dx), 1, 3, "dx (as a row) is"),
+                                          shaped(as_row(g.dh_prev), 1, 2, "dh_prev (as a row) is"),
+                                          shaped(grads.dW_z, 2, 3, "dW_z is"), shaped(grads.dU_h, 2, 2, "dU_h is"),
+                                          shaped(as_row(grads.db_r), 1, 2, "db_r (as a row) is")}),
                                flattened({dx, dh_prev, weight(&nn::GruParams::W_z), weight(&nn::GruParams::U_h), db_r})};
          },
          fd_tolerance},
@@ -819,6 +927,27 @@ const std::vector<UnitCase>& unit_cases() {
          [] {
              const Mat S = {{-inf, -inf, -inf}, {-inf, -inf, 3.0}};
              return CaseResult{{{"S", S}}, nn::online_softmax_rows(S), softmax_rows_oracle(S)};
+         }},
+        {"online-softmax", "+inf entries",
+         "entries of +inf share the weight equally, as in nn::softmax (two of them get 1/2 each, not 1 each), "
+         "and the others get 0: exp(+inf - (+inf)) is NaN, so a running sum that meets +inf needs its own rule",
+         {},
+         [] {
+             const Mat S = {{inf, 1.0, inf, -inf}, {2.0, -1.0, 0.5, inf}, {inf, inf, inf, inf}};
+             return CaseResult{{{"S", S}}, nn::online_softmax_rows(S), softmax_rows_oracle(S)};
+         }},
+        {"online-softmax", "a NaN entry",
+         "a NaN entry makes its whole row NaN (the starter's contract, as the reference does): NaN first, "
+         "where max(-inf, NaN) may stay -inf and the NaN is skipped like a -inf, and NaN beside +inf; "
+         "a row without NaN keeps its weights",
+         {},
+         [] {
+             const double not_a_number = std::numeric_limits<double>::quiet_NaN();
+             const Mat S = {{not_a_number, 1.0, 2.0}, {0.5, inf, not_a_number}, {1.0, 2.0, 3.0}};
+             Mat expected = softmax_rows_oracle(Mat{{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}, {1.0, 2.0, 3.0}});
+             for (std::size_t i = 0; i < 2; ++i)
+                 for (std::size_t j = 0; j < 3; ++j) expected(i, j) = not_a_number;
+             return CaseResult{{{"S", S}}, nn::online_softmax_rows(S), expected};
          }},
         // ---- layer-norm
         // Each case is blind to the mistakes of the cases after it, so that a mistake fails at its own
@@ -941,6 +1070,9 @@ UnitOutcome outcome_of_exception() {
     } catch (const ExerciseNotDone& e) {
         o.kind = UnitOutcome::Kind::not_done;
         o.text = e.exercise;
+    } catch (const WrongShape& e) {
+        o.kind = UnitOutcome::Kind::wrong_shape;
+        o.text = e.what();
     } catch (const std::bad_alloc&) {
         o.kind = UnitOutcome::Kind::out_of_memory;
     } catch (const std::exception& e) {
@@ -982,6 +1114,11 @@ void judge_case(UnitCheck& check, const UnitCase& c, const UnitOutcome& o, const
         case UnitOutcome::Kind::threw:
             check.report = fmt::format("unit case '{}' of exercise {}: it catches {}.\n  the function threw: {}\n",
                                        c.name, c.exercise, c.catches, o.text);
+            break;
+        case UnitOutcome::Kind::wrong_shape:
+            // the shape first: a report cut short (grade keeps 500 characters) still says it
+            check.report = fmt::format("unit case '{}' of exercise {}: the shape is wrong: {}\n  it catches {}.\n",
+                                       c.name, c.exercise, o.text, c.catches);
             break;
     }
     check.failed_case = c.name;
@@ -1045,6 +1182,15 @@ std::vector<std::string> unit_case_names(const std::string& id) {
     std::vector<std::string> out;
     for (const auto& c : unit_cases())
         if (c.exercise == id) out.push_back(c.name);
+    return out;
+}
+
+std::vector<std::string> unit_case_calls(const std::string& id) {
+    std::vector<std::string> out;
+    for (const auto& c : unit_cases())
+        if (c.exercise == id)
+            for (const auto& other : c.calls)
+                if (std::find(out.begin(), out.end(), other) == out.end()) out.push_back(other);
     return out;
 }
 

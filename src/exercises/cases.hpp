@@ -31,10 +31,12 @@ UnitCheck check_unit_cases(const std::string& id, const Tolerance& tol);
 // --sources` observes the cases inside the student's sandbox and judges them in its own process,
 // where the expected values are computed: the student's program only hands over numbers.
 struct UnitOutcome {
-    enum class Kind { value, not_done, out_of_memory, threw };
+    enum class Kind { value, not_done, out_of_memory, threw, wrong_shape };
     Kind kind = Kind::value;
     Array actual;      // value: the result as the case arranges it
-    std::string text;  // not_done: the exercise that is not done; threw: the exception's message
+    // not_done: the exercise that is not done; threw: the exception's message; wrong_shape: which
+    // result had which shape, and the shape expected ("nn::dot_scores(Q, K) returned [3, 2], expected [2, 3]")
+    std::string text;
 };
 
 // Runs every unit case of exercise `id` with the functions linked into this program, in order.
@@ -47,5 +49,9 @@ UnitCheck judge_unit_cases(const std::string& id, const std::vector<UnitOutcome>
 
 // The names of exercise `id`'s unit cases, in order.
 std::vector<std::string> unit_case_names(const std::string& id);
+
+// Every other exercise whose functions exercise `id`'s unit cases declare they may call, in the
+// order the cases name them, each once.
+std::vector<std::string> unit_case_calls(const std::string& id);
 
 }  // namespace attn

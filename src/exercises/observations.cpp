@@ -94,8 +94,8 @@ UnitOutcome outcome_of(const json& o, const std::string& where) {
         if (!find_exercise(out.text)) wrong(where + " names an exercise that does not exist");
     } else if (kind == "out_of_memory") {
         out.kind = UnitOutcome::Kind::out_of_memory;
-    } else if (kind == "threw") {
-        out.kind = UnitOutcome::Kind::threw;
+    } else if (kind == "threw" || kind == "wrong_shape") {
+        out.kind = kind == "threw" ? UnitOutcome::Kind::threw : UnitOutcome::Kind::wrong_shape;
         out.text = printable_utf8(text_field(o, "message", where).substr(0, max_text_bytes));
     } else {
         wrong(where + " has an unknown kind");
@@ -154,6 +154,7 @@ std::string observations_json(const ExerciseObservations& seen) {
                 case UnitOutcome::Kind::not_done: list.push_back({{"kind", "not_done"}, {"exercise", o.text}}); break;
                 case UnitOutcome::Kind::out_of_memory: list.push_back({{"kind", "out_of_memory"}}); break;
                 case UnitOutcome::Kind::threw: list.push_back({{"kind", "threw"}, {"message", o.text}}); break;
+                case UnitOutcome::Kind::wrong_shape: list.push_back({{"kind", "wrong_shape"}, {"message", o.text}}); break;
             }
         }
         unit[id] = list;

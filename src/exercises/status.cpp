@@ -130,11 +130,28 @@ bool find_divergence(ExerciseStatus& s, const Trace& done, const Trace& golden, 
     return false;
 }
 
-// The first exercise of `uses` that has not passed, or "".
-std::string first_not_passed(const std::vector<std::string>& uses, const std::vector<ExerciseStatus>& earlier) {
-    for (const auto& id : uses)
-        for (const auto& s : earlier)
-            if (s.exercise->id == id && s.state != ExerciseState::passed) return id;
+// Every needed exercise's unit check, by id: a later exercise's own cases say whether it may be
+// to blame for a step an earlier one shares with it.
+using UnitChecks = std::map<std::string, UnitCheck>;
+
+// The first exercise of `uses` that may be to blame instead of `self`, or "": an earlier one that
+// has not passed (unless only because it waits for `self`: heads waits for multi-head at the step
+// they share, so a failed unit case of multi-head is multi-head's own), or a later one (checked in
+// the same lesson, as causal-mask at scaled-attention's step [causal]) whose unit cases have not
+// all passed.
+std::string first_not_passed(const std::string& self, const std::vector<std::string>& uses,
+                             const std::vector<ExerciseStatus>& earlier, const UnitChecks& units) {
+    for (const auto& id : uses) {
+        const auto done = std::find_if(earlier.begin(), earlier.end(),
+                                       [&](const ExerciseStatus& s) { return s.exercise->id == id; });
+        if (done != earlier.end()) {
+            const bool waits_for_self = done->state == ExerciseState::waiting && done->waiting_for == self;
+            if (done->state != ExerciseState::passed && !waits_for_self) return id;
+            continue;
+        }
+        const auto later = units.find(id);
+        if (later != units.end() && (!later->second.failed_case.empty() || !later->second.not_done.empty())) return id;
+    }
     return "";
 }
 
@@ -173,7 +190,7 @@ ExerciseStatus stopped_early(ExerciseStatus s, const Exercise& x, const LessonRu
 // Returns true and sets `s` when they decide the state: not started, waiting for an exercise whose
 // function a case called, or a failed case.
 bool decided_by_unit_cases(ExerciseStatus& s, const Exercise& x, const std::vector<ExerciseStatus>& earlier,
-                           const UnitCheck& unit, const std::filesystem::path& exercises_dir) {
+                           const UnitCheck& unit, const UnitChecks& units, const std::filesystem::path& exercises_dir) {
     s.unit_cases = unit.cases;
     s.unit_cases_passed = unit.passed;
     if (unit.not_done == x.id) {
@@ -187,7 +204,7 @@ bool decided_by_unit_cases(ExerciseStatus& s, const Exercise& x, const std::vect
     }
     if (unit.failed_case.empty()) return false;
     // a case may fail through a function it calls that belongs to an exercise not passed yet
-    if (const std::string blocker = first_not_passed(unit.calls, earlier); !blocker.empty()) {
+    if (const std::string blocker = first_not_passed(x.id, unit.calls, earlier, units); !blocker.empty()) {
         s = waiting_for(s, blocker);
         return true;
     }
@@ -197,12 +214,12 @@ bool decided_by_unit_cases(ExerciseStatus& s, const Exercise& x, const std::vect
     return true;
 }
 
-ExerciseStatus evaluate(const Exercise& x, const UnitCheck& unit, const LessonFacts& facts,
+ExerciseStatus evaluate(const Exercise& x, const UnitChecks& units, const LessonFacts& facts,
                         const std::vector<ExerciseStatus>& earlier, const Tolerance& tol,
                         const std::filesystem::path& exercises_dir) {
     ExerciseStatus s;
     s.exercise = &x;
-    if (decided_by_unit_cases(s, x, earlier, unit, exercises_dir)) return s;
+    if (decided_by_unit_cases(s, x, earlier, units.at(x.id), units, exercises_dir)) return s;
     s.step_count = facts.golden.steps().size();
     if (!facts.golden_error.empty()) {
         s.state = ExerciseState::golden_problem;
@@ -222,7 +239,7 @@ ExerciseStatus evaluate(const Exercise& x, const UnitCheck& unit, const LessonFa
     }
     // 1. the lesson up to the exercise's last step, against the golden file
     const Trace done = completed_steps_until(facts.run, facts.golden, last);
-    const std::string blocker = first_not_passed(x.uses, earlier);
+    const std::string blocker = first_not_passed(x.id, x.uses, earlier, units);
     if (find_divergence(s, done, facts.golden, tol)) return blocker.empty() ? s : waiting_for(s, blocker);
     // 2. all of its steps ran and matched: passed, whatever stopped the lesson later
     if (steps_done(x, done) == x.steps.size()) return s;
@@ -240,14 +257,16 @@ std::string not_done_message(const std::string& exercise_id, const std::filesyst
 }
 
 std::vector<const Exercise*> exercises_needed(const std::vector<const Exercise*>& wanted) {
-    // the wanted ones and, backwards through the table, every exercise a needed one uses
+    // the wanted ones and every exercise a needed one uses, earlier or later in the table, until
+    // nothing is added
     std::set<std::string> needed;
     const auto& table = all_exercises();
-    for (auto x = table.rbegin(); x != table.rend(); ++x) {
-        const bool asked = wanted.empty() || std::find(wanted.begin(), wanted.end(), &*x) != wanted.end();
-        if (asked || needed.count(x->id))
-            for (const auto& id : x->uses) needed.insert(id);
-        if (asked) needed.insert(x->id);
+    for (const auto& x : table)
+        if (wanted.empty() || std::find(wanted.begin(), wanted.end(), &x) != wanted.end()) needed.insert(x.id);
+    for (std::size_t before = 0; before != needed.size();) {
+        before = needed.size();
+        for (const auto& x : table)
+            if (needed.count(x.id)) needed.insert(x.uses.begin(), x.uses.end());
     }
     std::vector<const Exercise*> out;
     for (const auto& x : table)
@@ -272,6 +291,8 @@ std::vector<ExerciseStatus> evaluate_all(const std::filesystem::path& golden_dir
                                          const std::vector<const Exercise*>& needed, UnitOf unit_of, RunOf run_of) {
     std::map<std::string, LessonFacts> lessons;
     std::vector<ExerciseStatus> out;
+    UnitChecks units;
+    for (const Exercise* x : needed) units.emplace(x->id, unit_of(*x));
     for (const Exercise* x : needed) {
         const Lesson* lesson = find_lesson(x->lesson);
         if (!lesson) {
@@ -291,7 +312,7 @@ std::vector<ExerciseStatus> evaluate_all(const std::filesystem::path& golden_dir
                 judge_checks(facts->second.run.trace, facts->second.golden);
             }
         }
-        out.push_back(evaluate(*x, unit_of(*x), facts->second, out, tol, exercises_dir));
+        out.push_back(evaluate(*x, units, facts->second, out, tol, exercises_dir));
     }
     return out;
 }

@@ -71,7 +71,7 @@ const std::vector<Exercise>& all_exercises() {
           "every entry instead of the diagonal; the norm instead of its square\n"
           "(no sqrt). One-hot rows on distinct tokens must give exactly 0."}},
         {"scaled-attention", "Scaled dot-product attention", "self-attention", {"attention", "causal"},
-         {"gru-step", "softmax", "dot-scores", "lin-penalty"},
+         {"gru-step", "softmax", "dot-scores", "lin-penalty", "causal-mask"},
          {"Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V (Vaswani et al. 2017,\n"
           "eq. 1): scores, then a softmax along each row, then A V. Keep all three\n"
           "in the AttentionResult.",
@@ -125,7 +125,7 @@ const std::vector<Exercise>& all_exercises() {
           "after (rows sum to less than 1; lesson 4's step [wrong-way] shows it);\n"
           "multiplying by the mask instead of adding it (0 * -inf is NaN)."}},
         {"heads", "Splitting and merging heads", "multi-head", {"batched", "concat"},
-         {"softmax", "dot-scores", "scaled-attention"},
+         {"softmax", "dot-scores", "scaled-attention", "multi-head"},
          {"split_heads: T x d_model -> h x T x d_k, head i gets columns\n"
           "[i d_k, (i+1) d_k) of X; merge_heads puts them back side by side\n"
           "(Vaswani et al. 2017, section 3.2.2). d_k = nn::head_width(d_model, h).",
@@ -147,7 +147,7 @@ const std::vector<Exercise>& all_exercises() {
           "head's width); forgetting W^O; adding the mask after the softmax;\n"
           "not filling weights (h x T_q x T_k) when keep is HeadWeights::keep."}},
         {"softmax-backward", "The softmax backward, and its Jacobian", "backprop", {"softmax-backward"},
-         {"softmax", "dot-scores", "scaled-attention", "causal-mask"},
+         {"softmax", "dot-scores", "scaled-attention", "causal-mask", "attention-backward"},
          {"p = softmax(s): J = diag(p) - p p^T, J_jk = dp_j / ds_k. For a loss\n"
           "with dP = dL/dP, row by row ds = J dp; as matrices\n"
           "dS = P * (dP - D 1^T) with D_i = sum_j P_ij dP_ij (* elementwise).",
@@ -171,7 +171,7 @@ const std::vector<Exercise>& all_exercises() {
           "(the lesson has d_v = 3, d_k = 4, so it shows); forgetting the scale\n"
           "on one of dQ, dK; dS Q instead of dS^T Q for the keys."}},
         {"gru-step-backward", "One GRU step backwards", "backprop", {"gru-backward"},
-         {"gru-step", "softmax", "dot-scores", "scaled-attention", "causal-mask", "additive-score",
+         {"gru-step", "softmax", "dot-scores", "scaled-attention", "causal-mask", "masked-softmax", "additive-score",
           "softmax-backward", "attention-backward"},
          {"Reverse the four equations of gru_step (Cho et al. 2014, eqs. 5-8):\n"
           "from dh, first through h = z * h_prev + (1 - z) * h~, then h~ = tanh(a)\n"
@@ -196,7 +196,8 @@ const std::vector<Exercise>& all_exercises() {
           "correction (the first step is then about 3x too large: m/sqrt(v) =\n"
           "0.1 g / sqrt(0.001 g^2) = 3.16 instead of 1); eps inside the sqrt;\n"
           "adding the step instead of subtracting it (the loss rises)."}},
-        {"online-softmax", "The online softmax", "online-softmax", {"online", "edges"}, {"softmax"},
+        {"online-softmax", "The online softmax", "online-softmax", {"online", "edges"},
+         {"softmax", "dot-scores", "scaled-attention"},
          {"m_j = max(m_{j-1}, x_j), l_j = l_{j-1} exp(m_{j-1} - m_j) + exp(x_j - m_j)\n"
           "from m_0 = -inf, l_0 = 0 (Milakov & Gimelshein 2018): one pass for m and\n"
           "l, a second for the weights exp(x_i - m_n) / l_n.",
@@ -207,7 +208,7 @@ const std::vector<Exercise>& all_exercises() {
           "NaN: add nothing until a finite entry arrives, and give a row that is\n"
           "-inf everywhere zeros. Use portable::exp as the reference does:\n"
           "std::exp passes within tolerance, but not always to the bit."}},
-        {"layer-norm", "Layer normalisation", "transformer-block", {"layer-norm"}, {},
+        {"layer-norm", "Layer normalisation", "transformer-block", {"layer-norm"}, {"layer-norm-backward"},
          {"Ba et al. 2016, eqs. 3-4, for each row t (one token) on its own:\n"
           "mu = (1/d) sum_j x_j, sigma^2 = (1/d) sum_j (x_j - mu)^2,\n"
           "x^ = (x - mu) / sqrt(sigma^2 + eps), y = g * x^ + b.",
@@ -231,7 +232,7 @@ const std::vector<Exercise>& all_exercises() {
           "forgetting the gain in dx^; assigning dg and db per row instead of\n"
           "summing them over the rows."}},
         {"pre-ln-block", "One pre-LN Transformer block", "transformer-block", {"block"},
-         {"layer-norm", "layer-norm-backward", "positional", "multi-head"},
+         {"layer-norm", "layer-norm-backward", "positional", "multi-head", "softmax-backward", "attention-backward"},
          {"Two sub-layers, each x + Sublayer(LN(x)) (Xiong et al. 2020): H = X +\n"
           "MHA(LN_1(X)), then Y = H + FFN(LN_2(H)). Call nn::layer_norm,\n"
           "nn::multi_head_attention(N, N, ...) and nn::position_wise_feed_forward.",

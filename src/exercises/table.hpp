@@ -20,8 +20,12 @@ struct Exercise {
     std::string title;  // "Numerically stable softmax"
     std::string lesson;              // slug of the lesson that checks it
     std::vector<std::string> steps;  // the ids of the steps whose tensors check it, in lesson order
-    // Earlier exercises whose functions the lesson runs before or within these steps: when one
-    // of them has not passed, a divergence here may be theirs, so this one waits for them.
+    // Other exercises whose functions the lesson runs before or within these steps, or before the
+    // step after the last of them (a lesson stopped there may have left that step half recorded,
+    // so it does not count as done): when an earlier
+    // one has not passed, a divergence here may be theirs, so this one waits for it. A later one
+    // (checked in the same lesson: causal-mask at scaled-attention's step [causal]) cannot have
+    // passed yet; this one waits for it while its unit cases do not all pass.
     std::vector<std::string> uses;
     std::vector<std::string> hints;  // from "which equation" to "what typically goes wrong"; lines of <= 74 columns
 };
