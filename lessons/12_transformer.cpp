@@ -70,7 +70,7 @@ constexpr double microseconds_per_pass = 1500.0;
 // Transformer with layers, d_model (d_model + d_ff) and the lengths; length^2 on the safe side.
 double estimated_seconds(const Config& c) {
     const double length = 0.5 * as_double(c.size(param::min_len) + c.size(param::max_len)) / 11.5;
-    const double u = as_double(c.size(param::width)) / 16.0, d = as_double(c.size(param::d_model)) / 16.0;
+    const double u = as_double(c.size(param::width)) / 16.0, d = as_double(c.size(param::d_model)) / 32.0;
     const double blocks = as_double(c.size(param::layers)) / 2.0;
     const double ff = (d + as_double(c.size(param::d_ff)) / 32.0) / 2.0;
     const double per_pass = microseconds_per_pass * 1e-6 * length * length * 0.5 * (u * u + blocks * d * ff);
