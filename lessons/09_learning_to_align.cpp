@@ -8,6 +8,7 @@
 // the additive score's tanh layer), V_src / V_tgt = vocabulary sizes.
 #include "registry.hpp"
 #include "support.hpp"
+#include "translation.hpp"
 
 #include "core/rng.hpp"
 #include "nn/optimizer.hpp"
@@ -30,6 +31,8 @@ namespace attn {
 
 namespace learning_to_align {  // this lesson's own names (the lessons compile as unity files: meson.build)
 namespace {
+
+using namespace translation;  // the corpus, the models, training and scoring (lessons/translation.hpp)
 
 // ---------------------------------------------------------------- parameters (--set)
 
@@ -82,275 +85,6 @@ std::string limits(const Config& c) {
 
 // ---------------------------------------------------------------- the corpus
 
-// A word of the source language and its translation; an empty translation is dropped ("the").
-struct Entry {
-    std::string source, target;
-};
-
-const std::vector<Entry> nouns = {{"lights", "lait"},  {"door", "darvaza"}, {"box", "dibba"},  {"table", "mez"},
-                                  {"window", "khidki"}, {"car", "gaadi"},    {"cup", "pyala"},  {"chair", "kursi"},
-                                  {"book", "kitab"},    {"lamp", "batti"},   {"floor", "farsh"}, {"bag", "thaila"}};
-const std::vector<Entry> adjectives = {{"red", "lal"},   {"big", "bada"},   {"small", "chota"}, {"old", "purana"},
-                                       {"new", "naya"},  {"green", "hara"}, {"blue", "neela"},  {"heavy", "bhari"}};
-// Prepositions come before their noun phrase; their translations, postpositions, after it.
-const std::vector<Entry> prepositions = {
-    {"near", "paas"}, {"under", "neeche"}, {"behind", "peeche"}, {"beside", "bagal"}, {"in", "andar"}};
-const std::vector<Entry> adverbs = {
-    {"now", "abhi"}, {"slowly", "dheere"}, {"quickly", "jaldi"}, {"again", "phir"}};
-// A verb phrase: its source words and its target words, verb last.
-struct VerbPhrase {
-    std::vector<std::string> source, target;
-};
-const std::vector<VerbPhrase> verbs = {
-    // "turn" and "switch" end in different verbs after the same particle: the last word of "turn off"
-    // cannot be guessed from the word before it, only read from the source
-    {{"turn", "off"}, {"band", "karo"}}, {{"turn", "on"}, {"chalu", "karo"}},
-    {{"switch", "off"}, {"band", "dabao"}}, {{"switch", "on"}, {"chalu", "dabao"}}, {{"open"}, {"kholo"}},
-    {{"clean"}, {"pocho"}},              {{"move"}, {"hatao"}},               {{"paint"}, {"rango"}},
-    {{"find"}, {"dhundo"}},              {{"wash"}, {"dhoo"}},
-    {{"pick", "up"}, {"uthao"}},  // two source words become one target word
-};
-
-constexpr std::size_t sos = 0, eos = 1;  // target ids of <sos> and <eos>
-
-struct Vocabulary {
-    std::vector<std::string> words;
-    std::map<std::string, std::size_t> ids;
-    std::size_t id(const std::string& w) {
-        const auto found = ids.find(w);
-        if (found != ids.end()) return found->second;
-        ids[w] = words.size();
-        words.push_back(w);
-        return words.size() - 1;
-    }
-};
-
-struct Pair {
-    std::vector<std::size_t> src, tgt;  // tgt without <sos> and <eos>
-};
-
-struct Corpus {
-    Vocabulary source, target;
-    std::vector<Pair> train, test;
-};
-
-// One sentence: [please] verb NP (preposition NP)* [adverb], NP = the adjective* noun. The
-// translation: [kripya] [adverb'] (NP' postposition)* in reverse order, NP' (the object), verb':
-// the verb last, each postposition after its noun, "the" dropped.
-std::pair<std::vector<std::string>, std::vector<std::string>> sentence(Rng& rng) {
-    std::vector<std::string> src, tgt;
-    const auto noun_phrase = [&](std::vector<std::string>& s, std::vector<std::string>& t) {
-        s.push_back("the");
-        const std::size_t count = rng.below(3);
-        for (std::size_t k = 0; k < count; ++k) {
-            const Entry& a = adjectives[rng.below(adjectives.size())];
-            s.push_back(a.source);
-            t.push_back(a.target);
-        }
-        const Entry& n = nouns[rng.below(nouns.size())];
-        s.push_back(n.source);
-        t.push_back(n.target);
-    };
-    const bool please = rng.below(4) == 0;
-    const VerbPhrase& verb = verbs[rng.below(verbs.size())];
-    std::vector<std::string> object;
-    std::vector<std::vector<std::string>> phrases;  // the target of each prepositional phrase
-    if (please) src.push_back("please");
-    src.insert(src.end(), verb.source.begin(), verb.source.end());
-    noun_phrase(src, object);
-    const std::size_t pps = rng.below(4);
-    for (std::size_t k = 0; k < pps; ++k) {
-        const Entry& p = prepositions[rng.below(prepositions.size())];
-        src.push_back(p.source);
-        phrases.emplace_back();
-        noun_phrase(src, phrases.back());
-        phrases.back().push_back(p.target);
-    }
-    const bool adverb = rng.below(2) == 0;
-    const Entry& a = adverbs[rng.below(adverbs.size())];
-    if (adverb) src.push_back(a.source);
-    if (please) tgt.push_back("kripya");
-    if (adverb) tgt.push_back(a.target);
-    for (std::size_t k = phrases.size(); k-- > 0;) tgt.insert(tgt.end(), phrases[k].begin(), phrases[k].end());
-    tgt.insert(tgt.end(), object.begin(), object.end());
-    tgt.insert(tgt.end(), verb.target.begin(), verb.target.end());
-    return {src, tgt};
-}
-
-const std::vector<std::string> lights_src = {"turn", "off", "the", "lights"};
-const std::vector<std::string> lights_tgt = {"lait", "band", "karo"};
-const std::vector<std::size_t> lights_partner = {3, 1, 0};  // lait <- lights, band <- off, karo <- turn
-const std::vector<std::string> pickup_src = {"pick", "up", "the", "red", "box"};
-const std::vector<std::string> pickup_tgt = {"lal", "dibba", "uthao"};
-
-std::vector<std::size_t> ids_of(Vocabulary& v, const std::vector<std::string>& words) {
-    std::vector<std::size_t> ids;
-    for (const auto& w : words) ids.push_back(v.id(w));
-    return ids;
-}
-
-std::string joined(const Vocabulary& v, const std::vector<std::size_t>& ids) {
-    std::vector<std::string> words;
-    for (std::size_t id : ids) words.push_back(v.words[id]);
-    return fmt::format("{}", fmt::join(words, " "));
-}
-
-// Every word of the lexicon gets its id first, in lexicon order, so that the vocabularies do not
-// depend on which sentences the seed draws.
-Corpus generate_corpus(Rng& rng, std::size_t train, std::size_t test, std::size_t min_len, std::size_t max_len) {
-    Corpus c;
-    c.target.id("<sos>");
-    c.target.id("<eos>");
-    c.source.id("please");
-    c.target.id("kripya");
-    c.source.id("the");
-    for (const auto* list : {&nouns, &adjectives, &prepositions, &adverbs})
-        for (const Entry& e : *list) {
-            c.source.id(e.source);
-            c.target.id(e.target);
-        }
-    for (const VerbPhrase& v : verbs) {
-        ids_of(c.source, v.source);
-        ids_of(c.target, v.target);
-    }
-    // the test set first; the training set never repeats a test sentence, nor the two shown ones
-    std::set<std::vector<std::string>> held_out = {lights_src, pickup_src};
-    while (c.test.size() < test || c.train.size() < train) {
-        const auto [src, tgt] = sentence(rng);
-        if (src.size() < min_len || src.size() > max_len) continue;
-        const bool for_test = c.test.size() < test;
-        if (!for_test && held_out.count(src)) continue;
-        if (for_test) held_out.insert(src);
-        (for_test ? c.test : c.train).push_back({ids_of(c.source, src), ids_of(c.target, tgt)});
-    }
-    return c;
-}
-
-std::vector<std::size_t> decoder_inputs(const Pair& p) {
-    std::vector<std::size_t> in = {sos};
-    in.insert(in.end(), p.tgt.begin(), p.tgt.end());
-    return in;
-}
-
-std::vector<std::size_t> decoder_outputs(const Pair& p) {
-    std::vector<std::size_t> out = p.tgt;
-    out.push_back(eos);
-    return out;
-}
-
-// ---------------------------------------------------------------- the models
-
-// Both models draw from one generator: weights N(0, 1/fan_in), so that every pre-activation starts
-// near unit scale, biases 0; the embeddings N(0, 1).
-nn::GruParams drawn_gru(Rng& rng, std::size_t d_in, std::size_t u) {
-    const double w = 1.0 / std::sqrt(as_double(d_in)), s = 1.0 / std::sqrt(as_double(u));
-    nn::GruParams p;
-    p.W_z = rng.normal_mat(u, d_in, w);
-    p.U_z = rng.normal_mat(u, u, s);
-    p.b_z = nn::zeros(u);
-    p.W_r = rng.normal_mat(u, d_in, w);
-    p.U_r = rng.normal_mat(u, u, s);
-    p.b_r = nn::zeros(u);
-    p.W_h = rng.normal_mat(u, d_in, w);
-    p.U_h = rng.normal_mat(u, u, s);
-    p.b_h = nn::zeros(u);
-    return p;
-}
-
-nn::Seq2Seq drawn_model(Rng& rng, bool attention, std::size_t V_src, std::size_t V_tgt, std::size_t u) {
-    nn::Seq2Seq m;
-    m.attention = attention;
-    const std::size_t context = attention ? 2 * u : u;
-    m.E_src = rng.normal_mat(V_src, u);
-    m.E_tgt = rng.normal_mat(V_tgt, u);
-    m.enc_fwd = drawn_gru(rng, u, u);
-    if (attention) m.enc_bwd = drawn_gru(rng, u, u);
-    m.dec = drawn_gru(rng, u + context, u);
-    if (attention) {
-        m.W_a = rng.normal_mat(u, u, 1.0 / std::sqrt(as_double(u)));
-        m.U_a = rng.normal_mat(u, context, 1.0 / std::sqrt(as_double(context)));
-        m.v_a = rng.normal_vec(u, 1.0 / std::sqrt(as_double(u)));
-    }
-    m.W_o = rng.normal_mat(V_tgt, u, 1.0 / std::sqrt(as_double(u)));
-    m.b_o = nn::zeros(V_tgt);
-    return m;
-}
-
-std::size_t parameter_count(nn::Seq2Seq m) {
-    std::size_t n = 0;
-    for (const nn::Block& b : nn::blocks(m)) n += b.size;
-    return n;
-}
-
-// ---------------------------------------------------------------- training
-
-const nn::AdamSettings adam{0.01, 0.9, 0.999, 1e-8};
-constexpr double clip_threshold = 5.0;
-constexpr std::size_t batch = 16;
-
-struct Trainer {
-    nn::Seq2Seq model;
-    std::vector<double> m, v;  // Adam's moments, in the order of nn::blocks
-    double beta1_power = 1.0, beta2_power = 1.0;
-    double clipped = 0.0, steps = 0.0;  // how many steps clipped their gradient, of how many
-};
-
-Trainer trainer(const nn::Seq2Seq& model) {
-    Trainer t{model, {}, {}};
-    const std::size_t n = parameter_count(model);
-    t.m.assign(n, 0.0);
-    t.v.assign(n, 0.0);
-    return t;
-}
-
-// One minibatch: the gradient of the mean loss per target word, clipped, then one Adam step.
-// Returns the summed loss and adds the words to `words`.
-double train_batch(Trainer& t, const std::vector<Pair>& pairs, const std::vector<std::size_t>& order,
-                   std::size_t first, std::size_t last, double& words) {
-    nn::Seq2Seq grads = nn::zeros_like(t.model);
-    double loss = 0.0, count = 0.0;
-    for (std::size_t k = first; k < last; ++k) {
-        const Pair& p = pairs[order[k]];
-        loss += nn::seq2seq_backward(t.model, p.src, decoder_inputs(p), decoder_outputs(p), grads).loss;
-        count += as_double(p.tgt.size() + 1);
-    }
-    words += count;
-    const std::vector<nn::Block> g = nn::blocks(grads);
-    for (const nn::Block& b : g)
-        for (std::size_t k = 0; k < b.size; ++k) b.data[k] /= count;
-    if (nn::clip_by_global_norm(g, clip_threshold) > clip_threshold) t.clipped += 1.0;
-    t.steps += 1.0;
-    t.beta1_power *= adam.beta1;
-    t.beta2_power *= adam.beta2;
-    std::size_t offset = 0;
-    const std::vector<nn::Block> w = nn::blocks(t.model);
-    for (std::size_t b = 0; b < w.size(); ++b) {
-        nn::adam_step(w[b].data, g[b].data, t.m.data() + offset, t.v.data() + offset, w[b].size, adam, t.beta1_power,
-                      t.beta2_power);
-        offset += w[b].size;
-    }
-    return loss;
-}
-
-// The mean loss per target word over a set, teacher-forced.
-double mean_loss(const nn::Seq2Seq& m, const std::vector<Pair>& pairs) {
-    double loss = 0.0, words = 0.0;
-    for (const Pair& p : pairs) {
-        loss += nn::seq2seq_forward(m, p.src, decoder_inputs(p), decoder_outputs(p)).loss;
-        words += as_double(p.tgt.size() + 1);
-    }
-    return loss / words;
-}
-
-Pair pair_of(Corpus& c, const std::vector<std::string>& src, const std::vector<std::string>& tgt) {
-    return {ids_of(c.source, src), ids_of(c.target, tgt)};
-}
-
-Mat teacher_forced_weights(const nn::Seq2Seq& m, const Pair& p) {
-    return nn::seq2seq_forward(m, p.src, decoder_inputs(p), decoder_outputs(p)).weights;
-}
-
-// What the lesson keeps of training: the curves and the attention maps at the three checkpoints.
 struct Training {
     Mat curves;                  // (epochs + 1) x 4: train and test loss per word, without then with attention
     std::array<Mat, 3> lights;   // alpha for "turn off the lights": at initialisation, after epoch 1, at the end
@@ -362,7 +96,7 @@ struct Training {
 Training train_both(Trace& trace, Rng& rng, Corpus& c, const nn::Seq2Seq& without, const nn::Seq2Seq& with,
                     std::size_t epochs) {
     Training out;
-    Trainer a = trainer(without), b = trainer(with);
+    auto a = trainer(without), b = trainer(with);
     const Pair lights = pair_of(c, lights_src, lights_tgt), pickup = pair_of(c, pickup_src, pickup_tgt);
     out.curves = nn::zeros(epochs + 1, 4);
     const auto record_losses = [&](std::size_t row, double train_a, double train_b) {
@@ -382,8 +116,8 @@ Training train_both(Trace& trace, Rng& rng, Corpus& c, const nn::Seq2Seq& withou
         double loss_a = 0.0, loss_b = 0.0, words_a = 0.0, words_b = 0.0;
         for (std::size_t first = 0; first < order.size(); first += batch) {
             const std::size_t last = std::min(order.size(), first + batch);
-            loss_a += train_batch(a, c.train, order, first, last, words_a);
-            loss_b += train_batch(b, c.train, order, first, last, words_b);
+            loss_a += train_batch(a, c.train, order, first, last, words_a, adam);
+            loss_b += train_batch(b, c.train, order, first, last, words_b, adam);
             if ((first / batch) % 8 == 0)
                 trace.progress(fmt::format("training, epoch {} of {}: {} of {} sentences", epoch, epochs, last,
                                            order.size()));
@@ -406,15 +140,6 @@ Training train_both(Trace& trace, Rng& rng, Corpus& c, const nn::Seq2Seq& withou
 }
 
 // ---------------------------------------------------------------- what the lesson records
-
-std::vector<std::string> with_eos(std::vector<std::string> words) {
-    words.push_back("<eos>");
-    return words;
-}
-
-std::string pair_text(const Corpus& c, const Pair& p) {
-    return fmt::format("\"{}\" -> \"{}\"", joined(c.source, p.src), joined(c.target, p.tgt));
-}
 
 // Step [corpus].
 void record_corpus(Trace& trace, const Corpus& c, std::size_t min_len, std::size_t max_len) {
@@ -709,42 +434,6 @@ void record_alignment(Trace& trace, const Training& t) {
     for (std::size_t k = 0; k < 3; ++k)
         trace.tensor(fmt::format("pickup_{}", when[k]), "alpha, teacher-forced", t.pickup[k], with_eos(pickup_tgt),
                      pickup_src, View::heatmap).axes("target word", "source word");
-}
-
-// One model's greedy translations of the test set, measured against the references.
-struct Scores {
-    double teacher_forced = 0.0;  // share of target words (and <eos>) predicted right given the true previous words
-    double free_tokens = 0.0;     // share of reference positions (and <eos>) the greedy output has right
-    double exact = 0.0;           // share of sentences translated exactly
-    std::vector<std::vector<std::size_t>> outputs;
-};
-
-// Position by position: the output followed by <eos>, against the reference followed by <eos>.
-double right_positions(const std::vector<std::size_t>& out, const std::vector<std::size_t>& ref) {
-    double right = 0.0;
-    for (std::size_t i = 0; i <= ref.size(); ++i) {
-        const std::size_t r = i < ref.size() ? ref[i] : eos, o = i < out.size() ? out[i] : i == out.size() ? eos : sos;
-        if (r == o) right += 1.0;
-    }
-    return right;
-}
-
-Scores scores(const nn::Seq2Seq& m, const std::vector<Pair>& pairs, std::size_t max_words) {
-    Scores s;
-    double words = 0.0;
-    for (const Pair& p : pairs) {
-        const std::vector<std::size_t> out = decoder_outputs(p);
-        const nn::Seq2SeqPass pass = nn::seq2seq_forward(m, p.src, decoder_inputs(p), out);
-        for (std::size_t i = 0; i < out.size(); ++i) s.teacher_forced += pass.predicted[i] == out[i] ? 1.0 : 0.0;
-        s.outputs.push_back(nn::greedy_decode(m, p.src, sos, eos, max_words));
-        s.free_tokens += right_positions(s.outputs.back(), p.tgt);
-        s.exact += s.outputs.back() == p.tgt ? 1.0 : 0.0;
-        words += as_double(out.size());
-    }
-    s.teacher_forced /= words;
-    s.free_tokens /= words;
-    s.exact /= as_double(pairs.size());
-    return s;
 }
 
 // Step [decoding].

@@ -10,6 +10,7 @@
 #include "core/portable_math.hpp"
 #include "core/rng.hpp"
 #include "nn/backward.hpp"
+#include "nn/finite_differences.hpp"
 #include "nn/layer_norm.hpp"
 #include "nn/linalg.hpp"
 #include "nn/positional.hpp"

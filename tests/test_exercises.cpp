@@ -233,6 +233,23 @@ TEST_CASE("typical mistakes fail their own exercise's unit case, and nothing els
         CHECK_THAT(r.output, Catch::Contains("FAIL  scaled-attention  fails its unit case 'd_v != d_k'"));
         CHECK_THAT(r.output, Catch::Contains("FAIL  masked-softmax    fails its unit case '+inf under the mask'"));
     }
+    SECTION("cross-attention under a causal mask, and the schedule's step counted from 0") {
+        // issue 30's acceptance: the lesson's own checks fail at step [cross-attention], and the
+        // exercise check blames cross-attention
+        const Result lesson = run(env("ATTN_TRANSFORMER_MISTAKES_BIN"), "run transformer --step cross-attention");
+        INFO(lesson.output);
+        CHECK(lesson.code == 1);
+        CHECK_THAT(lesson.output, Catch::Contains("✗ no weight is 0, above the diagonal included"));
+        CHECK_THAT(lesson.output, Catch::Contains("✗ it equals the heads computed one by one"));
+        const Result r = run(env("ATTN_TRANSFORMER_MISTAKES_BIN"), "check cross-attention warmup-schedule");
+        INFO(r.output);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Catch::Contains("FAIL  cross-attention  fails its unit case 'two queries from the decoder, "
+                                             "three keys from the encoder'"));
+        CHECK_THAT(r.output, Catch::Contains("FAIL  warmup-schedule  fails its unit case 'the first steps, s = 1, 2, 3'"));
+        // nothing else is blamed: multi-head, which cross-attention calls, passes
+        CHECK(run(env("ATTN_TRANSFORMER_MISTAKES_BIN"), "check multi-head").code == 0);
+    }
 }
 
 namespace {

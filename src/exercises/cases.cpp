@@ -7,6 +7,7 @@
 #include "core/side_by_side.hpp"
 #include "nn/attention.hpp"
 #include "nn/backward.hpp"
+#include "nn/encoder_decoder.hpp"
 #include "nn/layer_norm.hpp"
 #include "nn/multi_head.hpp"
 #include "nn/online_softmax.hpp"
@@ -420,6 +421,55 @@ CaseResult pre_ln_case(const Mat& X, const nn::BlockParams& p, const Mat* mask) 
                       flattened({shaped(f.residual_1, T, d, "nn::pre_ln_block's residual_1 is"),
                                  shaped(f.output, T, d, "its output is")}),
                       pre_ln_oracle(X, p, 2, mask)};
+}
+
+// cross_attention(Y, H, p, 2) against its equation: queries Y W^Q, keys H W^K, values H W^V, two
+// heads of d_k = 2, no mask, in long double; the output, then both heads' T_y x T_x weights.
+CaseResult cross_attention_case(const Mat& Y, const Mat& H) {
+    nn::MultiHeadParams p;
+    p.W_Q = Mat{{0.5, -0.2, 0.1, 0.7}, {0.3, 0.9, -0.4, 0.2}, {-0.6, 0.1, 0.8, -0.3}, {0.2, 0.4, 0.5, 1.0}};
+    p.W_K = Mat{{0.1, 0.6, -0.5, 0.3}, {-0.7, 0.2, 0.4, 0.8}, {0.9, -0.1, 0.3, -0.2}, {0.0, 0.5, -0.6, 0.4}};
+    p.W_V = Mat{{1.0, 0.2, -0.3, 0.5}, {-0.4, 0.7, 0.6, 0.1}, {0.3, -0.8, 0.2, 0.9}, {0.6, 0.1, -0.5, -0.2}};
+    p.W_O = Mat{{0.2, -0.6, 0.4, 0.1}, {0.7, 0.3, -0.2, 0.5}, {-0.1, 0.8, 0.6, -0.4}, {0.5, 0.0, 0.3, 0.9}};
+    const std::size_t T_y = Y.shape(0), T_x = H.shape(0), d_k = 2;
+    Mat concat = xt::empty<double>({T_y, std::size_t{4}}), weights = xt::empty<double>({2 * T_y, T_x});
+    for (std::size_t i = 0; i < 2; ++i) {
+        const auto block = [&](const Mat& W) {
+            Mat out = xt::empty<double>({std::size_t{4}, d_k});
+            for (std::size_t r = 0; r < 4; ++r)
+                for (std::size_t c = 0; c < d_k; ++c) out(r, c) = W(r, i * d_k + c);
+            return out;
+        };
+        const Mat A = softmax_rows_oracle(scaled_scores_oracle(product(Y, block(p.W_Q)), product(H, block(p.W_K))));
+        const Mat head = product(A, product(H, block(p.W_V)));
+        for (std::size_t t = 0; t < T_y; ++t) {
+            for (std::size_t c = 0; c < d_k; ++c) concat(t, i * d_k + c) = head(t, c);
+            for (std::size_t j = 0; j < T_x; ++j) weights(i * T_y + t, j) = A(t, j);
+        }
+    }
+    const nn::MultiHeadResult r = nn::cross_attention(Y, H, p, 2);
+    const bool fits = shape_of(r.weights) == Shape{2, T_y, T_x};
+    Mat actual_weights = xt::empty<double>({2 * T_y, T_x});
+    for (std::size_t k = 0; k < actual_weights.size(); ++k)
+        actual_weights.data()[k] = fits ? r.weights.data()[k] : std::nan("");
+    return CaseResult{{{"Y (decoder)", Y}, {"H (encoder)", H}, {"W_Q", p.W_Q}, {"W_K", p.W_K}},
+                      flattened({shaped(r.output, T_y, 4), actual_weights}),
+                      flattened({product(concat, p.W_O), weights})};
+}
+
+// warmup_learning_rate at the steps `at` against d^-0.5 min(s^-0.5, s w^-1.5) in long double.
+CaseResult warmup_case(const std::vector<std::size_t>& at, std::size_t d_model, std::size_t warmup) {
+    Vec actual = xt::empty<double>({at.size()}), expected = xt::empty<double>({at.size()}), steps = actual;
+    const long double w = static_cast<long double>(warmup);
+    for (std::size_t k = 0; k < at.size(); ++k) {
+        const long double s = static_cast<long double>(at[k]);
+        steps(k) = static_cast<double>(at[k]);
+        actual(k) = nn::warmup_learning_rate(at[k], d_model, warmup);
+        expected(k) = static_cast<double>(std::min(1.0L / std::sqrt(s), s / (w * std::sqrt(w))) /
+                                          std::sqrt(static_cast<long double>(d_model)));
+    }
+    return CaseResult{{{"step s", steps}, {"d_model, warmup", Vec{static_cast<double>(d_model), static_cast<double>(warmup)}}}, actual,
+                      expected};
 }
 
 const std::vector<UnitCase>& unit_cases() {
@@ -1031,6 +1081,36 @@ const std::vector<UnitCase>& unit_cases() {
              const Mat mask = causal_oracle(3);
              return pre_ln_case(X, small_block(), &mask);
          }},
+        // ---- cross-attention
+        {"cross-attention", "two queries from the decoder, three keys from the encoder",
+         "queries from the decoder's Y and keys and values from the encoder's H: with them swapped the result "
+         "has T_x = 3 rows, not T_y = 2, and other numbers; the weights are T_y x T_x",
+         {"multi-head"},
+         [] {
+             const Mat Y = {{1.0, 0.0, -1.0, 0.5}, {0.2, 0.8, 0.3, -0.4}};
+             const Mat H = {{0.5, -0.5, 1.0, 0.0}, {-1.0, 0.3, 0.2, 0.9}, {0.4, 0.6, -0.8, 0.1}};
+             return cross_attention_case(Y, H);
+         }},
+        {"cross-attention", "no mask: the first query reads the last key",
+         "a causal mask applied to cross-attention: with T_y = T_x = 3 it fits, and hides keys 2 and 3 from the "
+         "first query (weight 0 above the diagonal); cross-attention has no mask",
+         {"multi-head"},
+         [] {
+             const Mat Y = {{0.3, -0.7, 0.9, 0.2}, {-0.5, 0.4, 0.1, 0.8}, {0.6, 0.6, -0.2, -0.9}};
+             const Mat H = {{-0.2, 1.0, 0.4, -0.6}, {0.8, -0.3, -0.7, 0.5}, {0.1, 0.2, 0.9, 1.1}};
+             return cross_attention_case(Y, H);
+         }},
+        // ---- warmup-schedule
+        {"warmup-schedule", "the first steps, s = 1, 2, 3",
+         "the step counted from 1: at s = 1 the rate is d^-0.5 w^-1.5, not 0 (a step counted from 0) nor twice "
+         "that (s + 1); d_model = 16, warmup = 4",
+         {},
+         [] { return warmup_case({1, 2, 3}, 16, 4); }},
+        {"warmup-schedule", "the peak and the decay",
+         "both branches, min(s^-0.5, s w^-1.5) (not max), meeting at s = warmup, the factor d_model^-0.5 and "
+         "the exponents -0.5 and -1.5; d_model = 64, warmup = 10, s = 10, 11, 40, 1000",
+         {},
+         [] { return warmup_case({10, 11, 40, 1000}, 64, 10); }},
     };
     return cases;
 }

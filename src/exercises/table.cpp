@@ -243,6 +243,30 @@ const std::vector<Exercise>& all_exercises() {
           "normalises the stream itself; adding the branch to LN(x) instead of\n"
           "to x; a missing residual (Y = FFN(...)). With W^O = 0 and W_2 = 0 the\n"
           "block must return X exactly."}},
+        {"cross-attention", "Cross-attention", "transformer",
+         {"cross-attention", "gradients"},
+         {"softmax", "causal-mask", "positional", "multi-head", "softmax-backward", "attention-backward",
+          "layer-norm", "layer-norm-backward", "pre-ln-block"},
+         {"Vaswani et al. 2017, section 3.2.3: the queries come from the decoder,\n"
+          "the keys and values from the encoder's output. It is multi-head\n"
+          "attention with its two inputs apart: X_q = Y, X_kv = H.",
+          "Call nn::multi_head_attention(Y, H, p, heads, nullptr): the result has\n"
+          "T_y rows (one per decoder position) and weights h x T_y x T_x, which\n"
+          "are not square.",
+          "Typical mistakes: Y and H swapped (the keys from the decoder: T_x rows\n"
+          "come out); a causal mask, which hides the later source words from the\n"
+          "early target words (the source is known whole: no mask here)."}},
+        {"warmup-schedule", "The warm-up learning rate", "transformer",
+         {"schedule"},
+         {"cross-attention"},
+         {"Vaswani et al. 2017, section 5.3: lr = d_model^-0.5 min(s^-0.5,\n"
+          "s warmup^-1.5), linear up to s = warmup, then like 1 / sqrt(s).",
+          "s counts Adam's steps from 1. Compute 1 / sqrt(s) and\n"
+          "s / (warmup sqrt(warmup)), take the smaller, divide by sqrt(d_model);\n"
+          "throw std::invalid_argument for a 0.",
+          "Typical mistakes: counting the steps from 0 (the first rate is 0 and\n"
+          "the peak moves); max instead of min; pow() where sqrt does (pow's\n"
+          "last bit is the library's, and training amplifies it)."}},
     };
     return exercises;
 }

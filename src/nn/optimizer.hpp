@@ -39,4 +39,11 @@ double global_norm(const std::vector<Block>& grads);
 // exploding gradient moves the weights no further than a typical one. Returns the norm before.
 double clip_by_global_norm(const std::vector<Block>& grads, double threshold);
 
+// lr = d_model^-0.5 min(step^-0.5, step warmup^-1.5)   — Vaswani et al. 2017, section 5.3, eq. 3:
+// linear growth for the first `warmup` steps, then decay with the inverse square root of the step;
+// the two branches meet at step = warmup, the peak d_model^-0.5 warmup^-0.5. `step` counts Adam's
+// steps from 1 (the first step gets d_model^-0.5 warmup^-1.5, not 0); step, d_model and warmup >= 1,
+// else std::invalid_argument. The classroom exercise warmup-schedule (src/nn/optimizer_warmup.cpp).
+double warmup_learning_rate(std::size_t step, std::size_t d_model, std::size_t warmup);
+
 }  // namespace attn::nn

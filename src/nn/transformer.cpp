@@ -107,7 +107,12 @@ StackGrads transformer_stack_backward(BlockKind kind, const Mat& X, const std::v
                                       const StackForward& forward, const Mat& dY) {
     StackGrads g;
     g.blocks.resize(blocks.size());
-    Mat d_stream = kind == BlockKind::pre_ln ? layer_norm_backward(forward.final_norm, final_norm.gain, dY).dX : dY;
+    Mat d_stream = dY;
+    if (kind == BlockKind::pre_ln) {
+        LayerNormGrads last = layer_norm_backward(forward.final_norm, final_norm.gain, dY);
+        d_stream = std::move(last.dX);
+        g.final_norm = {std::move(last.dgain), std::move(last.dbias), 0.0};
+    }
     for (std::size_t l = blocks.size(); l-- > 0;) {
         const Mat& input = l == 0 ? X : forward.blocks[l - 1].output;
         BlockGrads b = transformer_block_backward(kind, input, blocks[l], heads, mask, forward.blocks[l], d_stream);

@@ -97,6 +97,7 @@ StackForward transformer_stack(BlockKind kind, const Mat& X, const std::vector<B
 struct StackGrads {
     Mat dX;
     std::vector<BlockParams> blocks;  // the gradients of each block's parameters
+    LayerNormParams final_norm;       // pre-LN only: the gradients of the last norm's gain and bias
 };
 
 // The stack's backward: the last block first, each block's dX the dY of the one below.

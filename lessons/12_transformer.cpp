@@ -1,0 +1,598 @@
+// Lesson 12: the Transformer, trained. Lesson 11's pre-LN blocks become an encoder-decoder: the
+// decoder's blocks gain cross-attention (queries from the decoder, keys and values from the
+// encoder), the learning rate warms up, and the model is trained on lesson 9's corpus beside lesson
+// 9's two recurrent models, on the same batches in the same order. What it shows: the gradient
+// check at initialisation, the race (loss curves, accuracy, accuracy by length, the sequential
+// steps and multiply-adds of each model) and the cross-attention maps of every head and layer.
+// T_x / T_y = source / target words, d_model = model width, h = heads, L = blocks of the encoder
+// and of the decoder, d_ff = feed-forward width, u = width of lesson 9's GRUs, V = vocabulary.
+#include "registry.hpp"
+#include "support.hpp"
+#include "translation.hpp"
+
+#include "core/rng.hpp"
+#include "nn/encoder_decoder.hpp"
+#include "nn/finite_differences.hpp"
+#include "nn/optimizer.hpp"
+#include "nn/reductions.hpp"
+#include "nn/self_attention.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+namespace transformer {  // this lesson's own names (the lessons compile as unity files: meson.build)
+namespace {
+
+using namespace translation;  // lesson 9's corpus, models, training and scoring (lessons/translation.hpp)
+
+// ---------------------------------------------------------------- parameters (--set)
+
+namespace param {
+const Param epochs{"epochs", 8, 1, 60, "passes over the training set"};
+const Param sentences{"sentences", 800, 50, 20000, "sentence pairs in the training set"};
+const Param test{"test", 200, 20, 2000, "sentence pairs in the held-out test set"};
+const Param width{"width", 16, 4, 64, "width u of lesson 9's GRU models"};
+const Param d_model{"d_model", 32, 2, 64, "width of the Transformer (even: the sinusoidal positions)"};
+const Param heads{"heads", 4, 1, 8, "attention heads h; must divide d_model"};
+const Param layers{"layers", 2, 1, 4, "blocks of the encoder, and of the decoder"};
+const Param d_ff{"d_ff", 32, 1, 256, "hidden width of the position-wise feed-forward network"};
+const Param warmup{"warmup", 100, 1, 100000, "warm-up steps of the learning rate"};
+const Param min_len{"min_len", 3, 3, 20, "fewest source words of a generated sentence"};
+const Param max_len{"max_len", 20, 5, 23, "most source words of a generated sentence (the rules make at most 23)"};
+}  // namespace param
+
+std::string limits(const Config& c) {
+    if (auto why = even(c, param::d_model); !why.empty()) return why;
+    if (auto why = divisible(c, param::d_model, param::heads, 1); !why.empty()) return why;
+    if (c.size(param::min_len) > c.size(param::max_len))
+        return fmt::format("min_len={} is above max_len={}: no sentence could be generated", c.size(param::min_len),
+                           c.size(param::max_len));
+    return "";
+}
+
+// Microseconds of one sentence pass (forward and backward) of the three models at their defaults
+// and an average source length of 11.5, on this project's 2-core machine: the default run (8 epochs
+// of 800 pairs and 200 test pairs, greedy decoding of the test set: about 7300 passes) took 8.2 s of
+// user time at a load average of 5, 1.1 ms a pass; 1.5 ms on the safe side. Lesson 9's GRUs take
+// about half of it (their epochs took 0.14 and 0.29 s, the Transformer's 0.46 s).
+constexpr double microseconds_per_pass = 1500.0;
+
+// The work of a pass against the defaults: lesson 9's GRUs grow with width^2 and the lengths, the
+// Transformer with layers, d_model (d_model + d_ff) and the lengths; length^2 on the safe side.
+double estimated_seconds(const Config& c) {
+    const double length = 0.5 * as_double(c.size(param::min_len) + c.size(param::max_len)) / 11.5;
+    const double u = as_double(c.size(param::width)) / 16.0, d = as_double(c.size(param::d_model)) / 32.0;
+    const double blocks = as_double(c.size(param::layers)) / 2.0;
+    const double ff = (d + as_double(c.size(param::d_ff)) / 32.0) / 2.0;
+    const double per_pass = microseconds_per_pass * 1e-6 * length * length * 0.5 * (u * u + blocks * d * ff);
+    const double passes = as_double(c.size(param::epochs)) *
+                              (as_double(c.size(param::sentences)) + 0.3 * as_double(c.size(param::test))) +
+                          2.0 * as_double(c.size(param::test));
+    return 0.3 + per_pass * passes;
+}
+
+TimeEstimate time_estimate(const Config& c) {
+    return {estimated_seconds(c), "training",
+            fmt::format("on one core: epochs x (sentences + test) passes of three models, {:.0f} us each at the "
+                        "defaults, growing with width^2, layers d_model (d_model + d_ff) and length^2",
+                        microseconds_per_pass),
+            {{&param::epochs, 1.0}, {&param::sentences, 1.0}, {&param::width, 2.0}, {&param::d_model, 2.0},
+             {&param::layers, 1.0}, {&param::max_len, 2.0}}};
+}
+
+// ---------------------------------------------------------------- the Transformer, drawn
+
+// Weights N(0, 1/fan_in), norms' gains 1 and biases 0, embeddings N(0, 1/d_model) (so that
+// E sqrt(d_model) has unit entries, the scale of the positions), biases 0.
+nn::MultiHeadParams drawn_attention(Rng& rng, std::size_t d) {
+    const double s = 1.0 / std::sqrt(as_double(d));
+    return {rng.normal_mat(d, d, s), rng.normal_mat(d, d, s), rng.normal_mat(d, d, s), rng.normal_mat(d, d, s)};
+}
+
+nn::FeedForward drawn_network(Rng& rng, std::size_t d, std::size_t d_ff) {
+    return {rng.normal_mat(d_ff, d, 1.0 / std::sqrt(as_double(d))), nn::zeros(d_ff),
+            rng.normal_mat(d, d_ff, 1.0 / std::sqrt(as_double(d_ff))), nn::zeros(d)};
+}
+
+nn::LayerNormParams fresh_norm(std::size_t d) { return {nn::ones(d), nn::zeros(d), 1e-5}; }
+
+nn::EncoderDecoder drawn_transformer(Rng& rng, const Config& c, std::size_t V_src, std::size_t V_tgt) {
+    const std::size_t d = c.size(param::d_model), d_ff = c.size(param::d_ff), L = c.size(param::layers);
+    nn::EncoderDecoder m;
+    m.heads = c.size(param::heads);
+    m.E_src = rng.normal_mat(V_src, d, 1.0 / std::sqrt(as_double(d)));
+    m.E_tgt = rng.normal_mat(V_tgt, d, 1.0 / std::sqrt(as_double(d)));
+    for (std::size_t l = 0; l < L; ++l)
+        m.encoder.push_back({fresh_norm(d), drawn_attention(rng, d), fresh_norm(d), drawn_network(rng, d, d_ff)});
+    m.encoder_norm = fresh_norm(d);
+    for (std::size_t l = 0; l < L; ++l) {
+        nn::DecoderBlockParams b{fresh_norm(d), drawn_attention(rng, d), fresh_norm(d), {}, fresh_norm(d), {}};
+        b.cross_attention = drawn_attention(rng, d);
+        b.feed_forward = drawn_network(rng, d, d_ff);
+        m.decoder.push_back(std::move(b));
+    }
+    m.decoder_norm = fresh_norm(d);
+    m.W_o = rng.normal_mat(V_tgt, d, 1.0 / std::sqrt(as_double(d)));
+    m.b_o = nn::zeros(V_tgt);
+    return m;
+}
+
+// Adam as Vaswani et al. 2017, section 5.3: beta1 0.9, beta2 0.98, eps 1e-9, the rate scheduled.
+nn::AdamSettings transformer_adam(std::size_t step, const Config& c) {
+    return {nn::warmup_learning_rate(step, c.size(param::d_model), c.size(param::warmup)), 0.9, 0.98, 1e-9};
+}
+
+// ---------------------------------------------------------------- the models
+
+struct Models {
+    nn::Seq2Seq without, with;
+    nn::EncoderDecoder transformer;
+};
+
+// Step [models].
+void record_models(Trace& trace, Models& m, const Config& c) {
+    const std::size_t n_without = parameter_count(m.without), n_with = parameter_count(m.with);
+    const std::size_t n_tf = parameter_count(m.transformer);
+    trace.step("models", "Three models, one corpus",
+               "p(y_i | y_<i, x) = softmax(W_o z_i + b_o),  z_i = Decoder(y_<i, Encoder(x))_i",
+               fmt::format(
+                   "Lesson 9's two models (a GRU encoder-decoder with one context, and Bahdanau's with additive "
+                   "attention, GRUs of width {}) race a Transformer (Vaswani et al. 2017, figure 1) on lesson 9's "
+                   "corpus. Its encoder: the source embeddings times sqrt(d_model) plus the sinusoidal positions, "
+                   "then {} pre-LN blocks of lesson 11 (self-attention without a mask, the position-wise network; "
+                   "Xiong et al. 2020) and a last layer norm. Its decoder: the target words so far, embedded the "
+                   "same way, then {} decoder blocks, each with three sub-layers: causal self-attention, "
+                   "cross-attention over the encoder's output, the network; a last norm and the output layer. "
+                   "d_model = {}, h = {}, d_ff = {}. All three see the same batches of {} pairs in the same order, "
+                   "minimise the same cross-entropy per word and clip their gradient to norm {}. Lesson 9's take "
+                   "Adam's steps at a constant rate {}; the Transformer at the warmed-up rate of step [schedule], "
+                   "with beta2 = 0.98 and eps = 1e-9 (section 5.3). Weights: {} without attention, {} with, {} "
+                   "in the Transformer.",
+                   c.size(param::width), c.size(param::layers), c.size(param::layers), c.size(param::d_model),
+                   c.size(param::heads), c.size(param::d_ff), batch, clip_threshold, adam.learning_rate, n_without,
+                   n_with, n_tf));
+    const Vec h{as_double(c.size(param::d_model)), as_double(c.size(param::heads)), as_double(c.size(param::layers)),
+                as_double(c.size(param::d_ff)),    as_double(c.size(param::warmup)), as_double(batch),
+                as_double(n_without),              as_double(n_with),              as_double(n_tf)};
+    trace.tensor("hyperparameters", "", h,
+                 {"d_model", "heads", "layers", "d_ff", "warmup", "batch", "weights without", "weights with",
+                  "weights Transformer"});
+}
+
+// ---------------------------------------------------------------- cross-attention
+
+// Cross-attention recomputed head by head with lesson 4's scaled_dot_product_attention, the heads
+// concatenated and mixed by W^O: the independent form of nn::cross_attention.
+Mat cross_attention_by_heads(const Mat& Y, const Mat& H, const nn::MultiHeadParams& p, std::size_t heads) {
+    const std::size_t d = Y.shape(1), d_k = d / heads;
+    Mat concat = nn::zeros(Y.shape(0), d);
+    for (std::size_t i = 0; i < heads; ++i) {
+        const std::size_t first = i * d_k, last = first + d_k;
+        const Mat Q = nn::matmul(Y, nn::columns_of(p.W_Q, first, last), "Y W_i^Q");
+        const Mat K = nn::matmul(H, nn::columns_of(p.W_K, first, last), "H W_i^K");
+        const Mat V = nn::matmul(H, nn::columns_of(p.W_V, first, last), "H W_i^V");
+        nn::set_columns(concat, first, nn::scaled_dot_product_attention(Q, K, V).output);
+    }
+    return nn::matmul(concat, p.W_O, "Concat W^O");
+}
+
+// Step [cross-attention]: the first decoder block of the untrained Transformer on "pick up the red
+// box" -> "lal dibba uthao".
+void record_cross_attention(Trace& trace, const nn::EncoderDecoder& m, const Pair& pickup) {
+    const Mat X = nn::transformer_inputs(m.E_src, pickup.src);
+    const Mat H = nn::transformer_stack(nn::BlockKind::pre_ln, X, m.encoder, m.encoder_norm, m.heads, nullptr).output;
+    const std::vector<std::size_t> in = decoder_inputs(pickup);
+    const nn::DecoderBlockForward f =
+        nn::decoder_block(nn::transformer_inputs(m.E_tgt, in), H, m.decoder[0], m.heads, nn::causal_mask(in.size()));
+    const Mat by_heads = cross_attention_by_heads(f.norm_2.output, H, m.decoder[0].cross_attention, m.heads);
+    trace.step("cross-attention", "Cross-attention: the decoder asks, the encoder answers",
+               "CrossAttention(Y, H) = Concat(head_1..head_h) W^O,  head_i = softmax((Y W_i^Q)(H W_i^K)^T / sqrt(d_k)) "
+               "H W_i^V",
+               fmt::format(
+                   "Lesson 6's multi-head attention with its two inputs apart: the queries come from the decoder, "
+                   "the keys and values from the encoder's output (Vaswani et al. 2017, section 3.2.3: \"This "
+                   "allows every position in the decoder to attend over all positions in the input sequence\"). It "
+                   "is Bahdanau et al. 2015's context c_i, computed for all target positions at once and with h "
+                   "heads: the weights of head k form a T_y x T_x matrix, here {} x {}, not square. No mask: the "
+                   "source is known whole; only the decoder's self-attention hides the future. Shown: the first "
+                   "decoder block of the untrained Transformer, its queries LN_2 of the target stream of "
+                   "\"<sos> lal dibba uthao\", its keys and values the encoder's output on \"pick up the red box\"; "
+                   "head 1's weights are near-flat at initialisation. A causal mask here would zero every weight "
+                   "above the diagonal (j > i), hiding 'box' from every word but the last.",
+                   in.size(), pickup.src.size()));
+    trace.tensor("H", "the encoder's output, keys and values come from it", H, pickup_src);
+    trace.tensor("weights_head1", "softmax(Q_1 K_1^T / sqrt(d_k))", nn::slice_of(f.cross.weights, 0),
+                 {"<sos>", "lal", "dibba", "uthao"}, pickup_src, View::heatmap)
+        .axes("decoder position (query)", "source word (key)");
+    trace.tensor("output", "CrossAttention(LN_2(R_1), H)", f.cross.output, {"<sos>", "lal", "dibba", "uthao"});
+    trace.check("it equals the heads computed one by one by lesson 4's attention, concatenated, times W^O",
+                nn::max_abs_of(Mat(f.cross.output - by_heads)), 1e-12);
+    trace.check("every row of every head's weights sums to 1 over the source words", row_sum_error(f.cross.weights),
+                1e-12);
+    trace.check("no weight is 0, above the diagonal included: cross-attention has no mask",
+                count_at_most(std::vector<double>(f.cross.weights.begin(), f.cross.weights.end()), 0.0), 0.0);
+}
+
+// ---------------------------------------------------------------- the schedule
+
+// Step [schedule].
+void record_schedule(Trace& trace, const Config& c, std::size_t total_steps) {
+    const std::size_t d = c.size(param::d_model), w = c.size(param::warmup);
+    std::vector<std::size_t> at = {1, 2, std::max<std::size_t>(1, w / 2), w, w + 1, 2 * w, 4 * w, total_steps};
+    Vec lr = xt::empty<double>({at.size()});
+    std::vector<std::string> labels;
+    for (std::size_t k = 0; k < at.size(); ++k) {
+        lr(k) = nn::warmup_learning_rate(at[k], d, w);
+        labels.push_back(fmt::format("step {}", at[k]));
+    }
+    const double peak = 1.0 / std::sqrt(as_double(d) * as_double(w));
+    const double first = 1.0 / (std::sqrt(as_double(d)) * as_double(w) * std::sqrt(as_double(w)));
+    trace.step("schedule", "The learning rate warms up, then decays",
+               "lr(s) = d_model^-0.5 min(s^-0.5, s warmup^-1.5),  s = 1, 2, ...",
+               fmt::format(
+                   "Vaswani et al. 2017 (section 5.3) raise the rate linearly for the first warmup = {} steps and "
+                   "then lower it with the inverse square root of the step. Early on Adam's second moment v is an "
+                   "average of a few squared gradients and divides by too little; large steps then can throw a "
+                   "post-LN model off (Xiong et al. 2020 show pre-LN blocks need less warm-up). The steps count from "
+                   "1: at s = 1 the rate is d^-0.5 w^-1.5 = {:.3g}, not 0 (a step counted from 0 wastes a batch and "
+                   "shifts the peak). Both branches meet at s = warmup, the peak d^-0.5 w^-0.5 = {:.4g}. This run "
+                   "takes {} steps.",
+                   w, first, peak, total_steps));
+    trace.tensor("learning_rate", "lr(s)", lr, labels, {}, View::bars);
+    trace.check("the peak, at s = warmup, is d_model^-0.5 warmup^-0.5", std::abs(lr(3) - peak) / peak, 1e-15);
+    trace.check("the first step's rate is d_model^-0.5 warmup^-1.5, not 0", std::abs(lr(0) - first) / first, 1e-15);
+    trace.check("during the warm-up the rate grows linearly: lr(2) = 2 lr(1)",
+                w >= 2 ? std::abs(lr(1) - 2.0 * lr(0)) / lr(1) : 0.0, 1e-15);
+}
+
+// ---------------------------------------------------------------- the gradients
+
+// Lesson 8's step and tolerance (its step [finite-differences] says why): |analytic - numeric| /
+// max(1, |numeric|) <= 100 eps max(1, |L|) / h, a hundred times the rounding the two losses leave
+// in their difference; a wrong term is off by the size of the gradient itself.
+constexpr double fd_step = 1e-6;
+
+// Step [gradients]: one entry of every trained tensor of the Transformer (the one with the largest
+// gradient: most embedding rows belong to words not in the sentence, whose gradient is exactly 0).
+void record_gradients(Trace& trace, nn::EncoderDecoder m, const Pair& p) {
+    Step& step = trace.step("gradients", "The Transformer's gradients, checked before training",
+                            "dL/dw ~ (L(w + h) - L(w - h)) / 2h,  h = 1e-6", "");
+    nn::EncoderDecoder grads = nn::zeros_like(m);
+    const double loss = backward_into(m, p, grads);
+    const auto w = nn::named_tensors(m), g = nn::named_tensors(grads);
+    Mat table = xt::empty<double>({w.size(), std::size_t{3}});
+    std::vector<std::string> names;
+    for (std::size_t b = 0; b < w.size(); ++b) {
+        std::size_t k = 0;
+        for (std::size_t i = 1; i < w[b].size; ++i)
+            if (std::abs(g[b].data[i]) > std::abs(g[b].data[k])) k = i;
+        table(b, 0) = g[b].data[k];
+        table(b, 1) = nn::central_difference(w[b].data[k], [&] { return teacher_forced(m, p).loss; }, fd_step);
+        table(b, 2) = std::abs(table(b, 0) - table(b, 1)) / std::max(1.0, std::abs(table(b, 1)));
+        names.push_back(w[b].name);
+    }
+    const double tol = 100.0 * std::numeric_limits<double>::epsilon() * std::max(1.0, loss) / fd_step;
+    double worst = 0.0;
+    for (std::size_t b = 0; b < w.size(); ++b) worst = std::isnan(table(b, 2)) ? table(b, 2) : std::max(worst, table(b, 2));
+    step.explanation = fmt::format(
+        "Training trusts the gradients, so they are checked first, at initialisation, on \"turn off the lights\" "
+        "(loss {:.4f}). The backward pass is assembled from the parts' own (nn/encoder_decoder.cpp): the output "
+        "layer by hand (dz = p - onehot(y)), the last norm, each decoder block in reverse (the network, LN_3, "
+        "cross-attention's backward, whose keys and values send their gradient to the encoder's output H, LN_2, "
+        "the causal self-attention, LN_1), then the encoder stack of lesson 11 from the sum of what every decoder "
+        "block sent H, and the embeddings row by row (times sqrt(d_model)). One weight of each of the {} tensors "
+        "(the one with the largest gradient) is moved by +-h and the loss recomputed. The tolerance is lesson "
+        "8's: 100 eps max(1, |L|) / h = {:.2g}.",
+        loss, w.size(), tol);
+    trace.tensor("gradients", "analytic, numeric, error", table, names, {"analytic", "numeric", "error"});
+    trace.check("the Transformer's backward pass matches central differences on every tensor", worst, tol);
+}
+
+// ---------------------------------------------------------------- training: the race
+
+// What the lesson keeps of training.
+struct Race {
+    Mat curves;   // (epochs + 1) x 6: train and test loss per word, without, with, Transformer
+    Mat seconds;  // epochs x 3: wall time of each model's training batches per epoch (measured)
+    Models trained;
+    double steps = 0.0;
+    std::array<double, 3> clipped{};
+};
+
+Race train_three(Trace& trace, Rng& rng, const Corpus& c, const Models& start, const Config& config) {
+    const std::size_t epochs = config.size(param::epochs);
+    auto a = trainer(start.without), b = trainer(start.with);
+    auto t = trainer(start.transformer);
+    Race out;
+    out.curves = nn::zeros(epochs + 1, 6);
+    out.seconds = nn::zeros(epochs, 3);
+    using Clock = std::chrono::steady_clock;
+    const auto timed = [&](std::size_t epoch, std::size_t model, auto&& work) {
+        const Clock::time_point start = Clock::now();
+        const double loss = work();
+        out.seconds(epoch - 1, model) += std::chrono::duration<double>(Clock::now() - start).count();
+        return loss;
+    };
+    const auto record = [&](std::size_t row, double ta, double tb, double tt) {
+        const std::array<double, 6> v = {ta, mean_loss(a.model, c.test), tb, mean_loss(b.model, c.test),
+                                         tt, mean_loss(t.model, c.test)};
+        for (std::size_t k = 0; k < 6; ++k) out.curves(row, k) = v[k];
+    };
+    record(0, mean_loss(a.model, c.train), mean_loss(b.model, c.train), mean_loss(t.model, c.train));
+    std::vector<std::size_t> order(c.train.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    for (std::size_t epoch = 1; epoch <= epochs; ++epoch) {
+        // Fisher-Yates with our generator: the same order on every machine
+        for (std::size_t k = order.size(); k-- > 1;) std::swap(order[k], order[rng.below(k + 1)]);
+        std::array<double, 3> loss{}, words{};
+        for (std::size_t first = 0; first < order.size(); first += batch) {
+            const std::size_t last = std::min(order.size(), first + batch);
+            loss[0] += timed(epoch, 0, [&] { return train_batch(a, c.train, order, first, last, words[0], adam); });
+            loss[1] += timed(epoch, 1, [&] { return train_batch(b, c.train, order, first, last, words[1], adam); });
+            const nn::AdamSettings scheduled = transformer_adam(static_cast<std::size_t>(t.steps) + 1, config);
+            loss[2] += timed(epoch, 2, [&] { return train_batch(t, c.train, order, first, last, words[2], scheduled); });
+            if ((first / batch) % 8 == 0)
+                trace.progress(fmt::format("training, epoch {} of {}: {} of {} sentences", epoch, epochs, last,
+                                           order.size()));
+        }
+        record(epoch, loss[0] / words[0], loss[1] / words[1], loss[2] / words[2]);
+    }
+    out.trained = {a.model, b.model, t.model};
+    out.steps = t.steps;
+    out.clipped = {a.clipped, b.clipped, t.clipped};
+    return out;
+}
+
+// Step [race].
+void record_race(Trace& trace, const Race& r) {
+    const std::size_t E = r.curves.shape(0) - 1;
+    trace.step("race", "The race: loss curves",
+               "L = -(1/N) sum_i log p(y_i | y_<i, x), per target word, train and test",
+               fmt::format(
+                   "All three start near a uniform guess over the target words. After {} epochs ({:.0f} steps) the "
+                   "test loss is {:.3f} without attention, {:.3f} with (Bahdanau) and {:.3f} for the Transformer; "
+                   "after epoch 1 it was {:.3f}, {:.3f} and {:.3f}. Lesson 9's models take steps of rate 0.01 from "
+                   "the first batch; the Transformer's rate climbs to its peak over the warm-up. Row 0 is before "
+                   "training; later "
+                   "training losses are means over the epoch's batches while the weights moved, test losses are "
+                   "measured at the epoch's end. Clipping acted on {:.0f}, {:.0f} and {:.0f} of the steps. Which "
+                   "model ends lowest is what this training reached at this seed and size, not an identity, so it "
+                   "is reported rather than checked. The wall time of each epoch is measured on this machine, shown "
+                   "and never compared with the golden file.",
+                   E, r.steps, r.curves(E, 1), r.curves(E, 3), r.curves(E, 5), r.curves(1, 1), r.curves(1, 3),
+                   r.curves(1, 5), r.clipped[0], r.clipped[1], r.clipped[2]));
+    trace.tensor("losses", "nats per target word", r.curves, numbered("epoch ", 0, E + 1),
+                 {"without, train", "without, test", "with, train", "with, test", "Transformer, train",
+                  "Transformer, test"},
+                 View::plot);
+    TensorRecord& seconds = trace.tensor("epoch_seconds", "wall time of each epoch's training steps (measured)",
+                                         r.seconds, numbered("epoch ", 1, E),
+                                         {"without attention", "with attention", "Transformer"});
+    seconds.measured = true;
+}
+
+// ---------------------------------------------------------------- the cost of a pair
+
+// Sequential steps and multiply-adds of one teacher-forced forward pass at T_x source and T_y
+// target positions (<eos> included), counted from the equations: a GRU step of input width n and
+// state width u is 3u(n + u); an attention of T_q queries over T_k keys of width d is 2 T_q T_k d;
+// a d x d projection of T rows T d^2.
+Mat pass_costs(const Config& c, const Models& m, double T_x, double T_y, double V) {
+    const double u = as_double(c.size(param::width)), d = as_double(c.size(param::d_model));
+    const double L = as_double(c.size(param::layers)), ff = as_double(c.size(param::d_ff));
+    const auto gru = [](double n, double w) { return 3.0 * w * (n + w); };
+    // without: one encoder GRU over T_x, then T_y decoder steps reading [y; c] (2u), the output layer
+    const double without = T_x * gru(u, u) + T_y * (gru(2.0 * u, u) + V * u);
+    // with: two encoder GRUs (side by side in time), keys U_a h_j once, per step W_a s, the tanh
+    // layer's v_a over T_x keys, the context over 2u, the decoder GRU reading [y; c] (3u), the output
+    const double with = 2.0 * T_x * gru(u, u) + T_x * u * 2.0 * u +
+                        T_y * (u * u + T_x * u + T_x * 2.0 * u + gru(3.0 * u, u) + V * u);
+    // Transformer: encoder blocks (4 projections, scores and weighted sums, the network), decoder
+    // blocks (the same, plus cross-attention: Q and O on T_y rows, K and V on T_x rows), the output
+    const double encoder = L * (4.0 * T_x * d * d + 2.0 * T_x * T_x * d + 2.0 * T_x * d * ff);
+    const double decoder = L * (4.0 * T_y * d * d + 2.0 * T_y * T_y * d + 2.0 * (T_y + T_x) * d * d +
+                                2.0 * T_y * T_x * d + 2.0 * T_y * d * ff);
+    return {{T_x + T_y, without, as_double(parameter_count(m.without))},
+            {T_x + T_y, with, as_double(parameter_count(m.with))},
+            {2.0 * L, encoder + decoder + T_y * V * d, as_double(parameter_count(m.transformer))}};
+}
+
+// Step [cost].
+void record_cost(Trace& trace, const Config& c, const Corpus& corpus, const Models& m) {
+    double T_x = 0.0, T_y = 0.0;
+    for (const Pair& p : corpus.train) {
+        T_x += as_double(p.src.size());
+        T_y += as_double(p.tgt.size() + 1);
+    }
+    T_x /= as_double(corpus.train.size());
+    T_y /= as_double(corpus.train.size());
+    const Mat cost = pass_costs(c, m, T_x, T_y, as_double(corpus.target.words.size()));
+    trace.step("cost", "Sequential steps and multiply-adds of one sentence pair",
+               "GRU step: 3u(n + u);  attention: 2 T_q T_k d;  projection: T d^2",
+               fmt::format(
+                   "Lesson 7 measured why attention replaced recurrence; here the three trained models are counted "
+                   "on the training set's average pair ({:.1f} source words, {:.1f} target positions with <eos>), "
+                   "teacher-forced as in training. A GRU must finish position t before t + 1: T_x + T_y = {:.1f} "
+                   "steps one after the other (the two directions of Bahdanau's encoder run side by side). The "
+                   "Transformer's positions are all computed at once within a block; only its {:.0f} blocks follow "
+                   "each other, whatever the length (greedy decoding, which needs its own words, is sequential in "
+                   "T_y for every model). Its multiply-adds: {:.3g}, against {:.3g} and {:.3g}; it buys its "
+                   "parallelism with T^2 d terms and wider projections, which at these lengths and widths cost "
+                   "little.",
+                   T_x, T_y, T_x + T_y, cost(2, 0), cost(2, 1), cost(0, 1), cost(1, 1)));
+    trace.tensor("cost", "per teacher-forced pair", cost, {"without attention", "with attention", "Transformer"},
+                 {"sequential steps", "multiply-adds", "weights"});
+}
+
+// ---------------------------------------------------------------- accuracy
+
+// Step [accuracy].
+void record_accuracy(Trace& trace, const Corpus& c, const std::array<Scores, 3>& s) {
+    std::vector<std::string> shown;
+    for (std::size_t k = 0; k < 2; ++k)
+        shown.push_back(fmt::format("{} | Transformer: \"{}\"", pair_text(c, c.test[k]), joined(c.target, s[2].outputs[k])));
+    trace.step("accuracy", "Translating the test set: exact matches and word accuracy",
+               "y_i = argmax_w p(w | y_<i, x), fed back, until <eos>",
+               fmt::format(
+                   "Greedy decoding as in lesson 9: each model feeds back its own most likely word until <eos>. The "
+                   "Transformer's decoder reruns on <sos> and its words so far at every step (its causal mask makes "
+                   "the earlier positions' outputs what they were). First test pairs: {}. Exact translations: {:.3f} "
+                   "without attention, {:.3f} with, {:.3f} for the Transformer; free-running word accuracy {:.3f}, "
+                   "{:.3f} and {:.3f}; teacher-forced {:.3f}, {:.3f} and {:.3f}. Reported, not checked: the ranking "
+                   "is what this training reached.",
+                   fmt::join(shown, "; "), s[0].exact, s[1].exact, s[2].exact, s[0].free_tokens, s[1].free_tokens,
+                   s[2].free_tokens, s[0].teacher_forced, s[1].teacher_forced, s[2].teacher_forced));
+    Mat table = xt::empty<double>({std::size_t{3}, std::size_t{3}});
+    for (std::size_t k = 0; k < 3; ++k) nn::set_row(table, k, Vec{s[k].teacher_forced, s[k].free_tokens, s[k].exact});
+    trace.tensor("accuracy", "share right on the test set", table,
+                 {"without attention", "with attention", "Transformer"},
+                 {"teacher-forced words", "free-running words", "exact sentences"});
+}
+
+// Step [length]: the test set by source length, in about five bins of equal width.
+void record_length(Trace& trace, const Corpus& c, const std::array<Scores, 3>& s, std::size_t min_len,
+                   std::size_t max_len) {
+    const std::size_t width = std::max<std::size_t>(1, (max_len - min_len + 1) / 5);
+    const std::size_t bins = (max_len - min_len) / width + 1;
+    Mat table = nn::zeros(bins, 6);
+    Vec count = nn::zeros(bins), words = nn::zeros(bins);
+    for (std::size_t k = 0; k < c.test.size(); ++k) {
+        const std::size_t b = (c.test[k].src.size() - min_len) / width;
+        count(b) += 1.0;
+        words(b) += as_double(c.test[k].tgt.size() + 1);
+        for (std::size_t m = 0; m < 3; ++m) {
+            table(b, m) += s[m].outputs[k] == c.test[k].tgt ? 1.0 : 0.0;
+            table(b, 3 + m) += right_positions(s[m].outputs[k], c.test[k].tgt);
+        }
+    }
+    std::vector<std::string> labels;
+    for (std::size_t b = 0; b < bins; ++b) {
+        const std::size_t first = min_len + width * b, last = std::min(max_len, first + width - 1);
+        labels.push_back(first == last ? fmt::format("T_x {}", first) : fmt::format("T_x {}-{}", first, last));
+        for (std::size_t col = 0; col < 6; ++col) table(b, col) /= std::max(1.0, col < 3 ? count(b) : words(b));
+    }
+    const std::size_t L = bins - 1;
+    trace.step("length", "Accuracy against sentence length, three models",
+               "exact = share of sentences right; words = share of positions right (free-running)",
+               fmt::format(
+                   "Lesson 9's measure with the Transformer added. For the longest sources ({}, {:.0f} pairs) exact "
+                   "translations are {:.2f} without attention, {:.2f} with and {:.2f} for the Transformer; word "
+                   "accuracy {:.2f}, {:.2f} and {:.2f}. Each bin holds few test pairs (the counts are below), so "
+                   "neighbouring bins differ by chance too.",
+                   labels.back(), count(L), table(L, 0), table(L, 1), table(L, 2), table(L, 3), table(L, 4),
+                   table(L, 5)));
+    trace.tensor("by_length", "share right, test set", table, labels,
+                 {"exact, without", "exact, with", "exact, Transformer", "words, without", "words, with",
+                  "words, Transformer"},
+                 View::plot);
+    trace.tensor("pairs", "test pairs per bin", count, labels, {}, View::bars);
+}
+
+// ---------------------------------------------------------------- cross-attention maps
+
+// Of the target words of "turn off the lights" (not <eos>), the share whose largest weight lies
+// on their source partner.
+double alignment_score(const Mat& weights) {
+    double hits = 0.0;
+    for (std::size_t i = 0; i < lights_partner.size(); ++i) {
+        std::size_t best = 0;
+        for (std::size_t j = 1; j < weights.shape(1); ++j)
+            if (weights(i, j) > weights(i, best)) best = j;
+        hits += best == lights_partner[i] ? 1.0 : 0.0;
+    }
+    return hits / as_double(lights_partner.size());
+}
+
+// Step [maps].
+void record_maps(Trace& trace, const Models& m, const Pair& lights, const Pair& pickup) {
+    const nn::EncoderDecoderPass pass =
+        nn::encoder_decoder_forward(m.transformer, lights.src, decoder_inputs(lights), decoder_outputs(lights));
+    const std::size_t L = pass.cross_weights.size(), h = m.transformer.heads;
+    Mat score = xt::empty<double>({L, h});
+    double sums = 0.0;
+    for (std::size_t l = 0; l < L; ++l)
+        for (std::size_t k = 0; k < h; ++k) score(l, k) = alignment_score(nn::slice_of(pass.cross_weights[l], k));
+    for (const auto& w : pass.cross_weights) sums = std::max(sums, row_sum_error(w));
+    const double bahdanau = alignment_score(teacher_forced_weights(m.with, lights));
+    trace.step("maps", "Cross-attention maps, per layer and head, after training",
+               "A^(l,k) = softmax((LN_2(R_1^l) W_k^Q)(H W_k^K)^T / sqrt(d_k)),  T_y x T_x",
+               fmt::format(
+                   "Lesson 9's alignment of \"turn off the lights\" -> \"lait band karo\", now in every head of "
+                   "every decoder block of the trained Transformer, teacher-forced. Each head's map is its own "
+                   "T_y x T_x matrix. The alignment score of a head is the share of the three target words whose "
+                   "largest weight lies on their source partner (lait <- lights, band <- off, karo <- turn): by "
+                   "layer and head below; lesson 9's model with attention, trained in this run, scores {:.2f}. "
+                   "Heads need not align: one head may read the verb for every word, another the positions. Which "
+                   "head aligns is what this training reached, so the scores are reported, not checked; what is "
+                   "checked holds at every seed. Then the many-to-one pair \"pick up the red box\" -> \"lal dibba "
+                   "uthao\", whose uthao has two source partners.",
+                   bahdanau));
+    for (std::size_t l = 0; l < L; ++l)
+        for (std::size_t k = 0; k < h; ++k)
+            trace.tensor(fmt::format("lights_layer{}_head{}", l + 1, k + 1), "A^(l,k), teacher-forced",
+                         nn::slice_of(pass.cross_weights[l], k), with_eos(lights_tgt), lights_src, View::heatmap)
+                .axes("target word", "source word");
+    const nn::EncoderDecoderPass many =
+        nn::encoder_decoder_forward(m.transformer, pickup.src, decoder_inputs(pickup), decoder_outputs(pickup));
+    for (std::size_t l = 0; l < L; ++l)
+        for (std::size_t k = 0; k < h; ++k)
+            trace.tensor(fmt::format("pickup_layer{}_head{}", l + 1, k + 1), "A^(l,k), teacher-forced",
+                         nn::slice_of(many.cross_weights[l], k), with_eos(pickup_tgt), pickup_src, View::heatmap)
+                .axes("target word", "source word");
+    for (const auto& w : many.cross_weights) sums = std::max(sums, row_sum_error(w));
+    trace.tensor("alignment", "share of target words on their partner", score, numbered("layer ", 1, L),
+                 numbered("head ", 1, h));
+    trace.check("every row of every head's map sums to 1 over the source words", sums, 1e-12);
+}
+
+// ---------------------------------------------------------------- the lesson
+
+void lesson_transformer(Trace& trace, const Config& config) {
+    const std::size_t min_len = config.size(param::min_len), max_len = config.size(param::max_len);
+    Rng rng(config.seed);
+    Corpus corpus = generate_corpus(rng, config.size(param::sentences), config.size(param::test), min_len, max_len);
+    const Pair lights = pair_of(corpus, lights_src, lights_tgt), pickup = pair_of(corpus, pickup_src, pickup_tgt);
+    const std::size_t V_src = corpus.source.words.size(), V_tgt = corpus.target.words.size();
+    const std::size_t u = config.size(param::width);
+    Models start{drawn_model(rng, false, V_src, V_tgt, u), drawn_model(rng, true, V_src, V_tgt, u),
+                 drawn_transformer(rng, config, V_src, V_tgt)};
+    record_models(trace, start, config);
+    record_cross_attention(trace, start.transformer, pickup);
+    const std::size_t steps = config.size(param::epochs) * ((corpus.train.size() + batch - 1) / batch);
+    record_schedule(trace, config, steps);
+    record_gradients(trace, start.transformer, lights);
+    const Race race = train_three(trace, rng, corpus, start, config);
+    record_race(trace, race);
+    record_cost(trace, config, corpus, race.trained);
+    const std::size_t max_words = 2 * max_len + 4;  // a decoder that never says <eos> is stopped here
+    const std::array<Scores, 3> s = {scores(race.trained.without, corpus.test, max_words),
+                                     scores(race.trained.with, corpus.test, max_words),
+                                     scores(race.trained.transformer, corpus.test, max_words)};
+    record_accuracy(trace, corpus, s);
+    record_length(trace, corpus, s, min_len, max_len);
+    record_maps(trace, race.trained, lights, pickup);
+}
+
+}  // namespace
+}  // namespace transformer
+
+Lesson transformer_lesson() {
+    using namespace transformer;
+    return make_lesson(12, "transformer", "The Transformer, trained: cross-attention, warm-up and the race",
+                       "Vaswani et al. 2017; Bahdanau et al. 2015; Xiong et al. 2020; Kingma & Ba 2015",
+                       {param::epochs, param::sentences, param::test, param::width, param::d_model, param::heads,
+                        param::layers, param::d_ff, param::warmup, param::min_len, param::max_len},
+                       limits, time_estimate, lesson_transformer,
+                       {{"epochs", 1}, {"sentences", 50}, {"test", 20}});
+}
+
+}  // namespace attn

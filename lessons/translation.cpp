@@ -1,0 +1,232 @@
+// Lesson 9's translation task, shared (see translation.hpp): the corpus, lesson 9's models, one
+// pass of any model.
+#include "translation.hpp"
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace attn::translation {
+
+const std::vector<Entry> nouns = {{"lights", "lait"},  {"door", "darvaza"}, {"box", "dibba"},  {"table", "mez"},
+                                  {"window", "khidki"}, {"car", "gaadi"},    {"cup", "pyala"},  {"chair", "kursi"},
+                                  {"book", "kitab"},    {"lamp", "batti"},   {"floor", "farsh"}, {"bag", "thaila"}};
+const std::vector<Entry> adjectives = {{"red", "lal"},   {"big", "bada"},   {"small", "chota"}, {"old", "purana"},
+                                       {"new", "naya"},  {"green", "hara"}, {"blue", "neela"},  {"heavy", "bhari"}};
+// Prepositions come before their noun phrase; their translations, postpositions, after it.
+const std::vector<Entry> prepositions = {
+    {"near", "paas"}, {"under", "neeche"}, {"behind", "peeche"}, {"beside", "bagal"}, {"in", "andar"}};
+const std::vector<Entry> adverbs = {
+    {"now", "abhi"}, {"slowly", "dheere"}, {"quickly", "jaldi"}, {"again", "phir"}};
+const std::vector<VerbPhrase> verbs = {
+    // "turn" and "switch" end in different verbs after the same particle: the last word of "turn off"
+    // cannot be guessed from the word before it, only read from the source
+    {{"turn", "off"}, {"band", "karo"}}, {{"turn", "on"}, {"chalu", "karo"}},
+    {{"switch", "off"}, {"band", "dabao"}}, {{"switch", "on"}, {"chalu", "dabao"}}, {{"open"}, {"kholo"}},
+    {{"clean"}, {"pocho"}},              {{"move"}, {"hatao"}},               {{"paint"}, {"rango"}},
+    {{"find"}, {"dhundo"}},              {{"wash"}, {"dhoo"}},
+    {{"pick", "up"}, {"uthao"}},  // two source words become one target word
+};
+
+
+std::size_t Vocabulary::id(const std::string& w) {
+    const auto found = ids.find(w);
+    if (found != ids.end()) return found->second;
+    ids[w] = words.size();
+    words.push_back(w);
+    return words.size() - 1;
+}
+
+// One sentence: [please] verb NP (preposition NP)* [adverb], NP = the adjective* noun. The
+// translation: [kripya] [adverb'] (NP' postposition)* in reverse order, NP' (the object), verb':
+// the verb last, each postposition after its noun, "the" dropped.
+std::pair<std::vector<std::string>, std::vector<std::string>> sentence(Rng& rng) {
+    std::vector<std::string> src, tgt;
+    const auto noun_phrase = [&](std::vector<std::string>& s, std::vector<std::string>& t) {
+        s.push_back("the");
+        const std::size_t count = rng.below(3);
+        for (std::size_t k = 0; k < count; ++k) {
+            const Entry& a = adjectives[rng.below(adjectives.size())];
+            s.push_back(a.source);
+            t.push_back(a.target);
+        }
+        const Entry& n = nouns[rng.below(nouns.size())];
+        s.push_back(n.source);
+        t.push_back(n.target);
+    };
+    const bool please = rng.below(4) == 0;
+    const VerbPhrase& verb = verbs[rng.below(verbs.size())];
+    std::vector<std::string> object;
+    std::vector<std::vector<std::string>> phrases;  // the target of each prepositional phrase
+    if (please) src.push_back("please");
+    src.insert(src.end(), verb.source.begin(), verb.source.end());
+    noun_phrase(src, object);
+    const std::size_t pps = rng.below(4);
+    for (std::size_t k = 0; k < pps; ++k) {
+        const Entry& p = prepositions[rng.below(prepositions.size())];
+        src.push_back(p.source);
+        phrases.emplace_back();
+        noun_phrase(src, phrases.back());
+        phrases.back().push_back(p.target);
+    }
+    const bool adverb = rng.below(2) == 0;
+    const Entry& a = adverbs[rng.below(adverbs.size())];
+    if (adverb) src.push_back(a.source);
+    if (please) tgt.push_back("kripya");
+    if (adverb) tgt.push_back(a.target);
+    for (std::size_t k = phrases.size(); k-- > 0;) tgt.insert(tgt.end(), phrases[k].begin(), phrases[k].end());
+    tgt.insert(tgt.end(), object.begin(), object.end());
+    tgt.insert(tgt.end(), verb.target.begin(), verb.target.end());
+    return {src, tgt};
+}
+
+const std::vector<std::string> lights_src = {"turn", "off", "the", "lights"};
+const std::vector<std::string> lights_tgt = {"lait", "band", "karo"};
+const std::vector<std::size_t> lights_partner = {3, 1, 0};  // lait <- lights, band <- off, karo <- turn
+const std::vector<std::string> pickup_src = {"pick", "up", "the", "red", "box"};
+const std::vector<std::string> pickup_tgt = {"lal", "dibba", "uthao"};
+
+std::vector<std::size_t> ids_of(Vocabulary& v, const std::vector<std::string>& words) {
+    std::vector<std::size_t> ids;
+    for (const auto& w : words) ids.push_back(v.id(w));
+    return ids;
+}
+
+std::string joined(const Vocabulary& v, const std::vector<std::size_t>& ids) {
+    std::vector<std::string> words;
+    for (std::size_t id : ids) words.push_back(v.words[id]);
+    return fmt::format("{}", fmt::join(words, " "));
+}
+
+// Every word of the lexicon gets its id first, in lexicon order, so that the vocabularies do not
+// depend on which sentences the seed draws.
+Corpus generate_corpus(Rng& rng, std::size_t train, std::size_t test, std::size_t min_len, std::size_t max_len) {
+    Corpus c;
+    c.target.id("<sos>");
+    c.target.id("<eos>");
+    c.source.id("please");
+    c.target.id("kripya");
+    c.source.id("the");
+    for (const auto* list : {&nouns, &adjectives, &prepositions, &adverbs})
+        for (const Entry& e : *list) {
+            c.source.id(e.source);
+            c.target.id(e.target);
+        }
+    for (const VerbPhrase& v : verbs) {
+        ids_of(c.source, v.source);
+        ids_of(c.target, v.target);
+    }
+    // the test set first; the training set never repeats a test sentence, nor the two shown ones
+    std::set<std::vector<std::string>> held_out = {lights_src, pickup_src};
+    while (c.test.size() < test || c.train.size() < train) {
+        const auto [src, tgt] = sentence(rng);
+        if (src.size() < min_len || src.size() > max_len) continue;
+        const bool for_test = c.test.size() < test;
+        if (!for_test && held_out.count(src)) continue;
+        if (for_test) held_out.insert(src);
+        (for_test ? c.test : c.train).push_back({ids_of(c.source, src), ids_of(c.target, tgt)});
+    }
+    return c;
+}
+
+std::vector<std::size_t> decoder_inputs(const Pair& p) {
+    std::vector<std::size_t> in = {sos};
+    in.insert(in.end(), p.tgt.begin(), p.tgt.end());
+    return in;
+}
+
+std::vector<std::size_t> decoder_outputs(const Pair& p) {
+    std::vector<std::size_t> out = p.tgt;
+    out.push_back(eos);
+    return out;
+}
+
+// Lesson 9's models draw from one generator: weights N(0, 1/fan_in), so that every pre-activation starts
+// near unit scale, biases 0; the embeddings N(0, 1).
+nn::GruParams drawn_gru(Rng& rng, std::size_t d_in, std::size_t u) {
+    const double w = 1.0 / std::sqrt(as_double(d_in)), s = 1.0 / std::sqrt(as_double(u));
+    nn::GruParams p;
+    p.W_z = rng.normal_mat(u, d_in, w);
+    p.U_z = rng.normal_mat(u, u, s);
+    p.b_z = nn::zeros(u);
+    p.W_r = rng.normal_mat(u, d_in, w);
+    p.U_r = rng.normal_mat(u, u, s);
+    p.b_r = nn::zeros(u);
+    p.W_h = rng.normal_mat(u, d_in, w);
+    p.U_h = rng.normal_mat(u, u, s);
+    p.b_h = nn::zeros(u);
+    return p;
+}
+
+nn::Seq2Seq drawn_model(Rng& rng, bool attention, std::size_t V_src, std::size_t V_tgt, std::size_t u) {
+    nn::Seq2Seq m;
+    m.attention = attention;
+    const std::size_t context = attention ? 2 * u : u;
+    m.E_src = rng.normal_mat(V_src, u);
+    m.E_tgt = rng.normal_mat(V_tgt, u);
+    m.enc_fwd = drawn_gru(rng, u, u);
+    if (attention) m.enc_bwd = drawn_gru(rng, u, u);
+    m.dec = drawn_gru(rng, u + context, u);
+    if (attention) {
+        m.W_a = rng.normal_mat(u, u, 1.0 / std::sqrt(as_double(u)));
+        m.U_a = rng.normal_mat(u, context, 1.0 / std::sqrt(as_double(context)));
+        m.v_a = rng.normal_vec(u, 1.0 / std::sqrt(as_double(u)));
+    }
+    m.W_o = rng.normal_mat(V_tgt, u, 1.0 / std::sqrt(as_double(u)));
+    m.b_o = nn::zeros(V_tgt);
+    return m;
+}
+
+Pair pair_of(Corpus& c, const std::vector<std::string>& src, const std::vector<std::string>& tgt) {
+    return {ids_of(c.source, src), ids_of(c.target, tgt)};
+}
+
+Mat teacher_forced_weights(const nn::Seq2Seq& m, const Pair& p) {
+    return nn::seq2seq_forward(m, p.src, decoder_inputs(p), decoder_outputs(p)).weights;
+}
+
+std::vector<std::string> with_eos(std::vector<std::string> words) {
+    words.push_back("<eos>");
+    return words;
+}
+
+std::string pair_text(const Corpus& c, const Pair& p) {
+    return fmt::format("\"{}\" -> \"{}\"", joined(c.source, p.src), joined(c.target, p.tgt));
+}
+
+double right_positions(const std::vector<std::size_t>& out, const std::vector<std::size_t>& ref) {
+    double right = 0.0;
+    for (std::size_t i = 0; i <= ref.size(); ++i) {
+        const std::size_t r = i < ref.size() ? ref[i] : eos, o = i < out.size() ? out[i] : i == out.size() ? eos : sos;
+        if (r == o) right += 1.0;
+    }
+    return right;
+}
+
+Forward teacher_forced(const nn::Seq2Seq& m, const Pair& p) {
+    nn::Seq2SeqPass pass = nn::seq2seq_forward(m, p.src, decoder_inputs(p), decoder_outputs(p));
+    return {pass.loss, std::move(pass.predicted)};
+}
+
+Forward teacher_forced(const nn::EncoderDecoder& m, const Pair& p) {
+    nn::EncoderDecoderPass pass = nn::encoder_decoder_forward(m, p.src, decoder_inputs(p), decoder_outputs(p));
+    return {pass.loss, std::move(pass.predicted)};
+}
+
+double backward_into(const nn::Seq2Seq& m, const Pair& p, nn::Seq2Seq& grads) {
+    return nn::seq2seq_backward(m, p.src, decoder_inputs(p), decoder_outputs(p), grads).loss;
+}
+
+double backward_into(const nn::EncoderDecoder& m, const Pair& p, nn::EncoderDecoder& grads) {
+    return nn::encoder_decoder_backward(m, p.src, decoder_inputs(p), decoder_outputs(p), grads).loss;
+}
+
+std::vector<std::size_t> greedy(const nn::Seq2Seq& m, const Pair& p, std::size_t max_words) {
+    return nn::greedy_decode(m, p.src, sos, eos, max_words);
+}
+
+std::vector<std::size_t> greedy(const nn::EncoderDecoder& m, const Pair& p, std::size_t max_words) {
+    return nn::encoder_decoder_greedy(m, p.src, sos, eos, max_words);
+}
+
+}  // namespace attn::translation

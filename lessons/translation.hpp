@@ -1,0 +1,201 @@
+// Lesson 9's translation task, shared by the lessons that train on it (9 learning-to-align, 12
+// transformer): the generated parallel corpus (a lexicon and word-order rules: verb-final,
+// postpositions, one many-to-one phrase), lesson 9's two recurrent models drawn from a generator,
+// and the training and scoring of any model of nn/ that hands out its weights as blocks
+// (nn::Seq2Seq, nn::EncoderDecoder): minibatches, gradient clipping and Adam, the loss per word,
+// greedy decoding against the references.
+// T_x / T_y = source / target words, u = GRU width, V_src / V_tgt = vocabulary sizes.
+#pragma once
+
+#include "support.hpp"
+
+#include "core/rng.hpp"
+#include "nn/encoder_decoder.hpp"
+#include "nn/optimizer.hpp"
+#include "nn/seq2seq.hpp"
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attn::translation {
+
+// ---------------------------------------------------------------- the corpus
+
+// A word of the source language and its translation; an empty translation is dropped ("the").
+struct Entry {
+    std::string source, target;
+};
+extern const std::vector<Entry> nouns, adjectives, prepositions, adverbs;
+
+// A verb phrase: its source words and its target words, verb last.
+struct VerbPhrase {
+    std::vector<std::string> source, target;
+};
+extern const std::vector<VerbPhrase> verbs;
+
+constexpr std::size_t sos = 0, eos = 1;  // target ids of <sos> and <eos>
+
+struct Vocabulary {
+    std::vector<std::string> words;
+    std::map<std::string, std::size_t> ids;
+    std::size_t id(const std::string& w);
+};
+
+struct Pair {
+    std::vector<std::size_t> src, tgt;  // tgt without <sos> and <eos>
+};
+
+struct Corpus {
+    Vocabulary source, target;
+    std::vector<Pair> train, test;
+};
+
+// Two held-out pairs the lessons show: "turn off the lights" (crossing alignments; the partner of
+// each target word) and "pick up the red box" (many-to-one: "pick up" -> "uthao").
+extern const std::vector<std::string> lights_src, lights_tgt, pickup_src, pickup_tgt;
+extern const std::vector<std::size_t> lights_partner;  // lait <- lights, band <- off, karo <- turn
+
+// One sentence pair drawn from the rules.
+std::pair<std::vector<std::string>, std::vector<std::string>> sentence(Rng& rng);
+std::vector<std::size_t> ids_of(Vocabulary& v, const std::vector<std::string>& words);
+std::string joined(const Vocabulary& v, const std::vector<std::size_t>& ids);
+
+// The test set first, then the training set, which never repeats a test sentence nor the two
+// shown pairs; every lexicon word has its id before any sentence is drawn.
+Corpus generate_corpus(Rng& rng, std::size_t train, std::size_t test, std::size_t min_len, std::size_t max_len);
+
+std::vector<std::size_t> decoder_inputs(const Pair& p);   // <sos> y_1 .. y_T
+std::vector<std::size_t> decoder_outputs(const Pair& p);  // y_1 .. y_T <eos>
+Pair pair_of(Corpus& c, const std::vector<std::string>& src, const std::vector<std::string>& tgt);
+std::vector<std::string> with_eos(std::vector<std::string> words);
+std::string pair_text(const Corpus& c, const Pair& p);
+
+// ---------------------------------------------------------------- lesson 9's models
+
+// Weights N(0, 1/fan_in), biases 0, embeddings N(0, 1), in a fixed order from one generator.
+nn::GruParams drawn_gru(Rng& rng, std::size_t d_in, std::size_t u);
+nn::Seq2Seq drawn_model(Rng& rng, bool attention, std::size_t V_src, std::size_t V_tgt, std::size_t u);
+Mat teacher_forced_weights(const nn::Seq2Seq& m, const Pair& p);  // alpha, T_y x T_x
+
+// ---------------------------------------------------------------- any model: one pass, decoding
+
+// What the training and scoring below need of a model, one overload per kind.
+struct Forward {
+    double loss = 0.0;
+    std::vector<std::size_t> predicted;
+};
+Forward teacher_forced(const nn::Seq2Seq& m, const Pair& p);
+Forward teacher_forced(const nn::EncoderDecoder& m, const Pair& p);
+double backward_into(const nn::Seq2Seq& m, const Pair& p, nn::Seq2Seq& grads);  // returns the loss
+double backward_into(const nn::EncoderDecoder& m, const Pair& p, nn::EncoderDecoder& grads);
+std::vector<std::size_t> greedy(const nn::Seq2Seq& m, const Pair& p, std::size_t max_words);
+std::vector<std::size_t> greedy(const nn::EncoderDecoder& m, const Pair& p, std::size_t max_words);
+
+template <class Model>
+std::size_t parameter_count(Model m) {
+    std::size_t n = 0;
+    for (const nn::Block& b : nn::blocks(m)) n += b.size;
+    return n;
+}
+
+// ---------------------------------------------------------------- training
+
+const nn::AdamSettings adam{0.01, 0.9, 0.999, 1e-8};  // lesson 9's
+constexpr double clip_threshold = 5.0;
+constexpr std::size_t batch = 16;
+
+template <class Model>
+struct Trainer {
+    Model model;
+    std::vector<double> m, v;  // Adam's moments, in the order of nn::blocks
+    double beta1_power = 1.0, beta2_power = 1.0;
+    double clipped = 0.0, steps = 0.0;  // how many steps clipped their gradient, of how many
+};
+
+template <class Model>
+Trainer<Model> trainer(const Model& model) {
+    Trainer<Model> t{model, {}, {}};
+    const std::size_t n = parameter_count(model);
+    t.m.assign(n, 0.0);
+    t.v.assign(n, 0.0);
+    return t;
+}
+
+// One minibatch: the gradient of the mean loss per target word, clipped, then one Adam step with
+// `settings` (its learning rate may change from step to step). Returns the summed loss and adds
+// the words to `words`.
+template <class Model>
+double train_batch(Trainer<Model>& t, const std::vector<Pair>& pairs, const std::vector<std::size_t>& order,
+                   std::size_t first, std::size_t last, double& words, const nn::AdamSettings& settings) {
+    Model grads = nn::zeros_like(t.model);
+    double loss = 0.0, count = 0.0;
+    for (std::size_t k = first; k < last; ++k) {
+        const Pair& p = pairs[order[k]];
+        loss += backward_into(t.model, p, grads);
+        count += as_double(p.tgt.size() + 1);
+    }
+    words += count;
+    const std::vector<nn::Block> g = nn::blocks(grads);
+    for (const nn::Block& b : g)
+        for (std::size_t k = 0; k < b.size; ++k) b.data[k] /= count;
+    if (nn::clip_by_global_norm(g, clip_threshold) > clip_threshold) t.clipped += 1.0;
+    t.steps += 1.0;
+    t.beta1_power *= settings.beta1;
+    t.beta2_power *= settings.beta2;
+    std::size_t offset = 0;
+    const std::vector<nn::Block> w = nn::blocks(t.model);
+    for (std::size_t b = 0; b < w.size(); ++b) {
+        nn::adam_step(w[b].data, g[b].data, t.m.data() + offset, t.v.data() + offset, w[b].size, settings,
+                      t.beta1_power, t.beta2_power);
+        offset += w[b].size;
+    }
+    return loss;
+}
+
+// The mean loss per target word over a set, teacher-forced.
+template <class Model>
+double mean_loss(const Model& m, const std::vector<Pair>& pairs) {
+    double loss = 0.0, words = 0.0;
+    for (const Pair& p : pairs) {
+        loss += teacher_forced(m, p).loss;
+        words += as_double(p.tgt.size() + 1);
+    }
+    return loss / words;
+}
+
+// ---------------------------------------------------------------- scoring
+
+// One model's greedy translations of a set, measured against the references.
+struct Scores {
+    double teacher_forced = 0.0;  // share of target words (and <eos>) predicted right given the true previous words
+    double free_tokens = 0.0;     // share of reference positions (and <eos>) the greedy output has right
+    double exact = 0.0;           // share of sentences translated exactly
+    std::vector<std::vector<std::size_t>> outputs;
+};
+
+// Position by position: the output followed by <eos>, against the reference followed by <eos>.
+double right_positions(const std::vector<std::size_t>& out, const std::vector<std::size_t>& ref);
+
+template <class Model>
+Scores scores(const Model& m, const std::vector<Pair>& pairs, std::size_t max_words) {
+    Scores s;
+    double words = 0.0;
+    for (const Pair& p : pairs) {
+        const std::vector<std::size_t> out = decoder_outputs(p);
+        const Forward pass = teacher_forced(m, p);
+        for (std::size_t i = 0; i < out.size(); ++i) s.teacher_forced += pass.predicted[i] == out[i] ? 1.0 : 0.0;
+        s.outputs.push_back(greedy(m, p, max_words));
+        s.free_tokens += right_positions(s.outputs.back(), p.tgt);
+        s.exact += s.outputs.back() == p.tgt ? 1.0 : 0.0;
+        words += as_double(out.size());
+    }
+    s.teacher_forced /= words;
+    s.free_tokens /= words;
+    s.exact /= as_double(pairs.size());
+    return s;
+}
+
+}  // namespace attn::translation

@@ -1,0 +1,267 @@
+// The Transformer encoder-decoder of nn/encoder_decoder.hpp: cross-attention's backward, the decoder
+// block forward and backward, the whole model's forward, loss, backward and greedy decoding.
+// T_y = decoder tokens, T_x = encoder tokens, d_model = model width, h = heads.
+#include "nn/encoder_decoder.hpp"
+
+#include "core/portable_math.hpp"
+#include "nn/backward.hpp"
+#include "nn/linalg.hpp"
+#include "nn/reductions.hpp"
+#include "nn/self_attention.hpp"
+#include "nn/softmax.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace attn::nn {
+
+CrossAttentionGrads cross_attention_backward(const Mat& Y, const Mat& H, const MultiHeadParams& p, std::size_t heads,
+                                             const MultiHeadResult& forward, const Mat& dO) {
+    const std::size_t T_y = Y.shape(0), T_x = H.shape(0), d_model = Y.shape(1), d_k = head_width(d_model, heads);
+    expect_shape("cross-attention backward H", H, {T_x, d_model});
+    expect_shape("cross-attention backward dL/dO", dO, {T_y, d_model});
+    expect_shape("cross-attention backward weights (kept by the forward)", forward.weights, {heads, T_y, T_x});
+    CrossAttentionGrads g;
+    // 1. O = Concat W^O
+    g.params.W_O = matmul(transposed(forward.concat), dO, "Concat^T dO");
+    const Mat d_concat = matmul(dO, transposed(p.W_O), "dO W_O^T");
+    g.params.W_Q = zeros(d_model, d_model), g.params.W_K = zeros(d_model, d_model);
+    g.params.W_V = zeros(d_model, d_model);
+    g.dY = zeros(T_y, d_model), g.dH = zeros(T_x, d_model);
+    const Mat Y_t = transposed(Y), H_t = transposed(H);
+    for (std::size_t i = 0; i < heads; ++i) {
+        // 2. head i: queries from Y, keys and values from H
+        const std::size_t first = i * d_k, last = first + d_k;
+        const Mat W_Qi = columns_of(p.W_Q, first, last), W_Ki = columns_of(p.W_K, first, last),
+                  W_Vi = columns_of(p.W_V, first, last);
+        const Mat Q = matmul(Y, W_Qi, "Y W_i^Q"), K = matmul(H, W_Ki, "H W_i^K"), V = matmul(H, W_Vi, "H W_i^V");
+        const AttentionResult head{{}, slice_of(forward.weights, i), {}};
+        const AttentionGrads a =
+            scaled_dot_product_attention_backward(Q, K, V, head, columns_of(d_concat, first, last));
+        // 3. the queries' gradient goes to Y, the keys' and values' to H
+        set_columns(g.params.W_Q, first, matmul(Y_t, a.dQ, "Y^T dQ_i"));
+        set_columns(g.params.W_K, first, matmul(H_t, a.dK, "H^T dK_i"));
+        set_columns(g.params.W_V, first, matmul(H_t, a.dV, "H^T dV_i"));
+        g.dY += matmul(a.dQ, transposed(W_Qi), "dQ_i W_i^Q^T");
+        g.dH += matmul(a.dK, transposed(W_Ki), "dK_i W_i^K^T");
+        g.dH += matmul(a.dV, transposed(W_Vi), "dV_i W_i^V^T");
+    }
+    return g;
+}
+
+DecoderBlockForward decoder_block(const Mat& X, const Mat& H, const DecoderBlockParams& p, std::size_t heads,
+                                  const Mat& causal) {
+    DecoderBlockForward f;
+    // 1. masked self-attention on the normalised stream, added to the stream
+    f.norm_1 = layer_norm(X, p.norm_1.gain, p.norm_1.bias, p.norm_1.eps);
+    f.self_attention = multi_head_attention(f.norm_1.output, f.norm_1.output, p.self_attention, heads, &causal);
+    f.residual_1 = X + f.self_attention.output;
+    // 2. cross-attention: the normalised stream asks, the encoder's output answers
+    f.norm_2 = layer_norm(f.residual_1, p.norm_2.gain, p.norm_2.bias, p.norm_2.eps);
+    f.cross = cross_attention(f.norm_2.output, H, p.cross_attention, heads);
+    f.residual_2 = f.residual_1 + f.cross.output;
+    // 3. the position-wise network
+    f.norm_3 = layer_norm(f.residual_2, p.norm_3.gain, p.norm_3.bias, p.norm_3.eps);
+    f.feed_forward = position_wise_feed_forward(p.feed_forward, f.norm_3.output);
+    f.output = f.residual_2 + f.feed_forward;
+    return f;
+}
+
+DecoderBlockGrads decoder_block_backward(const Mat& H, const DecoderBlockParams& p, std::size_t heads,
+                                         const DecoderBlockForward& f, const Mat& dY) {
+    DecoderBlockGrads g;
+    // 3. output = R_2 + FFN(LN_3(R_2))
+    const FeedForwardGrads ffn = position_wise_feed_forward_backward(p.feed_forward, f.norm_3.output, dY);
+    const LayerNormGrads ln_3 = layer_norm_backward(f.norm_3, p.norm_3.gain, ffn.dH);
+    const Mat d_residual_2 = dY + ln_3.dX;
+    // 2. R_2 = R_1 + CrossAttention(LN_2(R_1), H)
+    const CrossAttentionGrads cross =
+        cross_attention_backward(f.norm_2.output, H, p.cross_attention, heads, f.cross, d_residual_2);
+    const LayerNormGrads ln_2 = layer_norm_backward(f.norm_2, p.norm_2.gain, cross.dY);
+    const Mat d_residual_1 = d_residual_2 + ln_2.dX;
+    // 1. R_1 = X + MHA(LN_1(X)), causal (the mask is a constant: its effect is in the kept weights)
+    const MultiHeadGrads self =
+        multi_head_self_attention_backward(f.norm_1.output, p.self_attention, heads, f.self_attention, d_residual_1);
+    const LayerNormGrads ln_1 = layer_norm_backward(f.norm_1, p.norm_1.gain, self.dX);
+    g.dX = d_residual_1 + ln_1.dX;
+    g.dH = cross.dH;
+    g.params = {{ln_1.dgain, ln_1.dbias, 0.0}, self.params,           {ln_2.dgain, ln_2.dbias, 0.0},
+                cross.params,                  {ln_3.dgain, ln_3.dbias, 0.0}, ffn.params};
+    return g;
+}
+
+std::vector<NamedEntries> decoder_block_tensors(DecoderBlockParams& p) {
+    const auto entries = [](const char* name, auto& t) { return NamedEntries{name, t.data(), t.size()}; };
+    return {entries("g_1", p.norm_1.gain),           entries("b_1", p.norm_1.bias),
+            entries("W_Q", p.self_attention.W_Q),    entries("W_K", p.self_attention.W_K),
+            entries("W_V", p.self_attention.W_V),    entries("W_O", p.self_attention.W_O),
+            entries("g_2", p.norm_2.gain),           entries("b_2", p.norm_2.bias),
+            entries("X_Q", p.cross_attention.W_Q),   entries("X_K", p.cross_attention.W_K),
+            entries("X_V", p.cross_attention.W_V),   entries("X_O", p.cross_attention.W_O),
+            entries("g_3", p.norm_3.gain),           entries("b_3", p.norm_3.bias),
+            entries("W_1", p.feed_forward.W_1),      entries("b_ff1", p.feed_forward.b_1),
+            entries("W_2", p.feed_forward.W_2),      entries("b_ff2", p.feed_forward.b_2)};
+}
+
+std::vector<NamedEntries> named_tensors(EncoderDecoder& m) {
+    std::vector<NamedEntries> out = {{"E_src", m.E_src.data(), m.E_src.size()},
+                                     {"E_tgt", m.E_tgt.data(), m.E_tgt.size()}};
+    const auto add = [&](const std::string& prefix, std::vector<NamedEntries> part) {
+        for (NamedEntries& e : part) {
+            e.name = prefix + "." + e.name;
+            out.push_back(e);
+        }
+    };
+    for (std::size_t l = 0; l < m.encoder.size(); ++l) add("enc" + std::to_string(l + 1), block_tensors(m.encoder[l]));
+    out.push_back({"enc.g", m.encoder_norm.gain.data(), m.encoder_norm.gain.size()});
+    out.push_back({"enc.b", m.encoder_norm.bias.data(), m.encoder_norm.bias.size()});
+    for (std::size_t l = 0; l < m.decoder.size(); ++l)
+        add("dec" + std::to_string(l + 1), decoder_block_tensors(m.decoder[l]));
+    out.push_back({"dec.g", m.decoder_norm.gain.data(), m.decoder_norm.gain.size()});
+    out.push_back({"dec.b", m.decoder_norm.bias.data(), m.decoder_norm.bias.size()});
+    out.push_back({"W_o", m.W_o.data(), m.W_o.size()});
+    out.push_back({"b_o", m.b_o.data(), m.b_o.size()});
+    return out;
+}
+
+std::vector<Block> blocks(EncoderDecoder& m) {
+    std::vector<Block> out;
+    for (const NamedEntries& e : named_tensors(m)) out.push_back({e.data, e.size});
+    return out;
+}
+
+EncoderDecoder zeros_like(const EncoderDecoder& m) {
+    EncoderDecoder z = m;
+    for (const Block& b : blocks(z)) std::fill(b.data, b.data + b.size, 0.0);
+    return z;
+}
+
+namespace {
+
+// Everything the backward needs of one pass.
+struct Pass {
+    Mat X_src, X_tgt;  // the stacks' inputs
+    StackForward encoder;
+    std::vector<DecoderBlockForward> decoder;
+    LayerNormResult final_norm;
+    Mat P;             // T_y x V_tgt, softmax(Z W_o^T + b_o)
+};
+
+Mat logits_of(const EncoderDecoder& m, const Mat& Z) {
+    Mat logits = matmul(Z, transposed(m.W_o), "Z W_o^T");
+    for (std::size_t i = 0; i < logits.shape(0); ++i) add_to_row(logits, i, m.b_o);
+    return logits;
+}
+
+// The decoder stack on the encoder's output H: its blocks, then the final norm.
+void decode(const EncoderDecoder& m, const Mat& H, const std::vector<std::size_t>& dec_in, Pass& pass) {
+    pass.X_tgt = transformer_inputs(m.E_tgt, dec_in);
+    const Mat causal = causal_mask(dec_in.size());
+    Mat stream = pass.X_tgt;
+    for (const DecoderBlockParams& p : m.decoder) {
+        pass.decoder.push_back(decoder_block(stream, H, p, m.heads, causal));
+        stream = pass.decoder.back().output;
+    }
+    pass.final_norm = layer_norm(stream, m.decoder_norm.gain, m.decoder_norm.bias, m.decoder_norm.eps);
+    pass.P = softmax_rows(logits_of(m, pass.final_norm.output));
+}
+
+Pass run(const EncoderDecoder& m, const std::vector<std::size_t>& src, const std::vector<std::size_t>& dec_in) {
+    if (src.empty() || dec_in.empty())
+        throw ShapeError("encoder-decoder: a sentence pair needs a source word and a decoder input");
+    Pass pass;
+    pass.X_src = transformer_inputs(m.E_src, src);
+    pass.encoder = transformer_stack(BlockKind::pre_ln, pass.X_src, m.encoder, m.encoder_norm, m.heads, nullptr);
+    decode(m, pass.encoder.output, dec_in, pass);
+    return pass;
+}
+
+std::size_t row_argmax(const Mat& P, std::size_t i) {
+    std::size_t best = 0;
+    for (std::size_t j = 1; j < P.shape(1); ++j)
+        if (P(i, j) > P(i, best)) best = j;
+    return best;
+}
+
+EncoderDecoderPass summary(const Pass& pass, const std::vector<std::size_t>& dec_out) {
+    if (dec_out.size() != pass.P.shape(0))
+        throw ShapeError("encoder-decoder: as many decoder outputs as inputs are needed");
+    EncoderDecoderPass out;
+    for (std::size_t i = 0; i < dec_out.size(); ++i) {
+        out.loss -= portable::log(pass.P(i, dec_out[i]));
+        out.predicted.push_back(row_argmax(pass.P, i));
+    }
+    for (const DecoderBlockForward& f : pass.decoder) out.cross_weights.push_back(f.cross.weights);
+    return out;
+}
+
+// dE[id_t] += sqrt(d_model) dX_t: the inputs are E[ids] sqrt(d_model) + PE
+void add_embedding_grads(Mat& dE, const std::vector<std::size_t>& ids, const Mat& dX) {
+    const double scale = std::sqrt(static_cast<double>(dX.shape(1)));
+    for (std::size_t t = 0; t < ids.size(); ++t) add_scaled_to_row(dE, ids[t], scale, row_of(dX, t));
+}
+
+}  // namespace
+
+EncoderDecoderPass encoder_decoder_forward(const EncoderDecoder& m, const std::vector<std::size_t>& src,
+                                           const std::vector<std::size_t>& dec_in,
+                                           const std::vector<std::size_t>& dec_out) {
+    return summary(run(m, src, dec_in), dec_out);
+}
+
+EncoderDecoderPass encoder_decoder_backward(const EncoderDecoder& m, const std::vector<std::size_t>& src,
+                                            const std::vector<std::size_t>& dec_in,
+                                            const std::vector<std::size_t>& dec_out, EncoderDecoder& grads) {
+    const Pass pass = run(m, src, dec_in);
+    const EncoderDecoderPass out = summary(pass, dec_out);
+    EncoderDecoder g = zeros_like(m);
+    // 1. L = -sum_i log P_{i, y_i}: dlogits = P - onehot(y)
+    Mat d_logits = pass.P;
+    for (std::size_t i = 0; i < dec_out.size(); ++i) d_logits(i, dec_out[i]) -= 1.0;
+    g.W_o = matmul(transposed(d_logits), pass.final_norm.output, "dlogits^T Z");
+    g.b_o = column_sums(d_logits);
+    const Mat dZ = matmul(d_logits, m.W_o, "dlogits W_o");
+    const LayerNormGrads final_norm = layer_norm_backward(pass.final_norm, m.decoder_norm.gain, dZ);
+    g.decoder_norm.gain = final_norm.dgain;
+    g.decoder_norm.bias = final_norm.dbias;
+    // 2. the decoder blocks, last first; every block's cross-attention sends a gradient to H
+    const Mat& H = pass.encoder.output;
+    Mat d_stream = final_norm.dX, dH = zeros(H.shape(0), H.shape(1));
+    for (std::size_t l = m.decoder.size(); l-- > 0;) {
+        DecoderBlockGrads b = decoder_block_backward(H, m.decoder[l], m.heads, pass.decoder[l], d_stream);
+        d_stream = std::move(b.dX);
+        dH += b.dH;
+        g.decoder[l] = std::move(b.params);
+    }
+    add_embedding_grads(g.E_tgt, dec_in, d_stream);
+    // 3. the encoder stack, from the gradient of its output H
+    const StackGrads enc = transformer_stack_backward(BlockKind::pre_ln, pass.X_src, m.encoder, m.encoder_norm,
+                                                      m.heads, nullptr, pass.encoder, dH);
+    for (std::size_t l = 0; l < m.encoder.size(); ++l) g.encoder[l] = enc.blocks[l];
+    g.encoder_norm.gain = enc.final_norm.gain;
+    g.encoder_norm.bias = enc.final_norm.bias;
+    add_embedding_grads(g.E_src, src, enc.dX);
+    const std::vector<Block> into = blocks(grads), from = blocks(g);
+    for (std::size_t b = 0; b < into.size(); ++b)
+        for (std::size_t k = 0; k < into[b].size; ++k) into[b].data[k] += from[b].data[k];
+    return out;
+}
+
+std::vector<std::size_t> encoder_decoder_greedy(const EncoderDecoder& m, const std::vector<std::size_t>& src,
+                                                std::size_t sos, std::size_t eos, std::size_t max_words) {
+    const Pass first = run(m, src, {sos});
+    const Mat& H = first.encoder.output;
+    std::vector<std::size_t> in = {sos}, words;
+    while (words.size() < max_words) {
+        Pass pass;
+        decode(m, H, in, pass);
+        const std::size_t y = row_argmax(pass.P, in.size() - 1);
+        if (y == eos) break;
+        words.push_back(y);
+        in.push_back(y);
+    }
+    return words;
+}
+
+}  // namespace attn::nn

@@ -1,0 +1,263 @@
+// The Transformer encoder-decoder (nn/encoder_decoder.hpp) against independent computations:
+// cross-attention against its equation in long double, loop by loop; every backward (cross-attention,
+// the decoder block, the whole model's loss) against central differences; the decoder's causality;
+// greedy decoding against the teacher-forced pass; the warm-up schedule against its equation.
+// T_y = decoder tokens, T_x = encoder tokens, d = model width, h = heads.
+#include "core/rng.hpp"
+#include "nn/encoder_decoder.hpp"
+#include "nn/finite_differences.hpp"
+#include "nn/reductions.hpp"
+#include "nn/self_attention.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <stdexcept>
+#include <vector>
+
+// Everything of this file in a namespace of its own (the test program is built as unity files).
+namespace test_encoder_decoder {
+
+using namespace attn;
+
+namespace {
+
+// The step and tolerance of test_transformer.cpp for the losses sum(G * output) of order 1 to 10:
+// at h = 1e-6 the truncation h^2 L''' / 6 stays near 1e-12 and rounding near eps |L| / h ~ 1e-9, so
+// 1e-7 relative to max(1, |numeric|) holds with a margin of 100, and a dropped term (the keys'
+// share of dH, say) is off by the size of the gradient itself.
+constexpr double fd_step = 1e-6;
+constexpr double tolerance = 1e-7;
+
+double weighted_sum(const Mat& G, const Mat& Y) {
+    REQUIRE(shape_of(G) == shape_of(Y));
+    double L = 0.0;
+    for (std::size_t k = 0; k < Y.size(); ++k) L += G.data()[k] * Y.data()[k];
+    return L;
+}
+
+template <class Loss>
+double worst_error(double* data, const double* analytic, std::size_t n, const Loss& loss) {
+    double worst = 0.0;
+    for (std::size_t k = 0; k < n; ++k) {
+        const double numeric = nn::central_difference(data[k], loss, fd_step);
+        worst = std::max(worst, std::abs(numeric - analytic[k]) / std::max(1.0, std::abs(numeric)));
+    }
+    return worst;
+}
+
+nn::MultiHeadParams random_attention(Rng& rng, std::size_t d, double s) {
+    return {rng.normal_mat(d, d, s), rng.normal_mat(d, d, s), rng.normal_mat(d, d, s), rng.normal_mat(d, d, s)};
+}
+
+nn::LayerNormParams random_norm(Rng& rng, std::size_t d) {
+    return {Vec(1.0 + 0.3 * rng.normal_vec(d)), rng.normal_vec(d, 0.3), 1e-5};
+}
+
+nn::DecoderBlockParams random_decoder_block(Rng& rng, std::size_t d, std::size_t d_ff) {
+    const double s = 1.0 / std::sqrt(static_cast<double>(d));
+    return {random_norm(rng, d),
+            random_attention(rng, d, s),
+            random_norm(rng, d),
+            random_attention(rng, d, s),
+            random_norm(rng, d),
+            {rng.normal_mat(d_ff, d, s), rng.normal_vec(d_ff, 0.1), rng.normal_mat(d, d_ff, s), rng.normal_vec(d, 0.1)}};
+}
+
+nn::EncoderDecoder random_model(Rng& rng, std::size_t V_src, std::size_t V_tgt, std::size_t d, std::size_t h) {
+    const double s = 1.0 / std::sqrt(static_cast<double>(d));
+    nn::EncoderDecoder m;
+    m.heads = h;
+    m.E_src = rng.normal_mat(V_src, d, s);
+    m.E_tgt = rng.normal_mat(V_tgt, d, s);
+    nn::BlockParams enc{random_norm(rng, d), random_attention(rng, d, s), random_norm(rng, d),
+                        {rng.normal_mat(2 * d, d, s), rng.normal_vec(2 * d, 0.1), rng.normal_mat(d, 2 * d, s),
+                         rng.normal_vec(d, 0.1)}};
+    m.encoder = {enc};
+    m.encoder_norm = random_norm(rng, d);
+    m.decoder = {random_decoder_block(rng, d, 2 * d), random_decoder_block(rng, d, 2 * d)};
+    m.decoder_norm = random_norm(rng, d);
+    m.W_o = rng.normal_mat(V_tgt, d, s);
+    m.b_o = rng.normal_vec(V_tgt, 0.1);
+    return m;
+}
+
+// Cross-attention from its definition, one query, key and head at a time, in long double.
+std::vector<std::vector<long double>> cross_attention_oracle(const Mat& Y, const Mat& H, const nn::MultiHeadParams& p,
+                                                             std::size_t h) {
+    const std::size_t T_y = Y.shape(0), T_x = H.shape(0), d = Y.shape(1), d_k = d / h;
+    const auto project = [&](const Mat& X, const Mat& W, std::size_t t, std::size_t c) {
+        long double s = 0.0L;
+        for (std::size_t a = 0; a < d; ++a) s += static_cast<long double>(X(t, a)) * W(a, c);
+        return s;
+    };
+    std::vector<std::vector<long double>> concat(T_y, std::vector<long double>(d, 0.0L));
+    for (std::size_t head = 0; head < h; ++head)
+        for (std::size_t i = 0; i < T_y; ++i) {
+            std::vector<long double> score(T_x);
+            long double top = -1e300L, total = 0.0L;
+            for (std::size_t j = 0; j < T_x; ++j) {
+                long double s = 0.0L;
+                for (std::size_t c = head * d_k; c < (head + 1) * d_k; ++c) s += project(Y, p.W_Q, i, c) * project(H, p.W_K, j, c);
+                score[j] = s / std::sqrt(static_cast<long double>(d_k));
+                top = std::max(top, score[j]);
+            }
+            for (std::size_t j = 0; j < T_x; ++j) total += (score[j] = std::exp(score[j] - top));
+            for (std::size_t c = head * d_k; c < (head + 1) * d_k; ++c)
+                for (std::size_t j = 0; j < T_x; ++j) concat[i][c] += score[j] / total * project(H, p.W_V, j, c);
+        }
+    std::vector<std::vector<long double>> out(T_y, std::vector<long double>(d, 0.0L));
+    for (std::size_t i = 0; i < T_y; ++i)
+        for (std::size_t c = 0; c < d; ++c)
+            for (std::size_t a = 0; a < d; ++a) out[i][c] += concat[i][a] * p.W_O(a, c);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("cross_attention against its equation in long double, T_y != T_x", "[encoder_decoder]") {
+    Rng rng(21);
+    const std::size_t h = GENERATE(1, 2);
+    const Mat Y = rng.normal_mat(3, 4), H = rng.normal_mat(5, 4);
+    const nn::MultiHeadParams p = random_attention(rng, 4, 0.8);
+    const nn::MultiHeadResult r = nn::cross_attention(Y, H, p, h);
+    REQUIRE(shape_of(r.output) == std::vector<std::size_t>{3, 4});
+    REQUIRE(shape_of(r.weights) == std::vector<std::size_t>{h, 3, 5});
+    const auto expected = cross_attention_oracle(Y, H, p, h);
+    for (std::size_t i = 0; i < 3; ++i)
+        for (std::size_t c = 0; c < 4; ++c)
+            CHECK_THAT(r.output(i, c), Catch::WithinAbs(static_cast<double>(expected[i][c]), 1e-13));
+    // no mask: every weight is positive, also above the diagonal (a causal mask would zero those)
+    for (std::size_t k = 0; k < r.weights.size(); ++k) CHECK(r.weights.data()[k] > 0.0);
+    // the queries come from Y: swapping the roles gives T_x rows, not T_y
+    CHECK(nn::multi_head_attention(H, Y, p, h).output.shape(0) == 5);
+}
+
+TEST_CASE("cross_attention_backward against central differences: dY, dH and every projection",
+          "[encoder_decoder]") {
+    Rng rng(22);
+    const std::size_t h = GENERATE(1, 2), T_y = 3, T_x = 5, d = 4;
+    Mat Y = rng.normal_mat(T_y, d), H = rng.normal_mat(T_x, d);
+    nn::MultiHeadParams p = random_attention(rng, d, 0.8);
+    const Mat G = rng.normal_mat(T_y, d);
+    const auto loss = [&] { return weighted_sum(G, nn::cross_attention(Y, H, p, h).output); };
+    const nn::CrossAttentionGrads g = nn::cross_attention_backward(Y, H, p, h, nn::cross_attention(Y, H, p, h), G);
+    CHECK(worst_error(Y.data(), g.dY.data(), Y.size(), loss) <= tolerance);
+    CHECK(worst_error(H.data(), g.dH.data(), H.size(), loss) <= tolerance);
+    CHECK(worst_error(p.W_Q.data(), g.params.W_Q.data(), p.W_Q.size(), loss) <= tolerance);
+    CHECK(worst_error(p.W_K.data(), g.params.W_K.data(), p.W_K.size(), loss) <= tolerance);
+    CHECK(worst_error(p.W_V.data(), g.params.W_V.data(), p.W_V.size(), loss) <= tolerance);
+    CHECK(worst_error(p.W_O.data(), g.params.W_O.data(), p.W_O.size(), loss) <= tolerance);
+    // the keys' and values' share really reaches H (a backward that treats H as constant is far off)
+    CHECK(nn::max_abs_of(g.dH) > 1e-2);
+}
+
+TEST_CASE("decoder_block_backward against central differences: dX, dH and all 18 parameter tensors",
+          "[encoder_decoder]") {
+    Rng rng(23);
+    const std::size_t T_y = GENERATE(1, 4), T_x = 3, d = 4, h = 2;
+    Mat X = rng.normal_mat(T_y, d), H = rng.normal_mat(T_x, d);
+    nn::DecoderBlockParams p = random_decoder_block(rng, d, 6);
+    const Mat causal = nn::causal_mask(T_y), G = rng.normal_mat(T_y, d);
+    const auto loss = [&] { return weighted_sum(G, nn::decoder_block(X, H, p, h, causal).output); };
+    nn::DecoderBlockGrads g = nn::decoder_block_backward(H, p, h, nn::decoder_block(X, H, p, h, causal), G);
+    INFO("T_y = " << T_y);
+    CHECK(worst_error(X.data(), g.dX.data(), X.size(), loss) <= tolerance);
+    CHECK(worst_error(H.data(), g.dH.data(), H.size(), loss) <= tolerance);
+    const auto params = nn::decoder_block_tensors(p), grads = nn::decoder_block_tensors(g.params);
+    REQUIRE(params.size() == 18);
+    for (std::size_t k = 0; k < params.size(); ++k) {
+        INFO(params[k].name);
+        REQUIRE(grads[k].size == params[k].size);
+        CHECK(worst_error(params[k].data, grads[k].data, params[k].size, loss) <= tolerance);
+    }
+}
+
+TEST_CASE("decoder_block: zero output projections make it the identity; the causal mask hides the future",
+          "[encoder_decoder]") {
+    Rng rng(24);
+    const std::size_t d = 4, h = 2;
+    const Mat X = rng.normal_mat(4, d), H = rng.normal_mat(6, d), causal = nn::causal_mask(4);
+    nn::DecoderBlockParams p = random_decoder_block(rng, d, 5);
+    const nn::DecoderBlockForward f = nn::decoder_block(X, H, p, h, causal);
+    // self-attention weights above the diagonal are 0, cross-attention's all positive
+    for (std::size_t k = 0; k < h; ++k)
+        for (std::size_t i = 0; i < 4; ++i) {
+            for (std::size_t j = i + 1; j < 4; ++j) CHECK(f.self_attention.weights(k, i, j) == 0.0);
+            for (std::size_t j = 0; j < 6; ++j) CHECK(f.cross.weights(k, i, j) > 0.0);
+        }
+    // changing the last token changes no earlier output row
+    Mat X2 = X;
+    X2(3, 0) += 1.0;
+    const nn::DecoderBlockForward f2 = nn::decoder_block(X2, H, p, h, causal);
+    for (std::size_t i = 0; i < 3; ++i)
+        for (std::size_t c = 0; c < d; ++c) CHECK(f2.output(i, c) == f.output(i, c));
+    CHECK(std::abs(f2.output(3, 0) - f.output(3, 0)) > 0.1);
+    p.self_attention.W_O = nn::zeros(d, d);
+    p.cross_attention.W_O = nn::zeros(d, d);
+    p.feed_forward.W_2 = nn::zeros(d, 5);
+    p.feed_forward.b_2 = nn::zeros(d);
+    CHECK(nn::max_abs_of(Mat(nn::decoder_block(X, H, p, h, causal).output - X)) == 0.0);
+}
+
+TEST_CASE("encoder_decoder_backward against central differences on every trained tensor", "[encoder_decoder]") {
+    Rng rng(25);
+    nn::EncoderDecoder m = random_model(rng, 7, 6, 4, 2);
+    const std::vector<std::size_t> src = {3, 0, 5, 5, 1}, in = {0, 2, 4}, out = {2, 4, 1};
+    nn::EncoderDecoder grads = nn::zeros_like(m);
+    const double L = nn::encoder_decoder_backward(m, src, in, out, grads).loss;
+    CHECK(L == nn::encoder_decoder_forward(m, src, in, out).loss);
+    const auto loss = [&] { return nn::encoder_decoder_forward(m, src, in, out).loss; };
+    const auto params = nn::named_tensors(m), g = nn::named_tensors(grads);
+    REQUIRE(params.size() == 2 + 12 + 2 + 2 * 18 + 2 + 2);
+    for (std::size_t k = 0; k < params.size(); ++k) {
+        INFO(params[k].name);
+        CHECK(worst_error(params[k].data, g[k].data, params[k].size, loss) <= tolerance);
+    }
+    // a word that is not in the sentence gets no gradient; one that is, does
+    for (std::size_t c = 0; c < 4; ++c) CHECK(grads.E_src(2, c) == 0.0);
+    CHECK(nn::max_abs_of(nn::row_of(grads.E_src, 5)) > 1e-3);
+    // gradients add up: a second pass doubles them
+    nn::EncoderDecoder twice = grads;
+    nn::encoder_decoder_backward(m, src, in, out, twice);
+    CHECK(twice.W_o(1, 2) == 2.0 * grads.W_o(1, 2));
+}
+
+TEST_CASE("encoder_decoder: causal in the target, greedy decoding is the teacher-forced argmax of its own words",
+          "[encoder_decoder]") {
+    Rng rng(26);
+    const nn::EncoderDecoder m = random_model(rng, 7, 6, 4, 2);
+    const std::vector<std::size_t> src = {3, 0, 5, 2};
+    const auto a = nn::encoder_decoder_forward(m, src, {0, 2, 4, 3}, {2, 4, 3, 1});
+    const auto b = nn::encoder_decoder_forward(m, src, {0, 2, 4, 5}, {2, 4, 5, 1});
+    CHECK(a.predicted[0] == b.predicted[0]);
+    for (std::size_t k = 0; k < 2; ++k)
+        for (std::size_t i = 0; i < 3; ++i)
+            for (std::size_t j = 0; j < 4; ++j) CHECK(a.cross_weights[k](0, i, j) == b.cross_weights[k](0, i, j));
+    const std::vector<std::size_t> words = nn::encoder_decoder_greedy(m, src, 0, 1, 6);
+    std::vector<std::size_t> in = {0}, out = words;
+    in.insert(in.end(), words.begin(), words.end());
+    out.push_back(1);
+    const auto pass = nn::encoder_decoder_forward(m, src, in, out);
+    for (std::size_t i = 0; i < words.size(); ++i) CHECK(pass.predicted[i] == words[i]);
+    if (words.size() < 6) CHECK(pass.predicted[words.size()] == 1);  // it stopped at <eos>
+}
+
+TEST_CASE("warmup_learning_rate against d^-0.5 min(s^-0.5, s w^-1.5) in long double, s from 1",
+          "[encoder_decoder]") {
+    const std::size_t d = 32, w = 100;
+    const auto oracle = [&](long double s) {
+        return std::min(1.0L / std::sqrt(s), s / (w * std::sqrt(static_cast<long double>(w)))) /
+               std::sqrt(static_cast<long double>(d));
+    };
+    for (std::size_t s : {1u, 2u, 50u, 99u, 100u, 101u, 400u, 10000u})
+        CHECK_THAT(nn::warmup_learning_rate(s, d, w), Catch::WithinRel(static_cast<double>(oracle(s)), 1e-15));
+    // the peak is at s = w, d^-0.5 w^-0.5; the first step is not 0
+    CHECK(nn::warmup_learning_rate(100, d, w) > nn::warmup_learning_rate(99, d, w));
+    CHECK(nn::warmup_learning_rate(100, d, w) > nn::warmup_learning_rate(101, d, w));
+    CHECK(nn::warmup_learning_rate(1, d, w) > 0.0);
+    CHECK_THROWS_AS(nn::warmup_learning_rate(0, d, w), std::invalid_argument);
+}
+
+}  // namespace test_encoder_decoder
