@@ -246,7 +246,7 @@ const std::vector<Exercise>& all_exercises() {
         {"cross-attention", "Cross-attention", "transformer",
          {"cross-attention", "gradients"},
          {"softmax", "causal-mask", "positional", "multi-head", "softmax-backward", "attention-backward",
-          "layer-norm", "layer-norm-backward", "pre-ln-block"},
+          "gru-step-backward", "adam-step", "layer-norm", "layer-norm-backward", "pre-ln-block", "warmup-schedule"},
          {"Vaswani et al. 2017, section 3.2.3: the queries come from the decoder,\n"
           "the keys and values from the encoder's output. It is multi-head\n"
           "attention with its two inputs apart: X_q = Y, X_kv = H.",
