@@ -2,6 +2,8 @@
 // pass of any model.
 #include "translation.hpp"
 
+#include "nn/reductions.hpp"
+
 #include <fmt/format.h>
 
 #include <set>
