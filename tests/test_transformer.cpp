@@ -11,6 +11,7 @@
 #include "nn/layer_norm.hpp"
 #include "nn/linalg.hpp"
 #include "nn/positional.hpp"
+#include "nn/reductions.hpp"
 #include "nn/self_attention.hpp"
 #include "nn/transformer.hpp"
 
