@@ -216,14 +216,17 @@ nn::GruParams small_gru() {
 constexpr long double fd_h = 1e-5L;
 const Tolerance fd_tolerance{1e-7, 1e-9};
 
-// dL/dX by central differences, entry by entry.
-Mat central_differences(const std::function<long double(const Mat&)>& loss, const Mat& X) {
+// dL/dX by central differences with step h, entry by entry. The layer norm's cases need a step
+// smaller than fd_h: each derivative of x^ brings a factor r = 1 / sqrt(sigma^2 + eps), up to 316,
+// so the truncation error is about (h r)^2 relative, 1e-5 at h = 1e-5 but 1e-11 at h = 1e-8, where
+// the rounding of the long double loss, about 1e-19 / h, is 1e-11 too.
+Mat central_differences(const std::function<long double(const Mat&)>& loss, const Mat& X, long double h = fd_h) {
     Mat out = xt::empty<double>({X.shape(0), X.shape(1)});
     for (std::size_t i = 0; i < X.shape(0); ++i)
         for (std::size_t j = 0; j < X.shape(1); ++j) {
             Mat up = X, down = X;
-            up(i, j) = static_cast<double>(X(i, j) + fd_h);
-            down(i, j) = static_cast<double>(X(i, j) - fd_h);
+            up(i, j) = static_cast<double>(X(i, j) + h);
+            down(i, j) = static_cast<double>(X(i, j) - h);
             out(i, j) = static_cast<double>((loss(up) - loss(down)) / (static_cast<long double>(up(i, j)) - down(i, j)));
         }
     return out;
@@ -322,21 +325,6 @@ nn::LayerNormResult layer_norm_forward_oracle(const Mat& X, const Vec& g, const 
     return r;
 }
 
-// Central differences with step h, entry by entry. The layer norm's case needs a step smaller than
-// fd_h: each derivative of x^ brings a factor r = 1 / sqrt(sigma^2 + eps), up to 316, so the
-// truncation error is about (h r)^2 relative, 1e-5 at h = 1e-5 but 1e-11 at h = 1e-8, where the
-// rounding of the long double loss, about 1e-19 / h, is 1e-11 too.
-Mat central_differences_step(const std::function<long double(const Mat&)>& loss, const Mat& X, long double h) {
-    Mat out = xt::empty<double>({X.shape(0), X.shape(1)});
-    for (std::size_t i = 0; i < X.shape(0); ++i)
-        for (std::size_t j = 0; j < X.shape(1); ++j) {
-            Mat up = X, down = X;
-            up(i, j) = static_cast<double>(X(i, j) + h);
-            down(i, j) = static_cast<double>(X(i, j) - h);
-            out(i, j) = static_cast<double>((loss(up) - loss(down)) / (static_cast<long double>(up(i, j)) - down(i, j)));
-        }
-    return out;
-}
 
 // A layer norm backward's case: dX, dg, db of L = sum G * LN(X) one after another, against
 // central differences (step 1e-8) of the long double loss.
@@ -344,10 +332,10 @@ CaseResult layer_norm_backward_case(const Mat& X, const Vec& g, const Vec& b, do
     const nn::LayerNormGrads grads = nn::layer_norm_backward(layer_norm_forward_oracle(X, g, b, eps), g, G);
     const std::size_t T = X.shape(0), d = X.shape(1);
     const long double h = 1e-8L;
-    const Mat dX = central_differences_step([&](const Mat& M) { return layer_norm_loss(M, g, b, eps, G); }, X, h);
-    const Mat dg = central_differences_step(
+    const Mat dX = central_differences([&](const Mat& M) { return layer_norm_loss(M, g, b, eps, G); }, X, h);
+    const Mat dg = central_differences(
         [&](const Mat& M) { return layer_norm_loss(X, Vec(xt::row(M, 0)), b, eps, G); }, as_row(g), h);
-    const Mat db = central_differences_step(
+    const Mat db = central_differences(
         [&](const Mat& M) { return layer_norm_loss(X, g, Vec(xt::row(M, 0)), eps, G); }, as_row(b), h);
     return CaseResult{{{"X", X}, {"g", g}, {"b", b}, {"eps", Vec{eps}}, {"dL/dY", G}},
                       flattened({shaped(grads.dX, T, d, "nn::layer_norm_backward's dX is"),
