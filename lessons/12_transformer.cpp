@@ -8,6 +8,7 @@
 // and of the decoder, d_ff = feed-forward width, u = width of lesson 9's GRUs, V = vocabulary.
 #include "registry.hpp"
 #include "support.hpp"
+#include "transformer_race.hpp"
 #include "translation.hpp"
 
 #include "core/rng.hpp"
@@ -25,6 +26,8 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -131,17 +134,7 @@ nn::EncoderDecoder drawn_transformer(Rng& rng, const Config& c, std::size_t V_sr
     return m;
 }
 
-// Adam as Vaswani et al. 2017, section 5.3: beta1 0.9, beta2 0.98, eps 1e-9, the rate scheduled.
-nn::AdamSettings transformer_adam(std::size_t step, const Config& c) {
-    return {nn::warmup_learning_rate(step, c.size(param::d_model), c.size(param::warmup)), 0.9, 0.98, 1e-9};
-}
-
-// ---------------------------------------------------------------- the models
-
-struct Models {
-    nn::Seq2Seq without, with;
-    nn::EncoderDecoder transformer;
-};
+using Models = RaceModels;
 
 // Step [models].
 void record_models(Trace& trace, Models& m, const Config& c) {
@@ -303,15 +296,6 @@ void record_gradients(Trace& trace, nn::EncoderDecoder m, const Pair& p) {
 }
 
 // ---------------------------------------------------------------- training: the race
-
-// What the lesson keeps of training.
-struct Race {
-    Mat curves;   // (epochs + 1) x 6: train and test loss per word, without, with, Transformer
-    Mat seconds;  // epochs x 3: wall time of each model's training batches per epoch (shown, never recorded)
-    Models trained;
-    double steps = 0.0;
-    std::array<double, 3> clipped{};
-};
 
 // ", last epoch 0.14 s, 0.29 s, 0.46 s (without, with, Transformer)": wall time, for the progress line only.
 std::string epoch_times(const Mat& seconds, std::size_t epoch) {
@@ -654,20 +638,16 @@ void record_chaos(Trace& trace, const Race& r, const Retrained& moved, const std
 
 void lesson_transformer(Trace& trace, const Config& config) {
     const std::size_t min_len = config.size(param::min_len), max_len = config.size(param::max_len);
-    Rng rng(config.seed);
-    Corpus corpus = generate_corpus(rng, config.size(param::sentences), config.size(param::test), min_len, max_len);
+    RaceStart r = race_start(config);
+    Corpus& corpus = r.corpus;
     const Pair lights = pair_of(corpus, lights_src, lights_tgt), pickup = pair_of(corpus, pickup_src, pickup_tgt);
-    const std::size_t V_src = corpus.source.words.size(), V_tgt = corpus.target.words.size();
-    const std::size_t u = config.size(param::width);
-    Models start{drawn_model(rng, false, V_src, V_tgt, u), drawn_model(rng, true, V_src, V_tgt, u),
-                 drawn_transformer(rng, config, V_src, V_tgt)};
-    record_models(trace, start, config);
-    record_cross_attention(trace, start.transformer, pickup);
+    record_models(trace, r.start, config);
+    record_cross_attention(trace, r.start.transformer, pickup);
     const std::size_t steps = config.size(param::epochs) * ((corpus.train.size() + batch - 1) / batch);
     record_schedule(trace, config, steps);
-    record_gradients(trace, start.transformer, lights);
-    const Rng race_rng = rng;  // the shuffles of the race, replayed by step [chaos]
-    const Race race = train_three(trace, rng, corpus, start, config);
+    record_gradients(trace, r.start.transformer, lights);
+    const std::shared_ptr<const Race> trained = trained_race(config, trace);
+    const Race& race = *trained;
     record_race(trace, race);
     record_cost(trace, config, corpus, race.trained);
     const std::size_t max_words = 2 * max_len + 4;  // a decoder that never says <eos> is stopped here
@@ -677,11 +657,46 @@ void lesson_transformer(Trace& trace, const Config& config) {
     record_accuracy(trace, corpus, s);
     record_length(trace, corpus, s, min_len, max_len);
     record_maps(trace, race.trained, lights, pickup);
-    const Retrained moved = retrain_transformer(race_rng, corpus, moved_one_ulp(start.transformer), config);
+    const Retrained moved = retrain_transformer(r.rng, corpus, moved_one_ulp(r.start.transformer), config);
     record_chaos(trace, race, moved, {s[2], scores(moved.model, corpus.test, max_words)});
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- the race, kept (transformer_race.hpp)
+
+nn::AdamSettings transformer_adam(std::size_t step, const Config& c) {
+    return {nn::warmup_learning_rate(step, c.size(param::d_model), c.size(param::warmup)), 0.9, 0.98, 1e-9};
+}
+
+// The corpus first, then the three models from the same generator, in a fixed order.
+RaceStart race_start(const Config& config) {
+    Rng rng(config.seed);
+    Corpus corpus = generate_corpus(rng, config.size(param::sentences), config.size(param::test),
+                                    config.size(param::min_len), config.size(param::max_len));
+    const std::size_t V_src = corpus.source.words.size(), V_tgt = corpus.target.words.size();
+    const std::size_t u = config.size(param::width);
+    RaceModels start{drawn_model(rng, false, V_src, V_tgt, u), drawn_model(rng, true, V_src, V_tgt, u),
+                     drawn_transformer(rng, config, V_src, V_tgt)};
+    return {std::move(corpus), std::move(start), rng};
+}
+
+std::shared_ptr<const Race> trained_race(const Config& config, Trace& trace) {
+    static std::mutex guard;
+    static Config kept_config;
+    static std::shared_ptr<const Race> kept;
+    {
+        const std::lock_guard<std::mutex> lock(guard);
+        if (kept && kept_config == config) return kept;
+    }
+    RaceStart r = race_start(config);
+    auto race = std::make_shared<const Race>(train_three(trace, r.rng, r.corpus, r.start, config));
+    const std::lock_guard<std::mutex> lock(guard);
+    kept_config = config;
+    kept = race;
+    return race;
+}
+
 }  // namespace transformer
 
 Lesson transformer_lesson() {
