@@ -153,12 +153,17 @@ Corpus generate_corpus(Rng& rng, std::size_t train, std::size_t test, std::size_
     return c;
 }
 
+// The lengths taken in turn, min_len, min_len + 1, .., max_len, min_len, ..: every length as often.
+// A sentence with p phrases has 3 + 3p to 8 + 5p source words, so a length of T is drawn with
+// ceil((T - 8) / 5) to min(7, (T - 3) / 3) phrases (40 words: about a thousand draws).
 std::vector<Pair> long_pairs(Rng& rng, Corpus& c, std::size_t count, std::size_t min_len, std::size_t max_len) {
     std::vector<Pair> out;
     while (out.size() < count) {
-        const Sentence s = sentence(rng, 3, 7);
-        if (s.src.size() < min_len || s.src.size() > max_len) continue;
-        out.push_back({ids_of(c.source, s.src), ids_of(c.target, s.tgt), s.partners});
+        const std::size_t length = min_len + out.size() % (max_len - min_len + 1);
+        const std::size_t most = std::min<std::size_t>(7, (length - 3) / 3);
+        const std::size_t fewest = std::min(most, length > 8 ? (length - 8 + 4) / 5 : 0);
+        const Sentence s = sentence(rng, fewest, most);
+        if (s.src.size() == length) out.push_back({ids_of(c.source, s.src), ids_of(c.target, s.tgt), s.partners});
     }
     return out;
 }

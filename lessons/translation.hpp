@@ -75,8 +75,9 @@ std::string joined(const Vocabulary& v, const std::vector<std::size_t>& ids);
 // shown pairs; every lexicon word has its id before any sentence is drawn.
 Corpus generate_corpus(Rng& rng, std::size_t train, std::size_t test, std::size_t min_len, std::size_t max_len);
 
-// `count` pairs of min_len to max_len source words drawn with 3 to 7 prepositional phrases (up to
-// 43 words), from the corpus's vocabulary: sentences longer than the corpus's own.
+// `count` pairs of min_len to max_len source words, each length as often, drawn with up to 7
+// prepositional phrases (up to 43 words) from the corpus's vocabulary: sentences longer than the
+// corpus's own. 3 <= min_len <= max_len <= 40 (longer ones are rare draws).
 std::vector<Pair> long_pairs(Rng& rng, Corpus& c, std::size_t count, std::size_t min_len, std::size_t max_len);
 
 // The count of target words whose partners are not source words that translate to them by the
