@@ -14,9 +14,9 @@ using namespace attn;
 
 TEST_CASE("every lesson matches its golden file", "[lessons]") {
     for (const auto& lesson : all_lessons()) {
-        // lesson 9 trains for seconds (minutes when sanitized): the test check_exact holds it, and
-        // every other lesson, to the golden bits and its identity checks
-        if (lesson.slug == "learning-to-align") continue;
+        // lessons 9 and 12 train for seconds (minutes when sanitized): the test check_exact holds
+        // them, and every other lesson, to the golden bits and their identity checks
+        if (lesson.slug == "learning-to-align" || lesson.slug == "transformer") continue;
         INFO("lesson " << lesson.slug);
         const Trace trace = run_lesson(lesson, lesson.defaults);
         const Trace golden = read_golden(std::string(ATTN_GOLDEN_DIR) + "/" + golden_file_name(lesson.number, lesson.slug));
