@@ -8,6 +8,7 @@
 #include "nn/attention.hpp"
 #include "nn/backward.hpp"
 #include "nn/encoder_decoder.hpp"
+#include "nn/kv_cache.hpp"
 #include "nn/layer_norm.hpp"
 #include "nn/multi_head.hpp"
 #include "nn/online_softmax.hpp"
@@ -457,6 +458,28 @@ CaseResult warmup_case(const std::vector<std::size_t>& at, std::size_t d_model, 
     }
     return CaseResult{{{"step s", steps}, {"d_model, warmup", Vec{static_cast<double>(d_model), static_cast<double>(warmup)}}}, actual,
                       expected};
+}
+
+// kv_cache_step on a cache of K_old, V_old with new Q, K_new, V_new, against the equation in long
+// double: the cache [K_old; K_new], [V_old; V_new]; S = Q K^T (the scale already in Q); the mask
+// aligned to the bottom right (query i reads keys j <= T_k - T_q + i); A = softmax(S + M), O = A V.
+// The weights, the output, then the cache's K and V after the step.
+CaseResult kv_cache_case(const Mat& K_old, const Mat& V_old, const Mat& Q, const Mat& K_new, const Mat& V_new) {
+    const std::size_t T_q = Q.shape(0), T_k = K_old.shape(0) + T_q, d_k = Q.shape(1), d_v = V_new.shape(1);
+    const Mat K = K_old.shape(0) == 0 ? K_new : Mat(xt::concatenate(xt::xtuple(K_old, K_new), 0));
+    const Mat V = V_old.shape(0) == 0 ? V_new : Mat(xt::concatenate(xt::xtuple(V_old, V_new), 0));
+    Mat S = product(Q, transpose_of(K));
+    for (std::size_t i = 0; i < T_q; ++i)
+        for (std::size_t j = T_k - T_q + i + 1; j < T_k; ++j) S(i, j) = -inf;
+    const Mat A = softmax_rows_oracle(S);
+    nn::KVCache cache{K_old, V_old};
+    const nn::AttentionResult r = nn::kv_cache_step(cache, Q, K_new, V_new);
+    return CaseResult{{{"cached K", K_old}, {"cached V", V_old}, {"Q (scaled)", Q}, {"K_new", K_new}, {"V_new", V_new}},
+                      flattened({shaped(r.weights, T_q, T_k, "nn::kv_cache_step returned weights"),
+                                 shaped(r.output, T_q, d_v, "nn::kv_cache_step returned an output"),
+                                 shaped(cache.K, T_k, d_k, "the cache's K after the step is"),
+                                 shaped(cache.V, T_k, d_v, "the cache's V after the step is")}),
+                      flattened({A, product(A, V), K, V})};
 }
 
 const std::vector<UnitCase>& unit_cases() {
@@ -1098,6 +1121,38 @@ const std::vector<UnitCase>& unit_cases() {
          "the exponents -0.5 and -1.5; d_model = 64, warmup = 10, s = 10, 11, 40, 1000",
          {},
          [] { return warmup_case({10, 11, 40, 1000}, 64, 10); }},
+        // ---- kv-cache-step
+        {"kv-cache-step", "an empty cache, two new positions",
+         "both keys and values kept in the cache, below what it held (the cache must hold 2 rows after the step); "
+         "no second 1/sqrt(d_k) (the scale is already in Q); a causal mask (without one the first query reads the "
+         "second key). Here T_q = T_k, where both alignments of the mask agree",
+         {"masked-softmax"},
+         [] {
+             const Mat Q = {{0.9, -0.4}, {0.3, 1.2}}, K = {{0.5, 1.0}, {-1.1, 0.6}};
+             const Mat V = {{1.0, -0.5, 0.25}, {-0.75, 2.0, 0.5}};
+             return kv_cache_case(xt::zeros<double>({std::size_t{0}, std::size_t{2}}), xt::zeros<double>({std::size_t{0}, std::size_t{3}}), Q, K, V);
+         }},
+        {"kv-cache-step", "two new queries against a cache of three",
+         "the causal mask aligned to the bottom right: query 1 is position 4 of T_k = 5 and reads keys 1 to 4, "
+         "query 2 all five; aligned to the top left (j <= i) query 1 would read key 1 alone and query 2 keys 1 "
+         "and 2",
+         {"masked-softmax"},
+         [] {
+             const Mat K_old = {{0.2, -0.7}, {1.0, 0.4}, {-0.6, -0.3}}, V_old = {{0.5, 1.5, -1.0}, {2.0, -0.25, 0.75},
+                                                                              {-1.5, 0.5, 1.25}};
+             const Mat Q = {{0.8, 0.1}, {-0.5, 0.9}}, K_new = {{0.3, 0.3}, {-0.9, 1.1}};
+             const Mat V_new = {{0.0, 1.0, -0.5}, {1.75, -1.25, 0.25}};
+             return kv_cache_case(K_old, V_old, Q, K_new, V_new);
+         }},
+        {"kv-cache-step", "one new query against a cache of four: a decoding step",
+         "the new word's query reads all five positions, its own included (a top-left mask leaves it key 1 "
+         "alone); the new key and value go last",
+         {"masked-softmax"},
+         [] {
+             const Mat K_old = {{0.4, -0.2}, {-0.8, 0.5}, {0.1, 1.3}, {0.7, 0.6}};
+             const Mat V_old = {{1.0, 0.0, -1.0}, {0.5, 0.5, 0.5}, {-0.25, 1.5, 0.75}, {2.0, -1.0, 0.0}};
+             return kv_cache_case(K_old, V_old, Mat{{0.6, -1.0}}, Mat{{-0.4, 0.9}}, Mat{{0.25, -0.75, 1.5}});
+         }},
     };
     return cases;
 }

@@ -267,6 +267,21 @@ const std::vector<Exercise>& all_exercises() {
           "Typical mistakes: counting the steps from 0 (the first rate is 0 and\n"
           "the peak moves); max instead of min; pow() where sqrt does (pow's\n"
           "last bit is the library's, and training amplifies it)."}},
+        {"kv-cache-step", "Attention with a key-value cache", "decoding",
+         {"cache", "mask"},
+         {"gru-step", "softmax", "additive-score", "context", "causal-mask", "positional", "masked-softmax",
+          "multi-head", "softmax-backward", "attention-backward", "gru-step-backward", "adam-step", "layer-norm",
+          "layer-norm-backward", "pre-ln-block", "cross-attention", "warmup-schedule"},
+         {"Append the new keys and values below the cached ones, then attend:\n"
+          "S = Q K^T (the 1/sqrt(d_k) is already in Q), A = softmax(S + M),\n"
+          "O = A V, with K and V the whole cache (T_k rows).",
+          "Query i of the T_q new ones is position T_k - T_q + i: the mask is 0\n"
+          "for j <= T_k - T_q + i and -inf after. For one query (a decoding\n"
+          "step) that is no -inf at all. nn::masked_softmax(S, M) does the rest.",
+          "Typical mistakes: the mask of T_q = T_k cut to T_q rows (aligned to\n"
+          "the top left: a new query then reads only the first keys); dividing\n"
+          "by sqrt(d_k) a second time; forgetting to keep K_new and V_new in\n"
+          "the cache, or putting them above the old rows."}},
     };
     return exercises;
 }
