@@ -8,6 +8,9 @@
 #include "transformer_race.hpp"
 #include "translation.hpp"
 
+#include "core/portable_math.hpp"
+#include "core/rng.hpp"
+#include "nn/beam_search.hpp"
 #include "nn/encoder_decoder.hpp"
 #include "nn/kv_cache.hpp"
 #include "nn/linalg.hpp"
@@ -40,6 +43,8 @@ const Param epochs{"epochs", 8, 1, 60, "lesson 12's training: passes over the tr
 const Param sentences{"sentences", 800, 50, 20000, "lesson 12's training: sentence pairs in the training set"};
 const Param test{"test", 200, 20, 2000, "lesson 12's held-out test set, decoded here"};
 const Param queries{"queries", 2, 1, 8, "step [mask]: new positions T_q attending to the cache at once"};
+const Param beam{"beam", 4, 2, 12, "step [beam]: the beam width k"};
+const Param long_count{"long", 40, 5, 400, "step [beam]: sentences longer than the corpus's (24 to 43 words) decoded"};
 }  // namespace param
 
 // Lesson 12's configuration: its defaults with this lesson's seed and training settings.
@@ -61,12 +66,15 @@ TimeEstimate time_estimate(const Config& c) {
     // the race alone is about two thirds of it
     const Lesson& race = *find_lesson("transformer");
     const double training = race.time(race_config(c)).seconds * 2.0 / 3.0;
-    const double own = seconds_at_default * as_double(c.size(param::test)) / 200.0;
+    const double own = seconds_at_default *
+                       (as_double(c.size(param::test)) / 200.0 +
+                        as_double(c.size(param::beam)) / 4.0 * (as_double(c.size(param::test)) + 4.0 * as_double(c.size(param::long_count))) / 360.0);
     return {training + own, "training (lesson 12's race) and decoding",
-            fmt::format("lesson 12's race, then the test set decoded with and without the cache, {:.0f} s at the "
-                        "defaults, growing with test",
+            fmt::format("lesson 12's race, then the test set decoded with and without the cache and by beam search, "
+                        "{:.0f} s at the defaults, growing with test, beam and long",
                         seconds_at_default),
-            {{&param::epochs, 1.0}, {&param::sentences, 1.0}, {&param::test, 1.0}}};
+            {{&param::epochs, 1.0}, {&param::sentences, 1.0}, {&param::test, 1.0}, {&param::beam, 1.0},
+             {&param::long_count, 1.0}}};
 }
 
 // ---------------------------------------------------------------- decoding, both ways
@@ -85,12 +93,12 @@ struct Decoded {
 Decoded uncached(const nn::EncoderDecoder& m, const Mat& H, std::size_t max_words) {
     Decoded out;
     std::vector<std::size_t> in = {sos};
-    while (true) {
+    while (out.words.size() < max_words) {
         const Mat P = nn::decoder_probabilities(m, H, in);
         out.probabilities.push_back(nn::row_of(P, in.size() - 1));
         out.work.push_back(nn::uncached_decoder_work(m, in.size(), H.shape(0)));
         const std::size_t y = nn::most_likely(out.probabilities.back());
-        if (y == eos || out.words.size() == max_words) break;
+        if (y == eos) break;
         out.words.push_back(y);
         in.push_back(y);
     }
@@ -102,12 +110,12 @@ Decoded cached(const nn::EncoderDecoder& m, const Mat& H, std::size_t max_words)
     Decoded out;
     nn::DecoderCache cache = nn::start_decoder_cache(m, H, out.once);
     std::size_t word = sos;
-    while (true) {
+    while (out.words.size() < max_words) {
         nn::DecodingWork w;
         out.probabilities.push_back(nn::cached_decoder_step(m, cache, word, w));
         out.work.push_back(w);
         const std::size_t y = nn::most_likely(out.probabilities.back());
-        if (y == eos || out.words.size() == max_words) break;
+        if (y == eos) break;
         out.words.push_back(y);
         word = y;
     }
@@ -347,12 +355,95 @@ void record_mask(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, con
                 0.0);
 }
 
+
+// ---------------------------------------------------------------- step [beam]
+
+// The natural log of the probability greedy decoding gave its own translation, <eos> included
+// when it said it (summed in the order of the words, as beam search sums).
+double greedy_log_prob(const Decoded& d) {
+    double sum = 0.0;
+    for (std::size_t t = 0; t < d.probabilities.size(); ++t)
+        sum += portable::log(d.probabilities[t](t < d.words.size() ? d.words[t] : eos));
+    return sum;
+}
+
+std::vector<std::size_t> without_eos(const nn::Hypothesis& h) {
+    std::vector<std::size_t> w = h.words;
+    if (h.finished) w.pop_back();
+    return w;
+}
+
+// One set of pairs by greedy decoding and beam search: exact matches of greedy, of width k with
+// alpha 0 and 0.6, the sentences where the best beam's log-probability is below greedy's, and
+// the mean log-probability of greedy's and of the beam's translation.
+struct BeamRow {
+    double greedy = 0.0, beam = 0.0, penalised = 0.0, below = 0.0, greedy_log_p = 0.0, beam_log_p = 0.0;
+    double width1_words = 0.0, width1_log_p = 0.0;  // differences from greedy of width 1 (checked)
+};
+
+BeamRow beam_row(const nn::EncoderDecoder& m, const std::vector<Pair>& pairs, std::size_t k, std::size_t max_words) {
+    BeamRow r;
+    for (const Pair& p : pairs) {
+        const Mat H = nn::encoder_output(m, p.src);
+        const Decoded g = cached(m, H, max_words);
+        const double g_log_p = greedy_log_prob(g);
+        const std::vector<nn::Hypothesis> one = nn::beam_search(m, H, sos, eos, 1, max_words, 0.0);
+        r.width1_words += without_eos(one[0]) == g.words ? 0.0 : 1.0;
+        r.width1_log_p = std::max(r.width1_log_p, std::abs(one[0].log_prob - g_log_p));
+        const std::vector<nn::Hypothesis> wide = nn::beam_search(m, H, sos, eos, k, max_words, 0.0);
+        const std::vector<nn::Hypothesis> penalised = nn::beam_search(m, H, sos, eos, k, max_words, 0.6);
+        r.greedy += g.words == p.tgt ? 1.0 : 0.0;
+        r.beam += without_eos(wide[0]) == p.tgt ? 1.0 : 0.0;
+        r.penalised += without_eos(penalised[0]) == p.tgt ? 1.0 : 0.0;
+        r.below += wide[0].log_prob < g_log_p ? 1.0 : 0.0;
+        r.greedy_log_p += g_log_p / as_double(pairs.size());
+        r.beam_log_p += wide[0].log_prob / as_double(pairs.size());
+    }
+    const double n = as_double(pairs.size());
+    r.greedy /= n, r.beam /= n, r.penalised /= n;
+    return r;
+}
+
+void record_beam(Trace& trace, const nn::EncoderDecoder& m, const std::vector<Pair>& test,
+                 const std::vector<Pair>& longer, std::size_t k, std::size_t max_words, std::size_t long_max_words) {
+    const BeamRow a = beam_row(m, test, k, max_words), b = beam_row(m, longer, k, long_max_words);
+    trace.step("beam", "Beam search: the k most likely beginnings kept",
+               "score(y_1..y_t) = sum_i log p(y_i | y_<i, x);  at the end: log p(Y) / lp(Y),  "
+               "lp(Y) = ((5 + |Y|) / 6)^alpha",
+               fmt::format(
+                   "Greedy decoding commits to the most likely word at every step, and a word that looked best "
+                   "may leave only poor continuations. Beam search (Sutskever et al. 2014, section 3.1) keeps "
+                   "the k = {} most likely partial translations: at every step each is extended by every word, "
+                   "scored by the sum of the logs of its words' probabilities (a product of probabilities "
+                   "underflows), and the k best of all candidates are kept (nn::beam_step); a hypothesis that "
+                   "says <eos> is finished and competes as it is, until the k best are all finished. Each "
+                   "hypothesis decodes with its own key-value cache, copied when it branches. A sum of logs "
+                   "favours short translations, each word costing a little; Wu et al. 2016 divide by a length "
+                   "penalty lp(Y) when choosing among the finished ones (alpha = 0.6 here). With k = 1 beam "
+                   "search is greedy decoding, checked on every sentence. A wider beam finds translations at "
+                   "least as likely as greedy's most of the time, but not always: the greedy beginning may "
+                   "fall out of the beam early while the hypotheses that pushed it out end worse; counted "
+                   "below, not checked. The test set, and {} sentences longer than any the models were "
+                   "trained on (24 to 43 source words).",
+                   k, longer.size()));
+    const Mat table = {{a.greedy, a.beam, a.penalised, a.below, a.greedy_log_p, a.beam_log_p},
+                       {b.greedy, b.beam, b.penalised, b.below, b.greedy_log_p, b.beam_log_p}};
+    trace.tensor("beam", "exact matches (shares), sentences, mean log p", table,
+                 {fmt::format("test ({})", test.size()), fmt::format("long ({})", longer.size())},
+                 {"greedy", fmt::format("beam {}", k), fmt::format("beam {}, alpha 0.6", k), "beam log p below greedy",
+                  "greedy log p", "beam log p"});
+    trace.check("beam search of width 1 gives greedy decoding's words on every sentence (sentences that differ)",
+                a.width1_words + b.width1_words, 0.0);
+    trace.check("and greedy's log-probability, summed in the same order (largest difference)",
+                std::max(a.width1_log_p, b.width1_log_p), 0.0);
+}
+
 // ---------------------------------------------------------------- the lesson
 
 void lesson_decoding(Trace& trace, const Config& config) {
     const Config race = race_config(config);
     transformer::RaceStart start = transformer::race_start(race);
-    const Corpus& corpus = start.corpus;
+    const Corpus& corpus = start.corpus;  // long_pairs below adds no word: its vocabulary is complete
     const std::shared_ptr<const transformer::Race> trained = transformer::trained_race(race, trace);
     const nn::EncoderDecoder& m = trained->trained.transformer;
     // a decoder that never says <eos> is stopped here, as in lesson 12
@@ -374,6 +465,10 @@ void lesson_decoding(Trace& trace, const Config& config) {
     }
     record_cache(trace, corpus, m, shown, plain, fast, differing, steps, corpus.test.size());
     record_mask(trace, corpus, m, shown, config.size(param::queries));
+    // sentences of 3 to 7 phrases, longer than the corpus's, from a generator of their own
+    Rng rng(config.seed ^ 0x5DEECE66DULL);
+    const std::vector<Pair> longer = long_pairs(rng, start.corpus, config.size(param::long_count), 24, 43);
+    record_beam(trace, m, corpus.test, longer, config.size(param::beam), max_words, 2 * 43 + 4);
 }
 
 }  // namespace
@@ -383,8 +478,8 @@ Lesson decoding_lesson() {
     using namespace decoding;
     return make_lesson(13, "decoding", "Decoding: a key-value cache that changes no bit, and the mask it needs",
                        "Vaswani et al. 2017; Pope et al. 2023",
-                       {param::epochs, param::sentences, param::test, param::queries}, limits, time_estimate,
-                       lesson_decoding, {{"epochs", 1}, {"sentences", 50}, {"test", 20}});
+                       {param::epochs, param::sentences, param::test, param::queries, param::beam, param::long_count}, limits, time_estimate,
+                       lesson_decoding, {{"epochs", 1}, {"sentences", 50}, {"test", 20}, {"long", 5}});
 }
 
 }  // namespace attn

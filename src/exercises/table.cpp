@@ -282,6 +282,21 @@ const std::vector<Exercise>& all_exercises() {
           "the top left: a new query then reads only the first keys); dividing\n"
           "by sqrt(d_k) a second time; forgetting to keep K_new and V_new in\n"
           "the cache, or putting them above the old rows."}},
+        {"beam-step", "One step of beam search", "decoding",
+         {"beam"},
+         {"gru-step", "softmax", "additive-score", "context", "causal-mask", "positional", "masked-softmax",
+          "multi-head", "softmax-backward", "attention-backward", "gru-step-backward", "adam-step", "layer-norm",
+          "layer-norm-backward", "pre-ln-block", "cross-attention", "warmup-schedule", "kv-cache-step"},
+         {"Sutskever et al. 2014, section 3.1: keep the k most likely partial\n"
+          "translations. Every unfinished one is extended by every word; the\n"
+          "score of a candidate is the sum of the logs of its words' probabilities.",
+          "Collect all candidates (a finished hypothesis as it is, the others\n"
+          "with each word), std::stable_sort them by score, highest first, and\n"
+          "keep the first k; a hypothesis extended by <eos> is finished.",
+          "Typical mistakes: ranking by the new word's log-probability alone;\n"
+          "keeping the best k of each hypothesis instead of all together;\n"
+          "extending a finished hypothesis; multiplying probabilities (they\n"
+          "underflow to 0 and every candidate ties)."}},
     };
     return exercises;
 }
