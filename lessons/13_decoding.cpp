@@ -1,6 +1,7 @@
 // Lesson 13: decoding. Lesson 12's trained Transformer produces its translations one word at a
 // time: first by re-running the decoder over the whole prefix for every word, then with a
-// key-value cache that changes no bit, with the causal mask aligned for fewer queries than keys.
+// key-value cache that changes no bit, with the causal mask aligned for fewer queries than keys,
+// then by beam search.
 // T = decoder positions, T_q / T_k = queries / keys, T_x = source words, d = d_model, h = heads,
 // L = decoder blocks, V = target vocabulary.
 #include "registry.hpp"
@@ -476,8 +477,8 @@ void lesson_decoding(Trace& trace, const Config& config) {
 
 Lesson decoding_lesson() {
     using namespace decoding;
-    return make_lesson(13, "decoding", "Decoding: a key-value cache that changes no bit, and the mask it needs",
-                       "Vaswani et al. 2017; Pope et al. 2023",
+    return make_lesson(13, "decoding", "Decoding: a key-value cache that changes no bit, the mask it needs, and beam search",
+                       "Sutskever et al. 2014; Wu et al. 2016; Vaswani et al. 2017; Pope et al. 2023",
                        {param::epochs, param::sentences, param::test, param::queries, param::beam, param::long_count}, limits, time_estimate,
                        lesson_decoding, {{"epochs", 1}, {"sentences", 50}, {"test", 20}, {"long", 5}});
 }
