@@ -407,7 +407,6 @@ BeamRow beam_row(const nn::EncoderDecoder& m, const std::vector<Pair>& pairs, st
 
 void record_beam(Trace& trace, const nn::EncoderDecoder& m, const std::vector<Pair>& test,
                  const std::vector<Pair>& longer, std::size_t k, std::size_t max_words, std::size_t long_max_words) {
-    const BeamRow a = beam_row(m, test, k, max_words), b = beam_row(m, longer, k, long_max_words);
     trace.step("beam", "Beam search: the k most likely beginnings kept",
                "score(y_1..y_t) = sum_i log p(y_i | y_<i, x);  at the end: log p(Y) / lp(Y),  "
                "lp(Y) = ((5 + |Y|) / 6)^alpha",
@@ -427,6 +426,8 @@ void record_beam(Trace& trace, const nn::EncoderDecoder& m, const std::vector<Pa
                    "below, not checked. The test set, and {} sentences longer than any the models were "
                    "trained on (24 to 43 source words).",
                    k, longer.size()));
+    // the searches after the step's header: a beam step that throws stops this step, not the one before
+    const BeamRow a = beam_row(m, test, k, max_words), b = beam_row(m, longer, k, long_max_words);
     const Mat table = {{a.greedy, a.beam, a.penalised, a.below, a.greedy_log_p, a.beam_log_p},
                        {b.greedy, b.beam, b.penalised, b.below, b.greedy_log_p, b.beam_log_p}};
     trace.tensor("beam", "exact matches (shares), sentences, mean log p", table,
