@@ -291,7 +291,7 @@ void record_mask(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, con
     const Mat top_left = nn::masked_softmax(S, nn::shifted_causal_mask(T_q, T_k, 0));
     const Mat none = nn::softmax_rows(S);
     std::vector<std::string> keys, queries;
-    for (std::size_t j = 0; j < T_k; ++j) keys.push_back(fmt::format("{} {}", j + 1, c.target.words[in[j]]));
+    for (std::size_t j = 0; j < T_k; ++j) keys.push_back(c.target.words[in[j]]);
     for (std::size_t i = 0; i < T_q; ++i) queries.push_back(fmt::format("q{} = pos {}", i + 1, offset + i + 1));
     trace.step("mask", "Fewer queries than keys: the causal mask aligned to the bottom right",
                "M_ij = 0 if j <= i + T_k - T_q, else -inf   (query i is position T_k - T_q + i)",
@@ -308,10 +308,14 @@ void record_mask(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, con
                    "into its output, as it cannot at translation time.",
                    joined(c.target, p.tgt), T_k, offset, T_q));
     trace.tensor("bottom_right", "M, aligned to the bottom right", nn::shifted_causal_mask(T_q, T_k, offset), queries,
-                 keys, View::heatmap);
-    trace.tensor("weights", "softmax(Q K^T + M), the cached step", r.weights, queries, keys, View::heatmap);
-    trace.tensor("top_left", "softmax(Q K^T + M), M aligned to the top left", top_left, queries, keys, View::heatmap);
-    trace.tensor("no_mask", "softmax(Q K^T), no mask", none, queries, keys, View::heatmap);
+                 keys, View::heatmap)
+        .axes("new queries", "cached keys");
+    trace.tensor("weights", "softmax(Q K^T + M), the cached step", r.weights, queries, keys, View::heatmap)
+        .axes("new queries", "cached keys");
+    trace.tensor("top_left", "softmax(Q K^T + M), M aligned to the top left", top_left, queries, keys, View::heatmap)
+        .axes("new queries", "cached keys");
+    trace.tensor("no_mask", "softmax(Q K^T), no mask", none, queries, keys, View::heatmap)
+        .axes("new queries", "cached keys");
     // what each wrong alignment does to query i: the weight the right attention puts where the top-left
     // mask hides, and the weight the unmasked one puts on later positions
     Mat wrong = xt::empty<double>({T_q, std::size_t{4}});
@@ -466,7 +470,8 @@ void lesson_decoding(Trace& trace, const Config& config) {
             differing += differing_bits(a.probabilities[t], b.probabilities[t]);
     }
     record_cache(trace, corpus, m, shown, plain, fast, differing, steps, corpus.test.size());
-    record_mask(trace, corpus, m, shown, config.size(param::queries));
+    // "turn off the lights" -> "lait band karo": short enough to show every key
+    record_mask(trace, corpus, m, pair_of(start.corpus, lights_src, lights_tgt), config.size(param::queries));
     // sentences of 3 to 7 phrases, longer than the corpus's, from a generator of their own
     Rng rng(config.seed ^ 0x5DEECE66DULL);
     const std::vector<Pair> longer = long_pairs(rng, start.corpus, config.size(param::long_count), 24, 43);
