@@ -82,7 +82,8 @@ const std::vector<Lesson>& all_lessons() {
                                                 self_attention_lesson(), gru_to_attention_lesson(),
                                                 multi_head_lesson(),     scaling_lesson(),    backprop_lesson(),
                                                 learning_to_align_lesson(), online_softmax_lesson(),
-                                                transformer_block_lesson(), transformer_lesson()};
+                                                transformer_block_lesson(), transformer_lesson(),
+                                                decoding_lesson()};
     return lessons;
 }
 

@@ -82,6 +82,7 @@ Lesson learning_to_align_lesson();
 Lesson online_softmax_lesson();
 Lesson transformer_block_lesson();
 Lesson transformer_lesson();
+Lesson decoding_lesson();
 
 // Rules the lessons' limits share; each returns "" when the configuration is fine.
 // `doubles` under the memory cap, else a message naming the estimate of `what`.

@@ -1,10 +1,14 @@
 // The Transformer encoder-decoder (nn/encoder_decoder.hpp) against independent computations:
 // cross-attention against its equation in long double, loop by loop; every backward (cross-attention,
 // the decoder block, the whole model's loss) against central differences; the decoder's causality;
-// greedy decoding against the teacher-forced pass; the warm-up schedule against its equation.
+// greedy decoding against the teacher-forced pass; the warm-up schedule against its equation; lesson
+// 13's decoding: the key-value cache against the uncached pass to the bit (sinusoidal and learned
+// positions), the aligned causal mask, beam search against greedy decoding and an exhaustive search.
 // T_y = decoder tokens, T_x = encoder tokens, d = model width, h = heads.
 #include "core/rng.hpp"
+#include "nn/beam_search.hpp"
 #include "nn/encoder_decoder.hpp"
+#include "nn/kv_cache.hpp"
 #include "nn/finite_differences.hpp"
 #include "nn/positional.hpp"
 #include "nn/reductions.hpp"
@@ -13,6 +17,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <cstddef>
 #include <stdexcept>
 #include <vector>
@@ -297,6 +302,105 @@ TEST_CASE("warmup_learning_rate against d^-0.5 min(s^-0.5, s w^-1.5) in long dou
     CHECK(nn::warmup_learning_rate(100, d, w) > nn::warmup_learning_rate(101, d, w));
     CHECK(nn::warmup_learning_rate(1, d, w) > 0.0);
     CHECK_THROWS_AS(nn::warmup_learning_rate(0, d, w), std::invalid_argument);
+}
+
+// The entries whose bits differ.
+std::size_t differing_bits(const Vec& a, const Vec& b) {
+    std::size_t n = 0;
+    for (std::size_t j = 0; j < a.size(); ++j) n += std::memcmp(&a(j), &b(j), sizeof(double)) != 0;
+    return n;
+}
+
+TEST_CASE("the aligned causal mask: bottom right for a cache, the square mask when T_q = T_k", "[decoding]") {
+    CHECK(bool(nn::shifted_causal_mask(4, 4, 0) == nn::causal_mask(4)));
+    const Mat m = nn::shifted_causal_mask(2, 5, 3);  // queries at positions 4 and 5 of 5
+    for (std::size_t j = 0; j < 5; ++j) {
+        CHECK(m(0, j) == (j <= 3 ? 0.0 : -std::numeric_limits<double>::infinity()));
+        CHECK(m(1, j) == 0.0);
+    }
+}
+
+TEST_CASE("kv_cache_step one query at a time gives the rows of full causal attention, to the bit", "[decoding]") {
+    Rng rng(31);
+    const std::size_t T = 6, d_k = 3, d_v = 2;
+    const Mat Q = rng.normal_mat(T, d_k, 1.0), K = rng.normal_mat(T, d_k, 1.0), V = rng.normal_mat(T, d_v, 1.0);
+    const Mat full = nn::matmul(nn::masked_softmax(nn::matmul(Q, nn::transposed(K), "Q K^T"), nn::causal_mask(T)), V,
+                                "A V");
+    nn::KVCache cache{nn::zeros(0, d_k), nn::zeros(0, d_v)};
+    for (std::size_t t = 0; t < T; ++t) {
+        const nn::AttentionResult r =
+            nn::kv_cache_step(cache, nn::rows_of(Q, t, t + 1), nn::rows_of(K, t, t + 1), nn::rows_of(V, t, t + 1));
+        CHECK(cache.K.shape(0) == t + 1);
+        CHECK(differing_bits(nn::row_of(r.output, 0), nn::row_of(full, t)) == 0);
+    }
+    CHECK(bool(cache.K == K));
+    CHECK(bool(cache.V == V));
+    // three at once after three cached: the bottom-right mask gives the last three rows
+    nn::KVCache half{nn::rows_of(K, 0, 3), nn::rows_of(V, 0, 3)};
+    const nn::AttentionResult r = nn::kv_cache_step(half, nn::rows_of(Q, 3, 6), nn::rows_of(K, 3, 6), nn::rows_of(V, 3, 6));
+    for (std::size_t i = 0; i < 3; ++i) CHECK(differing_bits(nn::row_of(r.output, i), nn::row_of(full, 3 + i)) == 0);
+}
+
+TEST_CASE("the cached decoder step equals the uncached pass's last row to the bit, and counts its work",
+          "[decoding]") {
+    Rng rng(32);
+    nn::EncoderDecoder m = random_model(rng, 7, 6, 4, 2);
+    const bool learned = GENERATE(false, true);
+    if (learned) m.P_tgt = rng.normal_mat(5, 4, 0.5);
+    const std::vector<std::size_t> src = {3, 0, 5, 2}, words = {0, 2, 4, 3, 5};
+    const Mat H = nn::encoder_output(m, src);
+    nn::DecodingWork once;
+    nn::DecoderCache cache = nn::start_decoder_cache(m, H, once);
+    CHECK(once.multiply_adds == 2.0 * 2 * 4 * 4 * 4);  // two blocks' keys and values: 2 L T_x d^2
+    for (std::size_t t = 0; t < words.size(); ++t) {
+        nn::DecodingWork w;
+        const Vec cached = nn::cached_decoder_step(m, cache, words[t], w);
+        const std::vector<std::size_t> in(words.begin(), words.begin() + static_cast<long>(t) + 1);
+        const Mat P = nn::decoder_probabilities(m, H, in);
+        CHECK(differing_bits(cached, nn::row_of(P, t)) == 0);
+        // the attention of step t+1: 2 L d (t + 1 + T_x)
+        CHECK(w.attention == 2.0 * 2 * 4 * (static_cast<double>(t + 1) + 4.0));
+    }
+    CHECK(nn::cache_bytes(cache) == 8.0 * 2 * 2 * 4 * 5);  // 2 L d doubles per token
+    if (learned) {
+        nn::DecodingWork w;
+        CHECK_THROWS_AS(nn::cached_decoder_step(m, cache, 1, w), ShapeError);  // a sixth position, five learned
+    }
+}
+
+TEST_CASE("beam search: width 1 is greedy decoding; a wide beam finds the most likely of all short outputs",
+          "[decoding]") {
+    Rng rng(33);
+    const nn::EncoderDecoder m = random_model(rng, 7, 3, 4, 2);
+    const std::vector<std::size_t> src = {3, 0, 5, 2};
+    const Mat H = nn::encoder_output(m, src);
+    const std::vector<nn::Hypothesis> one = nn::beam_search(m, H, 0, 1, 1, 4, 0.0);
+    std::vector<std::size_t> words = one[0].words;
+    if (one[0].finished) words.pop_back();
+    CHECK(words == nn::encoder_decoder_greedy(m, src, 0, 1, 4));
+    // with V = 3 (<sos> 0, <eos> 1, one word 2) and two words at most, the outputs are few: <eos>,
+    // 2 <eos>, 0 <eos>, ... Every one scored by the uncached pass; a beam as wide as all candidates
+    // (9) keeps every hypothesis, so its best is the best of them all
+    double best = -std::numeric_limits<double>::infinity();
+    for (std::size_t a = 0; a < 3; ++a) {
+        const Mat P1 = nn::decoder_probabilities(m, H, {0});
+        if (a == 1) {
+            best = std::max(best, std::log(P1(0, 1)));
+            continue;
+        }
+        const Mat P2 = nn::decoder_probabilities(m, H, {0, a});
+        for (std::size_t b = 0; b < 3; ++b) {
+            if (b == 1) {
+                best = std::max(best, std::log(P1(0, a)) + std::log(P2(1, 1)));
+                continue;
+            }
+            best = std::max(best, std::log(P1(0, a)) + std::log(P2(1, b)));  // stopped at two words
+        }
+    }
+    const std::vector<nn::Hypothesis> wide = nn::beam_search(m, H, 0, 1, 9, 2, 0.0);
+    CHECK_THAT(wide[0].log_prob, Catch::WithinAbs(best, 1e-12));
+    CHECK(nn::length_penalty(7, 0.0) == 1.0);
+    CHECK_THAT(nn::length_penalty(7, 1.0), Catch::WithinRel(2.0, 1e-15));  // (5 + 7) / 6
 }
 
 }  // namespace test_encoder_decoder

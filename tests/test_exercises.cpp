@@ -250,6 +250,21 @@ TEST_CASE("typical mistakes fail their own exercise's unit case, and nothing els
         // nothing else is blamed: multi-head, which cross-attention calls, passes
         CHECK(run(env("ATTN_TRANSFORMER_MISTAKES_BIN"), "check multi-head").code == 0);
     }
+    SECTION("the cached step's causal mask aligned to the top left") {
+        // issue 31's acceptance: lesson 13's own checks fail (so `attn check decoding` fails), and the
+        // exercise check blames kv-cache-step at its unit case for the alignment, the one before it passing
+        const Result lesson = run(env("ATTN_DECODING_MISTAKES_BIN"), "run decoding");
+        INFO(lesson.output);
+        CHECK(lesson.code == 1);
+        CHECK_THAT(lesson.output, Catch::Contains("✗ at every step of every test sentence the cached probabilities "
+                                                  "equal the uncached pass's last row, bit for bit"));
+        CHECK_THAT(lesson.output, Catch::Contains("✗ the cached step's outputs equal the uncached pass's last T_q rows"));
+        const Result r = run(env("ATTN_DECODING_MISTAKES_BIN"), "check kv-cache-step");
+        INFO(r.output);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Catch::Contains("FAIL  kv-cache-step  fails its unit case 'two new queries against a "
+                                             "cache of three'"));
+    }
 }
 
 namespace {

@@ -115,8 +115,9 @@ struct Budget {
 // to the minute its time limit allows; 300 draws took 65 to 79 s under load), lesson 3 (scores)
 // takes sample statistics over at least 100 pairs and queries at eight widths up to 512 (0.1 to 4 s
 // a run on a loaded 2-core machine), lesson 7 (scaling) times its layers, lesson 9
-// (learning-to-align) trains two models and lesson 12 (transformer) three: at random settings a
-// run of it takes from a second to near the minute of its time limit, so it gets a small budget
+// (learning-to-align) trains two models and lesson 12 (transformer) three, as lesson 13 (decoding)
+// does before it decodes: at random settings a run of them takes from a second to near the minute of
+// its time limit, so they get a small budget
 // (its default run and the gradient check at initialisation are also in test_lessons and
 // test_encoder_decoder).
 Budget budget_of(const Lesson& lesson) {
@@ -127,7 +128,7 @@ Budget budget_of(const Lesson& lesson) {
     if (lesson.slug == "scores") return {draws(300.0), 40.0 * scale};
     if (lesson.slug == "scaling") return {draws(40.0), 15.0 * scale};
     if (lesson.slug == "learning-to-align") return {draws(40.0), 30.0 * scale};
-    if (lesson.slug == "transformer") return {draws(20.0), 20.0 * scale};
+    if (lesson.slug == "transformer" || lesson.slug == "decoding") return {draws(20.0), 20.0 * scale};
     return {draws(300.0), 0.0};
 }
 

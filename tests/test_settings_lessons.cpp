@@ -1,8 +1,9 @@
 // Every parameter of lessons 1-6 at both ends of its range: the lesson finishes and every
 // identity check holds. And the settings configure() refuses before any work, with messages
 // that name what is wrong. (Lesson 7, scaling, measures wall time and is not run here. Lessons 9,
-// learning-to-align, and 12, transformer, train for about 10 s: their extremes are run cheaply
-// below, one epoch on 50 sentences, holding their gradient checks. What training reached is reported in its text, not
+// learning-to-align, and 12, transformer, train for about 10 s, and lesson 13, decoding, trains
+// lesson 12's models: their extremes are run cheaply below, one epoch on 50 sentences, holding their
+// gradient checks, and lesson 13 all its checks. What training reached is reported in its text, not
 // checked. tests/test_properties.cpp runs every lesson at random settings within the ranges.)
 #include "core/settings.hpp"
 #include "run.hpp"
@@ -84,7 +85,9 @@ TEST_CASE("every parameter of lessons 1-6 runs at both ends of its range, all ch
     std::vector<std::string> skipped;
     const auto start = std::chrono::steady_clock::now();
     for (const auto& lesson : all_lessons()) {
-        if (lesson.slug == "scaling" || lesson.slug == "learning-to-align" || lesson.slug == "transformer") continue;
+        if (lesson.slug == "scaling" || lesson.slug == "learning-to-align" || lesson.slug == "transformer" ||
+            lesson.slug == "decoding")
+            continue;
         for (const auto& p : lesson.params)
             for (const long long value : {p.min, p.max}) {
                 const std::vector<Setting> settings = extreme(lesson, p.key, value);
@@ -184,6 +187,44 @@ TEST_CASE("every parameter of lessons 9 and 12 runs at both ends of its range, t
                 const Step* gradients = trace.find_step("gradients");
                 REQUIRE(gradients);
                 for (const auto& c : gradients->checks) CHECK(c.holds);
+            } catch (const std::exception& e) {
+                FAIL_CHECK("threw: " << e.what());
+            }
+        }
+}
+
+TEST_CASE("lesson 13 passes its training settings to lesson 12 with lesson 12's defaults and ranges", "[settings]") {
+    // at their defaults lesson 13 asks for lesson 12's default race, which `attn run all` then trains once
+    const Lesson& race = *find_lesson("transformer");
+    const Lesson& decoding = *find_lesson("decoding");
+    for (const std::string key : {"epochs", "sentences", "test"}) {
+        INFO(key);
+        const auto in = [&](const Lesson& l) {
+            return *std::find_if(l.params.begin(), l.params.end(), [&](const Param& p) { return p.key == key; });
+        };
+        CHECK(in(decoding).value == in(race).value);
+        CHECK(in(decoding).min == in(race).min);
+        CHECK(in(decoding).max == in(race).max);
+    }
+}
+
+TEST_CASE("every parameter of lesson 13 runs at both ends of its range on a quickly trained model, all checks "
+          "holding",
+          "[settings][lessons]") {
+    const Lesson& lesson = *find_lesson("decoding");
+    for (const auto& p : lesson.params)
+        for (const long long value : {p.min, p.max}) {
+            // lesson 12's training as in the test above; 20000 training pairs, 2000 test pairs and 400 long
+            // sentences (each decoded by beam search three times) take tens of seconds: skipped
+            if ((p.key == "sentences" || p.key == "test" || p.key == "long") && value == p.max) continue;
+            std::vector<Setting> settings = {{"epochs", 1}, {"sentences", 50}, {"test", 20}, {"long", 5}};
+            settings.push_back({p.key, value});
+            INFO("lesson decoding with " << text(settings));
+            try {
+                const Trace trace = run_lesson(lesson, configure(lesson, lesson.defaults.seed, settings));
+                const std::string failed = attn::test::failed_checks(trace);
+                INFO("failed identity checks:\n" << failed);
+                CHECK(failed.empty());
             } catch (const std::exception& e) {
                 FAIL_CHECK("threw: " << e.what());
             }

@@ -7,7 +7,9 @@
 #include "core/side_by_side.hpp"
 #include "nn/attention.hpp"
 #include "nn/backward.hpp"
+#include "nn/beam_search.hpp"
 #include "nn/encoder_decoder.hpp"
+#include "nn/kv_cache.hpp"
 #include "nn/layer_norm.hpp"
 #include "nn/multi_head.hpp"
 #include "nn/online_softmax.hpp"
@@ -457,6 +459,79 @@ CaseResult warmup_case(const std::vector<std::size_t>& at, std::size_t d_model, 
     }
     return CaseResult{{{"step s", steps}, {"d_model, warmup", Vec{static_cast<double>(d_model), static_cast<double>(warmup)}}}, actual,
                       expected};
+}
+
+// kv_cache_step on a cache of K_old, V_old with new Q, K_new, V_new, against the equation in long
+// double: the cache [K_old; K_new], [V_old; V_new]; S = Q K^T (the scale already in Q); the mask
+// aligned to the bottom right (query i reads keys j <= T_k - T_q + i); A = softmax(S + M), O = A V.
+// The weights, the output, then the cache's K and V after the step.
+CaseResult kv_cache_case(const Mat& K_old, const Mat& V_old, const Mat& Q, const Mat& K_new, const Mat& V_new) {
+    const std::size_t T_q = Q.shape(0), T_k = K_old.shape(0) + T_q, d_k = Q.shape(1), d_v = V_new.shape(1);
+    const Mat K = K_old.shape(0) == 0 ? K_new : Mat(xt::concatenate(xt::xtuple(K_old, K_new), 0));
+    const Mat V = V_old.shape(0) == 0 ? V_new : Mat(xt::concatenate(xt::xtuple(V_old, V_new), 0));
+    Mat S = product(Q, transpose_of(K));
+    for (std::size_t i = 0; i < T_q; ++i)
+        for (std::size_t j = T_k - T_q + i + 1; j < T_k; ++j) S(i, j) = -inf;
+    const Mat A = softmax_rows_oracle(S);
+    nn::KVCache cache{K_old, V_old};
+    const nn::AttentionResult r = nn::kv_cache_step(cache, Q, K_new, V_new);
+    return CaseResult{{{"cached K", K_old}, {"cached V", V_old}, {"Q (scaled)", Q}, {"K_new", K_new}, {"V_new", V_new}},
+                      flattened({shaped(r.weights, T_q, T_k, "nn::kv_cache_step returned weights"),
+                                 shaped(r.output, T_q, d_v, "nn::kv_cache_step returned an output"),
+                                 shaped(cache.K, T_k, d_k, "the cache's K after the step is"),
+                                 shaped(cache.V, T_k, d_v, "the cache's V after the step is")}),
+                      flattened({A, product(A, V), K, V})};
+}
+
+// Hypotheses laid out in one row: per hypothesis its log-probability, finished (1 or 0), its number
+// of words, then its words.
+Vec hypotheses_row(const std::vector<nn::Hypothesis>& hs) {
+    std::vector<double> row;
+    for (const nn::Hypothesis& h : hs) {
+        row.push_back(h.log_prob);
+        row.push_back(h.finished ? 1.0 : 0.0);
+        row.push_back(static_cast<double>(h.words.size()));
+        for (std::size_t w : h.words) row.push_back(static_cast<double>(w));
+    }
+    Vec out = xt::empty<double>({row.size()});
+    std::copy(row.begin(), row.end(), out.begin());
+    return out;
+}
+
+// beam_step(beams, log_probs, eos, k) against the definition: every candidate scored (a finished
+// hypothesis as it is, an unfinished one extended by each word, log-probabilities added in long
+// double), the k highest, ties to the earlier candidate.
+CaseResult beam_case(const std::vector<nn::Hypothesis>& beams, const Mat& log_probs, std::size_t eos, std::size_t k) {
+    struct Candidate {
+        long double score;
+        std::size_t order;
+        nn::Hypothesis h;
+    };
+    std::vector<Candidate> all;
+    for (std::size_t b = 0; b < beams.size(); ++b) {
+        if (beams[b].finished) {
+            all.push_back({beams[b].log_prob, all.size(), beams[b]});
+            continue;
+        }
+        for (std::size_t w = 0; w < log_probs.shape(1); ++w) {
+            nn::Hypothesis h = beams[b];
+            const long double score = static_cast<long double>(h.log_prob) + log_probs(b, w);
+            h.words.push_back(w);
+            h.log_prob = static_cast<double>(score);
+            h.finished = w == eos;
+            all.push_back({score, all.size(), h});
+        }
+    }
+    std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+        return a.score != b.score ? a.score > b.score : a.order < b.order;
+    });
+    std::vector<nn::Hypothesis> best;
+    for (std::size_t i = 0; i < std::min(k, all.size()); ++i) best.push_back(all[i].h);
+    Mat given = xt::empty<double>({beams.size(), std::size_t{2}});
+    for (std::size_t b = 0; b < beams.size(); ++b)
+        given(b, 0) = beams[b].log_prob, given(b, 1) = beams[b].finished ? 1.0 : 0.0;
+    return CaseResult{{{"hypotheses (log_prob, finished)", given}, {"log_probs", log_probs}},
+                      hypotheses_row(nn::beam_step(beams, log_probs, eos, k)), hypotheses_row(best)};
 }
 
 const std::vector<UnitCase>& unit_cases() {
@@ -1098,6 +1173,69 @@ const std::vector<UnitCase>& unit_cases() {
          "the exponents -0.5 and -1.5; d_model = 64, warmup = 10, s = 10, 11, 40, 1000",
          {},
          [] { return warmup_case({10, 11, 40, 1000}, 64, 10); }},
+        // ---- kv-cache-step
+        {"kv-cache-step", "an empty cache, two new positions",
+         "both keys and values kept in the cache, below what it held (the cache must hold 2 rows after the step); "
+         "no second 1/sqrt(d_k) (the scale is already in Q); a causal mask (without one the first query reads the "
+         "second key). Here T_q = T_k, where both alignments of the mask agree",
+         {"masked-softmax"},
+         [] {
+             const Mat Q = {{0.9, -0.4}, {0.3, 1.2}}, K = {{0.5, 1.0}, {-1.1, 0.6}};
+             const Mat V = {{1.0, -0.5, 0.25}, {-0.75, 2.0, 0.5}};
+             return kv_cache_case(xt::zeros<double>({std::size_t{0}, std::size_t{2}}), xt::zeros<double>({std::size_t{0}, std::size_t{3}}), Q, K, V);
+         }},
+        {"kv-cache-step", "two new queries against a cache of three",
+         "a causal mask aligned to the top left (j <= i, the square mask's first rows): query 1 is position 4 of "
+         "T_k = 5 and must read keys 1 to 4, query 2 all five, where the top-left mask leaves query 1 key 1 alone "
+         "and query 2 keys 1 and 2",
+         {"masked-softmax"},
+         [] {
+             const Mat K_old = {{0.2, -0.7}, {1.0, 0.4}, {-0.6, -0.3}}, V_old = {{0.5, 1.5, -1.0}, {2.0, -0.25, 0.75},
+                                                                              {-1.5, 0.5, 1.25}};
+             const Mat Q = {{0.8, 0.1}, {-0.5, 0.9}}, K_new = {{0.3, 0.3}, {-0.9, 1.1}};
+             const Mat V_new = {{0.0, 1.0, -0.5}, {1.75, -1.25, 0.25}};
+             return kv_cache_case(K_old, V_old, Q, K_new, V_new);
+         }},
+        {"kv-cache-step", "one new query against a cache of four: a decoding step",
+         "the new word's query reads all five positions, its own included (a top-left mask leaves it key 1 "
+         "alone); the new key and value go last",
+         {"masked-softmax"},
+         [] {
+             const Mat K_old = {{0.4, -0.2}, {-0.8, 0.5}, {0.1, 1.3}, {0.7, 0.6}};
+             const Mat V_old = {{1.0, 0.0, -1.0}, {0.5, 0.5, 0.5}, {-0.25, 1.5, 0.75}, {2.0, -1.0, 0.0}};
+             return kv_cache_case(K_old, V_old, Mat{{0.6, -1.0}}, Mat{{-0.4, 0.9}}, Mat{{0.25, -0.75, 1.5}});
+         }},
+        // ---- beam-step
+        {"beam-step", "two hypotheses, three words: the best two of all six",
+         "scores that add the hypothesis's log-probability to the word's (the word's alone ranks hypothesis 2's "
+         "words first) and the best k of all candidates together (the best word of each hypothesis would keep "
+         "one of each; both kept here extend hypothesis 1); word 0 is <eos>. Each result: log_prob, finished, "
+         "the number of words, the words",
+         {},
+         [] {
+             const std::vector<nn::Hypothesis> beams = {{{3}, -0.5, false}, {{4}, -2.5, false}};
+             const Mat log_probs = {{-2.0, -0.9, -1.2}, {-1.5, -0.2, -0.3}};
+             return beam_case(beams, log_probs, 0, 2);
+         }},
+        {"beam-step", "a finished hypothesis is kept as it is",
+         "a hypothesis that ended with <eos> is a candidate with its own score and is never extended (its row "
+         "of log_probs is NaN here and must not be read), and a word <eos> finishes its hypothesis; k = 3",
+         {},
+         [] {
+             const double nan = std::numeric_limits<double>::quiet_NaN();
+             const std::vector<nn::Hypothesis> beams = {{{2, 0}, -1.0, true}, {{1}, -0.7, false}};
+             const Mat log_probs = {{nan, nan, nan}, {-0.1, -2.3, -1.6}};
+             return beam_case(beams, log_probs, 0, 3);
+         }},
+        {"beam-step", "sums of logs near -800",
+         "log-probabilities compared as sums: exp(-800) underflows to 0, so probabilities multiplied instead "
+         "tie every candidate and keep the first ones, not the best",
+         {},
+         [] {
+             const std::vector<nn::Hypothesis> beams = {{{1, 2}, -812.0, false}, {{2, 1}, -790.0, false}};
+             const Mat log_probs = {{-0.5, -1.0, -3.0}, {-2.0, -4.0, -1.5}};
+             return beam_case(beams, log_probs, 0, 2);
+         }},
     };
     return cases;
 }

@@ -267,6 +267,36 @@ const std::vector<Exercise>& all_exercises() {
           "Typical mistakes: counting the steps from 0 (the first rate is 0 and\n"
           "the peak moves); max instead of min; pow() where sqrt does (pow's\n"
           "last bit is the library's, and training amplifies it)."}},
+        {"kv-cache-step", "Attention with a key-value cache", "decoding",
+         {"cache", "mask"},
+         {"gru-step", "softmax", "additive-score", "context", "causal-mask", "positional", "masked-softmax",
+          "multi-head", "softmax-backward", "attention-backward", "gru-step-backward", "adam-step", "layer-norm",
+          "layer-norm-backward", "pre-ln-block", "cross-attention", "warmup-schedule"},
+         {"Append the new keys and values below the cached ones, then attend:\n"
+          "S = Q K^T (the 1/sqrt(d_k) is already in Q), A = softmax(S + M),\n"
+          "O = A V, with K and V the whole cache (T_k rows).",
+          "Query i of the T_q new ones is position T_k - T_q + i: the mask is 0\n"
+          "for j <= T_k - T_q + i and -inf after. For one query (a decoding\n"
+          "step) that is no -inf at all. nn::masked_softmax(S, M) does the rest.",
+          "Typical mistakes: the mask of T_q = T_k cut to T_q rows (aligned to\n"
+          "the top left: a new query then reads only the first keys); dividing\n"
+          "by sqrt(d_k) a second time; forgetting to keep K_new and V_new in\n"
+          "the cache, or putting them above the old rows."}},
+        {"beam-step", "One step of beam search", "decoding",
+         {"beam"},
+         {"gru-step", "softmax", "additive-score", "context", "causal-mask", "positional", "masked-softmax",
+          "multi-head", "softmax-backward", "attention-backward", "gru-step-backward", "adam-step", "layer-norm",
+          "layer-norm-backward", "pre-ln-block", "cross-attention", "warmup-schedule", "kv-cache-step"},
+         {"Sutskever et al. 2014, section 3.1: keep the k most likely partial\n"
+          "translations. Every unfinished one is extended by every word; the\n"
+          "score of a candidate is the sum of the logs of its words' probabilities.",
+          "Collect all candidates (a finished hypothesis as it is, the others\n"
+          "with each word), std::stable_sort them by score, highest first, and\n"
+          "keep the first k; a hypothesis extended by <eos> is finished.",
+          "Typical mistakes: ranking by the new word's log-probability alone;\n"
+          "keeping the best k of each hypothesis instead of all together;\n"
+          "extending a finished hypothesis; multiplying probabilities (they\n"
+          "underflow to 0 and every candidate ties)."}},
     };
     return exercises;
 }

@@ -283,4 +283,18 @@ std::vector<std::size_t> encoder_decoder_greedy(const EncoderDecoder& m, const s
     return words;
 }
 
+Mat encoder_output(const EncoderDecoder& m, const std::vector<std::size_t>& src) {
+    if (src.empty()) throw ShapeError("encoder-decoder: a source sentence needs a word");
+    return transformer_stack(BlockKind::pre_ln, embedded_inputs(m.E_src, m.P_src, src), m.encoder, m.encoder_norm,
+                             m.heads, nullptr)
+        .output;
+}
+
+Mat decoder_probabilities(const EncoderDecoder& m, const Mat& H, const std::vector<std::size_t>& dec_in) {
+    if (dec_in.empty()) throw ShapeError("encoder-decoder: the decoder needs an input word");
+    Pass pass;
+    decode(m, H, dec_in, pass);
+    return pass.P;
+}
+
 }  // namespace attn::nn

@@ -145,4 +145,11 @@ EncoderDecoderPass encoder_decoder_backward(const EncoderDecoder& m, const std::
 std::vector<std::size_t> encoder_decoder_greedy(const EncoderDecoder& m, const std::vector<std::size_t>& src,
                                                 std::size_t sos, std::size_t eos, std::size_t max_words);
 
+// The encoder's output for a source sentence (T_x x d_model), as the passes above compute it.
+Mat encoder_output(const EncoderDecoder& m, const std::vector<std::size_t>& src);
+
+// The decoder stack on all of dec_in at once over the encoder's output H, as greedy decoding runs
+// it for every word: the next word's probabilities at every position (T_y x V_tgt).
+Mat decoder_probabilities(const EncoderDecoder& m, const Mat& H, const std::vector<std::size_t>& dec_in);
+
 }  // namespace attn::nn
