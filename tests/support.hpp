@@ -85,4 +85,10 @@ inline std::string failed_checks(const Trace& trace) {
     return out.str();
 }
 
+// The lessons that train models for seconds (minutes when sanitized): 9, 12, and 13, which decodes
+// with lesson 12's models. Tests that run every lesson at its defaults leave them to check_exact.
+inline bool trains(const std::string& slug) {
+    return slug == "learning-to-align" || slug == "transformer" || slug == "decoding";
+}
+
 }  // namespace attn::test

@@ -104,11 +104,11 @@ TEST_CASE("usage errors exit 2 with a message that helps", "[cli]") {
 }
 
 TEST_CASE("check passes on the committed goldens", "[cli]") {
-    // every lesson but 9 and 12, whose training takes longer than the others together (minutes
+    // every lesson but 9, 12 and 13, whose training takes longer than the others together (minutes
     // when sanitized): the test check_exact runs `attn check` on every lesson, to the bit
     std::string lessons;
     for (const auto& l : all_lessons())
-        if (l.slug != "learning-to-align" && l.slug != "transformer") lessons += " " + l.slug;
+        if (!trains(l.slug)) lessons += " " + l.slug;
     const Result r = run_attn("check" + lessons);
     CHECK(r.code == 0);
     CHECK_THAT(r.output, Catch::Contains("ok  bottleneck"));
@@ -209,7 +209,7 @@ TEST_CASE("every lesson blesses to 'no change' whatever BLAS kernel, libm varian
     // OpenBLAS is not linked at all (the benchmark alone links it): no core type can reach a lesson's
     // numbers. Proved by the loader: attn's own run with LD_DEBUG=libs names no libopenblas (a
     // dependency added to attn one day fails this line), and one core type, the oldest, then
-    // blesses every lesson but the two that train (9 and 12: their training alone takes longer
+    // blesses every lesson but those that train (9, 12 and 13: their training alone takes longer
     // than all the others together). The variants attn does run differently bless every lesson,
     // each glibc libm variant and each of attn's kernels the CPU can run at least once, paired:
     // glibc without AVX2 and FMA with attn's AVX2 kernels, glibc without AVX-512 either with the
@@ -220,7 +220,7 @@ TEST_CASE("every lesson blesses to 'no change' whatever BLAS kernel, libm varian
     CHECK(loaded.output.find("libfmt") != std::string::npos);  // LD_DEBUG did name the libraries it loaded
     std::string but_training;
     for (const auto& l : all_lessons())
-        if (l.slug != "learning-to-align" && l.slug != "transformer") but_training += " " + std::to_string(l.number);
+        if (!trains(l.slug)) but_training += " " + std::to_string(l.number);
     std::vector<std::pair<std::string, std::string>> environments = {{"OPENBLAS_CORETYPE=Prescott", but_training}};
     const std::vector<std::pair<const char*, const char*>> kernels = {
         {"avx2", "GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2,-FMA "},
@@ -249,7 +249,7 @@ TEST_CASE("every lesson blesses to 'no change' whatever BLAS kernel, libm varian
             else
                 FAIL_CHECK("not 'no change': " << line);
         }
-        CHECK(unchanged == (lessons == " all" ? before.size() : before.size() - 2));
+        CHECK(unchanged == (lessons == " all" ? before.size() : before.size() - 3));
     }
     std::vector<std::string> after;
     for (const auto& entry : fs::directory_iterator(golden.dir)) after.push_back(read_file(entry.path()));
@@ -410,14 +410,14 @@ TEST_CASE("grade writes one row per student and exercise, whatever the submissio
     CHECK(json.at("results").at(n).at("result") == "fail");
     CHECK(json.at("results").at(n).at("first_diverging_step") == "encoder");
     SECTION("everything passing exits 0") {
-        // the reference's own export of every lesson; in the sanitized build, where lessons 9 and
-        // 12 train for minutes, of every other lesson, graded on those lessons' exercises only
+        // the reference's own export of every lesson; in the sanitized build, where lessons 9, 12
+        // and 13 train for minutes, of every other lesson, graded on those lessons' exercises only
         const char* sanitized = std::getenv("ATTN_SANITIZED");
         const bool quick = sanitized != nullptr && *sanitized != '\0';
         fs::create_directories(s.dir / "ref");
         std::string only;
         for (const auto& l : all_lessons()) {
-            if (quick && (l.slug == "learning-to-align" || l.slug == "transformer")) continue;
+            if (quick && trains(l.slug)) continue;
             REQUIRE(run_attn("export " + l.slug + " --out " + s.q("ref")).code == 0);
             for (const auto& e : all_exercises())
                 if (e.lesson == l.slug) only += " --exercise " + e.id;
