@@ -181,6 +181,19 @@ TEST_CASE("--input from an export of the same configuration reproduces it exactl
     CHECK(read_file(tmp.dir / "drawn6" / golden_name(6)) == read_file(tmp.dir / "again_npy" / golden_name(6)));
 }
 
+TEST_CASE("--step stops the lesson after its step, except with --input, whose tensors may belong to later steps",
+          "[cli][inputs]") {
+    const TempDir tmp;
+    REQUIRE(tmp.attn("export 1 --format json --out drawn").code == 0);
+    // the whole export given, one early step shown: every tensor is still taken (exit 0, not
+    // "no tensor named" for the later steps' ones)
+    const Result shown = tmp.attn("run 1 --step encoder --input drawn/" + golden_name(1));
+    INFO(shown.output);
+    CHECK(shown.code == 0);
+    CHECK_THAT(shown.output, !Catch::Contains("has no tensor named"));
+    CHECK_THAT(shown.output, Catch::Contains("[encoder]"));
+}
+
 TEST_CASE("every tensor a lesson draws is an input: another seed's tensors give that seed's numbers",
           "[cli][inputs]") {
     // Only lesson 3's measurements draw afresh: their samples are statistics, not inputs.

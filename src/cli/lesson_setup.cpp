@@ -62,8 +62,9 @@ bool refused_before_work(const Lesson& lesson, Trace& prepared, const std::strin
                    printable_utf8(step), fmt::join(ids, ", "));
         return true;
     }
+    // with --input the lesson runs whole: every tensor supplied, of any step, must be taken
     const auto& steps = quick.trace.steps();
-    for (std::size_t i = 0; i < steps.size(); ++i)
+    for (std::size_t i = 0; i < steps.size() && keys.empty(); ++i)
         if (steps[i].id == step) prepared.stop_after(i + 1);
     std::vector<std::string> unknown;
     for (const auto& key : keys) {

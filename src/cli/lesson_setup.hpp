@@ -34,8 +34,8 @@ bool inputs_were_used(const LessonRun& run, const LessonSetup& setup);
 // of its inputs, so that an unknown --step or an --input tensor it does not take is refused before
 // any work. True after reporting such a mistake as the full run would; false otherwise (also when
 // the quick run stops early, at an exercise not done: the full run then says so). A run asked for
-// one step is told to stop after it (Trace::stop_after): the steps after it, and lesson 12's
-// training, are not run for a step before them.
+// one step without --input is told to stop after it (Trace::stop_after): the steps after it, and
+// lesson 12's training, are not run for a step before them.
 bool refused_before_work(const Lesson& lesson, Trace& prepared, const std::string& step, const LessonSetup& setup);
 
 // One line that lets anyone reproduce a run:
