@@ -4,6 +4,7 @@
 // export-only data, from which its training is replayed to the bit.
 // T_x / T_y = source / target words, u = width.
 #include "core/golden.hpp"
+#include "exercises/observations.hpp"
 #include "core/rng.hpp"
 #include "nn/optimizer.hpp"
 #include "nn/seq2seq.hpp"
@@ -242,6 +243,13 @@ TEST_CASE("lesson 9's export-only data replays its training to the bit", "[train
     for (const char* name : {"\"train_src\"", "\"with.E_src\"", "\"order\"", "export_only"})
         CHECK(golden.find(name) == std::string::npos);
     CHECK_THAT(to_golden_json(t), Catch::Contains("\"export_only\": true"));
+    // nor does what a student's lesson run reports from the sandbox of attn grade --sources: only
+    // what the comparison reads
+    ExerciseObservations seen;
+    seen.lessons["learning-to-align"] = LessonRun{t, "", ""};
+    const ExerciseObservations back = parse_observations(observations_json(seen));
+    const Trace& observed = back.lessons.at("learning-to-align").trace;
+    CHECK(to_golden_json(observed) == golden);
 }
 
 }  // namespace test_training
