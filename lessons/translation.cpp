@@ -41,45 +41,67 @@ std::size_t Vocabulary::id(const std::string& w) {
 
 // One sentence: [please] verb NP (preposition NP)* [adverb], NP = the adjective* noun. The
 // translation: [kripya] [adverb'] (NP' postposition)* in reverse order, NP' (the object), verb':
-// the verb last, each postposition after its noun, "the" dropped.
-std::pair<std::vector<std::string>, std::vector<std::string>> sentence(Rng& rng) {
-    std::vector<std::string> src, tgt;
-    const auto noun_phrase = [&](std::vector<std::string>& s, std::vector<std::string>& t) {
-        s.push_back("the");
+// the verb last, each postposition after its noun, "the" dropped. Every target word remembers the
+// source positions it translates: a two-word verb crosses ("turn off" -> "band karo": band <- off,
+// karo <- turn) unless it becomes one word ("pick up" -> "uthao": both).
+Sentence sentence(Rng& rng, std::size_t fewest, std::size_t most) {
+    Sentence out;
+    std::vector<std::string>& src = out.src;
+    using Words = std::vector<std::pair<std::string, std::vector<std::size_t>>>;  // a target word, its partners
+    const auto noun_phrase = [&](Words& t) {
+        src.push_back("the");
         const std::size_t count = rng.below(3);
         for (std::size_t k = 0; k < count; ++k) {
             const Entry& a = adjectives[rng.below(adjectives.size())];
-            s.push_back(a.source);
-            t.push_back(a.target);
+            t.push_back({a.target, {src.size()}});
+            src.push_back(a.source);
         }
         const Entry& n = nouns[rng.below(nouns.size())];
-        s.push_back(n.source);
-        t.push_back(n.target);
+        t.push_back({n.target, {src.size()}});
+        src.push_back(n.source);
     };
     const bool please = rng.below(4) == 0;
     const VerbPhrase& verb = verbs[rng.below(verbs.size())];
-    std::vector<std::string> object;
-    std::vector<std::vector<std::string>> phrases;  // the target of each prepositional phrase
-    if (please) src.push_back("please");
+    Words object, verb_words, front;
+    std::vector<Words> phrases;  // the target of each prepositional phrase
+    if (please) {
+        front.push_back({"kripya", {0}});
+        src.push_back("please");
+    }
+    const std::size_t v = src.size();
     src.insert(src.end(), verb.source.begin(), verb.source.end());
-    noun_phrase(src, object);
-    const std::size_t pps = rng.below(4);
+    if (verb.source.size() == verb.target.size())
+        for (std::size_t k = 0; k < verb.target.size(); ++k)
+            verb_words.push_back({verb.target[k], {v + verb.source.size() - 1 - k}});
+    else
+        verb_words.push_back({verb.target[0], {v, v + 1}});
+    noun_phrase(object);
+    const std::size_t pps = fewest + rng.below(most - fewest + 1);
     for (std::size_t k = 0; k < pps; ++k) {
         const Entry& p = prepositions[rng.below(prepositions.size())];
+        const std::size_t at = src.size();
         src.push_back(p.source);
         phrases.emplace_back();
-        noun_phrase(src, phrases.back());
-        phrases.back().push_back(p.target);
+        noun_phrase(phrases.back());
+        phrases.back().push_back({p.target, {at}});
     }
     const bool adverb = rng.below(2) == 0;
     const Entry& a = adverbs[rng.below(adverbs.size())];
-    if (adverb) src.push_back(a.source);
-    if (please) tgt.push_back("kripya");
-    if (adverb) tgt.push_back(a.target);
-    for (std::size_t k = phrases.size(); k-- > 0;) tgt.insert(tgt.end(), phrases[k].begin(), phrases[k].end());
-    tgt.insert(tgt.end(), object.begin(), object.end());
-    tgt.insert(tgt.end(), verb.target.begin(), verb.target.end());
-    return {src, tgt};
+    if (adverb) {
+        front.push_back({a.target, {src.size()}});
+        src.push_back(a.source);
+    }
+    const auto append = [&](const Words& words) {
+        for (const auto& [word, partners] : words) {
+            out.tgt.push_back(word);
+            out.partners.push_back(partners);
+        }
+    };
+    append(front);
+    for (std::size_t k = phrases.size(); k-- > 0;) append(phrases[k]);
+    append(object);
+    append(verb_words);
+    return out;
 }
 
 const std::vector<std::string> lights_src = {"turn", "off", "the", "lights"};
@@ -121,14 +143,55 @@ Corpus generate_corpus(Rng& rng, std::size_t train, std::size_t test, std::size_
     // the test set first; the training set never repeats a test sentence, nor the two shown ones
     std::set<std::vector<std::string>> held_out = {lights_src, pickup_src};
     while (c.test.size() < test || c.train.size() < train) {
-        const auto [src, tgt] = sentence(rng);
-        if (src.size() < min_len || src.size() > max_len) continue;
+        const Sentence s = sentence(rng);
+        if (s.src.size() < min_len || s.src.size() > max_len) continue;
         const bool for_test = c.test.size() < test;
-        if (!for_test && held_out.count(src)) continue;
-        if (for_test) held_out.insert(src);
-        (for_test ? c.test : c.train).push_back({ids_of(c.source, src), ids_of(c.target, tgt)});
+        if (!for_test && held_out.count(s.src)) continue;
+        if (for_test) held_out.insert(s.src);
+        (for_test ? c.test : c.train).push_back({ids_of(c.source, s.src), ids_of(c.target, s.tgt), s.partners});
     }
     return c;
+}
+
+// The lengths taken in turn, min_len, min_len + 1, .., max_len, min_len, ..: every length as often.
+// A sentence with p phrases has 3 + 3p to 8 + 5p source words, so a length of T is drawn with
+// ceil((T - 8) / 5) to min(7, (T - 3) / 3) phrases (40 words: about a thousand draws).
+std::vector<Pair> long_pairs(Rng& rng, Corpus& c, std::size_t count, std::size_t min_len, std::size_t max_len) {
+    std::vector<Pair> out;
+    while (out.size() < count) {
+        const std::size_t length = min_len + out.size() % (max_len - min_len + 1);
+        const std::size_t most = std::min<std::size_t>(7, (length - 3) / 3);
+        const std::size_t fewest = std::min(most, length > 8 ? (length - 8 + 4) / 5 : 0);
+        const Sentence s = sentence(rng, fewest, most);
+        if (s.src.size() == length) out.push_back({ids_of(c.source, s.src), ids_of(c.target, s.tgt), s.partners});
+    }
+    return out;
+}
+
+std::size_t wrong_partners(const Corpus& c, const std::vector<Pair>& pairs) {
+    // what each source word may become: its lexicon entry; a verb's words crossed word for word
+    // (off -> band, turn -> karo), or both to the one word ("pick", "up" -> uthao)
+    std::map<std::string, std::set<std::string>> becomes = {{"please", {"kripya"}}};
+    for (const auto* list : {&nouns, &adjectives, &prepositions, &adverbs})
+        for (const Entry& e : *list) becomes[e.source].insert(e.target);
+    for (const VerbPhrase& v : verbs)
+        for (std::size_t k = 0; k < v.source.size(); ++k)
+            becomes[v.source[k]].insert(v.source.size() == v.target.size() ? v.target[v.source.size() - 1 - k]
+                                                                            : v.target[0]);
+    std::size_t wrong = 0;
+    for (const Pair& p : pairs) {
+        if (p.partners.size() != p.tgt.size()) {
+            wrong += p.tgt.size();
+            continue;
+        }
+        for (std::size_t i = 0; i < p.tgt.size(); ++i) {
+            bool right = !p.partners[i].empty();
+            for (std::size_t j : p.partners[i])
+                right = right && j < p.src.size() && becomes[c.source.words[p.src[j]]].count(c.target.words[p.tgt[i]]) > 0;
+            if (!right) ++wrong;
+        }
+    }
+    return wrong;
 }
 
 std::vector<std::size_t> decoder_inputs(const Pair& p) {

@@ -46,6 +46,9 @@ struct Vocabulary {
 
 struct Pair {
     std::vector<std::size_t> src, tgt;  // tgt without <sos> and <eos>
+    // The source positions each target word translates (one, or two for "pick up" -> "uthao"), as
+    // the generator wrote them; empty for a pair it did not generate (pair_of).
+    std::vector<std::vector<std::size_t>> partners{};
 };
 
 struct Corpus {
@@ -58,14 +61,28 @@ struct Corpus {
 extern const std::vector<std::string> lights_src, lights_tgt, pickup_src, pickup_tgt;
 extern const std::vector<std::size_t> lights_partner;  // lait <- lights, band <- off, karo <- turn
 
-// One sentence pair drawn from the rules.
-std::pair<std::vector<std::string>, std::vector<std::string>> sentence(Rng& rng);
+// One sentence pair drawn from the rules, with between `fewest` and `most` prepositional phrases
+// (0 to 3 in the corpus: at most 23 source words), and the partners of its target words.
+struct Sentence {
+    std::vector<std::string> src, tgt;
+    std::vector<std::vector<std::size_t>> partners;  // per target word, its source positions
+};
+Sentence sentence(Rng& rng, std::size_t fewest = 0, std::size_t most = 3);
 std::vector<std::size_t> ids_of(Vocabulary& v, const std::vector<std::string>& words);
 std::string joined(const Vocabulary& v, const std::vector<std::size_t>& ids);
 
 // The test set first, then the training set, which never repeats a test sentence nor the two
 // shown pairs; every lexicon word has its id before any sentence is drawn.
 Corpus generate_corpus(Rng& rng, std::size_t train, std::size_t test, std::size_t min_len, std::size_t max_len);
+
+// `count` pairs of min_len to max_len source words, each length as often, drawn with up to 7
+// prepositional phrases (up to 43 words) from the corpus's vocabulary: sentences longer than the
+// corpus's own. 3 <= min_len <= max_len <= 40 (longer ones are rare draws).
+std::vector<Pair> long_pairs(Rng& rng, Corpus& c, std::size_t count, std::size_t min_len, std::size_t max_len);
+
+// The count of target words whose partners are not source words that translate to them by the
+// lexicon (the verbs' phrases as wholes): 0 for every pair the generator wrote.
+std::size_t wrong_partners(const Corpus& c, const std::vector<Pair>& pairs);
 
 std::vector<std::size_t> decoder_inputs(const Pair& p);   // <sos> y_1 .. y_T
 std::vector<std::size_t> decoder_outputs(const Pair& p);  // y_1 .. y_T <eos>

@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """attn run <lesson> --svg DIR for every lesson, checked as a reader of the files would.
 
-usage: svg_check.py ATTN_BIN OUT_DIR
+usage: svg_check.py ATTN_BIN OUT_DIR GOLDEN_DIR
 
-1. XML (always): every heatmap tensor of every lesson (from `attn export`) has its file
+1. XML (always): every heatmap tensor of every lesson (from its golden file in GOLDEN_DIR, which
+   holds what `attn export` writes at the defaults: the check_exact test proves it to the bit, so
+   the lessons are not run twice) has its file
    <NN>-<step>-<tensor>.svg, no other file is written, and each file is UTF-8 SVG 1.1 that
    xml.etree parses, with an <svg> root carrying xmlns, width, height and viewBox, the title
    "Lesson N · step title · tensor", one cell per element, and every row and column label as text.
@@ -58,15 +60,14 @@ def lessons(attn):
     return found
 
 
-def heatmap_tensors(attn, number, scratch):
-    """[(step id, tensor)] of the lesson's heatmap tensors in trace order, from `attn export`."""
-    out = os.path.join(scratch, "export-{}".format(number))
-    code, output = run([attn, "export", str(number), "--out", out])
-    files = [f for f in os.listdir(out) if f.endswith(".json")] if os.path.isdir(out) else []
-    if code != 0 or len(files) != 1:
-        sys.exit("svg_check: `attn export {}` failed (exit {}):\n{}".format(number, code, output))
-    with open(os.path.join(out, files[0]), encoding="utf-8") as f:
-        golden = json.load(f)
+def heatmap_tensors(golden_dir, number, slug):
+    """[(step id, tensor)] of the lesson's heatmap tensors in trace order, from its golden file."""
+    path = os.path.join(golden_dir, "{:02d}_{}.json".format(number, slug))
+    try:
+        with open(path, encoding="utf-8") as f:
+            golden = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit("svg_check: cannot read the golden file {}: {}".format(path, e))
     return [(step["id"], dict(t, step_title=step["title"])) for step in golden["steps"] for t in step["tensors"]
             if t.get("view") == "heatmap"]
 
@@ -152,9 +153,9 @@ def check_svg(path, title, t):
     return visible
 
 
-def check_lesson(attn, number, svg_dir, scratch):
+def check_lesson(attn, golden_dir, number, slug, svg_dir):
     """Runs `attn run N --svg svg_dir`; returns [(file, visible labels)] of the lesson."""
-    tensors = heatmap_tensors(attn, number, scratch)
+    tensors = heatmap_tensors(golden_dir, number, slug)
     code, output = run([attn, "run", str(number), "--svg", svg_dir])
     if code != 0:
         fail("attn run {} --svg {}: exit {}\n{}".format(number, svg_dir, code, output[-2000:]))
@@ -253,17 +254,16 @@ def browser_check(shown, svg_dir, out_dir, chromium, pdftotext):
 def main():
     xml_only = "--xml-only" in sys.argv[1:]
     args = [a for a in sys.argv[1:] if a != "--xml-only"]
-    if len(args) != 2:
+    if len(args) != 3:
         sys.exit(__doc__)
-    attn, out_dir = os.path.abspath(args[0]), os.path.abspath(args[1])
+    attn, out_dir, golden_dir = (os.path.abspath(a) for a in args)
     svg_dir = os.path.join(out_dir, "svg")
     shutil.rmtree(svg_dir, ignore_errors=True)  # stale files would hide a file not written
     os.makedirs(out_dir, exist_ok=True)
     shown = []
-    with tempfile.TemporaryDirectory(prefix="svg_check_") as scratch:
-        for number, slug in lessons(attn):
-            print("lesson {} ({})".format(number, slug))
-            shown += check_lesson(attn, number, svg_dir, scratch)
+    for number, slug in lessons(attn):
+        print("lesson {} ({})".format(number, slug))
+        shown += check_lesson(attn, golden_dir, number, slug, svg_dir)
     if not shown and not failures:
         fail("no lesson has a heatmap tensor: nothing was checked")
     if failures:

@@ -6,6 +6,7 @@
 #include "core/rng.hpp"
 #include "nn/encoder_decoder.hpp"
 #include "nn/finite_differences.hpp"
+#include "nn/positional.hpp"
 #include "nn/reductions.hpp"
 #include "nn/self_attention.hpp"
 
@@ -222,6 +223,44 @@ TEST_CASE("encoder_decoder_backward against central differences on every trained
     nn::EncoderDecoder twice = grads;
     nn::encoder_decoder_backward(m, src, in, out, twice);
     CHECK(twice.W_o(1, 2) == 2.0 * grads.W_o(1, 2));
+}
+
+TEST_CASE("encoder_decoder with learned positions: gradients of P_src and P_tgt by central differences, rows "
+          "past the sentence untouched, too long a sentence refused",
+          "[encoder_decoder]") {
+    Rng rng(27);
+    nn::EncoderDecoder m = random_model(rng, 7, 6, 4, 2);
+    m.P_src = rng.normal_mat(8, 4, 0.5);
+    m.P_tgt = rng.normal_mat(5, 4, 0.5);
+    const std::vector<std::size_t> src = {3, 0, 5, 5, 1}, in = {0, 2, 4}, out = {2, 4, 1};
+    nn::EncoderDecoder grads = nn::zeros_like(m);
+    nn::encoder_decoder_backward(m, src, in, out, grads);
+    const auto loss = [&] { return nn::encoder_decoder_forward(m, src, in, out).loss; };
+    const auto params = nn::named_tensors(m), g = nn::named_tensors(grads);
+    REQUIRE(params.size() == 2 + 2 + 12 + 2 + 2 * 18 + 2 + 2);
+    REQUIRE(params[2].name == "P_src");
+    REQUIRE(params[3].name == "P_tgt");
+    for (std::size_t k = 2; k < 4; ++k) {
+        INFO(params[k].name);
+        CHECK(worst_error(params[k].data, g[k].data, params[k].size, loss) <= tolerance);
+    }
+    // positions 5..7 of the source and 3..4 of the target were not used: no gradient; used ones have one
+    for (std::size_t c = 0; c < 4; ++c) {
+        CHECK(grads.P_src(6, c) == 0.0);
+        CHECK(grads.P_tgt(4, c) == 0.0);
+    }
+    CHECK(nn::max_abs_of(nn::row_of(grads.P_src, 4)) > 1e-3);
+    // the positions are what the model adds: the sinusoids in P give the sinusoidal model's loss exactly
+    nn::EncoderDecoder sinusoidal = m;
+    sinusoidal.P_src = Mat();
+    sinusoidal.P_tgt = Mat();
+    m.P_src = nn::sinusoidal_encoding(8, 4);
+    m.P_tgt = nn::sinusoidal_encoding(5, 4);
+    CHECK(nn::encoder_decoder_forward(m, src, in, out).loss ==
+          nn::encoder_decoder_forward(sinusoidal, src, in, out).loss);
+    const std::vector<std::size_t> long_src(9, 2);
+    CHECK_THROWS_WITH(nn::encoder_decoder_forward(m, long_src, in, out),
+                      Catch::Contains("a sequence of 9 tokens is longer than the 8 positions learned"));
 }
 
 TEST_CASE("encoder_decoder: causal in the target, greedy decoding is the teacher-forced argmax of its own words",

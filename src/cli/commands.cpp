@@ -292,7 +292,8 @@ int cmd_run(const RunOptions& o) {
             return exit_usage;
         }
         fmt::print("{}\n", lesson_header(l, trace.config(), o.setup));
-        // every check counts, also those of steps --step hides: the exit code speaks for the lesson
+        // every check counts, also those of the steps before the one --step shows (the lesson ran up
+        // to that step): the exit code speaks for the steps run
         std::size_t checks = 0, failed = 0;
         for (const auto& s : steps)
             for (const auto& c : s.checks) checks += 1, failed += c.holds ? 0 : 1;

@@ -50,8 +50,7 @@ bool recorded_tensor(const Trace& trace, const std::string& name) {
 
 }  // namespace
 
-bool refused_before_work(const Lesson& lesson, const Trace& prepared, const std::string& step,
-                         const LessonSetup& setup) {
+bool refused_before_work(const Lesson& lesson, Trace& prepared, const std::string& step, const LessonSetup& setup) {
     const std::vector<std::string> keys = prepared.supplied_keys();
     if (step.empty() && keys.empty()) return false;
     const LessonRun quick = run_lesson(lesson, Trace(lesson.slug, lesson.quick), this_program().exercise_build);
@@ -63,6 +62,9 @@ bool refused_before_work(const Lesson& lesson, const Trace& prepared, const std:
                    printable_utf8(step), fmt::join(ids, ", "));
         return true;
     }
+    const auto& steps = quick.trace.steps();
+    for (std::size_t i = 0; i < steps.size(); ++i)
+        if (steps[i].id == step) prepared.stop_after(i + 1);
     std::vector<std::string> unknown;
     for (const auto& key : keys) {
         bool taken = false;

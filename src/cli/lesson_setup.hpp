@@ -32,10 +32,11 @@ bool inputs_were_used(const LessonRun& run, const LessonSetup& setup);
 // Before the work of a lesson that takes time (lesson 9 trains, lesson 7 times): a run at its quick
 // configuration (the same steps and the same inputs, in a moment) learns its step ids and the names
 // of its inputs, so that an unknown --step or an --input tensor it does not take is refused before
-// any work. False after reporting such a mistake as the full run would; true otherwise (also when
-// the quick run stops early, at an exercise not done: the full run then says so).
-bool refused_before_work(const Lesson& lesson, const Trace& prepared, const std::string& step,
-                         const LessonSetup& setup);
+// any work. True after reporting such a mistake as the full run would; false otherwise (also when
+// the quick run stops early, at an exercise not done: the full run then says so). A run asked for
+// one step is told to stop after it (Trace::stop_after): the steps after it, and lesson 12's
+// training, are not run for a step before them.
+bool refused_before_work(const Lesson& lesson, Trace& prepared, const std::string& step, const LessonSetup& setup);
 
 // One line that lets anyone reproduce a run:
 // "attn 0.1.0 · lesson 6 multi-head · seed 3, d_model=16, heads=4 · golden format 1".

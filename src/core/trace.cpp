@@ -20,6 +20,10 @@ std::string config_text(const Config& c) {
     return out;
 }
 
+void Trace::need_next_step() const {
+    if (stop_after_ > 0 && steps_.size() >= stop_after_) throw StepsEnough{};
+}
+
 Step& Trace::step(std::string id, std::string title, std::string equation, std::string explanation) {
     if (stop_after_ > 0 && steps_.size() == stop_after_) throw StepsEnough{};
     if (find_step(id)) throw std::logic_error("step id '" + id + "' is used twice in lesson " + lesson_);

@@ -118,6 +118,11 @@ public:
     // Only the first n steps are wanted (0: all): a caller that needs no later step stops a lesson there.
     void stop_after(std::size_t n) { stop_after_ = n; }
 
+    // Throws StepsEnough when stop_after(n) was called and n steps are recorded, as step() would:
+    // a lesson calls it before work that only later steps need (a training run), so that a caller
+    // wanting the steps before it does not wait for that work.
+    void need_next_step() const;
+
     // Records a tensor in the current step (a step must have been started).
     TensorRecord& tensor(std::string name, std::string equation, Array value,
                          std::vector<std::string> rows = {}, std::vector<std::string> cols = {},

@@ -107,6 +107,8 @@ std::vector<NamedEntries> decoder_block_tensors(DecoderBlockParams& p) {
 std::vector<NamedEntries> named_tensors(EncoderDecoder& m) {
     std::vector<NamedEntries> out = {{"E_src", m.E_src.data(), m.E_src.size()},
                                      {"E_tgt", m.E_tgt.data(), m.E_tgt.size()}};
+    if (m.P_src.size() > 0) out.push_back({"P_src", m.P_src.data(), m.P_src.size()});
+    if (m.P_tgt.size() > 0) out.push_back({"P_tgt", m.P_tgt.data(), m.P_tgt.size()});
     const auto add = [&](const std::string& prefix, std::vector<NamedEntries> part) {
         for (NamedEntries& e : part) {
             e.name = prefix + "." + e.name;
@@ -137,6 +139,20 @@ EncoderDecoder zeros_like(const EncoderDecoder& m) {
     return z;
 }
 
+Mat embedded_inputs(const Mat& table, const Mat& positions, const std::vector<std::size_t>& ids) {
+    if (positions.size() == 0) return transformer_inputs(table, ids);
+    if (positions.shape(1) != table.shape(1))
+        throw ShapeError("learned positions: the table has " + std::to_string(positions.shape(1)) +
+                         " columns, the embeddings " + std::to_string(table.shape(1)));
+    if (ids.size() > positions.shape(0))
+        throw ShapeError("learned positions: a sequence of " + std::to_string(ids.size()) +
+                         " tokens is longer than the " + std::to_string(positions.shape(0)) + " positions learned");
+    Mat X = gather_rows(table, ids) * std::sqrt(static_cast<double>(table.shape(1)));
+    for (std::size_t t = 0; t < ids.size(); ++t)
+        for (std::size_t j = 0; j < X.shape(1); ++j) X(t, j) += positions(t, j);
+    return X;
+}
+
 namespace {
 
 // Everything the backward needs of one pass.
@@ -156,7 +172,7 @@ Mat logits_of(const EncoderDecoder& m, const Mat& Z) {
 
 // The decoder stack on the encoder's output H: its blocks, then the final norm.
 void decode(const EncoderDecoder& m, const Mat& H, const std::vector<std::size_t>& dec_in, Pass& pass) {
-    pass.X_tgt = transformer_inputs(m.E_tgt, dec_in);
+    pass.X_tgt = embedded_inputs(m.E_tgt, m.P_tgt, dec_in);
     const Mat causal = causal_mask(dec_in.size());
     Mat stream = pass.X_tgt;
     for (const DecoderBlockParams& p : m.decoder) {
@@ -171,7 +187,7 @@ Pass run(const EncoderDecoder& m, const std::vector<std::size_t>& src, const std
     if (src.empty() || dec_in.empty())
         throw ShapeError("encoder-decoder: a sentence pair needs a source word and a decoder input");
     Pass pass;
-    pass.X_src = transformer_inputs(m.E_src, src);
+    pass.X_src = embedded_inputs(m.E_src, m.P_src, src);
     pass.encoder = transformer_stack(BlockKind::pre_ln, pass.X_src, m.encoder, m.encoder_norm, m.heads, nullptr);
     decode(m, pass.encoder.output, dec_in, pass);
     return pass;
@@ -196,10 +212,13 @@ EncoderDecoderPass summary(const Pass& pass, const std::vector<std::size_t>& dec
     return out;
 }
 
-// dE[id_t] += sqrt(d_model) dX_t: the inputs are E[ids] sqrt(d_model) + PE
-void add_embedding_grads(Mat& dE, const std::vector<std::size_t>& ids, const Mat& dX) {
+// dE[id_t] += sqrt(d_model) dX_t: the inputs are E[ids] sqrt(d_model) + PE; with learned positions
+// also dP[t] += dX_t
+void add_embedding_grads(Mat& dE, Mat& dP, const std::vector<std::size_t>& ids, const Mat& dX) {
     const double scale = std::sqrt(static_cast<double>(dX.shape(1)));
     for (std::size_t t = 0; t < ids.size(); ++t) add_scaled_to_row(dE, ids[t], scale, row_of(dX, t));
+    if (dP.size() > 0)
+        for (std::size_t t = 0; t < ids.size(); ++t) add_scaled_to_row(dP, t, 1.0, row_of(dX, t));
 }
 
 }  // namespace
@@ -234,14 +253,14 @@ EncoderDecoderPass encoder_decoder_backward(const EncoderDecoder& m, const std::
         dH += b.dH;
         g.decoder[l] = std::move(b.params);
     }
-    add_embedding_grads(g.E_tgt, dec_in, d_stream);
+    add_embedding_grads(g.E_tgt, g.P_tgt, dec_in, d_stream);
     // 3. the encoder stack, from the gradient of its output H
     const StackGrads enc = transformer_stack_backward(BlockKind::pre_ln, pass.X_src, m.encoder, m.encoder_norm,
                                                       m.heads, nullptr, pass.encoder, dH);
     for (std::size_t l = 0; l < m.encoder.size(); ++l) g.encoder[l] = enc.blocks[l];
     g.encoder_norm.gain = enc.final_norm.gain;
     g.encoder_norm.bias = enc.final_norm.bias;
-    add_embedding_grads(g.E_src, src, enc.dX);
+    add_embedding_grads(g.E_src, g.P_src, src, enc.dX);
     const std::vector<Block> into = blocks(grads), from = blocks(g);
     for (std::size_t b = 0; b < into.size(); ++b)
         for (std::size_t k = 0; k < into[b].size; ++k) into[b].data[k] += from[b].data[k];

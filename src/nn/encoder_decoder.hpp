@@ -90,12 +90,18 @@ DecoderBlockGrads decoder_block_backward(const Mat& H, const DecoderBlockParams&
 std::vector<NamedEntries> decoder_block_tensors(DecoderBlockParams& p);
 
 // The whole model: source and target embeddings (inputs E[ids] sqrt(d_model) + PE, as
-// nn::transformer_inputs), a pre-LN encoder stack with its final norm, a pre-LN decoder stack with
-// its final norm, and the output layer softmax(Z W_o^T + b_o).
+// nn::transformer_inputs, or + P[0..T) with learned positions), a pre-LN encoder stack with its
+// final norm, a pre-LN decoder stack with its final norm, and the output layer
+// softmax(Z W_o^T + b_o).
 struct EncoderDecoder {
     std::size_t heads = 1;
     Mat E_src;                                // V_src x d_model
     Mat E_tgt;                                // V_tgt x d_model
+    // Learned absolute positions (Gehring et al. 2017; Vaswani et al. 2017, section 3.5, found them
+    // as good as the sinusoids): row t is added to the input at position t. Both empty (0 x 0):
+    // the sinusoidal encoding instead. A sentence longer than the table is refused.
+    Mat P_src;                                // positions x d_model, or empty
+    Mat P_tgt;                                // positions x d_model, or empty
     std::vector<BlockParams> encoder;         // L_enc blocks
     LayerNormParams encoder_norm;
     std::vector<DecoderBlockParams> decoder;  // L_dec blocks
@@ -105,12 +111,17 @@ struct EncoderDecoder {
 };
 
 // Every trained tensor of m with its name ("E_src", "enc1.W_Q", "dec1.X_K", "W_o", ...), always in
-// the same order; blocks() is the same without the names. (The eps of each norm is not trained.)
+// the same order (P_src and P_tgt after E_tgt, when learned); blocks() is the same without the
+// names. (The eps of each norm is not trained.)
 std::vector<NamedEntries> named_tensors(EncoderDecoder& m);
 std::vector<Block> blocks(EncoderDecoder& m);
 
 // m with every trained number set to 0: where gradients accumulate.
 EncoderDecoder zeros_like(const EncoderDecoder& m);
+
+// The input of a stack: E[ids] sqrt(d_model) plus the sinusoidal encoding when `positions` is
+// empty, else plus its rows 0 .. T-1 (ShapeError when T exceeds them). T x d_model.
+Mat embedded_inputs(const Mat& table, const Mat& positions, const std::vector<std::size_t>& ids);
 
 // One sentence pair with teacher forcing, as nn::seq2seq_forward: the decoder reads <sos>, y_1, ..,
 // y_{T_y - 1} (dec_in) and predicts y_1, .., <eos> (dec_out), all positions at once.
