@@ -3,25 +3,36 @@
 #   readme_example.sh ATTN README numpy      lesson 1: attn export, the ```python block, attn compare
 #   readme_example.sh ATTN README backprop   lesson 8: attn export backprop, the ```py block, which
 #                                            checks dQ against numpy's central differences
-# Exit 77 (meson's "skipped") when no python3 with numpy is found, and says so.
+#   readme_example.sh ATTN README torch      lesson 9: attn export 9, the ```python3 block, which
+#                                            trains both models for one epoch in PyTorch and exits 1
+#                                            unless its losses agree with lesson 9's
+# (Each example is the one block of README.md whose fence names that language exactly.)
+# Exit 77 (meson's "skipped") when no python3 with numpy (torch: PyTorch) is found, and says so;
+# for torch under CI=true a failure instead, since CI installs it (.ci/torch-packages.txt).
 set -euo pipefail
 attn="$1"
 readme="$2"
 example="$3"
+module=numpy
 case "$example" in
     numpy) fence='```python' fewest=5 ;;
     backprop) fence='```py' fewest=10 ;;
-    *) echo "readme_example.sh: unknown example '$example' (numpy or backprop)"; exit 2 ;;
+    torch) fence='```python3' fewest=40 module=torch ;;
+    *) echo "readme_example.sh: unknown example '$example' (numpy, backprop or torch)"; exit 2 ;;
 esac
 python=""
 for candidate in "$(command -v python3 || true)" /usr/bin/python3; do
-    if [ -n "$candidate" ] && "$candidate" -c "import numpy" 2>/dev/null; then
+    if [ -n "$candidate" ] && "$candidate" -c "import $module" 2>/dev/null; then
         python="$candidate"
         break
     fi
 done
 if [ -z "$python" ]; then
-    echo "SKIPPED: no python3 with numpy found, so README's $example example was not run"
+    if [ "$module" = torch ] && [ "${CI:-}" = true ]; then
+        echo "FAIL: no python3 with PyTorch under CI=true (bash .ci/install-deps --ci installs python3-torch)"
+        exit 1
+    fi
+    echo "SKIPPED: no python3 with $module found, so README's $example example was not run"
     exit 77
 fi
 work="$(mktemp -d)"
@@ -35,8 +46,15 @@ if [ "$example" = numpy ]; then
     "$python" example.py
     "$attn" compare mine --lesson 1
     echo "README's numpy example ran ($lines lines, $python) and attn compare accepted its numbers"
-else
+elif [ "$example" = backprop ]; then
     "$attn" export backprop --format npy --out backprop
     "$python" example.py
     echo "README's gradient example ran ($lines lines, $python): lesson 8's dQ matches numpy's central differences"
+else
+    "$attn" export learning-to-align --out lesson9
+    # the script prints both models' epoch-1 losses beside lesson 9's and exits 1 when they differ
+    "$python" example.py | tee printed.txt
+    [ "$(grep -c 'relative difference' printed.txt)" -eq 4 ] ||
+        { echo "README's PyTorch script did not print the four losses"; exit 1; }
+    echo "README's PyTorch script ran ($lines lines, $python): lesson 9's epoch-1 losses reproduced"
 fi

@@ -332,6 +332,17 @@ std::vector<Row> catalogue() {
         {"compare with .npy data under a .json name", "compare H.json --lesson 1",
          {file("H.json", encoder_H_with(0.0))}, 3, "H.json: this is a .npy file, not JSON"},
         {"--input names nothing", "run 1 --input nowhere", {}, 2, "--input nowhere: no such file or directory"},
+        {"--input holding only export-only data", "run 1 --input data.json",
+         {file("data.json", "{\"steps\": [{\"id\": \"encoder\", \"tensors\": [{\"name\": \"corpus\", "
+                            "\"export_only\": true, \"data\": [1, 2]}]}]}")},
+         2, "--input data.json: holds only export-only data (\"export_only\": true), which is never an input"},
+        {"an export-only flag that is no boolean", "compare mine.json --lesson 1",
+         {file("mine.json", "{\"steps\": [{\"id\": \"encoder\", \"tensors\": [{\"name\": \"H\", "
+                            "\"export_only\": 1, \"data\": [1, 2]}]}]}")},
+         3, "tensor 'H': \"export_only\" must be true or false"},
+        {"export --format npy where its data/ folder is a file",
+         "export 9 --set epochs=1 --set sentences=50 --set test=20 --format npy --out o", {file("o/data", "keep me")}, 3,
+         "o/data exists and is not a directory"},
         {"a .npy name that is a directory", "compare mine --lesson 1", {directory("mine/encoder.H.npy")}, 3,
          "mine/encoder.H.npy: is a directory, not a .npy file"},
         {"export --out names an existing file", "export 1 --out plain", {file("plain", "keep me")}, 3,

@@ -289,6 +289,61 @@ TEST_CASE("export writes every tensor, and compare accepts the exported numbers"
     CHECK(run_attn("compare " + s.q("json/01_bottleneck.json") + " --lesson 1 --step encoder").code == 0);
 }
 
+TEST_CASE("export-only data: in the JSON export flagged, as .npy under DIR/data/; never compared, never an input",
+          "[cli][export]") {
+    Scratch s;
+    const std::string quick = "--set epochs=1 --set sentences=50 --set test=20";
+    const Result npy = run_attn("export 9 " + quick + " --format npy --out " + s.q("l9"));
+    INFO(npy.output);
+    REQUIRE(npy.code == 0);
+    CHECK_THAT(npy.output, Catch::Contains("export-only data, in " + (s.dir / "l9" / "data").string()));
+    // flat: exactly what the golden file holds; the corpus, weights and order in data/
+    const Trace golden = read_golden(std::string(ATTN_GOLDEN_DIR) + "/09_learning-to-align.json");
+    std::size_t in_golden = 0;
+    for (const auto& step : golden.steps()) in_golden += step.tensors.size();
+    std::size_t flat = 0;
+    for (const auto& entry : fs::directory_iterator(s.dir / "l9")) flat += entry.path().extension() == ".npy";
+    CHECK(flat == in_golden);
+    CHECK(shape_of(read_npy(s.dir / "l9" / "data" / "corpus.train_lengths.npy")) == Shape{50, 2});
+    CHECK(shape_of(read_npy(s.dir / "l9" / "data" / "training.order.npy")) == Shape{1, 50});
+    CHECK(fs::is_regular_file(s.dir / "l9" / "data" / "models.with.enc_bwd.U_h.npy"));
+    CHECK_FALSE(fs::exists(s.dir / "l9" / "corpus.train_src.npy"));
+    // --input reads neither the data/ folder nor the flagged tensors of a JSON export
+    REQUIRE(run_attn("export 9 " + quick + " --out " + s.q("j9")).code == 0);
+    CHECK_THAT(read_file(s.dir / "j9" / "09_learning-to-align.json"), Catch::Contains("\"export_only\": true"));
+    for (const std::string& input : {s.q("l9"), s.q("j9/09_learning-to-align.json")}) {
+        const Result r = run_attn("run 9 " + quick + " --input " + input);
+        INFO(r.output);
+        CHECK(r.code == 0);
+        CHECK_THAT(r.output, Catch::Contains("corpus.first_pair"));  // the golden tensors: noted as computed
+        CHECK_THAT(r.output, !Catch::Contains("corpus.train_src") && !Catch::Contains("training.order"));
+        CHECK_THAT(r.output, Catch::Contains("Export-only data, not shown: 8 tensors"));
+    }
+    // compare and grade: lesson 1's export with data beside it, in data/ and flagged in JSON
+    REQUIRE(run_attn("export 1 --format npy --out " + s.q("l1")).code == 0);
+    fs::create_directories(s.dir / "l1" / "data");
+    write_file_atomic(s.dir / "l1" / "data" / "encoder.corpus.npy", to_npy(Array{1.0, 2.0, 3.0}));
+    CHECK(run_attn("compare " + s.q("l1") + " --lesson 1").code == 0);
+    const Result graded = run_attn("grade " + s.q("l1") + " --exercise gru-step --out " + s.q("report"));
+    INFO(graded.output);
+    CHECK(graded.code == 0);
+    // a JSON submission of lesson 1 holding a flagged tensor
+    Trace with_data = read_golden(std::string(ATTN_GOLDEN_DIR) + "/01_bottleneck.json");
+    with_data.steps()[2].tensors.push_back(TensorRecord{"corpus", "", Array{1.0, 2.0}, {}, {}, View::numbers});
+    with_data.steps()[2].tensors.back().export_only = true;
+    write_file_atomic(s.dir / "mine.json", to_golden_json(with_data));
+    CHECK(run_attn("compare " + s.q("mine.json") + " --lesson 1").code == 0);
+    SECTION("the same data among the compared tensors fails, naming it") {
+        fs::rename(s.dir / "l1" / "data" / "encoder.corpus.npy", s.dir / "l1" / "encoder.corpus.npy");
+        const Result r = run_attn("compare " + s.q("l1") + " --lesson 1");
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Catch::Contains("tensor 'corpus' is not a tensor of this step"));
+        with_data.steps()[2].tensors.back().export_only = false;
+        write_file_atomic(s.dir / "mine.json", to_golden_json(with_data));
+        CHECK(run_attn("compare " + s.q("mine.json") + " --lesson 1").code == 1);
+    }
+}
+
 TEST_CASE("compare reports what is wrong with a submission", "[cli][compare]") {
     Scratch s;
     fs::create_directories(s.dir / "mine");

@@ -160,6 +160,32 @@ TEST_CASE("a lesson comparison stops at the first diverging step", "[compare]") 
     }
 }
 
+TEST_CASE("export-only data is never compared, on either side, whole or partial", "[compare]") {
+    const Trace golden = two_step_trace(0.5);
+    Trace run = two_step_trace(0.5);
+    run.steps()[1].tensors.push_back(TensorRecord{"corpus", "", Array{{1.0, 2.0}}, {}, {}, View::numbers});
+    SECTION("unflagged, the same tensor is new: the comparison sees it") {
+        const auto cmp = compare_traces(run, golden, Tolerance{});
+        CHECK_FALSE(cmp.ok);
+        CHECK_THAT(cmp.report, Catch::Contains("tensor 'corpus' [1, 2] is new"));
+        const auto partial = compare_traces(run, golden, Tolerance{}, true);
+        CHECK_FALSE(partial.ok);
+        CHECK_THAT(partial.report, Catch::Contains("tensor 'corpus' is not a tensor of this step"));
+    }
+    SECTION("flagged, a run's data is skipped, and so is a golden file's") {
+        run.steps()[1].tensors.back().export_only = true;
+        for (const bool partial : {false, true}) {
+            const auto cmp = compare_traces(run, golden, Tolerance{}, partial);
+            INFO(cmp.report);
+            CHECK(cmp.ok);
+            CHECK(cmp.tensors_compared == 3);
+        }
+        // a hand-made golden file that holds data the run lacks (or holds otherwise)
+        CHECK(compare_traces(two_step_trace(0.5), run, Tolerance{}).ok);
+        CHECK(describe_changes(golden, run.for_golden()).empty());
+    }
+}
+
 TEST_CASE("the tensors of a diverging step are listed by where they first differ", "[compare]") {
     // a GRU-like step: Z, R, H_cand and H, computed row by row (one row per time step). A wrong
     // reset gate leaves R and Z right at row 0 but spoils H_cand and H there, and Z from row 1 on.

@@ -87,6 +87,34 @@ TEST_CASE("write then read gives bit-identical doubles and intact UTF-8 labels",
     CHECK(to_golden_json(loaded) == text);  // a second round trip is a fixed point
 }
 
+TEST_CASE("export-only and measured tensors keep their flags through a file; golden files get neither",
+          "[golden]") {
+    Trace t = sample_trace(3);
+    t.export_only("corpus", "word ids, -1 after the end", Array{{3.0, 4.0, -1.0}, {5.0, 6.0, 7.0}});
+    t.tensor("wall_ms", "", Array{1.5}).measured = true;
+    const Trace loaded = parse_golden_json(to_golden_json(t), "memory");
+    const auto& tensors = loaded.steps()[1].tensors;
+    REQUIRE(tensors.size() == 2);
+    CHECK(tensors[0].name == "corpus");
+    CHECK(tensors[0].export_only);
+    CHECK_FALSE(tensors[0].measured);
+    CHECK_FALSE(tensors[0].in_golden());
+    CHECK(bit_identical(tensors[0].value, Array{{3.0, 4.0, -1.0}, {5.0, 6.0, 7.0}}));
+    CHECK(tensors[1].measured);
+    CHECK_FALSE(tensors[1].export_only);
+    for (const auto& other : loaded.steps()[0].tensors) CHECK((other.in_golden() && !other.export_only));
+    // what bless writes: neither tensor, no flag, the rest as it was
+    const std::string golden = to_golden_json(t.for_golden());
+    CHECK(golden == to_golden_json(sample_trace(3)));
+    CHECK_THAT(golden, !Catch::Contains("export_only") && !Catch::Contains("\"corpus\""));
+    SECTION("a flag that is no boolean is refused by name") {
+        std::string text = to_golden_json(t);
+        const std::string flag = "\"export_only\": true";
+        text.replace(text.find(flag), flag.size(), "\"export_only\": \"yes\"");
+        CHECK_THAT(error_of(text), Catch::Contains("tensor 'corpus': \"export_only\" must be true or false"));
+    }
+}
+
 TEST_CASE("the writer uses LF only, keeps UTF-8 unescaped and writes -inf as a string", "[golden]") {
     const std::string text = to_golden_json(sample_trace(1));
     CHECK(text.find('\r') == std::string::npos);

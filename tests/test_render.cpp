@@ -278,6 +278,35 @@ TEST_CASE("a step has a 78-column rule naming its id, and wrapped text", "[rende
     CHECK(lines.back() == "  संदर्भ वेक्टर");  // the explicit '\n' starts a new line
 }
 
+TEST_CASE("a step's export-only data is one summary line, never its numbers", "[render]") {
+    Step step{"corpus", "The corpus", "", "", {}, {}};
+    step.tensors.push_back(TensorRecord{"lengths", "", Array{3.0, 5.0}, {}, {}, View::numbers});
+    const auto data = [&](const std::string& name, Array value) {
+        step.tensors.push_back(TensorRecord{name, "", std::move(value), {}, {}, View::numbers});
+        step.tensors.back().export_only = true;
+    };
+    data("train_src", Array{{123456.0, 2.0, -1.0}, {4.0, 5.0, 6.0}});
+    data("words", Array{0.0, 1.0});
+    // the summary's lines joined again (it is wrapped at 78 columns like an explanation)
+    const auto unwrapped = [](std::string text) {
+        for (std::size_t at; (at = text.find("\n  ")) != std::string::npos;) text.replace(at, 3, " ");
+        return text;
+    };
+    const std::string text = render_step(step, 1, 1, RenderOptions{});
+    INFO(text);
+    CHECK_THAT(text, Catch::Contains("lengths  [2]"));  // the other tensors as ever
+    CHECK_THAT(unwrapped(text), Catch::Contains(" Export-only data, not shown: 2 tensors of 8 numbers in all "
+                                                "(train_src 2x3, words 2); attn export writes them.\n"));
+    CHECK(text.find("123456") == std::string::npos);
+    CHECK(text.find("train_src  [") == std::string::npos);
+    SECTION("more than six are named by the first three and the last") {
+        for (int k = 0; k < 6; ++k) data("w" + std::to_string(k), Array{{1.0, 2.0}});
+        const std::string many = render_step(step, 1, 1, RenderOptions{});
+        CHECK_THAT(unwrapped(many), Catch::Contains("8 tensors of 20 numbers in all (train_src 2x3, words 2, w0 1x2, …, w5 1x2)"));
+        for (const auto& line : lines_of(many)) CHECK(display_width(line) <= 78);
+    }
+}
+
 TEST_CASE("tensors of whole numbers (token ids, counts) are shown without decimals", "[render]") {
     const TensorRecord ids{"ids", "", Array{{12.0, 3.0}, {-4.0, 0.0}}, {}, {}, View::numbers};
     CHECK(render_tensor(ids, RenderOptions{}) == "ids  [2, 2]\n  12   3\n  -4   0\n");

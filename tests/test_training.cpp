@@ -1,15 +1,22 @@
 // The training pieces of lesson 9: Adam and gradient clipping (nn/optimizer.hpp) against their
 // equations worked by hand, and the whole-model backward of nn/seq2seq.hpp against central finite
-// differences on every weight of a tiny model, with and without attention.
+// differences on every weight of a tiny model, with and without attention; and lesson 9's
+// export-only data, from which its training is replayed to the bit.
 // T_x / T_y = source / target words, u = width.
+#include "core/golden.hpp"
+#include "exercises/observations.hpp"
 #include "core/rng.hpp"
 #include "nn/optimizer.hpp"
 #include "nn/seq2seq.hpp"
+#include "run.hpp"
+#include "translation.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 // Everything of this file in a namespace of its own: the test program is built as a few
@@ -113,6 +120,136 @@ TEST_CASE("greedy decoding stops at <eos> or at the word limit", "[training]") {
     CHECK(weights.shape(0) == out.size());
     CHECK(weights.shape(1) == src.size());
     CHECK(nn::greedy_decode(m, src, 0, 1, 0).empty());
+}
+
+namespace {
+
+const TensorRecord& tensor_of(const Trace& t, const std::string& step, const std::string& name) {
+    for (const auto& r : t.find_step(step)->tensors)
+        if (r.name == name) return r;
+    FAIL("no tensor " << step << "." << name);
+    throw;
+}
+
+// The pairs of one set from the export alone: ids up to each length, -1 after it.
+std::vector<translation::Pair> exported_pairs(const Trace& t, const std::string& set, std::size_t V_src,
+                                              std::size_t V_tgt) {
+    const Array &src = tensor_of(t, "corpus", set + "_src").value, &tgt = tensor_of(t, "corpus", set + "_tgt").value;
+    const Array& lengths = tensor_of(t, "corpus", set + "_lengths").value;
+    const auto ids_of = [&](const Array& ids, std::size_t k, double length, std::size_t V) {
+        std::vector<std::size_t> out;
+        for (std::size_t j = 0; j < ids.shape(1); ++j) {
+            INFO(set << " pair " << k << ", position " << j);
+            if (static_cast<double>(j) >= length) {
+                CHECK(ids(k, j) == -1.0);
+                continue;
+            }
+            REQUIRE((ids(k, j) >= 0 && ids(k, j) < static_cast<double>(V)));
+            out.push_back(static_cast<std::size_t>(ids(k, j)));
+        }
+        return out;
+    };
+    std::vector<translation::Pair> pairs(lengths.shape(0));
+    for (std::size_t k = 0; k < pairs.size(); ++k)
+        pairs[k] = {ids_of(src, k, lengths(k, 0), V_src), ids_of(tgt, k, lengths(k, 1), V_tgt)};
+    return pairs;
+}
+
+// One model from the export alone: its weights are the step's tensors "<which>.<field>", in the
+// order of nn::blocks; `shaped` only lends the shapes.
+nn::Seq2Seq exported_model(const Trace& t, const std::string& which, nn::Seq2Seq shaped) {
+    std::vector<const TensorRecord*> weights;
+    for (const auto& r : t.find_step("models")->tensors)
+        if (r.name.rfind(which + ".", 0) == 0) weights.push_back(&r);
+    const std::vector<nn::Block> blocks = nn::blocks(shaped);
+    REQUIRE(weights.size() == blocks.size());
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        CHECK(weights[b]->export_only);
+        REQUIRE(weights[b]->value.size() == blocks[b].size);
+        std::copy(weights[b]->value.begin(), weights[b]->value.end(), blocks[b].data);
+    }
+    return shaped;
+}
+
+}  // namespace
+
+TEST_CASE("lesson 9's export-only data replays its training to the bit", "[training][export]") {
+    const Lesson& lesson = *find_lesson("learning-to-align");
+    Config config = lesson.quick;  // 50 training and 20 test pairs
+    for (auto& [key, value] : config.values)
+        if (key == "epochs") value = 2;
+    const Trace t = run_lesson(lesson, config);
+    // the vocabularies: ids 0 .. V - 1, the words as row labels, <sos> and <eos> the first target words
+    const TensorRecord &source = tensor_of(t, "corpus", "source_words"), &target = tensor_of(t, "corpus", "target_words");
+    const std::size_t V_src = source.value.size(), V_tgt = target.value.size();
+    CHECK(target.rows.at(translation::sos) == "<sos>");
+    CHECK(target.rows.at(translation::eos) == "<eos>");
+    CHECK(source.rows.at(0) == "please");
+    for (const auto* v : {&source, &target}) {
+        CHECK(v->export_only);
+        REQUIRE(v->rows.size() == v->value.size());
+        for (std::size_t k = 0; k < v->value.size(); ++k) CHECK(v->value(k) == static_cast<double>(k));
+    }
+    const std::vector<translation::Pair> train = exported_pairs(t, "train", V_src, V_tgt);
+    const std::vector<translation::Pair> test = exported_pairs(t, "test", V_src, V_tgt);
+    REQUIRE(train.size() == 50);
+    REQUIRE(test.size() == 20);
+    // the first training pair as the golden step shows it
+    const Array& first = tensor_of(t, "corpus", "first_pair").value;
+    for (std::size_t j = 0; j < train[0].src.size(); ++j) CHECK(first(0, j) == static_cast<double>(train[0].src[j]));
+    // the models: every field of nn::Seq2Seq, named after it, in the order of nn::blocks
+    std::vector<std::string> names;
+    for (const auto& r : t.find_step("models")->tensors)
+        if (r.export_only && r.name.rfind("with.", 0) == 0) names.push_back(r.name);
+    std::vector<std::string> expected = {"with.E_src", "with.E_tgt"};
+    for (const char* gru : {"enc_fwd", "enc_bwd", "dec"})
+        for (const char* w : {"W_z", "U_z", "W_r", "U_r", "W_h", "U_h", "b_z", "b_r", "b_h"})
+            expected.push_back(std::string("with.") + gru + "." + w);
+    expected.insert(expected.end(), {"with.W_a", "with.U_a", "with.v_a", "with.W_o", "with.b_o"});
+    CHECK(names == expected);
+    const std::size_t u = static_cast<std::size_t>(config.get("width"));
+    Rng shapes(1);
+    const nn::Seq2Seq without = exported_model(t, "without", translation::drawn_model(shapes, false, V_src, V_tgt, u));
+    const nn::Seq2Seq with = exported_model(t, "with", translation::drawn_model(shapes, true, V_src, V_tgt, u));
+    // the losses before training are those of these weights: the initial ones, not the trained ones
+    const Array& losses = tensor_of(t, "training", "losses").value;
+    CHECK(translation::mean_loss(without, train) == losses(0, 0));
+    CHECK(translation::mean_loss(with, test) == losses(0, 3));
+    // the orders: each a shuffle of the training pairs; replayed with Adam, the same losses to the bit
+    const TensorRecord& order = tensor_of(t, "training", "order");
+    CHECK(order.export_only);
+    REQUIRE(order.shape() == Shape{2, 50});
+    auto a = translation::trainer(without), b = translation::trainer(with);
+    for (std::size_t epoch = 1; epoch <= 2; ++epoch) {
+        INFO("epoch " << epoch);
+        std::vector<std::size_t> shuffle;
+        for (std::size_t k = 0; k < 50; ++k) shuffle.push_back(static_cast<std::size_t>(order.value(epoch - 1, k)));
+        std::vector<std::size_t> sorted = shuffle;
+        std::sort(sorted.begin(), sorted.end());
+        for (std::size_t k = 0; k < 50; ++k) REQUIRE(sorted[k] == k);
+        double loss_a = 0.0, loss_b = 0.0, words_a = 0.0, words_b = 0.0;
+        for (std::size_t first_pair = 0; first_pair < 50; first_pair += translation::batch) {
+            const std::size_t last = std::min<std::size_t>(50, first_pair + translation::batch);
+            loss_a += translation::train_batch(a, train, shuffle, first_pair, last, words_a, translation::adam);
+            loss_b += translation::train_batch(b, train, shuffle, first_pair, last, words_b, translation::adam);
+        }
+        CHECK(loss_a / words_a == losses(epoch, 0));
+        CHECK(translation::mean_loss(a.model, test) == losses(epoch, 1));
+        CHECK(loss_b / words_b == losses(epoch, 2));
+        CHECK(translation::mean_loss(b.model, test) == losses(epoch, 3));
+    }
+    // golden files never hold the data: what bless writes has none of it
+    const std::string golden = to_golden_json(t.for_golden());
+    for (const char* name : {"\"train_src\"", "\"with.E_src\"", "\"order\"", "export_only"})
+        CHECK(golden.find(name) == std::string::npos);
+    CHECK_THAT(to_golden_json(t), Catch::Contains("\"export_only\": true"));
+    // nor does what a student's lesson run reports from the sandbox of attn grade --sources: only
+    // what the comparison reads
+    ExerciseObservations seen;
+    seen.lessons["learning-to-align"] = LessonRun{t, "", ""};
+    const ExerciseObservations back = parse_observations(observations_json(seen));
+    const Trace& observed = back.lessons.at("learning-to-align").trace;
+    CHECK(to_golden_json(observed) == golden);
 }
 
 }  // namespace test_training

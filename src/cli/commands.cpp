@@ -413,7 +413,7 @@ int cmd_bless(const GoldenOptions& o) {
     int code = exit_ok;
     for (const Lesson* l : lessons) {
         const auto file = golden_path(o, *l);
-        const Trace actual = run_lesson(*l, l->defaults).without_measured();
+        const Trace actual = run_lesson(*l, l->defaults).for_golden();
         if (!report_failed_checks(actual)) {
             fmt::print(stderr, "attn: not blessing {}: fix the failing identity checks first\n", l->slug);
             code = exit_mismatch;
@@ -495,15 +495,19 @@ int cmd_export(const ExportOptions& o) {
     }
     const Trace& trace = run.trace;
     fmt::print("{}\n", reproducibility_line(*l, trace.config(), o.setup));
-    std::size_t written = 0;
+    std::size_t written = 0, data = 0;
     try {
         if (o.format == "json") {
             write_file_atomic(o.out / golden_file_name(l->number, l->slug), to_golden_json(trace));
             written = 1;
         } else {
+            // export-only data goes to DIR/data/, where `attn compare DIR` and `attn grade` do not
+            // look: it is never compared with a golden file
             for (const auto& s : trace.steps())
                 for (const auto& t : s.tensors) {
-                    write_file_atomic(o.out / (s.id + "." + t.name + ".npy"), to_npy(t.value));
+                    if (t.export_only && data++ == 0 && !ensure_directory(o.out / export_data_dir)) return exit_golden;
+                    write_file_atomic(o.out / (t.export_only ? export_data_dir : "") / (s.id + "." + t.name + ".npy"),
+                                      to_npy(t.value));
                     ++written;
                 }
         }
@@ -511,7 +515,10 @@ int cmd_export(const ExportOptions& o) {
         fmt::print(stderr, "attn: {}\n", e.what());
         return exit_golden;
     }
-    fmt::print("wrote {} {} file{} to {}\n", written, o.format, written == 1 ? "" : "s", o.out.string());
+    fmt::print("wrote {} {} file{} to {}{}\n", written, o.format, written == 1 ? "" : "s", o.out.string(),
+               data == 0 || o.format == "json" ? ""
+                                               : fmt::format(" ({} of them export-only data, in {})", data,
+                                                             (o.out / export_data_dir).string()));
     return exit_ok;
 }
 

@@ -43,7 +43,7 @@ std::string compare_step(const Step& actual, const Step& golden, const Tolerance
     // that goes wrong only a row later.
     std::vector<std::pair<std::size_t, std::string>> differing;
     for (const auto& g : golden.tensors) {
-        if (g.measured) continue;  // a timing in a hand-made file: never compared
+        if (!g.in_golden()) continue;  // a timing or export-only data in a hand-made file: never compared
         const TensorRecord* a = find_tensor(actual, g.name);
         if (!a && partial) continue;  // a student may hand in any subset
         if (!a) {
@@ -75,7 +75,8 @@ std::string compare_step(const Step& actual, const Step& golden, const Tolerance
                               differing.size(), differing.front().first);
     for (const auto& [row, text] : differing) report += text;
     for (const auto& a : actual.tensors) {
-        if (a.measured || find_tensor(golden, a.name)) continue;  // timings are never compared
+        // timings and export-only data (a corpus, initial weights) are never compared
+        if (!a.in_golden() || find_tensor(golden, a.name)) continue;
         if (partial) {
             std::vector<std::string> names;
             for (const auto& g : golden.tensors) names.push_back(g.name);

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -89,6 +90,7 @@ void write_tensor(std::ostringstream& out, const TensorRecord& t) {
     if (!t.cols.empty()) out << in << "  \"cols\": " << string_list(t.cols) << ",\n";
     if (t.view != View::numbers) out << in << "  \"view\": \"" << view_name(t.view) << "\",\n";
     if (t.measured) out << in << "  \"measured\": true,\n";
+    if (t.export_only) out << in << "  \"export_only\": true,\n";
     out << in << "  \"data\": ";
     const Array contiguous = t.value;  // row-major copy, whatever the source layout
     const double* p = contiguous.data();
@@ -234,9 +236,11 @@ TensorRecord parse_tensor(const json& t, const std::string& where, const std::st
     if (!rec.cols.empty() && (shape.size() < 2 || rec.cols.size() != shape[1]))
         fail_reading(source, here + ": " + std::to_string(rec.cols.size()) + " column labels for shape " + shape_string(shape));
     rec.view = parse_view(string_member(t, "view", here, source, true), here, source);
-    if (t.contains("measured")) {
-        if (!t["measured"].is_boolean()) fail_reading(source, here + ": \"measured\" must be true or false");
-        rec.measured = t["measured"].get<bool>();
+    for (const auto& [key, flag] : {std::pair<const char*, bool*>{"measured", &rec.measured},
+                                    std::pair<const char*, bool*>{"export_only", &rec.export_only}}) {
+        if (!t.contains(key)) continue;
+        if (!t[key].is_boolean()) fail_reading(source, here + ": \"" + key + "\" must be true or false");
+        *flag = t[key].get<bool>();
     }
     return rec;
 }

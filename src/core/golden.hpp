@@ -47,6 +47,11 @@ Submission parse_submission_json(std::string_view text, const std::string& sourc
 // A submission file (relaxed golden JSON) or a directory of "<step>.<tensor>.npy" files.
 Submission read_submission(const std::filesystem::path& path);
 
+// The folder inside an `attn export --format npy` directory that holds the export-only data
+// (TensorRecord::export_only) as <step>.<tensor>.npy files: read_submission does not look into it,
+// and --input skips it.
+inline constexpr const char* export_data_dir = "data";
+
 // What read_file_bytes reads at most unless told otherwise: golden files are under 100 KB, so a
 // larger JSON file is a mistake, not worth reading and parsing for seconds.
 inline constexpr std::uintmax_t max_file_bytes = std::uintmax_t{64} << 20;

@@ -24,6 +24,9 @@ std::map<std::string, Array> read_directory(const std::filesystem::path& dir) {
         const auto& entry = *it;
         const std::string file_name = entry.path().filename().string();
         if (file_name.empty() || file_name[0] == '.') continue;
+        // the export-only data of an `attn export --format npy` folder: never inputs
+        std::error_code kind;
+        if (file_name == export_data_dir && entry.is_directory(kind)) continue;
         if (entry.path().extension() != ".npy")
             fail_input(entry.path().string(), "is not a .npy file; the folder should hold only <tensor>.npy files");
         files.push_back(entry.path());
@@ -52,9 +55,17 @@ std::map<std::string, Array> read_inputs(const std::filesystem::path& path) {
     if (std::filesystem::is_directory(path, ec)) return read_directory(path);
     const Submission sub = parse_submission_json(read_file_bytes(path, "JSON file"), path.string());
     std::map<std::string, Array> inputs;
+    std::size_t data = 0;
     for (const auto& s : sub.trace.steps())
-        for (const auto& t : s.tensors) inputs.emplace(s.id + "." + t.name, t.value);
-    if (inputs.empty()) fail_input(path.string(), "holds no tensors");
+        for (const auto& t : s.tensors) {
+            // export-only data (a corpus, initial weights) is what a lesson hands out, never an input
+            if (t.export_only) ++data;
+            else inputs.emplace(s.id + "." + t.name, t.value);
+        }
+    if (inputs.empty())
+        fail_input(path.string(), data == 0 ? "holds no tensors"
+                                            : "holds only export-only data (\"export_only\": true), which is never "
+                                              "an input");
     return inputs;
 }
 

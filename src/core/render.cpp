@@ -864,6 +864,26 @@ std::string parameter_summary(const TensorRecord& t) {
                        std::sqrt(squares / static_cast<double>(n)), lowest, highest, n);
 }
 
+// A step's export-only data in one line (wrapped): how many tensors and numbers, and their names
+// and shapes (the first three and the last when there are more than six).
+std::string export_only_summary(const std::vector<const TensorRecord*>& data, std::size_t width) {
+    std::size_t numbers = 0;
+    std::vector<std::string> names;
+    for (std::size_t k = 0; k < data.size(); ++k) {
+        numbers += data[k]->value.size();
+        if (data.size() <= 6 || k < 3 || k + 1 == data.size()) {
+            // "train_src 1200x19": a shape without spaces is never wrapped apart
+            const Shape shape = data[k]->shape();
+            names.push_back(data[k]->name + " " + (shape.empty() ? "(scalar)" : fmt::format("{}", fmt::join(shape, "x"))));
+        }
+        if (data.size() > 6 && k == 3) names.push_back("…");
+    }
+    return wrap_text(fmt::format("Export-only data, not shown: {} tensor{} of {} numbers in all ({}); attn export "
+                                 "writes them.",
+                                 data.size(), data.size() == 1 ? "" : "s", numbers, fmt::join(names, ", ")),
+                     width, "  ");
+}
+
 }  // namespace
 
 std::string render_tensor(const TensorRecord& t, const RenderOptions& options) {
@@ -907,7 +927,12 @@ std::string render_step(const Step& s, std::size_t index, std::size_t count, con
     blocks.push_back(paint(rule, "1;36", opt.color) + "\n" +
                      (s.equation.empty() ? "" : "  " + s.equation + "\n"));
     if (!s.explanation.empty()) blocks.push_back(wrap_text(s.explanation, rule_width - 2, "  "));
-    for (const auto& t : s.tensors) blocks.push_back(render_tensor(t, opt));
+    std::vector<const TensorRecord*> data;
+    for (const auto& t : s.tensors) {
+        if (t.export_only) data.push_back(&t);
+        else blocks.push_back(render_tensor(t, opt));
+    }
+    if (!data.empty()) blocks.push_back(export_only_summary(data, rule_width - 2));
     if (!s.checks.empty()) {
         std::string checks;
         for (const auto& c : s.checks) checks += render_check(c, opt);

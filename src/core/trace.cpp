@@ -96,11 +96,18 @@ TensorRecord& Trace::parameter(std::string name, std::string equation, Array val
     return t;
 }
 
-Trace Trace::without_measured() const {
+TensorRecord& Trace::export_only(std::string name, std::string equation, Array value, std::vector<std::string> rows,
+                                 std::vector<std::string> cols) {
+    TensorRecord& t = tensor(std::move(name), std::move(equation), std::move(value), std::move(rows), std::move(cols));
+    t.export_only = true;
+    return t;
+}
+
+Trace Trace::for_golden() const {
     Trace out = *this;
     for (auto& s : out.steps_)
         s.tensors.erase(std::remove_if(s.tensors.begin(), s.tensors.end(),
-                                       [](const TensorRecord& t) { return t.measured; }),
+                                       [](const TensorRecord& t) { return !t.in_golden(); }),
                         s.tensors.end());
     return out;
 }

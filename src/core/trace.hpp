@@ -36,6 +36,11 @@ struct TensorRecord {
     // A measurement of this machine (a wall time): shown and exported, but never written to or
     // compared with a golden file.
     bool measured = false;
+    // Data a lesson hands out for reproducing it elsewhere (a corpus, initial weights, the order of
+    // the batches): written by `attn export` only (JSON: "export_only": true; npy: under DIR/data/),
+    // never written to or compared with a golden file, never an --input, and shown by `attn run` as
+    // one summary line per step. Often far too large for a golden file or a terminal.
+    bool export_only = false;
     // A parameter the lesson drew at random (a weight matrix, an embedding table): its numbers are
     // recorded, exported and compared like any other, but `attn run` shows it as one summary line
     // (shape, mean, spread, range) unless asked for --show-params.
@@ -51,6 +56,8 @@ struct TensorRecord {
     }
 
     Shape shape() const { return shape_of(value); }
+    // Whether golden files hold this tensor: neither measured nor export-only.
+    bool in_golden() const { return !measured && !export_only; }
 };
 
 struct CheckRecord {
@@ -125,6 +132,10 @@ public:
     TensorRecord& parameter(std::string name, std::string equation, Array value, std::vector<std::string> rows = {},
                             std::vector<std::string> cols = {});
 
+    // Records export-only data (TensorRecord::export_only): tensor(), never in a golden file.
+    TensorRecord& export_only(std::string name, std::string equation, Array value, std::vector<std::string> rows = {},
+                              std::vector<std::string> cols = {});
+
     // Records an identity check in the current step; returns whether it holds.
     bool check(std::string claim, double max_abs_error, double tolerance);
 
@@ -149,8 +160,9 @@ public:
         if (progress_) progress_(what);
     }
 
-    // The same trace without its measured tensors: what golden files hold and compare.
-    Trace without_measured() const;
+    // The same trace without the tensors golden files never hold (measured and export-only ones):
+    // what golden files hold and compare.
+    Trace for_golden() const;
 
     // The names the lesson takes as inputs, in the order it asked for them.
     const std::vector<std::string>& input_names() const { return input_names_; }

@@ -49,8 +49,9 @@ std::string difference(const Trace& a, const Trace& b) {
             if (x.name != y.name || x.equation != y.equation) return here + ": name or equation";
             if (x.shape() != y.shape())
                 return here + ": shape " + shape_string(x.shape()) + " vs " + shape_string(y.shape());
-            if (x.rows != y.rows || x.cols != y.cols || x.view != y.view || x.measured != y.measured)
-                return here + ": labels, view or measured";
+            if (x.rows != y.rows || x.cols != y.cols || x.view != y.view || x.measured != y.measured ||
+                x.export_only != y.export_only)
+                return here + ": labels, view, measured or export_only";
             auto ix = x.value.begin();
             for (auto iy = y.value.begin(); iy != y.value.end(); ++ix, ++iy)
                 if (!same_double(*ix, *iy))
