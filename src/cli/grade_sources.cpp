@@ -606,13 +606,19 @@ private:
         kit_.obj = kit_.dir / "obj";
     }
 
-    // Every header of the source tree's src/ (no source file: the references are not to be read).
+    // Every header of the source tree's src/ (no source file: the references are not to be read),
+    // except src/nn/reference/, the code only references include (a vectorised softmax): a student's
+    // file that includes it does not compile, as in the student edition, which leaves it out.
     static void copy_headers(const fs::path& from, const fs::path& to) {
-        for (const auto& e : fs::recursive_directory_iterator(from)) {
-            const fs::path rel = fs::relative(e.path(), from);
-            if (e.is_directory()) fs::create_directories(to / rel);
-            else if (e.is_regular_file() && (e.path().extension() == ".hpp" || e.path().extension() == ".h"))
-                fs::copy_file(e.path(), to / rel);
+        for (auto e = fs::recursive_directory_iterator(from); e != fs::recursive_directory_iterator(); ++e) {
+            const fs::path rel = fs::relative(e->path(), from);
+            if (e->is_directory() && rel == fs::path("nn") / "reference") {
+                e.disable_recursion_pending();
+                continue;
+            }
+            if (e->is_directory()) fs::create_directories(to / rel);
+            else if (e->is_regular_file() && (e->path().extension() == ".hpp" || e->path().extension() == ".h"))
+                fs::copy_file(e->path(), to / rel);
         }
     }
 
