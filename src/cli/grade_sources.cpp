@@ -517,7 +517,8 @@ private:
                                                                                                            : "fail";
         if (row.result == "pass") return;
         std::string text = describe(s);
-        if (s.state == ExerciseState::not_started) text += ": the file handed in defines none of its functions";
+        if (s.state == ExerciseState::not_started)
+            text += ": its starter stands for a function of it that the file handed in does not define";
         else if (!s.message.empty()) text += ": " + s.message;
         while (!text.empty() && text.back() == '\n') text.pop_back();
         row.message = capped(printable_utf8(text), max_message_bytes);

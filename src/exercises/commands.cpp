@@ -23,6 +23,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -264,7 +265,7 @@ std::string mark(ExerciseState state) {
         case ExerciseState::passed: return "ok";
         case ExerciseState::not_started:
         case ExerciseState::not_finished: return "todo";
-        case ExerciseState::waiting: return "wait";
+        case ExerciseState::blocked: return "block";
         case ExerciseState::diverges:
         case ExerciseState::error: return "FAIL";
         case ExerciseState::golden_problem: return "ERROR";
@@ -306,7 +307,7 @@ void print_check_text(const std::vector<ExerciseStatus>& statuses, const Toleran
             case ExerciseState::not_finished:
             case ExerciseState::golden_problem: fmt::print("{}", indented(s.message, 6)); break;
             case ExerciseState::passed:
-            case ExerciseState::waiting: break;
+            case ExerciseState::blocked: break;
         }
     }
     const std::size_t passed = count_state(statuses, ExerciseState::passed);
@@ -328,6 +329,8 @@ void print_check_json(const std::vector<ExerciseStatus>& statuses, const Toleran
                         {"unit_case", s.unit_case},
                         {"step", s.step},
                         {"waiting_for", s.waiting_for},
+                        {"blocked_by", s.root},
+                        {"unmet", s.unmet},
                         {"unit_cases", s.unit_cases},
                         {"unit_cases_passed", s.unit_cases_passed},
                         {"points", s.points()},
@@ -480,13 +483,82 @@ void check_starters(Verdicts& verdict, const InstructorOptions& o) {
         std::vector<std::string> blamed;
         for (const auto& e : entries) {
             const std::string id = e.value("id", ""), state = e.value("status", "");
-            const bool waits = state == "waiting" && e.value("waiting_for", "") == x.id;
+            const bool waits = state == "blocked" && e.value("waiting_for", "") == x.id;
             if (id != x.id && state != "passed" && !(waits && declared_by(id).count(x.id)))
                 blamed.push_back(fmt::format("{} {}", id, e.value("description", state)));
         }
         verdict(blamed.empty(), fmt::format("{}: with its starter, the others pass or wait for it where they declare "
                                             "it{}",
                                             x.id, blamed.empty() ? "" : ": " + fmt::format("{}", fmt::join(blamed, "; "))));
+    }
+}
+
+// The order promise: working down the table, each exercise can pass before the next is written.
+// attn-through-<id> has the references up to <id> and the starters of every later exercise: <id>
+// must pass there, except where it declares a later exercise of its lesson among its uses (README,
+// "Exercises"): then it may be blocked by those alone, and must pass in the row of the last of them,
+// beside that row's own exercise. The last row is the reference, checked in this program. Each row checks only its exercises
+// (and the lessons of what they use), so the rows together cost about one run of each lesson.
+void check_order(Verdicts& verdict, const InstructorOptions& o) {
+    const auto& table = all_exercises();
+    std::map<std::string, std::vector<std::string>> deferred;  // later exercise -> earlier ones passing with it
+    for (std::size_t k = 0; k < table.size(); ++k) {
+        const Exercise& x = table[k];
+        const auto program = o.starters_dir / ("attn-through-" + x.id);
+        std::vector<std::string> asked = deferred[x.id];
+        asked.push_back(x.id);
+        std::map<std::string, nlohmann::json> entries;
+        if (k + 1 == table.size()) {  // every reference: this program
+            std::vector<const Exercise*> wanted;
+            for (const auto& id : asked) wanted.push_back(find_exercise(id));
+            for (const auto& st : evaluate_exercises(o.golden_dir, "", Tolerance{}, true, wanted))
+                entries[st.exercise->id] = {{"status", state_name(st.state)}, {"description", describe(st)},
+                                            {"unmet", st.unmet}};
+        }
+        try {
+            if (k + 1 < table.size()) {
+                const auto output =
+                    output_of(shell_quoted(program.string()) + " check " + fmt::format("{}", fmt::join(asked, " ")) +
+                              " --format json --golden " + shell_quoted(o.golden_dir.string()));
+                const nlohmann::json doc = nlohmann::json::parse(output.value_or(""));
+                for (const auto& e : doc.at("exercises")) entries[e.value("id", "")] = e;
+            }
+            for (const auto& id : asked)
+                if (!entries.count(id)) throw std::runtime_error("not the exercises asked for");
+        } catch (const std::exception&) {
+            verdict(false, fmt::format("{}: {} did not answer 'check {} --format json' (meson compile {} builds it)",
+                                       x.id, program.string(), fmt::join(asked, " "), program.filename().string()));
+            continue;
+        }
+        const auto& mine = entries.at(x.id);
+        const std::string state = mine.value("status", "");
+        // blocked only by later exercises of its own lesson that it declares: it passes with the last of them
+        const auto unmet = mine.value("unmet", std::vector<std::string>{});
+        bool waits_as_declared = state == "blocked" && !unmet.empty();
+        const Exercise* last = nullptr;
+        for (const auto& u : unmet) {
+            const Exercise* y = find_exercise(u);
+            if (!y || y <= &x || y->lesson != x.lesson || std::count(x.uses.begin(), x.uses.end(), u) == 0)
+                waits_as_declared = false;
+            else if (!last || y > last)
+                last = y;
+        }
+        std::vector<std::string> not_passed;
+        for (const auto& id : deferred[x.id])
+            if (entries.at(id).value("status", "") != "passed")
+                not_passed.push_back(id + " " + entries.at(id).value("description", ""));
+        if (waits_as_declared) deferred[last->id].push_back(x.id);
+        const bool holds = (state == "passed" || waits_as_declared) && not_passed.empty();
+        std::string what = fmt::format("{}: with the references of exercises 1 to {} and the starters after it, ", x.id,
+                                       k + 1);
+        if (state == "passed") what += "it passes";
+        else if (waits_as_declared) what += fmt::format("it waits for {}, as it declares", fmt::join(unmet, ", "));
+        else what += "it does not pass: " + mine.value("description", state);
+        if (!deferred[x.id].empty())
+            what += fmt::format("; {} {}", fmt::join(deferred[x.id], ", "),
+                                not_passed.empty() ? (deferred[x.id].size() == 1 ? "passes with it" : "pass with it")
+                                                   : fmt::format("do not pass with it: {}", fmt::join(not_passed, "; ")));
+        verdict(holds, what);
     }
 }
 
@@ -511,7 +583,7 @@ int cmd_exercises(const ExerciseOptions& o) {
                    file_to_edit(*s.exercise));
     }
     const auto next = std::find_if(statuses.begin(), statuses.end(), [](const ExerciseStatus& s) {
-        return s.state != ExerciseState::passed && s.state != ExerciseState::waiting;
+        return s.state != ExerciseState::passed && s.state != ExerciseState::blocked;
     });
     if (next == statuses.end() && count_state(statuses, ExerciseState::passed) == statuses.size())
         fmt::print("\nEvery exercise passes.\n");
@@ -761,6 +833,8 @@ int cmd_instructor_check(const InstructorOptions& o) {
                             fmt::join(s.exercise->steps, ", ")));
     // 2. no exercise ships solved or broken: every untouched starter reports itself not done
     check_starters(verdict, o);
+    // 3. the order: each exercise passes before the next is written
+    check_order(verdict, o);
     fmt::print("\ninstructor check: {} of {} hold\n", verdict.held, verdict.held + verdict.failed);
     return verdict.failed == 0 ? exit_ok : exit_mismatch;
 }
