@@ -16,8 +16,8 @@
 // budget is per student for building and checking together.
 #include "cli/grade.hpp"
 
-#include "cli/command_support.hpp"
-#include "cli/program.hpp"
+#include "exercises/command_support.hpp"
+#include "exercises/program.hpp"
 #include "cli/sandbox.hpp"
 #include "core/golden.hpp"
 #include "core/names.hpp"

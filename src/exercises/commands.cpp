@@ -1,13 +1,13 @@
 // The exercise commands of an exercise build (attn-student, attn-starter-<id>): `exercises`, the
 // exercise `check` and `hint`; and the instructor's `attn instructor-check`.
-#include "cli/commands.hpp"
+#include "exercises/commands.hpp"
 
 #include "attn_config.hpp"
-#include "cli/command_support.hpp"
+#include "exercises/command_support.hpp"
 #include "core/golden.hpp"
 #include "core/render.hpp"
 #include "core/side_by_side.hpp"
-#include "cli/program.hpp"
+#include "exercises/program.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
