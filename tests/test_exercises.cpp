@@ -409,6 +409,26 @@ TEST_CASE("attn-student watch checks, then rebuilds and checks again when a file
     CHECK(reference.code == 2);
 }
 
+TEST_CASE("attn-student watch follows the first unfinished exercise, and clears a terminal's screen", "[exercises]") {
+    const fs::path student = env("ATTN_STUDENT_BIN");
+    const fs::path file = fs::path(env("ATTN_SOURCE_DIR")) / "lessons/exercises/gru_step.cpp";
+    // no exercise named: the first check is of all of them, then watch follows gru-step (the first
+    // not passed); saving its file checks it alone
+    const Result r = run_command("(sleep 6; touch '" + file.string() + "') & timeout 600 '" + student.string() +
+                                 "' watch --runs 2 2>&1; code=$?; wait; exit $code");
+    INFO(r.output);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.output, Catch::Contains("0 of " + std::to_string(all_exercises().size()) + " exercises passed."));
+    CHECK_THAT(r.output, Catch::Contains("Next: gru-step. Watching it; it is checked whenever you save."));
+    const auto second = r.output.find("── check of gru-step at");
+    REQUIRE(second != std::string::npos);
+    CHECK(r.output.find("todo  softmax", second) == std::string::npos);  // gru-step alone
+    CHECK(r.output.find("\x1b[2J") == std::string::npos);  // not a terminal: no escape sequences
+    // on a terminal (script gives it one), each check starts on a clear screen
+    const Result tty = run_command("script -qec \"timeout 600 '" + student.string() + "' watch gru-step --runs 1\" /dev/null");
+    CHECK_THAT(tty.output, Catch::Contains("\x1b[H\x1b[2J"));
+}
+
 TEST_CASE("attn-student watch ends where it should: a bad --runs, a reader gone, standard output closed",
           "[exercises]") {
     const std::string student = "'" + env("ATTN_STUDENT_BIN") + "'";

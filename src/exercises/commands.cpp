@@ -562,6 +562,20 @@ void check_order(Verdicts& verdict, const InstructorOptions& o) {
     }
 }
 
+// watch asks its check for the states it found (ATTN_WATCH_RECORD names the file): id -> state and,
+// for a blocked one, its root.
+void write_watch_record(const std::vector<ExerciseStatus>& statuses) {
+    const char* file = std::getenv("ATTN_WATCH_RECORD");
+    if (!file || !*file) return;
+    nlohmann::json record = nlohmann::json::object();
+    for (const auto& s : statuses) record[s.exercise->id] = {{"status", state_name(s.state)}, {"blocked_by", s.root}};
+    try {
+        write_file_atomic(file, record.dump() + "\n");
+    } catch (const std::exception&) {
+        // watch then keeps its focus: nothing is lost but the move to the next exercise
+    }
+}
+
 }  // namespace
 
 int cmd_exercises(const ExerciseOptions& o) {
@@ -603,6 +617,7 @@ int cmd_check_exercises(const ExerciseOptions& o) {
         print_check_json(statuses, o.tolerance);
     else
         print_check_text(statuses, o.tolerance);
+    write_watch_record(statuses);
     return exit_code(statuses);
 }
 
@@ -639,6 +654,18 @@ void stop_when_output_gone() {
 }
 
 // Runs `argv` and waits for it; its exit code, or exit_usage when it could not start.
+// The exercise watch turns to: the first in table order that has not passed, or the root of the
+// chain that blocks it; "" when every one has passed.
+std::string next_unfinished(const std::map<std::string, std::pair<std::string, std::string>>& known) {
+    for (const auto& x : all_exercises()) {
+        const auto it = known.find(x.id);
+        if (it == known.end() || it->second.first == "passed") continue;
+        if (it->second.first == "blocked" && !it->second.second.empty()) return it->second.second;
+        return x.id;
+    }
+    return "";
+}
+
 int run_and_wait(const std::vector<std::string>& args) {
     const pid_t pid = ::fork();
     if (pid < 0) return exit_usage;
@@ -666,23 +693,59 @@ int cmd_watch(const ExerciseOptions& o, std::size_t runs) {
     }
     std::vector<const Exercise*> wanted;
     if (!resolve_exercises(o.exercises, wanted)) return exit_usage;
-    std::vector<std::string> args = {(p.build_dir / p.name).string(), "check"};
-    for (const auto& id : o.exercises) args.push_back(id);
-    args.insert(args.end(), {"--golden", o.golden_dir.string(), "--rtol", fmt::format("{:.17g}", o.tolerance.rtol),
-                             "--atol", fmt::format("{:.17g}", o.tolerance.atol)});
+    const std::vector<std::string> options = {"--golden", o.golden_dir.string(), "--rtol",
+                                              fmt::format("{:.17g}", o.tolerance.rtol), "--atol",
+                                              fmt::format("{:.17g}", o.tolerance.atol)};
+    // Named exercises are checked every time. Otherwise the first check is of every exercise, and
+    // from then on watch follows one: the first that has not passed (or the root of what blocks
+    // it), and the next one as soon as it passes, like rustlings.
+    const bool follow = o.exercises.empty();
+    const auto record = p.build_dir / "attn-student-watch.json";
+    if (follow) ::setenv("ATTN_WATCH_RECORD", record.c_str(), 1);
+    std::map<std::string, std::pair<std::string, std::string>> known;  // id -> state, root when blocked
+    std::string focus;
+    const bool terminal = ::isatty(STDOUT_FILENO) == 1;
     fmt::print("Watching {}: save an exercise file and it is rebuilt and checked again. Ctrl-C stops.\n",
                printable_utf8(shown_path(p.exercises_dir)));
     int code = exit_ok;
     for (std::size_t done = 0;;) {
         const auto before = exercise_file_times();
+        std::vector<std::string> args = {(p.build_dir / p.name).string(), "check"};
+        if (follow && !focus.empty()) args.push_back(focus);
+        for (const auto& id : o.exercises) args.push_back(id);
+        args.insert(args.end(), options.begin(), options.end());
         std::time_t now = std::time(nullptr);
         char clock[16] = "";
         std::strftime(clock, sizeof clock, "%H:%M:%S", std::localtime(&now));
-        fmt::print("\n── check at {} ──\n", clock);
+        if (terminal) fmt::print("\x1b[H\x1b[2J");  // a clear screen for each check, on a terminal only
+        fmt::print("\n── check{} at {} ──\n", focus.empty() ? "" : " of " + focus, clock);
         flush_output();
         // check rebuilds the program first when a file is newer than it (run_fresh_program)
+        std::error_code ec;
+        std::filesystem::remove(record, ec);
         code = run_and_wait(args);
+        if (follow) {
+            try {
+                const nlohmann::json seen = nlohmann::json::parse(read_file_bytes(record, "watch record"));
+                for (const auto& [id, e] : seen.items()) known[id] = {e.value("status", ""), e.value("blocked_by", "")};
+            } catch (const std::exception&) {
+                // no record (the build failed): the focus stays
+            }
+            std::filesystem::remove(record, ec);
+        }
         if (runs > 0 && ++done >= runs) return code;
+        if (follow) {
+            const std::string next = next_unfinished(known);
+            const bool passed = !focus.empty() && known.count(focus) && known.at(focus).first == "passed";
+            if (passed && !next.empty()) {
+                fmt::print("\n{} passes: on to {}.\n", focus, next);
+                focus = next;
+                continue;  // checked at once: it may pass already
+            }
+            if (next.empty() && !known.empty()) fmt::print("\nEvery exercise passes.\n");
+            else if (focus != next) fmt::print("\nNext: {}. Watching it; it is checked whenever you save.\n", next);
+            focus = next;
+        }
         fmt::print("\n(waiting for a change to {}...)\n", printable_utf8(shown_path(p.exercises_dir)));
         flush_output();
         while (exercise_file_times() == before) {
