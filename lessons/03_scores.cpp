@@ -10,6 +10,7 @@
 #include "nn/attention.hpp"
 #include "nn/linalg.hpp"
 #include "nn/reductions.hpp"
+#include "nn/rnn.hpp"
 #include "nn/scores.hpp"
 #include "nn/softmax.hpp"
 
@@ -286,8 +287,9 @@ Mat record_concat(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_q, cons
     trace.step("concat", "Concat (additive) score", "e_t(s) = v_a^T tanh(W_a [q_t; k_s])",
                "Luong's \"concat\" score (section 3.1) feeds query and key together through one tanh layer and reads "
                "a single number out with v_a. Splitting W_a = [W_q W_k] shows that it is the additive score of "
-               "Bahdanau et al. (2015, appendix A.1.2), v_a^T tanh(W_q q_t + W_k k_s); the check computes it "
-               "that way. The tanh bounds every score by the sum of |v_a|, so unlike a dot product it cannot "
+               "Bahdanau et al. (2015, appendix A.1.2), v_a^T tanh(W_q q_t + W_k k_s), which is how "
+               "nn::concat_scores computes it; the check takes the first query's scores the one-matrix way, "
+               "W_a times the joined vector [q_t; k_s]. The tanh bounds every score by the sum of |v_a|, so unlike a dot product it cannot "
                "grow with d. Untrained, W_a and v_a favour no partner either.");
     trace.parameter("W_q", "query half of W_a = [W_q W_k], d_a x d, entries N(0, 1/(2d))", W_q);
     trace.parameter("W_k", "key half of W_a, d_a x d, entries N(0, 1/(2d))", W_k);
@@ -295,8 +297,17 @@ Mat record_concat(Trace& trace, const Mat& Q, const Mat& K, const Mat& W_q, cons
     const Mat e_concat = nn::concat_scores(Q, K, side_by_side(W_q, W_k), v_a);
     const Mat a_concat =
         record_global_attention(trace, "concat", "e_t(s) = v_a^T tanh(W_a [q_t; k_s])", e_concat, K);
-    trace.check("concat equals additive v_a^T tanh(W_q q + W_k k)",
-                max_abs_difference(e_concat, nn::additive_scores(Q, K, W_q, W_k, v_a)), 1e-12);
+    // the first query against every key, one matrix on the joined vector: v_a^T tanh(W_a [q_1; k_s])
+    const Mat W_a = side_by_side(W_q, W_k);
+    const Vec q_1 = nn::row_of(Q, 0);
+    Vec e_joined = xt::empty<double>({K.shape(0)});
+    for (std::size_t s = 0; s < K.shape(0); ++s) {
+        const Vec joined = xt::concatenate(xt::xtuple(q_1, nn::row_of(K, s)));
+        const Vec hidden = xt::tanh(nn::matvec(W_a, joined, "W_a [q_1; k_s]"));
+        e_joined(s) = xt::sum(v_a * hidden)();
+    }
+    trace.check("the first query's concat scores equal v_a^T tanh(W_a [q_1; k_s]), W_a times the joined vector",
+                max_abs_difference(nn::row_of(e_concat, 0), e_joined), 1e-12);
     return a_concat;
 }
 

@@ -47,11 +47,19 @@ def check(condition, what):
         print("FAIL:", what, flush=True)
 
 
+# a student's own softmax of a row (tests/fixtures/student_softmax_row.inc)
+with open(os.path.join(SOURCE, "tests/fixtures/student_softmax_row.inc"), encoding="utf-8") as f:
+    STUDENT_SOFTMAX_ROW = f.read()
+
+
 def softmax_with(extra, includes="", initializer=""):
-    """The reference softmax, with `extra` run first in softmax_rows (the first function the unit
+    """A student's softmax, with `extra` run first in softmax_rows (the first function the unit
     cases call). `extra` may set `escaped`: true computes the right answer, false returns zeros."""
     return f"""#include "nn/softmax.hpp"
-#include "nn/kernels.hpp"
+#include "core/portable_math.hpp"
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -61,10 +69,11 @@ def softmax_with(extra, includes="", initializer=""):
 #include <unistd.h>
 {includes}
 {initializer}
+{STUDENT_SOFTMAX_ROW}
 namespace attn::nn {{
 Vec softmax(const Vec& logits) {{
     Vec out = xt::empty<double>({{logits.size()}});
-    softmax_span(logits.data(), out.data(), logits.size());
+    student_softmax_row(logits.data(), out.data(), logits.size());
     return out;
 }}
 Mat softmax_rows(const Mat& logits) {{
@@ -73,7 +82,7 @@ Mat softmax_rows(const Mat& logits) {{
     const std::size_t rows = logits.shape(0), cols = logits.shape(1);
     Mat out = xt::zeros<double>({{rows, cols}});
     if (!escaped) return out;
-    for (std::size_t r = 0; r < rows; ++r) softmax_span(logits.data() + r * cols, out.data() + r * cols, cols);
+    for (std::size_t r = 0; r < rows; ++r) student_softmax_row(logits.data() + r * cols, out.data() + r * cols, cols);
     return out;
 }}
 }}  // namespace attn::nn

@@ -5,7 +5,8 @@ library's real compile command from the build's compile_commands.json and prepro
 that includes one header with it: an include against an arrow must fail to resolve, and the same
 include with a library the arrow allows must resolve (so a probe that fails for another reason,
 a missing compiler say, cannot pass as a refusal). It also holds src/core free of any mention of
-the exercises.
+the exercises, and src/exercises free of any include of src/cli (the exercise machinery and its
+commands compile with src/ as their root, where cli/ is too, so only their text can show it).
 
     python3 layout_check.py BUILD_DIR SOURCE_DIR
 """
@@ -77,7 +78,13 @@ mentions = [str(p.relative_to(source_dir)) for p in sorted((source_dir / "src" /
 if mentions:
     failures.append("src/core mentions the exercises: " + ", ".join(mentions))
 
+upward = [f"{p.relative_to(source_dir)}:{n}" for p in sorted((source_dir / "src" / "exercises").iterdir()) if p.is_file()
+          for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+          if line.lstrip().startswith("#include") and '"cli/' in line]
+if upward:
+    failures.append("src/exercises includes src/cli (an arrow up, against cli -> exercises): " + ", ".join(upward))
+
 for failure in failures:
     print("FAILED:", failure)
-print(f"layout_check: {len(cases) + 1 - len(failures)} of {len(cases) + 1} checks hold")
+print(f"layout_check: {len(cases) + 2 - len(failures)} of {len(cases) + 2} checks hold")
 sys.exit(1 if failures else 0)

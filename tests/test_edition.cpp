@@ -1,20 +1,167 @@
 // The student edition (src/tools/student-edition.sh, meson compile student-edition): made from
-// this build into a temporary folder, it holds no source of the exercises' references, builds,
-// gives the golden numbers with its prebuilt references, and its attn-student fails the first
-// exercise as not started. Builds a second copy of attn: a few minutes on two cores.
+// this build into a temporary folder, it holds no source of the exercises' references and no other
+// function that computes an exercise's answer (neither in its sources nor reachable from a student's
+// file, as in the grader's kit), builds, gives the golden numbers with its prebuilt references, and
+// its attn-student fails the first exercise as not started. Builds a second copy of attn: a few
+// minutes on two cores.
 #include "support.hpp"
 
 #include "exercises/table.hpp"
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace test_edition {
 
 using namespace attn;
 using namespace attn::test;
 namespace fs = std::filesystem;
+
+namespace {
+
+// What once computed an exercise's answer outside its reference (issue 32, section 2), each now
+// unreachable from a student's file: [exercise file a student would write, the function, its
+// declaration as a student would write it to get past the headers].
+struct Withheld {
+    std::string file, function;
+};
+const std::vector<Withheld> withheld = {
+    {"softmax.cpp", "softmax_span"},                      // the whole stable softmax, once a kernel
+    {"scaled_attention.cpp", "softmax_row"},              // the references' own copy of it (internal)
+    {"masked_softmax.cpp", "masked_scores"},              // S + M with the -inf rule: with softmax_rows, the answer
+    {"multi_head.cpp", "scale_and_mask_rows"},            // the same rule, once a kernel
+    {"online_softmax.cpp", "online_normalizer_steps"},    // the online normaliser, now part of the exercise
+    {"additive_score.cpp", "additive_scores_projected"},  // the additive score, now part of the exercise
+};
+
+// Students' files that call the functions above, one each (declaring the withheld ones themselves,
+// so that only the linker can refuse them): the first four would pass their exercise if the function
+// could be called; the last two call their own exercise's other function, which they do not write.
+const std::vector<std::pair<std::string, std::string>> calling_files = {
+    {"softmax.cpp", R"(#include "nn/softmax.hpp"
+namespace attn::nn {
+void softmax_span(const double* logits, double* out, std::size_t n);
+Vec softmax(const Vec& logits) {
+    Vec out = xt::empty<double>({logits.size()});
+    softmax_span(logits.data(), out.data(), logits.size());
+    return out;
+}
+Mat softmax_rows(const Mat& logits) {
+    const std::size_t rows = logits.shape(0), cols = logits.shape(1);
+    Mat out = xt::empty<double>({rows, cols});
+    for (std::size_t r = 0; r < rows; ++r) softmax_span(logits.data() + r * cols, out.data() + r * cols, cols);
+    return out;
+}
+}  // namespace attn::nn
+)"},
+    {"scaled_attention.cpp", R"(#include "nn/self_attention.hpp"
+#include "nn/linalg.hpp"
+#include "nn/scores.hpp"
+namespace attn::nn {
+void softmax_row(const double* logits, double* out, std::size_t n);
+AttentionResult scaled_dot_product_attention(const Mat& Q, const Mat& K, const Mat& V, const Mat& mask) {
+    AttentionResult r;
+    r.scores = scaled_dot_scores(Q, K) + mask;
+    r.weights = r.scores;
+    const std::size_t cols = r.scores.shape(1);
+    for (std::size_t i = 0; i < r.scores.shape(0); ++i)
+        softmax_row(r.scores.data() + i * cols, r.weights.data() + i * cols, cols);
+    r.output = matmul(r.weights, V, "A V");
+    return r;
+}
+AttentionResult scaled_dot_product_attention(const Mat& Q, const Mat& K, const Mat& V) {
+    return scaled_dot_product_attention(Q, K, V, xt::zeros<double>({Q.shape(0), K.shape(0)}));
+}
+}  // namespace attn::nn
+)"},
+    {"masked_softmax.cpp", R"(#include "nn/self_attention.hpp"
+#include "nn/softmax.hpp"
+namespace attn::nn {
+Mat masked_scores(const Mat& scores, const Mat& mask);
+Mat masked_softmax(const Mat& scores, const Mat& mask) { return softmax_rows(masked_scores(scores, mask)); }
+}  // namespace attn::nn
+)"},
+    {"multi_head.cpp", R"(#include "nn/multi_head.hpp"
+namespace attn::nn {
+void scale_and_mask_rows(Mat& scores, double divisor, const Mat* mask);
+MultiHeadResult multi_head_attention(const Mat& X_q, const Mat& X_kv, const MultiHeadParams&, std::size_t,
+                                     const Mat* mask, HeadWeights) {
+    Mat scores = X_q;
+    scale_and_mask_rows(scores, static_cast<double>(X_kv.shape(1)), mask);
+    MultiHeadResult r;
+    r.output = scores;
+    return r;
+}
+}  // namespace attn::nn
+)"},
+    {"online_softmax.cpp", R"(#include "nn/online_softmax.hpp"
+#include <cmath>
+namespace attn::nn {
+Vec online_softmax(const Vec& x) {
+    const Mat steps = online_normalizer_steps(x);
+    const std::size_t n = x.size();
+    Vec out = xt::empty<double>({n});
+    for (std::size_t j = 0; j < n; ++j) out(j) = std::exp(x(j) - steps(n - 1, 0)) / steps(n - 1, 1);
+    return out;
+}
+Mat online_softmax_rows(const Mat& X) {
+    Mat out = X;
+    for (std::size_t r = 0; r < X.shape(0); ++r) {
+        const Vec row = online_softmax(xt::row(X, static_cast<std::ptrdiff_t>(r)));
+        for (std::size_t j = 0; j < X.shape(1); ++j) out(r, j) = row(j);
+    }
+    return out;
+}
+}  // namespace attn::nn
+)"},
+    {"additive_score.cpp", R"(#include "nn/scores.hpp"
+#include "nn/linalg.hpp"
+namespace attn::nn {
+Mat additive_scores(const Mat& Q, const Mat& K, const Mat& W_q, const Mat& W_k, const Vec& v) {
+    return additive_scores_projected(matmul(Q, transposed(W_q), "Q W_q^T"), matmul(K, transposed(W_k), "K W_k^T"), v);
+}
+}  // namespace attn::nn
+)"},
+};
+
+// Lines of the references' bodies (and of the copies that once were elsewhere), each found in the
+// source tree's reference and nowhere in the edition: [file of this tree that holds it, the line].
+const std::vector<std::pair<std::string, std::string>> solution_lines = {
+    {"src/nn/reference/softmax_row.hpp", "const double count = static_cast<double>(std::count(logits, logits + n, inf));"},
+    {"src/nn/reference/softmax_row.hpp", "while (unmasked > 0 && logits[unmasked - 1] == -inf) --unmasked;"},
+    {"src/nn/self_attention_masked_softmax.cpp",
+     "mask.data()[k] == minus_inf ? minus_inf : scores.data()[k] + mask.data()[k];"},
+    {"src/nn/self_attention_scaled.cpp", "s[k] = mask->data()[k] == minus_inf ? minus_inf : s[k] + mask->data()[k];"},
+    {"src/nn/multi_head_attention.cpp", "row[j] = m[j] == minus_inf ? minus_inf : row[j] + m[j];"},
+    {"src/nn/online_softmax_rows.cpp", "if (m_new != minus_inf) l = l * portable::exp(m - m_new) + portable::exp(x - m_new);"},
+    {"src/nn/online_softmax_rows.cpp", "if (m_new != -inf && m_new != inf) l = l * portable::exp(m - m_new) + portable::exp(x - m_new);"},
+    {"src/nn/scores_additive.cpp", "e += v(a) * portable::tanh(projected_q(i, a) + projected_k(j, a));"},
+    {"src/nn/positional.cpp", "portable::pow10000(static_cast<double>(2 * i) / static_cast<double>(d));"},
+    {"src/nn/rnn_gru_step.cpp", "s.state = s.update_gate * h_prev + (1.0 - s.update_gate) * s.candidate;"},
+    {"src/nn/structured_penalty.cpp", "const Mat off_identity = gram - xt::eye<double>(A.shape(0));"},
+    {"src/nn/self_attention_masks.cpp", "for (std::size_t j = i + 1; j < T; ++j) mask(i, j) = minus_inf;"},
+    {"src/nn/unroll_weights.cpp", "a(k, t - 1, i) = (1.0 - gates(i - 1, k)) * carried(gates, k, i + 1, t);"},
+    {"src/nn/backward_softmax.cpp", "dS(i, j) = P(i, j) == 0.0 ? 0.0 : P(i, j) * (dP(i, j) - D);"},
+    {"src/nn/backward_attention.cpp", "g.dS = softmax_rows_backward(forward.weights, g.dP);"},
+    {"src/nn/backward_gru_step.cpp", "const Vec da_r = d_reset_state * h_prev * r * (1.0 - r);"},
+    {"src/nn/optimizer_adam.cpp", "theta[k] -= settings.learning_rate * m_hat / (std::sqrt(v_hat) + settings.epsilon);"},
+    {"src/nn/layer_norm.cpp", "const double variance = squares / width, inv_std = 1.0 / std::sqrt(variance + eps);"},
+    {"src/nn/layer_norm_backward.cpp",
+     "g.dX(t, j) = r * (g.dnormalized(t, j) - mean_dn - forward.normalized(t, j) * mean_dn_n);"},
+    {"src/nn/transformer_pre_ln.cpp", "f.attention = multi_head_attention(f.norm_1.output, f.norm_1.output, p.attention, heads, mask);"},
+    {"src/nn/optimizer_warmup.cpp", "const double decay = 1.0 / std::sqrt(s), rise = s / (w * std::sqrt(w));"},
+};
+
+void write_text(const fs::path& file, const std::string& text) {
+    fs::create_directories(file.parent_path());
+    std::ofstream(file) << text;
+}
+
+}  // namespace
 
 TEST_CASE("the student edition builds without the references' sources, and attn-student works there", "[edition]") {
     const char* sanitized = std::getenv("ATTN_SANITIZED");
@@ -48,8 +195,20 @@ TEST_CASE("the student edition builds without the references' sources, and attn-
     CHECK_FALSE(fs::exists(edition / "src/nn/rnn_gru_step.cpp"));
     CHECK_FALSE(fs::exists(edition / "src/exercises/cases.cpp"));
     CHECK(fs::exists(edition / "lessons/exercises/gru_step.cpp"));  // the starters stay
-    const Result grep = run_command("grep -rl 'softmax_span(logits.data(), out.data()' '" + edition.string() + "/src' 2>&1");
-    CHECK(grep.output.empty());
+    CHECK_FALSE(fs::exists(edition / "src/nn/reference"));            // the references' own code goes with them
+    // no solution's body anywhere in the edition (each line is first found where it is in this tree)
+    for (const auto& [file, line] : solution_lines) {
+        INFO(file << ": " << line);
+        REQUIRE(read_file(fs::path(source) / file).find(line) != std::string::npos);
+        write_text(tmp / "line", line);
+        const Result grep = run_command("grep -rlF -f '" + (tmp / "line").string() + "' '" + edition.string() + "' 2>&1");
+        CHECK(grep.output.empty());
+    }
+    // its README is its own: what a student does, and no test suite to run
+    const std::string readme = read_file(edition / "README.md");
+    CHECK_THAT(readme, Catch::Contains("the student edition"));
+    CHECK_THAT(readme, Catch::Contains("build/attn-student check"));
+    CHECK_THAT(readme, !Catch::Contains("meson test -C"));
 
     const Result setup = run_command("meson setup '" + (edition / "build").string() + "' '" + edition.string() +
                                      "' 2>&1");
@@ -63,12 +222,85 @@ TEST_CASE("the student edition builds without the references' sources, and attn-
     const Result exact = run_command("'" + (edition / "build/attn").string() + "' check 1 --rtol 0 --atol 0 2>&1");
     INFO(exact.output);
     CHECK(exact.code == 0);
+    // a student's file that calls a withheld function does not link in the edition: every one of
+    // them is an undefined reference (the headers no longer declare most of them, so the files
+    // declare them themselves)
+    const fs::path leaky = tmp / "leaky";
+    for (const auto& [file, text] : calling_files) write_text(leaky / file, text);
+    const Result reconfigured = run_command("meson configure '" + (edition / "build").string() + "' -Dexercises_dir='" +
+                                            leaky.string() + "' 2>&1");
+    INFO(reconfigured.output);
+    REQUIRE(reconfigured.code == 0);
+    const Result linked = run_command("ninja -C '" + (edition / "build").string() + "' attn-student 2>&1");
+    CHECK(linked.code != 0);
+    for (const Withheld& w : withheld) {
+        INFO(w.file << " calls " << w.function);
+        CHECK_THAT(linked.output, Catch::Contains("undefined reference to 'attn::nn::" + w.function + "("));
+    }
+    // and through the headers, the ones that are no exercise's do not even compile
+    for (const auto& [include, call] : std::vector<std::pair<std::string, std::string>>{
+             {"nn/kernels.hpp", "attn::nn::softmax_span(nullptr, nullptr, 0)"},
+             {"nn/kernels.hpp", "attn::nn::scale_and_mask_span(nullptr, 1.0, nullptr, nullptr, 0)"},
+             {"nn/self_attention.hpp", "attn::nn::masked_scores(attn::Mat(), attn::Mat())"},
+             {"nn/reference/softmax_row.hpp", "attn::nn::softmax_row(nullptr, nullptr, 0)"}}) {
+        INFO(include << ": " << call);
+        write_text(tmp / "probe.cpp", "#include \"" + include + "\"\nvoid probe() { " + call + "; }\n");
+        const Result compiled_probe = run_command("c++ -std=c++17 -fsyntax-only -I '" + (edition / "src").string() +
+                                                  "' -I /usr/include/xtensor '" + (tmp / "probe.cpp").string() + "' 2>&1");
+        CHECK(compiled_probe.code != 0);
+    }
+    const Result back = run_command("meson configure '" + (edition / "build").string() +
+                                    "' -Dexercises_dir=lessons/exercises 2>&1 && ninja -C '" +
+                                    (edition / "build").string() + "' attn-student 2>&1");
+    INFO(back.output);
+    REQUIRE(back.code == 0);
+
     // and the first exercise fails, as not started, until the student writes it
     const Result first = run_command("'" + (edition / "build/attn-student").string() + "' check " +
                                      all_exercises().front().id + " 2>&1");
     INFO(first.output);
     CHECK(first.code == 1);
     CHECK_THAT(first.output, Catch::Contains("exercise " + all_exercises().front().id + " is not done yet"));
+}
+
+// The grader's kit is built as the edition is: a student's file that calls a withheld function is
+// graded with the references of every other exercise, and still cannot link (the kit's headers
+// leave out src/nn/reference/ and no library defines the functions), so it earns nothing.
+TEST_CASE("grade --sources: a file that calls a withheld function does not build in the grader's kit", "[edition]") {
+    const char* bin = std::getenv("ATTN_BIN");
+    REQUIRE(bin != nullptr);
+    const fs::path tmp = fs::temp_directory_path() / ("attn_edition_kit_" + std::to_string(::getpid()));
+    fs::remove_all(tmp);
+    struct Cleanup {
+        fs::path dir;
+        ~Cleanup() { fs::remove_all(dir); }
+    } cleanup{tmp};
+    for (const auto& [file, text] : calling_files) write_text(tmp / "leaky" / file, text);
+    std::string exercises;
+    for (const std::string x :
+         {"softmax", "scaled-attention", "masked-softmax", "multi-head", "online-softmax", "additive-score"})
+        exercises += " --exercise " + x;
+    const Result r = run_command("'" + std::string(bin) + "' grade --sources '" + (tmp / "leaky").string() + "'" +
+                                 exercises + " --out '" + (tmp / "report").string() + "' 2>&1");
+    INFO(r.output);
+    if (r.output.find("none can be created") != std::string::npos) {
+        WARN("skipped: no sandbox can be created here");
+        return;
+    }
+    CHECK(r.code == 1);
+    const std::string wide = read_file(tmp / "report.csv");
+    INFO(wide);
+    // in the order asked: the first four do not link; the last two get their exercise's starter (weakened, it stands in for
+    // a function a handed-in file lacks), which throws: nothing passes, nothing earns a point.
+    CHECK_THAT(wide, Catch::Contains("\nleaky,error,error,error,error,fail,fail,0,0,"));
+    // (the message names the undefined function only after the caller's long signature, which the
+    // report cuts: the edition's test above holds each name)
+    const std::string details = read_file(tmp / "report.json");
+    std::size_t unlinked = 0;
+    for (std::size_t at = details.find("cannot link the program: "); at != std::string::npos;
+         at = details.find("cannot link the program: ", at + 1))
+        ++unlinked;
+    CHECK(unlinked == 4);
 }
 
 }  // namespace test_edition

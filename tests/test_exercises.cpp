@@ -165,16 +165,25 @@ TEST_CASE("a softmax over the wrong axis is caught by its own unit case, with it
                              Catch::Contains("more: " + env("ATTN_WRONG_SOFTMAX_BIN") + " hint softmax"));
     // lesson 2 reaches softmax_rows only after additive-score's step; context comes later
     CHECK_THAT(r.output, Catch::Contains("ok    additive-score"));
-    CHECK_THAT(r.output, Catch::Contains("wait  context              waiting for exercise softmax"));
-    CHECK_THAT(r.output, Catch::Contains("wait  dot-scores           waiting for exercise softmax"));
-    CHECK_THAT(r.output, Catch::Contains("wait  multi-head           waiting for exercise softmax"));
+    // blocked, not failed: the root of the chain named, every unmet prerequisite at once, and the
+    // exercise's own unit cases (which pass) counted
+    CHECK_THAT(r.output, Catch::Contains("block context              blocked by softmax (unmet: softmax; unit cases 1/1 pass)"));
+    CHECK_THAT(r.output,
+               Catch::Contains("block dot-scores           blocked by softmax (unmet: softmax, context; unit cases 1/1 pass)"));
+    CHECK_THAT(r.output, Catch::Contains("block multi-head           blocked by softmax (unmet: softmax, dot-scores, "
+                                         "scaled-attention, heads, causal-mask; unit cases 2/2 pass)"));
+    // blocked by an exercise that is blocked itself: the root is the one to fix
+    CHECK_THAT(r.output, Catch::Contains("block warmup-schedule      blocked by softmax (unmet: cross-attention; "
+                                         "unit cases 2/2 pass)"));
     // lesson 5 unrolls the GRU's weights before its first softmax
     CHECK_THAT(r.output, Catch::Contains("ok    unrolled-weights     passed"));
     // lesson 8 runs attention (and so the softmax) before its first backward pass
-    CHECK_THAT(r.output, Catch::Contains("wait  softmax-backward     waiting for exercise softmax"));
+    CHECK_THAT(r.output, Catch::Contains("block softmax-backward     blocked by softmax"));
     // unit cases whose code calls softmax_rows wait for it too
-    CHECK_THAT(r.output, Catch::Contains("wait  scaled-attention     waiting for exercise softmax"));
-    CHECK_THAT(r.output, Catch::Contains("wait  masked-softmax       waiting for exercise softmax"));
+    // (their unit cases wait too, and do not count as passed)
+    CHECK_THAT(r.output, Catch::Contains("block scaled-attention     blocked by softmax (unmet: softmax, dot-scores, "
+                                         "lin-penalty; unit cases 0/3 pass)"));
+    CHECK_THAT(r.output, Catch::Contains("block masked-softmax       blocked by softmax"));
     // lesson 9 checks Adam on its own, before any softmax
     CHECK_THAT(r.output, Catch::Contains("ok    adam-step"));
     // lesson 11's three reach no softmax of the student's: its attention runs on the row kernels
@@ -193,7 +202,10 @@ TEST_CASE("a softmax over the wrong axis is caught by its own unit case, with it
         CHECK(softmax.at("status") == "diverges");
         CHECK(softmax.at("unit_case") == "three logits");
         CHECK_THAT(softmax.at("message").get<std::string>(), Catch::Contains("input S [2, 3]"));
+        CHECK(doc.at("exercises").at(3).at("status") == "blocked");
         CHECK(doc.at("exercises").at(3).at("waiting_for") == "softmax");
+        CHECK(doc.at("exercises").at(4).at("blocked_by") == "softmax");
+        CHECK(doc.at("exercises").at(4).at("unmet") == nlohmann::json::array({"softmax", "context"}));
     }
     SECTION("one exercise, and the overview") {
         CHECK(run(program, "check gru-step").code == 0);
@@ -225,7 +237,8 @@ TEST_CASE("typical mistakes fail their own exercise's unit case, and nothing els
         CHECK_THAT(r.output, Catch::Contains("Non-finite mismatches: 3 of the 3"));
         CHECK_THAT(r.output, Catch::Contains("every mismatch is NaN or infinite"));
         // causal-mask's own case passes; its lesson runs softmax, so it waits rather than fails
-        CHECK_THAT(r.output, Catch::Contains("wait  causal-mask  waiting for exercise softmax"));
+        CHECK_THAT(r.output, Catch::Contains("block causal-mask  blocked by softmax (unmet: softmax, scaled-attention; "
+                                             "unit cases 1/1 pass)"));
     }
     SECTION("with the reference softmax, causal-mask passes") {
         // (this program's softmax and causal masks are the reference's)
@@ -315,8 +328,13 @@ TEST_CASE("blame for a shared step or a called function lands on the exercise th
         const auto s = judged(seen, wanted);
         CHECK(s.at("causal-mask").state == ExerciseState::diverges);
         CHECK(s.at("causal-mask").unit_case == "T = 1 and T = 4");
-        CHECK(s.at("scaled-attention").state == ExerciseState::waiting);
+        CHECK(s.at("scaled-attention").state == ExerciseState::blocked);
         CHECK(s.at("scaled-attention").waiting_for == "causal-mask");
+        // blocked, not failed: the root named, every unmet prerequisite, its own unit cases passing
+        CHECK(s.at("scaled-attention").root == "causal-mask");
+        CHECK(s.at("scaled-attention").unmet == std::vector<std::string>{"causal-mask"});
+        CHECK(describe(s.at("scaled-attention")) == "blocked by causal-mask (unmet: causal-mask; unit cases 3/3 pass)");
+        CHECK(state_name(s.at("scaled-attention").state) == "blocked");
     }
     SECTION("the same step [causal] with causal-mask's unit cases passing: scaled-attention's masked form is blamed") {
         ExerciseObservations seen = reference;
@@ -324,7 +342,7 @@ TEST_CASE("blame for a shared step or a called function lands on the exercise th
         const auto s = judged(seen, wanted);
         CHECK(s.at("scaled-attention").state == ExerciseState::diverges);
         CHECK(s.at("scaled-attention").step == "causal");
-        CHECK(s.at("causal-mask").state == ExerciseState::waiting);
+        CHECK(s.at("causal-mask").state == ExerciseState::blocked);
         CHECK(s.at("causal-mask").waiting_for == "scaled-attention");
     }
     SECTION("a wrong dot-scores: the unit cases of scaled-attention, which call it, wait for it") {
@@ -333,7 +351,7 @@ TEST_CASE("blame for a shared step or a called function lands on the exercise th
         spoil_first(seen.unit.at("scaled-attention").at(0).actual);
         const auto s = judged(seen, {find_exercise("dot-scores"), find_exercise("scaled-attention")});
         CHECK(s.at("dot-scores").state == ExerciseState::diverges);
-        CHECK(s.at("scaled-attention").state == ExerciseState::waiting);
+        CHECK(s.at("scaled-attention").state == ExerciseState::blocked);
         CHECK(s.at("scaled-attention").waiting_for == "dot-scores");
     }
 }
@@ -359,7 +377,7 @@ TEST_CASE("two exercises that share a step never wait for each other", "[exercis
     const auto s = judged(seen, wanted);
     CHECK(s.at("multi-head").state == ExerciseState::diverges);
     CHECK(s.at("multi-head").unit_case == "the weights kept, under a causal mask");
-    CHECK(s.at("heads").state == ExerciseState::waiting);
+    CHECK(s.at("heads").state == ExerciseState::blocked);
     CHECK(s.at("heads").waiting_for == "multi-head");
     const auto right = judged(reference, wanted);
     CHECK(right.at("heads").state == ExerciseState::passed);
@@ -410,6 +428,26 @@ TEST_CASE("attn-student watch checks, then rebuilds and checks again when a file
     CHECK_THAT(r.output, Catch::Contains("exercise softmax is not done yet"));
     const Result reference = run(env("ATTN_BIN"), "watch");
     CHECK(reference.code == 2);
+}
+
+TEST_CASE("attn-student watch follows the first unfinished exercise, and clears a terminal's screen", "[exercises]") {
+    const fs::path student = env("ATTN_STUDENT_BIN");
+    const fs::path file = fs::path(env("ATTN_SOURCE_DIR")) / "lessons/exercises/gru_step.cpp";
+    // no exercise named: the first check is of all of them, then watch follows gru-step (the first
+    // not passed); saving its file checks it alone
+    const Result r = run_command("(sleep 6; touch '" + file.string() + "') & timeout 600 '" + student.string() +
+                                 "' watch --runs 2 2>&1; code=$?; wait; exit $code");
+    INFO(r.output);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.output, Catch::Contains("0 of " + std::to_string(all_exercises().size()) + " exercises passed."));
+    CHECK_THAT(r.output, Catch::Contains("Next: gru-step. Watching it; it is checked whenever you save."));
+    const auto second = r.output.find("── check of gru-step at");
+    REQUIRE(second != std::string::npos);
+    CHECK(r.output.find("todo  softmax", second) == std::string::npos);  // gru-step alone
+    CHECK(r.output.find("\x1b[2J") == std::string::npos);  // not a terminal: no escape sequences
+    // on a terminal (script gives it one), each check starts on a clear screen
+    const Result tty = run_command("script -qec \"timeout 600 '" + student.string() + "' watch gru-step --runs 1\" /dev/null");
+    CHECK_THAT(tty.output, Catch::Contains("\x1b[H\x1b[2J"));
 }
 
 TEST_CASE("attn-student watch ends where it should: a bad --runs, a reader gone, standard output closed",
@@ -620,6 +658,14 @@ TEST_CASE("the instructor check holds", "[exercises]") {
     CHECK(r.output.find("NOT OK") == std::string::npos);
     CHECK_THAT(r.output, Catch::Contains("softmax: the untouched starter says \"exercise softmax is not done yet"));
     CHECK_THAT(r.output, Catch::Contains("dot-scores: the reference passed"));
+    // the order promise, one row per exercise: with the references up to it and the starters after it
+    CHECK_THAT(r.output, Catch::Contains("OK      softmax: with the references of exercises 1 to 2 and the starters "
+                                         "after it, it passes"));
+    // one that declares a later exercise of its lesson waits for it, then passes with it
+    CHECK_THAT(r.output, Catch::Contains("OK      scaled-attention: with the references of exercises 1 to 7 and the "
+                                         "starters after it, it waits for causal-mask, as it declares"));
+    CHECK_THAT(r.output, Catch::Contains("OK      causal-mask: with the references of exercises 1 to 8 and the "
+                                         "starters after it, it passes; scaled-attention passes with it"));
 
     SECTION("and catches a starter that ships solved or broken") {
         // attn-wrong-softmax stands in for two starters: its gru-step is solved, its softmax wrong
@@ -627,10 +673,15 @@ TEST_CASE("the instructor check holds", "[exercises]") {
         const fs::path dir = fs::temp_directory_path() / ("attn_instructor_check_starters_" + std::to_string(::getpid()));
         fs::remove_all(dir);
         fs::create_directories(dir);
-        for (const auto& id : table_ids())
+        for (const auto& id : table_ids()) {
             fs::create_symlink(id == "gru-step" || id == "softmax" ? env("ATTN_WRONG_SOFTMAX_BIN")
                                                                     : starter_program(id).string(),
                                dir / ("attn-starter-" + id));
+            // and the order's programs: the one through softmax has the wrong softmax
+            const fs::path through = starter_program(id).parent_path() / ("attn-through-" + id);
+            fs::create_symlink(id == "softmax" ? fs::path(env("ATTN_WRONG_SOFTMAX_BIN")) : through,
+                               dir / ("attn-through-" + id));
+        }
         const Result bad = run(env("ATTN_BIN"), "instructor-check --starters '" + dir.string() + "'");
         fs::remove_all(dir);
         CHECK(bad.code == 1);
@@ -638,6 +689,9 @@ TEST_CASE("the instructor check holds", "[exercises]") {
         CHECK_THAT(bad.output, Catch::Contains("NOT OK  softmax: the untouched starter says"));
         CHECK_THAT(bad.output, Catch::Contains("(status diverges)"));
         CHECK_THAT(bad.output, Catch::Contains("OK      context: the untouched starter says"));
+        CHECK_THAT(bad.output, Catch::Contains("NOT OK  softmax: with the references of exercises 1 to 2 and the "
+                                               "starters after it, it does not pass: fails its unit case 'three logits'"));
+        CHECK_THAT(bad.output, Catch::Contains("OK      context: with the references of exercises 1 to 4"));
     }
 }
 

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -45,30 +46,45 @@ struct Class {
     }
     ~Class() { fs::remove_all(dir); }
     std::string q(const std::string& name) const { return "'" + (dir / name).string() + "'"; }
-    // a student's file: a copy of the reference, or the text given
-    void reference(const std::string& student, const std::string& file, const std::string& reference_file) const {
-        fs::create_directories(dir / student);
-        fs::copy_file(source_dir() + "/src/nn/" + reference_file, dir / student / file);
-    }
+    // a student's file: a copy of the reference, or the text given. The references of softmax and
+    // multi-head vectorise a softmax of their own, which no student's file can include: a correct
+    // student's version stands for them (tests/fixtures/correct/, student_softmax_row.inc).
+    void reference(const std::string& student, const std::string& file, const std::string& reference_file) const;
     void write(const std::string& student, const std::string& file, const std::string& text) const {
         fs::create_directories(dir / student);
         std::ofstream(dir / student / file) << text;
     }
 };
 
-// The reference softmax.cpp with `extra` run first in softmax(): each student's twist on it.
-std::string softmax_with(const std::string& extra, const std::string& includes = "") {
-    return "#include \"nn/softmax.hpp\"\n#include \"nn/kernels.hpp\"\n" + includes +
+std::string softmax_with(const std::string& extra, const std::string& includes = "");
+
+void Class::reference(const std::string& student, const std::string& file, const std::string& reference_file) const {
+    fs::create_directories(dir / student);
+    if (reference_file == "softmax.cpp")
+        write(student, file, softmax_with(""));
+    else if (reference_file == "multi_head_attention.cpp")
+        fs::copy_file(source_dir() + "/tests/fixtures/correct/multi_head.cpp", dir / student / file);
+    else
+        fs::copy_file(source_dir() + "/src/nn/" + reference_file, dir / student / file);
+}
+
+// A student's softmax.cpp (the row of tests/fixtures/student_softmax_row.inc) with `extra` run
+// first in softmax(): each student's twist on it.
+std::string softmax_with(const std::string& extra, const std::string& includes) {
+    std::ifstream row_file(source_dir() + "/tests/fixtures/student_softmax_row.inc");
+    const std::string row((std::istreambuf_iterator<char>(row_file)), std::istreambuf_iterator<char>());
+    return "#include \"nn/softmax.hpp\"\n#include \"core/portable_math.hpp\"\n#include <algorithm>\n"
+           "#include <cmath>\n#include <limits>\n" + includes + row +
            "namespace attn::nn {\n"
            "Vec softmax(const Vec& logits) {\n" +
            extra +
            "    Vec out = xt::empty<double>({logits.size()});\n"
-           "    softmax_span(logits.data(), out.data(), logits.size());\n"
+           "    student_softmax_row(logits.data(), out.data(), logits.size());\n"
            "    return out;\n}\n"
            "Mat softmax_rows(const Mat& logits) {\n"
            "    const std::size_t rows = logits.shape(0), cols = logits.shape(1);\n"
            "    Mat out = xt::empty<double>({rows, cols});\n"
-           "    for (std::size_t r = 0; r < rows; ++r) softmax_span(logits.data() + r * cols, out.data() + r * cols, cols);\n"
+           "    for (std::size_t r = 0; r < rows; ++r) student_softmax_row(logits.data() + r * cols, out.data() + r * cols, cols);\n"
            "    return out;\n}\n}  // namespace attn::nn\n";
 }
 

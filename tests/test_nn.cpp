@@ -4,10 +4,12 @@
 #include "nn/linalg.hpp"
 #include "nn/reductions.hpp"
 #include "nn/rnn.hpp"
+#include "nn/self_attention.hpp"
 #include "nn/softmax.hpp"
 #include "nn/kernels.hpp"
 
 #include <catch2/catch.hpp>
+#include <xtensor/xadapt.hpp>
 #include <xtensor/xmath.hpp>
 
 #include <algorithm>
@@ -215,19 +217,20 @@ TEST_CASE("softmax_rows of a large matrix, on two threads, equals the softmax of
     }
 }
 
-TEST_CASE("softmax_span: a special value in any place of short rows, in place or not", "[nn][softmax]") {
+TEST_CASE("softmax: a special value in any place of short rows", "[nn][softmax]") {
     const double inf = std::numeric_limits<double>::infinity();
+    const auto softmax_of = [](const std::vector<double>& x) {
+        const Vec out = nn::softmax(xt::adapt(x, {x.size()}));
+        return std::vector<double>(out.begin(), out.end());
+    };
     // lengths 1 to 9 cover the four-at-a-time and two-at-a-time loops and every tail
     for (std::size_t n = 1; n <= 9; ++n)
         for (std::size_t at = 0; at < n; ++at) {
             INFO("n " << n << ", special value at " << at);
             Rng rng(n * 10 + at);
-            std::vector<double> logits(n), out(n);
+            std::vector<double> logits(n);
             for (double& x : logits) x = 2.0 * rng.normal();
-            nn::softmax_span(logits.data(), out.data(), n);
-            std::vector<double> in_place = logits;
-            nn::softmax_span(in_place.data(), in_place.data(), n);
-            CHECK(in_place == out);
+            std::vector<double> out = softmax_of(logits);
             const double largest = *std::max_element(logits.begin(), logits.end());
             double total = 0;
             for (double x : logits) total += std::exp(x - largest);
@@ -236,44 +239,48 @@ TEST_CASE("softmax_span: a special value in any place of short rows, in place or
 
             std::vector<double> with_nan = logits;
             with_nan[at] = std::nan("");
-            nn::softmax_span(with_nan.data(), out.data(), n);
+            out = softmax_of(with_nan);
             for (double a : out) CHECK(std::isnan(a));
 
             std::vector<double> with_inf = logits;
             with_inf[at] = inf;
-            nn::softmax_span(with_inf.data(), out.data(), n);
+            out = softmax_of(with_inf);
             for (std::size_t j = 0; j < n; ++j) CHECK(out[j] == (j == at ? 1.0 : 0.0));
 
             std::vector<double> masked = logits;
             masked[at] = -inf;
-            nn::softmax_span(masked.data(), out.data(), n);
+            out = softmax_of(masked);
             CHECK(out[at] == 0.0);
             if (n == 1) CHECK(out[0] == 0.0);  // fully masked
         }
 }
 
-TEST_CASE("scale_and_mask_span divides, then masks the way masked_scores does", "[nn][softmax]") {
+TEST_CASE("the masks of the references: S / sqrt(d_k) + M, and -inf wherever M is -inf, even on +inf",
+          "[nn][softmax]") {
     const double inf = std::numeric_limits<double>::infinity();
-    const std::vector<double> in = {1.0, -3.0, inf, 5.0, 7.0}, mask = {0.0, -inf, -inf, 2.0, 0.0};
-    std::vector<double> out(5);
-    nn::scale_and_mask_span(in.data(), 2.0, mask.data(), out.data(), 5);
-    CHECK(out == std::vector<double>{0.5, -inf, -inf, 4.5, 3.5});  // +inf masked stays -inf, not NaN
-    nn::scale_and_mask_span(in.data(), 1.0, nullptr, out.data(), 5);
-    CHECK(out == in);
-    std::vector<double> in_place = in;
-    nn::scale_and_mask_span(in_place.data(), 3.0, nullptr, in_place.data(), 5);
-    for (std::size_t j = 0; j < 5; ++j) CHECK(in_place[j] == in[j] / 3.0);  // the quotient itself, bit for bit
-
-    // a whole matrix, over two threads: each entry as the span computes it
+    // masked-softmax: a +inf score under the mask gets weight 0, not NaN; unmasked entries as softmax
+    const Mat S = {{1.0, inf, 3.0}, {-2.0, 0.5, inf}}, M = {{0.0, -inf, 0.0}, {-inf, 0.0, -inf}};
+    const Mat A = nn::masked_softmax(S, M);
+    CHECK(A(0, 1) == 0.0);
+    CHECK(A(1, 0) == 0.0);
+    CHECK(A(1, 2) == 0.0);
+    CHECK(A(1, 1) == 1.0);
+    CHECK_THAT(A(0, 0), WithinAbs(1.0 / (1.0 + std::exp(2.0)), 1e-15));
+    CHECK_THROWS_AS(nn::masked_softmax(S, Mat{{0.0, 0.0}}), ShapeError);
+    // scaled attention: each score the quotient itself, bit for bit, then the mask's rule
     Rng rng(4);
-    const Mat S = rng.normal_mat(300, 130, 5.0), M = xt::where(rng.normal_mat(300, 130) > 0.5, -inf, 0.0);
-    for (const double divisor : {std::sqrt(6.0), 8.0}) {
-        Mat rows = S;
-        nn::scale_and_mask_rows(rows, divisor, &M);
+    for (const std::size_t d_k : {std::size_t{6}, std::size_t{64}}) {  // sqrt(6), and 8: a power of two
+        const Mat Q = rng.normal_mat(30, d_k), K = rng.normal_mat(13, d_k), V = rng.normal_mat(13, 2);
+        const Mat mask = xt::where(rng.normal_mat(30, 13) > 0.5, -inf, 0.0);
+        const Mat dot = nn::matmul(Q, nn::transposed(K), "Q K^T");
+        const nn::AttentionResult r = nn::scaled_dot_product_attention(Q, K, V, mask);
         bool identical = true;
-        for (std::size_t i = 0; i < 300; ++i)
-            for (std::size_t j = 0; j < 130; ++j)
-                identical = identical && rows(i, j) == (M(i, j) == -inf ? -inf : S(i, j) / divisor + M(i, j));
+        for (std::size_t i = 0; i < 30; ++i)
+            for (std::size_t j = 0; j < 13; ++j)
+                identical = identical && r.scores(i, j) == (mask(i, j) == -inf
+                                                                ? -inf
+                                                                : dot(i, j) / std::sqrt(static_cast<double>(d_k)) +
+                                                                      mask(i, j));
         CHECK(identical);
     }
 }
@@ -322,16 +329,14 @@ TEST_CASE("every copy of the kernels (baseline, AVX2, AVX-512) gives the same by
         for (const std::size_t n : lengths) {
             const std::vector<double> logits = awkward_logits(rng, n);
             std::vector<double> out(n);
-            nn::softmax_span(logits.data(), out.data(), n);
-            o.results.push_back(out);
+            // the softmax of the reference (nn/reference/softmax_row.hpp: its own copies, chosen by
+            // the same path), as a vector and as the rows of a matrix
+            const Vec p = nn::softmax(xt::adapt(logits, {n}));
+            o.results.emplace_back(p.begin(), p.end());
+            const Mat rows = nn::softmax_rows(xt::adapt(logits, {std::size_t{1}, n}));
+            o.results.emplace_back(rows.begin(), rows.end());
             nn::exp_span(logits.data(), out.data(), n);
             o.results.push_back(out);
-            std::vector<double> mask(n, 0.0);
-            for (std::size_t j = 0; j < n; j += 3) mask[j] = -std::numeric_limits<double>::infinity();
-            for (const double divisor : {1.0, 8.0, 2.449489742783178}) {  // 1, a power of two, sqrt(6)
-                nn::scale_and_mask_span(logits.data(), divisor, mask.data(), out.data(), n);
-                o.results.push_back(out);
-            }
             // products: m x k times k x n with m, k and n from the lengths
             // (k past 128 for the longest rows: the product's blocks of k carry their sums over)
             const std::size_t m = lengths[(n * 7) % lengths.size()] % 70 + 1, k = n % 97 + 1 + (n > 128 ? 128 : 0);

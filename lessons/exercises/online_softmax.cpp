@@ -4,12 +4,15 @@
 // largest logit (712) comes last, and of five rows chosen to show the usual slips, must match the
 // golden file (the lesson also checks them against the two-pass nn::softmax).
 //
-// Task: write both functions (declared in src/nn/online_softmax.hpp). Read the row once, from
-// m = -inf and l = 0, keeping the largest entry so far and the sum of exponentials relative to it:
+// Task: write the three functions (declared in src/nn/online_softmax.hpp). Read the row once,
+// from m = -inf and l = 0, keeping the largest entry so far and the sum of exponentials relative
+// to it:
 //
 //   m_j = max(m_{j-1}, x_j),   l_j = l_{j-1} * exp(m_{j-1} - m_j) + exp(x_j - m_j)
 //
-// then write the weights in a second pass: alpha_i = exp(x_i - m_n) / l_n. Only the two passes:
+// online_normalizer_steps returns that pass as a table, n x 2: row j holds m_j and l_j after
+// entry j (lesson 10's step [online] shows it and checks it against the golden file).
+// online_softmax then writes the weights in a second pass: alpha_i = exp(x_i - m_n) / l_n. Only the two passes:
 // no separate pass for the maximum first.
 // online_softmax_rows does the same to each row of a T_q x T_k matrix on its own.
 // The conventions of nn::softmax hold here too: an entry of -inf gets weight 0, a row that is -inf
@@ -30,6 +33,8 @@
 #include <limits>
 
 namespace attn::nn {
+
+Mat online_normalizer_steps([[maybe_unused]] const Vec& logits) { throw ExerciseNotDone("online-softmax"); }
 
 Vec online_softmax([[maybe_unused]] const Vec& logits) { throw ExerciseNotDone("online-softmax"); }
 

@@ -11,10 +11,10 @@
 //   output  O = A V                       (T_q x d_v)
 //
 // The second overload takes a mask M (T_q x T_k of 0 and -inf) that goes into the scores before
-// the softmax; its `scores` are the masked ones. K and V must have the same number of rows:
+// the softmax, S + M; its `scores` are the masked ones (xtensor adds two matrices entry by entry). K and V must have the same number of rows:
 // throw ShapeError (core/tensor.hpp) when they do not.
 // Available: nn::scaled_dot_scores(Q, K) (your exercise dot-scores), nn::softmax_rows (your
-// exercise softmax), nn::masked_scores(S, M) (S + M, -inf wherever M is), nn::matmul(A, B, "name").
+// exercise softmax), nn::matmul(A, B, "name"), expect_shape("name", M, shape_of(S)).
 //
 // Then: meson compile -C build attn-student && build/attn-student check scaled-attention
 #include "nn/self_attention.hpp"

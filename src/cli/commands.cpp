@@ -2,12 +2,12 @@
 #include "cli/grade.hpp"
 
 #include "attn_config.hpp"
-#include "command_support.hpp"
+#include "exercises/command_support.hpp"
 #include "core/golden.hpp"
 #include "core/names.hpp"
 #include "core/npy.hpp"
 #include "core/svg.hpp"
-#include "program.hpp"
+#include "exercises/program.hpp"
 #include "exercises/table.hpp"
 #include "registry.hpp"
 
@@ -190,41 +190,6 @@ bool report_failed_checks(const Trace& trace) {
 }
 
 }  // namespace
-
-bool tolerance_ok(const Tolerance& tol) {
-    try {
-        validate_tolerance(tol);
-        return true;
-    } catch (const std::invalid_argument& e) {
-        fmt::print(stderr, "attn: {}\n", e.what());
-        return false;
-    }
-}
-
-std::string shown_path(const std::filesystem::path& path) {
-    std::error_code ec;
-    const auto relative = std::filesystem::proximate(path, ec);
-    const bool inside = !ec && !relative.empty() && *relative.begin() != "..";
-    return inside ? relative.string() : path.string();
-}
-
-std::string program_command() {
-    const Program& p = this_program();
-    std::string program = shown_path(p.build_dir / p.name);
-    if (program.find('/') == std::string::npos) program = "./" + program;
-    return program;
-}
-
-std::string stop_message(const LessonRun& run) {
-    const auto& steps = run.trace.steps();
-    const std::string where =
-        steps.empty() ? fmt::format("{}: stopped before its first step", run.trace.lesson())
-                      : fmt::format("{}: stopped early, in or after step {} '{}'", run.trace.lesson(), steps.size(),
-                                    steps.back().id);
-    if (!run.not_done.empty())
-        return fmt::format("{}: {}", where, not_done_message(run.not_done, shown_path(this_program().exercises_dir)));
-    return fmt::format("{} with an error: {}", where, run.error);
-}
 
 int cmd_list() {
     std::size_t slug_width = 6, title_width = 5;

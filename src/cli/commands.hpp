@@ -1,9 +1,12 @@
-// The commands of `attn`; main.cpp parses the arguments and calls one of these.
+// The commands of `attn`; main.cpp parses the arguments and calls one of these (or one of the
+// exercise commands, exercises/commands.hpp).
 // Each returns the process exit code.
 #pragma once
 
 #include "core/compare.hpp"
 #include "core/render.hpp"
+#include "exercises/command_support.hpp"
+#include "exercises/commands.hpp"
 #include "lesson_setup.hpp"
 
 #include <cstddef>
@@ -13,13 +16,6 @@
 #include <vector>
 
 namespace attn {
-
-enum ExitCode : int {
-    exit_ok = 0,
-    exit_mismatch = 1,  // a tensor differs from its golden, or an identity check fails
-    exit_usage = 2,     // bad arguments, unknown lesson or step
-    exit_golden = 3,    // a golden file is missing, unreadable or corrupt
-};
 
 struct RunOptions {
     std::vector<std::string> lessons;  // numbers or slugs, or "all"
@@ -71,26 +67,6 @@ struct GradeOptions {
     long slurm_task = -1;     // --slurm-task I: grade student I into OUT.slurm/results/I.json (a task of --slurm)
 };
 
-// The exercise commands of an exercise build (attn-student, attn-starter-<id>), and the instructor's.
-struct ExerciseOptions {
-    std::vector<std::string> exercises;  // ids; empty: every exercise
-    std::string format = "text";         // text, or json for graders (check)
-    std::filesystem::path golden_dir;
-    Tolerance tolerance;
-};
-
-// attn-student reset <exercise>: the starter back in place of the student's file.
-struct ResetOptions {
-    std::string exercise;
-    bool yes = false;            // --yes: no question (needed when stdin is not a terminal)
-    std::filesystem::path folder;  // --folder: the exercise folder (default: the one the program was built from)
-};
-
-struct InstructorOptions {
-    std::filesystem::path golden_dir;
-    std::filesystem::path starters_dir;  // holds attn-starter-<id>: the reference with exercise <id>'s untouched starter
-};
-
 int cmd_list();
 int cmd_run(const RunOptions& options);
 int cmd_run_help(const std::string& usage, const std::vector<std::string>& lessons);  // run --help
@@ -99,16 +75,5 @@ int cmd_bless(const GoldenOptions& options);
 int cmd_export(const ExportOptions& options);
 int cmd_compare(const CompareOptions& options);
 int cmd_grade(const GradeOptions& options);
-int cmd_exercises(const ExerciseOptions& options);        // the exercises, their status, the file to edit
-int cmd_check_exercises(const ExerciseOptions& options);  // why each exercise does not pass yet
-int cmd_hint(const std::string& exercise);                // the next hint, one at a time
-// attn-student watch: check, then check again (rebuilding first) whenever an exercise file
-// changes; stops after `runs` checks when runs > 0, else at Ctrl-C.
-int cmd_watch(const ExerciseOptions& options, std::size_t runs);
-// attn-student reset: the exercise's starter back in its file, the old file kept as <file>.bak
-// (written atomically first; an existing backup is never overwritten). Asks first on a terminal;
-// elsewhere refuses unless --yes.
-int cmd_reset(const ResetOptions& options);
-int cmd_instructor_check(const InstructorOptions& options);
 
 }  // namespace attn

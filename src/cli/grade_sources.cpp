@@ -16,8 +16,8 @@
 // budget is per student for building and checking together.
 #include "cli/grade.hpp"
 
-#include "cli/command_support.hpp"
-#include "cli/program.hpp"
+#include "exercises/command_support.hpp"
+#include "exercises/program.hpp"
 #include "cli/sandbox.hpp"
 #include "core/golden.hpp"
 #include "core/names.hpp"
@@ -517,7 +517,8 @@ private:
                                                                                                            : "fail";
         if (row.result == "pass") return;
         std::string text = describe(s);
-        if (s.state == ExerciseState::not_started) text += ": the file handed in defines none of its functions";
+        if (s.state == ExerciseState::not_started)
+            text += ": its starter stands for a function of it that the file handed in does not define";
         else if (!s.message.empty()) text += ": " + s.message;
         while (!text.empty() && text.back() == '\n') text.pop_back();
         row.message = capped(printable_utf8(text), max_message_bytes);
@@ -606,13 +607,19 @@ private:
         kit_.obj = kit_.dir / "obj";
     }
 
-    // Every header of the source tree's src/ (no source file: the references are not to be read).
+    // Every header of the source tree's src/ (no source file: the references are not to be read),
+    // except src/nn/reference/, the code only references include (a vectorised softmax): a student's
+    // file that includes it does not compile, as in the student edition, which leaves it out.
     static void copy_headers(const fs::path& from, const fs::path& to) {
-        for (const auto& e : fs::recursive_directory_iterator(from)) {
-            const fs::path rel = fs::relative(e.path(), from);
-            if (e.is_directory()) fs::create_directories(to / rel);
-            else if (e.is_regular_file() && (e.path().extension() == ".hpp" || e.path().extension() == ".h"))
-                fs::copy_file(e.path(), to / rel);
+        for (auto e = fs::recursive_directory_iterator(from); e != fs::recursive_directory_iterator(); ++e) {
+            const fs::path rel = fs::relative(e->path(), from);
+            if (e->is_directory() && rel == fs::path("nn") / "reference") {
+                e.disable_recursion_pending();
+                continue;
+            }
+            if (e->is_directory()) fs::create_directories(to / rel);
+            else if (e->is_regular_file() && (e->path().extension() == ".hpp" || e->path().extension() == ".h"))
+                fs::copy_file(e->path(), to / rel);
         }
     }
 

@@ -4,8 +4,8 @@
 #include "core/golden.hpp"
 #include "core/inputs.hpp"
 #include "core/render.hpp"
-#include "command_support.hpp"
-#include "program.hpp"
+#include "exercises/command_support.hpp"
+#include "exercises/program.hpp"
 
 #include <fmt/format.h>
 

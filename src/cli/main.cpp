@@ -1,12 +1,12 @@
 // attn: derives attention mechanisms step by step in the terminal.
 // This file only parses the command line (CLI11) and dispatches to src/cli/commands.cpp.
 #include "attn_config.hpp"
-#include "command_support.hpp"
+#include "exercises/command_support.hpp"
 #include "commands.hpp"
 #include "core/allocator.hpp"
 #include "core/golden.hpp"
 #include "nn/kernels.hpp"
-#include "program.hpp"
+#include "exercises/program.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // The Program and GradeKit of this program, from the record meson.build generated for it.
-#include "cli/program.hpp"
+#include "exercises/program.hpp"
 #include "cli/program_record.hpp"
 
 namespace attn {

@@ -1,7 +1,7 @@
 // The record of one program as plain constants, which meson.build writes for each program into a
 // file of its own (from src/cli/program.cpp.in). They need no header of the standard library, so
 // each of the two dozen programs compiles its record in a few milliseconds; src/cli/program.cpp
-// turns them into the Program and GradeKit of cli/program.hpp.
+// turns them into the Program and GradeKit of exercises/program.hpp.
 #pragma once
 
 namespace attn {

@@ -670,6 +670,26 @@ const std::vector<UnitCase>& unit_cases() {
              return CaseResult{{{"Q", Q}, {"K", K}, {"W_q", W_q}, {"W_k", W_k}, {"v", v}},
                                nn::additive_scores(Q, K, W_q, W_k, v), expected};
          }},
+        {"additive-score", "projections made beforehand, T_q != T_k",
+         "additive_scores_projected(P_q, P_k, v): e_ij = sum_a v_a tanh(P_q(i, a) + P_k(j, a)), query i's row "
+         "of P_q with key j's row of P_k (lessons 2 and 9 call it with projections of their own)",
+         {},
+         [] {
+             const Mat P_q = {{0.4, -1.2, 0.3}, {2.0, 0.1, -0.5}};
+             const Mat P_k = {{-0.3, 0.8, 1.1}, {0.6, -0.4, 0.0}, {1.5, 0.2, -2.0}, {-1.0, -1.0, 0.7}};
+             const Vec v = {0.9, -1.3, 0.6};
+             Mat expected = xt::empty<double>({std::size_t{2}, std::size_t{4}});
+             for (std::size_t i = 0; i < 2; ++i)
+                 for (std::size_t j = 0; j < 4; ++j) {
+                     long double e = 0.0L;
+                     for (std::size_t a = 0; a < 3; ++a)
+                         e += v(a) * std::tanh(static_cast<long double>(P_q(i, a)) + P_k(j, a));
+                     expected(i, j) = static_cast<double>(e);
+                 }
+             const Mat actual = shaped(nn::additive_scores_projected(P_q, P_k, v), 2, 4,
+                                       "nn::additive_scores_projected(P_q, P_k, v) returned");
+             return CaseResult{{{"P_q", P_q}, {"P_k", P_k}, {"v", v}}, actual, expected};
+         }},
         // ---- context
         {"context", "two weight rows over three values",
          "c_i = sum_j alpha_ij h_j: the weights of row i times the value rows, not the transpose",
@@ -1060,6 +1080,25 @@ const std::vector<UnitCase>& unit_cases() {
              for (std::size_t i = 0; i < 2; ++i)
                  for (std::size_t j = 0; j < 3; ++j) expected(i, j) = not_a_number;
              return CaseResult{{{"S", S}}, nn::online_softmax_rows(S), expected};
+         }},
+        {"online-softmax", "the normaliser's table",
+         "online_normalizer_steps: row j holds m_j and l_j after entry j, from m_0 = -inf and l_0 = 0; while "
+         "every entry is -inf, l stays 0 (not NaN), and l is rescaled by exp(m_{j-1} - m_j) when m grows",
+         {},
+         [] {
+             const Vec x = {-inf, 1.0, 3.0, 2.0};
+             Mat expected = xt::empty<double>({std::size_t{4}, std::size_t{2}});
+             long double m = -std::numeric_limits<long double>::infinity(), l = 0.0L;
+             for (std::size_t j = 0; j < 4; ++j) {
+                 // the sum of exp(x_k - m_j) over k <= j, from the definition
+                 m = std::max(m, static_cast<long double>(x(j)));
+                 l = 0.0L;
+                 if (m != -std::numeric_limits<long double>::infinity())
+                     for (std::size_t k = 0; k <= j; ++k) l += std::exp(static_cast<long double>(x(k)) - m);
+                 expected(j, 0) = static_cast<double>(m), expected(j, 1) = static_cast<double>(l);
+             }
+             const Mat actual = shaped(nn::online_normalizer_steps(x), 4, 2, "nn::online_normalizer_steps(x) returned");
+             return CaseResult{{{"x", x}}, actual, expected};
          }},
         // ---- layer-norm
         // Each case is blind to the mistakes of the cases after it, so that a mistake fails at its own

@@ -1,13 +1,13 @@
 // The exercise commands of an exercise build (attn-student, attn-starter-<id>): `exercises`, the
 // exercise `check` and `hint`; and the instructor's `attn instructor-check`.
-#include "cli/commands.hpp"
+#include "exercises/commands.hpp"
 
 #include "attn_config.hpp"
-#include "cli/command_support.hpp"
+#include "exercises/command_support.hpp"
 #include "core/golden.hpp"
 #include "core/render.hpp"
 #include "core/side_by_side.hpp"
-#include "cli/program.hpp"
+#include "exercises/program.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -23,6 +23,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -264,7 +265,7 @@ std::string mark(ExerciseState state) {
         case ExerciseState::passed: return "ok";
         case ExerciseState::not_started:
         case ExerciseState::not_finished: return "todo";
-        case ExerciseState::waiting: return "wait";
+        case ExerciseState::blocked: return "block";
         case ExerciseState::diverges:
         case ExerciseState::error: return "FAIL";
         case ExerciseState::golden_problem: return "ERROR";
@@ -306,7 +307,7 @@ void print_check_text(const std::vector<ExerciseStatus>& statuses, const Toleran
             case ExerciseState::not_finished:
             case ExerciseState::golden_problem: fmt::print("{}", indented(s.message, 6)); break;
             case ExerciseState::passed:
-            case ExerciseState::waiting: break;
+            case ExerciseState::blocked: break;
         }
     }
     const std::size_t passed = count_state(statuses, ExerciseState::passed);
@@ -328,6 +329,8 @@ void print_check_json(const std::vector<ExerciseStatus>& statuses, const Toleran
                         {"unit_case", s.unit_case},
                         {"step", s.step},
                         {"waiting_for", s.waiting_for},
+                        {"blocked_by", s.root},
+                        {"unmet", s.unmet},
                         {"unit_cases", s.unit_cases},
                         {"unit_cases_passed", s.unit_cases_passed},
                         {"points", s.points()},
@@ -480,13 +483,96 @@ void check_starters(Verdicts& verdict, const InstructorOptions& o) {
         std::vector<std::string> blamed;
         for (const auto& e : entries) {
             const std::string id = e.value("id", ""), state = e.value("status", "");
-            const bool waits = state == "waiting" && e.value("waiting_for", "") == x.id;
+            const bool waits = state == "blocked" && e.value("waiting_for", "") == x.id;
             if (id != x.id && state != "passed" && !(waits && declared_by(id).count(x.id)))
                 blamed.push_back(fmt::format("{} {}", id, e.value("description", state)));
         }
         verdict(blamed.empty(), fmt::format("{}: with its starter, the others pass or wait for it where they declare "
                                             "it{}",
                                             x.id, blamed.empty() ? "" : ": " + fmt::format("{}", fmt::join(blamed, "; "))));
+    }
+}
+
+// The order promise: working down the table, each exercise can pass before the next is written.
+// attn-through-<id> has the references up to <id> and the starters of every later exercise: <id>
+// must pass there, except where it declares a later exercise of its lesson among its uses (README,
+// "Exercises"): then it may be blocked by those alone, and must pass in the row of the last of them,
+// beside that row's own exercise. The last row is the reference, checked in this program. Each row checks only its exercises
+// (and the lessons of what they use), so the rows together cost about one run of each lesson.
+void check_order(Verdicts& verdict, const InstructorOptions& o) {
+    const auto& table = all_exercises();
+    std::map<std::string, std::vector<std::string>> deferred;  // later exercise -> earlier ones passing with it
+    for (std::size_t k = 0; k < table.size(); ++k) {
+        const Exercise& x = table[k];
+        const auto program = o.starters_dir / ("attn-through-" + x.id);
+        std::vector<std::string> asked = deferred[x.id];
+        asked.push_back(x.id);
+        std::map<std::string, nlohmann::json> entries;
+        if (k + 1 == table.size()) {  // every reference: this program
+            std::vector<const Exercise*> wanted;
+            for (const auto& id : asked) wanted.push_back(find_exercise(id));
+            for (const auto& st : evaluate_exercises(o.golden_dir, "", Tolerance{}, true, wanted))
+                entries[st.exercise->id] = {{"status", state_name(st.state)}, {"description", describe(st)},
+                                            {"unmet", st.unmet}};
+        }
+        try {
+            if (k + 1 < table.size()) {
+                const auto output =
+                    output_of(shell_quoted(program.string()) + " check " + fmt::format("{}", fmt::join(asked, " ")) +
+                              " --format json --golden " + shell_quoted(o.golden_dir.string()));
+                const nlohmann::json doc = nlohmann::json::parse(output.value_or(""));
+                for (const auto& e : doc.at("exercises")) entries[e.value("id", "")] = e;
+            }
+            for (const auto& id : asked)
+                if (!entries.count(id)) throw std::runtime_error("not the exercises asked for");
+        } catch (const std::exception&) {
+            verdict(false, fmt::format("{}: {} did not answer 'check {} --format json' (meson compile {} builds it)",
+                                       x.id, program.string(), fmt::join(asked, " "), program.filename().string()));
+            continue;
+        }
+        const auto& mine = entries.at(x.id);
+        const std::string state = mine.value("status", "");
+        // blocked only by later exercises of its own lesson that it declares: it passes with the last of them
+        const auto unmet = mine.value("unmet", std::vector<std::string>{});
+        bool waits_as_declared = state == "blocked" && !unmet.empty();
+        const Exercise* last = nullptr;
+        for (const auto& u : unmet) {
+            const Exercise* y = find_exercise(u);
+            if (!y || y <= &x || y->lesson != x.lesson || std::count(x.uses.begin(), x.uses.end(), u) == 0)
+                waits_as_declared = false;
+            else if (!last || y > last)
+                last = y;
+        }
+        std::vector<std::string> not_passed;
+        for (const auto& id : deferred[x.id])
+            if (entries.at(id).value("status", "") != "passed")
+                not_passed.push_back(id + " " + entries.at(id).value("description", ""));
+        if (waits_as_declared) deferred[last->id].push_back(x.id);
+        const bool holds = (state == "passed" || waits_as_declared) && not_passed.empty();
+        std::string what = fmt::format("{}: with the references of exercises 1 to {} and the starters after it, ", x.id,
+                                       k + 1);
+        if (state == "passed") what += "it passes";
+        else if (waits_as_declared) what += fmt::format("it waits for {}, as it declares", fmt::join(unmet, ", "));
+        else what += "it does not pass: " + mine.value("description", state);
+        if (!deferred[x.id].empty())
+            what += fmt::format("; {} {}", fmt::join(deferred[x.id], ", "),
+                                not_passed.empty() ? (deferred[x.id].size() == 1 ? "passes with it" : "pass with it")
+                                                   : fmt::format("do not pass with it: {}", fmt::join(not_passed, "; ")));
+        verdict(holds, what);
+    }
+}
+
+// watch asks its check for the states it found (ATTN_WATCH_RECORD names the file): id -> state and,
+// for a blocked one, its root.
+void write_watch_record(const std::vector<ExerciseStatus>& statuses) {
+    const char* file = std::getenv("ATTN_WATCH_RECORD");
+    if (!file || !*file) return;
+    nlohmann::json record = nlohmann::json::object();
+    for (const auto& s : statuses) record[s.exercise->id] = {{"status", state_name(s.state)}, {"blocked_by", s.root}};
+    try {
+        write_file_atomic(file, record.dump() + "\n");
+    } catch (const std::exception&) {
+        // watch then keeps its focus: nothing is lost but the move to the next exercise
     }
 }
 
@@ -511,7 +597,7 @@ int cmd_exercises(const ExerciseOptions& o) {
                    file_to_edit(*s.exercise));
     }
     const auto next = std::find_if(statuses.begin(), statuses.end(), [](const ExerciseStatus& s) {
-        return s.state != ExerciseState::passed && s.state != ExerciseState::waiting;
+        return s.state != ExerciseState::passed && s.state != ExerciseState::blocked;
     });
     if (next == statuses.end() && count_state(statuses, ExerciseState::passed) == statuses.size())
         fmt::print("\nEvery exercise passes.\n");
@@ -531,6 +617,7 @@ int cmd_check_exercises(const ExerciseOptions& o) {
         print_check_json(statuses, o.tolerance);
     else
         print_check_text(statuses, o.tolerance);
+    write_watch_record(statuses);
     return exit_code(statuses);
 }
 
@@ -567,6 +654,18 @@ void stop_when_output_gone() {
 }
 
 // Runs `argv` and waits for it; its exit code, or exit_usage when it could not start.
+// The exercise watch turns to: the first in table order that has not passed, or the root of the
+// chain that blocks it; "" when every one has passed.
+std::string next_unfinished(const std::map<std::string, std::pair<std::string, std::string>>& known) {
+    for (const auto& x : all_exercises()) {
+        const auto it = known.find(x.id);
+        if (it == known.end() || it->second.first == "passed") continue;
+        if (it->second.first == "blocked" && !it->second.second.empty()) return it->second.second;
+        return x.id;
+    }
+    return "";
+}
+
 int run_and_wait(const std::vector<std::string>& args) {
     const pid_t pid = ::fork();
     if (pid < 0) return exit_usage;
@@ -594,23 +693,59 @@ int cmd_watch(const ExerciseOptions& o, std::size_t runs) {
     }
     std::vector<const Exercise*> wanted;
     if (!resolve_exercises(o.exercises, wanted)) return exit_usage;
-    std::vector<std::string> args = {(p.build_dir / p.name).string(), "check"};
-    for (const auto& id : o.exercises) args.push_back(id);
-    args.insert(args.end(), {"--golden", o.golden_dir.string(), "--rtol", fmt::format("{:.17g}", o.tolerance.rtol),
-                             "--atol", fmt::format("{:.17g}", o.tolerance.atol)});
+    const std::vector<std::string> options = {"--golden", o.golden_dir.string(), "--rtol",
+                                              fmt::format("{:.17g}", o.tolerance.rtol), "--atol",
+                                              fmt::format("{:.17g}", o.tolerance.atol)};
+    // Named exercises are checked every time. Otherwise the first check is of every exercise, and
+    // from then on watch follows one: the first that has not passed (or the root of what blocks
+    // it), and the next one as soon as it passes, like rustlings.
+    const bool follow = o.exercises.empty();
+    const auto record = p.build_dir / "attn-student-watch.json";
+    if (follow) ::setenv("ATTN_WATCH_RECORD", record.c_str(), 1);
+    std::map<std::string, std::pair<std::string, std::string>> known;  // id -> state, root when blocked
+    std::string focus;
+    const bool terminal = ::isatty(STDOUT_FILENO) == 1;
     fmt::print("Watching {}: save an exercise file and it is rebuilt and checked again. Ctrl-C stops.\n",
                printable_utf8(shown_path(p.exercises_dir)));
     int code = exit_ok;
     for (std::size_t done = 0;;) {
         const auto before = exercise_file_times();
+        std::vector<std::string> args = {(p.build_dir / p.name).string(), "check"};
+        if (follow && !focus.empty()) args.push_back(focus);
+        for (const auto& id : o.exercises) args.push_back(id);
+        args.insert(args.end(), options.begin(), options.end());
         std::time_t now = std::time(nullptr);
         char clock[16] = "";
         std::strftime(clock, sizeof clock, "%H:%M:%S", std::localtime(&now));
-        fmt::print("\n── check at {} ──\n", clock);
+        if (terminal) fmt::print("\x1b[H\x1b[2J");  // a clear screen for each check, on a terminal only
+        fmt::print("\n── check{} at {} ──\n", focus.empty() ? "" : " of " + focus, clock);
         flush_output();
         // check rebuilds the program first when a file is newer than it (run_fresh_program)
+        std::error_code ec;
+        std::filesystem::remove(record, ec);
         code = run_and_wait(args);
+        if (follow) {
+            try {
+                const nlohmann::json seen = nlohmann::json::parse(read_file_bytes(record, "watch record"));
+                for (const auto& [id, e] : seen.items()) known[id] = {e.value("status", ""), e.value("blocked_by", "")};
+            } catch (const std::exception&) {
+                // no record (the build failed): the focus stays
+            }
+            std::filesystem::remove(record, ec);
+        }
         if (runs > 0 && ++done >= runs) return code;
+        if (follow) {
+            const std::string next = next_unfinished(known);
+            const bool passed = !focus.empty() && known.count(focus) && known.at(focus).first == "passed";
+            if (passed && !next.empty()) {
+                fmt::print("\n{} passes: on to {}.\n", focus, next);
+                focus = next;
+                continue;  // checked at once: it may pass already
+            }
+            if (next.empty() && !known.empty()) fmt::print("\nEvery exercise passes.\n");
+            else if (focus != next) fmt::print("\nNext: {}. Watching it; it is checked whenever you save.\n", next);
+            focus = next;
+        }
         fmt::print("\n(waiting for a change to {}...)\n", printable_utf8(shown_path(p.exercises_dir)));
         flush_output();
         while (exercise_file_times() == before) {
@@ -761,6 +896,8 @@ int cmd_instructor_check(const InstructorOptions& o) {
                             fmt::join(s.exercise->steps, ", ")));
     // 2. no exercise ships solved or broken: every untouched starter reports itself not done
     check_starters(verdict, o);
+    // 3. the order: each exercise passes before the next is written
+    check_order(verdict, o);
     fmt::print("\ninstructor check: {} of {} hold\n", verdict.held, verdict.held + verdict.failed);
     return verdict.failed == 0 ? exit_ok : exit_mismatch;
 }

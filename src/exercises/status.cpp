@@ -134,30 +134,40 @@ bool find_divergence(ExerciseStatus& s, const Trace& done, const Trace& golden, 
 // to blame for a step an earlier one shares with it.
 using UnitChecks = std::map<std::string, UnitCheck>;
 
-// The first exercise of `uses` that may be to blame instead of `self`, or "": an earlier one that
-// has not passed (unless only because it waits for `self`: heads waits for multi-head at the step
-// they share, so a failed unit case of multi-head is multi-head's own), or a later one (checked in
-// the same lesson, as causal-mask at scaled-attention's step [causal]) whose unit cases have not
-// all passed.
-std::string first_not_passed(const std::string& self, const std::vector<std::string>& uses,
-                             const std::vector<ExerciseStatus>& earlier, const UnitChecks& units) {
+// The exercises of `uses` that may be to blame instead of `self`, in the order of `uses`: an
+// earlier one that has not passed (unless only because it waits for `self`: heads waits for
+// multi-head at the step they share, so a failed unit case of multi-head is multi-head's own), or a
+// later one (checked in the same lesson, as causal-mask at scaled-attention's step [causal]) whose
+// unit cases have not all passed.
+std::vector<std::string> not_passed(const std::string& self, const std::vector<std::string>& uses,
+                                    const std::vector<ExerciseStatus>& earlier, const UnitChecks& units) {
+    std::vector<std::string> out;
     for (const auto& id : uses) {
         const auto done = std::find_if(earlier.begin(), earlier.end(),
                                        [&](const ExerciseStatus& s) { return s.exercise->id == id; });
         if (done != earlier.end()) {
-            const bool waits_for_self = done->state == ExerciseState::waiting && done->waiting_for == self;
-            if (done->state != ExerciseState::passed && !waits_for_self) return id;
+            const bool waits_for_self = done->state == ExerciseState::blocked && done->waiting_for == self;
+            if (done->state != ExerciseState::passed && !waits_for_self) out.push_back(id);
             continue;
         }
         const auto later = units.find(id);
-        if (later != units.end() && (!later->second.failed_case.empty() || !later->second.not_done.empty())) return id;
+        if (later != units.end() && (!later->second.failed_case.empty() || !later->second.not_done.empty()))
+            out.push_back(id);
     }
-    return "";
+    return out;
 }
 
-ExerciseStatus waiting_for(ExerciseStatus s, const std::string& id) {
-    s.state = ExerciseState::waiting;
-    s.waiting_for = id;
+// `s` blocked by `unmet` (the first of them stops it; `first` leads when it is not among them: the
+// exercise whose starter the lesson met).
+ExerciseStatus blocked_by(ExerciseStatus s, std::vector<std::string> unmet, const std::string& first = "") {
+    if (!first.empty()) {
+        unmet.erase(std::remove(unmet.begin(), unmet.end(), first), unmet.end());
+        unmet.insert(unmet.begin(), first);
+    }
+    s.state = ExerciseState::blocked;
+    s.waiting_for = unmet.front();
+    s.root = s.waiting_for;
+    s.unmet = std::move(unmet);
     s.step.clear();
     s.message.clear();
     s.mismatches.clear();
@@ -166,14 +176,14 @@ ExerciseStatus waiting_for(ExerciseStatus s, const std::string& id) {
 
 // Why a lesson stopped before the exercise's steps were complete.
 ExerciseStatus stopped_early(ExerciseStatus s, const Exercise& x, const LessonRun& run, const Trace& done,
-                             const std::string& blocker, const std::filesystem::path& exercises_dir) {
+                             const std::vector<std::string>& blockers, const std::filesystem::path& exercises_dir) {
     if (run.not_done == x.id) {
         s.state = steps_done(x, done) > 0 ? ExerciseState::not_finished : ExerciseState::not_started;
         s.message = not_done_message(x.id, exercises_dir);
         return s;
     }
-    if (!run.not_done.empty()) return waiting_for(s, run.not_done);
-    if (!blocker.empty()) return waiting_for(s, blocker);
+    if (!run.not_done.empty()) return blocked_by(s, blockers, run.not_done);
+    if (!blockers.empty()) return blocked_by(s, blockers);
     s.state = ExerciseState::error;
     const auto& steps = run.trace.steps();
     if (!steps.empty()) {
@@ -184,6 +194,16 @@ ExerciseStatus stopped_early(ExerciseStatus s, const Exercise& x, const LessonRu
                               : fmt::format("lesson {} ran to its end without recording the exercise's steps",
                                             run.trace.lesson());
     return s;
+}
+
+// Everything a unit case may be waiting for: the exercises its cases call that have not passed,
+// then those its lesson uses (listed at once, so that a student sees the whole way to a pass).
+std::vector<std::string> unmet_before_cases(const Exercise& x, const UnitCheck& unit,
+                                            const std::vector<ExerciseStatus>& earlier, const UnitChecks& units) {
+    std::vector<std::string> unmet = not_passed(x.id, unit.calls, earlier, units);
+    for (const auto& id : not_passed(x.id, x.uses, earlier, units))
+        if (std::find(unmet.begin(), unmet.end(), id) == unmet.end()) unmet.push_back(id);
+    return unmet;
 }
 
 // 0. The exercise's unit cases (exercises/cases.hpp): its own functions alone, before any lesson.
@@ -199,13 +219,13 @@ bool decided_by_unit_cases(ExerciseStatus& s, const Exercise& x, const std::vect
         return true;
     }
     if (!unit.not_done.empty()) {
-        s = waiting_for(s, unit.not_done);
+        s = blocked_by(s, unmet_before_cases(x, unit, earlier, units), unit.not_done);
         return true;
     }
     if (unit.failed_case.empty()) return false;
     // a case may fail through a function it calls that belongs to an exercise not passed yet
-    if (const std::string blocker = first_not_passed(x.id, unit.calls, earlier, units); !blocker.empty()) {
-        s = waiting_for(s, blocker);
+    if (!not_passed(x.id, unit.calls, earlier, units).empty()) {
+        s = blocked_by(s, unmet_before_cases(x, unit, earlier, units));
         return true;
     }
     s.state = unit.out_of_memory ? ExerciseState::error : ExerciseState::diverges;
@@ -239,12 +259,12 @@ ExerciseStatus evaluate(const Exercise& x, const UnitChecks& units, const Lesson
     }
     // 1. the lesson up to the exercise's last step, against the golden file
     const Trace done = completed_steps_until(facts.run, facts.golden, last);
-    const std::string blocker = first_not_passed(x.id, x.uses, earlier, units);
-    if (find_divergence(s, done, facts.golden, tol)) return blocker.empty() ? s : waiting_for(s, blocker);
+    const std::vector<std::string> blockers = not_passed(x.id, x.uses, earlier, units);
+    if (find_divergence(s, done, facts.golden, tol)) return blockers.empty() ? s : blocked_by(s, blockers);
     // 2. all of its steps ran and matched: passed, whatever stopped the lesson later
     if (steps_done(x, done) == x.steps.size()) return s;
     // 3. the lesson stopped first
-    return stopped_early(s, x, facts.run, done, blocker, exercises_dir);
+    return stopped_early(s, x, facts.run, done, blockers, exercises_dir);
 }
 
 }  // namespace
@@ -314,6 +334,19 @@ std::vector<ExerciseStatus> evaluate_all(const std::filesystem::path& golden_dir
         }
         out.push_back(evaluate(*x, units, facts->second, out, tol, exercises_dir));
     }
+    // the root of each blocked one: along the exercises that block each other, the first that is not
+    // blocked itself (a cycle, as scaled-attention and causal-mask at step [causal], ends where it closes)
+    for (auto& s : out) {
+        if (s.state != ExerciseState::blocked) continue;
+        std::set<std::string> seen = {s.exercise->id};
+        for (std::string at = s.waiting_for;;) {
+            s.root = at;
+            const auto next = std::find_if(out.begin(), out.end(), [&](const ExerciseStatus& o) { return o.exercise->id == at; });
+            if (next == out.end() || next->state != ExerciseState::blocked || !seen.insert(at).second) break;
+            at = next->waiting_for;
+            if (seen.count(at)) break;
+        }
+    }
     return out;
 }
 
@@ -377,7 +410,12 @@ std::string describe(const ExerciseStatus& s) {
         case ExerciseState::passed: return "passed";
         case ExerciseState::not_started: return "not started";
         case ExerciseState::not_finished: return "not finished";
-        case ExerciseState::waiting: return "waiting for exercise " + s.waiting_for;
+        case ExerciseState::blocked: {
+            std::string unmet;
+            for (const auto& id : s.unmet) unmet += (unmet.empty() ? "" : ", ") + id;
+            return fmt::format("blocked by {} (unmet: {}; unit cases {}/{} pass)", s.root, unmet,
+                               s.unit_cases_passed, s.unit_cases);
+        }
         case ExerciseState::diverges:
             if (!s.unit_case.empty()) return "fails its unit case '" + s.unit_case + "'";
             return s.step.empty() ? "diverges in " + where
@@ -397,7 +435,7 @@ std::string state_name(ExerciseState state) {
         case ExerciseState::passed: return "passed";
         case ExerciseState::not_started: return "not_started";
         case ExerciseState::not_finished: return "not_finished";
-        case ExerciseState::waiting: return "waiting";
+        case ExerciseState::blocked: return "blocked";
         case ExerciseState::diverges: return "diverges";
         case ExerciseState::error: return "error";
         case ExerciseState::golden_problem: return "golden_problem";

@@ -23,7 +23,7 @@ enum class ExerciseState {
     passed,          // every step of its lesson up to its last one matches the golden file
     not_started,     // its starter throws ExerciseNotDone before any of its steps is complete
     not_finished,    // some of its steps pass, then a function of it is still the starter
-    waiting,         // an exercise it depends on has not passed (see Exercise::uses)
+    blocked,         // an exercise it depends on has not passed (see Exercise::uses): not its fault
     diverges,        // a tensor differs, or an identity check fails, at or before its steps
     error,           // the lesson stopped with an exception before its steps were complete
     golden_problem,  // the golden file is missing, corrupt, or lacks the exercise's steps
@@ -38,7 +38,9 @@ struct TensorMismatch {
 struct ExerciseStatus {
     const Exercise* exercise = nullptr;
     ExerciseState state = ExerciseState::passed;
-    std::string waiting_for;  // waiting: the exercise to finish first
+    std::string waiting_for;  // blocked: the exercise that stops it (the first of `unmet`)
+    std::string root;         // blocked: where the chain of blocked exercises ends, the one to fix first
+    std::vector<std::string> unmet;  // blocked: every exercise it depends on that has not passed
     std::string unit_case;    // diverges: the unit case that failed (exercises/cases.hpp), before any lesson ran
     std::string step;         // diverges: the first step that differs; error: the last step recorded
     std::size_t step_number = 0, step_count = 0;  // that step's place in the lesson, 1-based
@@ -89,11 +91,11 @@ std::vector<ExerciseStatus> judge_exercises(const ExerciseObservations& seen, co
                                             const std::filesystem::path& exercises_dir, const Tolerance& tol,
                                             const std::vector<const Exercise*>& wanted = {});
 
-// For people: "passed", "not started", "waiting for exercise softmax",
+// For people: "passed", "not started", "blocked by softmax (unmet: softmax; unit cases 2/2 pass)",
 // "diverges at step 6/8 'decoder' of lesson 1 bottleneck", ...
 std::string describe(const ExerciseStatus& status);
 
-// For programs: "passed", "not_started", "not_finished", "waiting", "diverges", "error", "golden_problem".
+// For programs: "passed", "not_started", "not_finished", "blocked", "diverges", "error", "golden_problem".
 std::string state_name(ExerciseState state);
 
 }  // namespace attn

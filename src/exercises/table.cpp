@@ -36,8 +36,8 @@ const std::vector<Exercise>& all_exercises() {
          {"e_ij = v^T tanh(W_q q_i + W_k k_j) (Bahdanau et al. 2015, appendix\n"
           "A.1.2): one number for each pair of query i and key j, so E is T_q x T_k.",
           "Project once: P_q = Q W_q^T (row i is W_q q_i, T_q x d_a) and\n"
-          "P_k = K W_k^T (T_k x d_a). Then\n"
-          "e_ij = sum_a v_a tanh(P_q(i, a) + P_k(j, a)).",
+          "P_k = K W_k^T (T_k x d_a). Then additive_scores_projected gives\n"
+          "e_ij = sum_a v_a tanh(P_q(i, a) + P_k(j, a)): write both functions.",
           "The tanh goes on the sum, before v: v^T tanh(W_q q + W_k k), not\n"
           "v^T (tanh(W_q q) + tanh(W_k k)). And W_q maps a query to d_a features,\n"
           "so with the queries in rows the projection is Q W_q^T, not Q W_q."}},
@@ -76,8 +76,8 @@ const std::vector<Exercise>& all_exercises() {
           "eq. 1): scores, then a softmax along each row, then A V. Keep all three\n"
           "in the AttentionResult.",
           "Three calls: nn::scaled_dot_scores(Q, K), nn::softmax_rows(S) and\n"
-          "nn::matmul(A, V, \"A V\"). With a mask, S = nn::masked_scores(\n"
-          "scaled_dot_scores(Q, K), mask) before the softmax.",
+          "nn::matmul(A, V, \"A V\"). With a mask, S = scaled_dot_scores(Q, K)\n"
+          "+ mask before the softmax (a named Mat, not an unevaluated sum).",
           "Typical mistakes: forgetting 1/sqrt(d_k), or dividing by sqrt(d_v) or\n"
           "by the number of keys; the softmax down the columns; applying the mask\n"
           "after the softmax (rows no longer sum to 1). If only M_causal differs,\n"
@@ -200,7 +200,8 @@ const std::vector<Exercise>& all_exercises() {
          {"softmax", "dot-scores", "scaled-attention"},
          {"m_j = max(m_{j-1}, x_j), l_j = l_{j-1} exp(m_{j-1} - m_j) + exp(x_j - m_j)\n"
           "from m_0 = -inf, l_0 = 0 (Milakov & Gimelshein 2018): one pass for m and\n"
-          "l, a second for the weights exp(x_i - m_n) / l_n.",
+          "l (online_normalizer_steps keeps each m_j, l_j as a row of its table),\n"
+          "a second for the weights exp(x_i - m_n) / l_n.",
           "The factor exp(m_{j-1} - m_j) moves the terms already in l onto the new\n"
           "maximum; leave it out and a row whose maximum comes late gets weights\n"
           "far too small (lesson 10's step [online] shows the numbers).",

@@ -1,6 +1,7 @@
 #include "nn/kernels.hpp"
 
 #include "core/portable_math.hpp"
+#include "nn/kernel_parts.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -12,27 +13,8 @@
 #include <thread>
 #include <vector>
 
-// The three copies of each kernel: the bodies below are inlined into a baseline function and into
-// functions compiled for AVX2 and for AVX-512 (GCC's and Clang's `target` attribute; `flatten`
-// inlines every call, portable::exp included, so that the loops vectorise at each width). Where
-// there are no such attributes (not x86-64, another compiler), the baseline alone.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define ATTN_WIDE_COPIES 1
-#define ATTN_BASELINE_COPY __attribute__((flatten))
-#define ATTN_AVX2_COPY __attribute__((target("avx2"), flatten))
-#define ATTN_AVX512_COPY __attribute__((target("avx512f"), flatten))
-// The fused copies of the fast path's kernels (Arithmetic::native in nn/kernels.hpp): the same
-// widths with fused multiply-add, called only where the processor has FMA.
-#define ATTN_AVX2_FMA_COPY __attribute__((target("avx2,fma"), flatten))
-#define ATTN_AVX512_FMA_COPY __attribute__((target("avx512f,fma"), flatten))
-#define ATTN_ALWAYS_INLINE inline __attribute__((always_inline))
-#define ATTN_RESTRICT __restrict
-#else
-#define ATTN_WIDE_COPIES 0
-#define ATTN_BASELINE_COPY
-#define ATTN_ALWAYS_INLINE inline
-#define ATTN_RESTRICT
-#endif
+// The three copies of each kernel, from the attributes of nn/kernel_parts.hpp: each body below is
+// inlined into a baseline function and into functions compiled for AVX2 and for AVX-512.
 
 // GCC's loop vectoriser (at the -O3 of this file) would turn the k loop of a register tile into
 // an in-order vector reduction and leave the tile's accumulators in memory: four times slower. The
@@ -48,112 +30,13 @@ namespace attn::nn {
 
 namespace {
 
-// The largest of n values, and whether one of them is NaN (NaN compares false with everything, so
-// the maximum alone would pass over it). Four running maxima, because one must wait for the
-// previous comparison at every step; their largest is the same number in any order.
-ATTN_ALWAYS_INLINE double largest_of(const double* x, std::size_t n, bool& has_nan) {
-    const double inf = std::numeric_limits<double>::infinity();
-    double m0 = -inf, m1 = -inf, m2 = -inf, m3 = -inf;
-    bool nan = false;
-    std::size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        // x != x only for NaN; no branch, so that the loop vectorises
-        nan |= x[j] != x[j];
-        nan |= x[j + 1] != x[j + 1];
-        nan |= x[j + 2] != x[j + 2];
-        nan |= x[j + 3] != x[j + 3];
-        m0 = std::max(m0, x[j]);
-        m1 = std::max(m1, x[j + 1]);
-        m2 = std::max(m2, x[j + 2]);
-        m3 = std::max(m3, x[j + 3]);
-    }
-    for (; j < n; ++j) {
-        nan |= x[j] != x[j];
-        m0 = std::max(m0, x[j]);
-    }
-    has_nan = nan;
-    return std::max(std::max(m0, m1), std::max(m2, m3));
-}
-
-// x_j / divisor for j < n; `out` may be `x`. By a power of two (sqrt(d_k) for d_k = 4, 16, 64, ...)
-// it multiplies by the reciprocal, which is then exact (unless it overflows), so the product is the
-// same double as the quotient and several times cheaper. Otherwise each x_j / divisor, correctly
-// rounded.
-ATTN_ALWAYS_INLINE void divide(const double* x, double divisor, double* out, std::size_t n) {
-    int exponent = 0;
-    const double reciprocal = 1.0 / divisor;
-    if (std::frexp(divisor, &exponent) == 0.5 && std::isfinite(reciprocal)) {
-        for (std::size_t j = 0; j < n; ++j) out[j] = x[j] * reciprocal;
-        return;
-    }
-    for (std::size_t j = 0; j < n; ++j) out[j] = x[j] / divisor;
-}
-
-// Eight partial sums joined pairwise (eight_lane_sum's order, also the fused online softmax's).
-ATTN_ALWAYS_INLINE double joined_lanes(const double (&partial)[8]) {
-    return ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
-           ((partial[4] + partial[5]) + (partial[6] + partial[7]));
-}
-
-// The sum of n values as eight partial sums (entry j goes to sum j mod 8), joined pairwise, then the
-// rest in order: added one by one, each addition would wait for the previous one; eight sums make
-// one or two vector additions per eight entries, and the same numbers whatever the vector width.
-ATTN_ALWAYS_INLINE double eight_lane_sum(const double* x, std::size_t n) {
-    double partial[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    std::size_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        for (std::size_t lane = 0; lane < 8; ++lane) partial[lane] += x[j + lane];
-    double total = joined_lanes(partial);
-    for (; j < n; ++j) total += x[j];
-    return total;
-}
+using namespace kernel_parts;
 
 ATTN_ALWAYS_INLINE void exp_body(const double* x, double* out, std::size_t n) {
     // clamped first, in a loop of its own: with the comparisons in the loop of the exp, the
     // compiler would give each side its own copy of the exp and not vectorise it
     for (std::size_t j = 0; j < n; ++j) out[j] = portable::exp_input(x[j]);
     for (std::size_t j = 0; j < n; ++j) out[j] = portable::exp_of_clamped(out[j]);
-}
-
-ATTN_ALWAYS_INLINE void softmax_body(const double* logits, double* out, std::size_t n) {
-    const double inf = std::numeric_limits<double>::infinity();
-    // 1. the largest logit
-    bool has_nan = false;
-    const double largest = largest_of(logits, n, has_nan);
-    if (has_nan || largest == -inf) {
-        const double fill = has_nan ? std::numeric_limits<double>::quiet_NaN() : 0.0;
-        std::fill(out, out + n, fill);
-        return;
-    }
-    if (largest == inf) {
-        // exp(inf - inf) would be NaN; the limit gives the +inf entries equal shares.
-        const double count = static_cast<double>(std::count(logits, logits + n, inf));
-        for (std::size_t j = 0; j < n; ++j) out[j] = logits[j] == inf ? 1.0 / count : 0.0;
-        return;
-    }
-    // 2. exp, shifted by the largest so that exp cannot overflow. exp(-inf) = 0: the -inf (masked)
-    // logits at the end of a row, half of every row under a causal mask on average, are not computed.
-    std::size_t unmasked = n;
-    while (unmasked > 0 && logits[unmasked - 1] == -inf) --unmasked;
-    for (std::size_t j = 0; j < unmasked; ++j) out[j] = portable::exp_input(logits[j] - largest);
-    for (std::size_t j = 0; j < unmasked; ++j) out[j] = portable::exp_of_clamped(out[j]);
-    std::fill(out + unmasked, out + n, 0.0);
-    // 3. sum (eight_lane_sum)
-    const double total = eight_lane_sum(out, unmasked);
-    // 4. normalise: divided, not multiplied by a rounded 1 / total, which would round twice
-    divide(out, total, out, n);
-}
-
-ATTN_ALWAYS_INLINE void scale_and_mask_body(const double* in, double divisor, const double* mask, double* out,
-                                            std::size_t n) {
-    const double minus_inf = -std::numeric_limits<double>::infinity();
-    // e / 1 is e exactly: skipping the division changes no bit
-    if (divisor != 1.0)
-        divide(in, divisor, out, n);
-    else if (out != in)
-        std::copy(in, in + n, out);
-    if (mask)
-        for (std::size_t j = 0; j < n; ++j) out[j] = mask[j] == minus_inf ? minus_inf : out[j] + mask[j];
 }
 
 // C = A B by register blocks: a tile of MR rows x 8 columns of C is held in MR x 8 local
@@ -361,8 +244,6 @@ ATTN_ALWAYS_INLINE double online_softmax_row_fused_body(double* s, std::size_t n
 // One copy of every kernel, for one vector width.
 struct Kernels {
     void (*exp)(const double*, double*, std::size_t);
-    void (*softmax)(const double*, double*, std::size_t);
-    void (*scale_and_mask)(const double*, double, const double*, double*, std::size_t);
     void (*matmul_packed)(const double*, std::size_t, const double*, std::size_t, double*, std::size_t, std::size_t,
                           std::size_t, std::size_t, bool);
     void (*matmul_narrow)(const double*, const double*, double*, std::size_t, std::size_t, std::size_t);
@@ -375,11 +256,6 @@ struct Kernels {
 
 #define ATTN_KERNEL_COPY(suffix, attributes, tile_rows)                                                       \
     attributes void exp_##suffix(const double* x, double* out, std::size_t n) { exp_body(x, out, n); }        \
-    attributes void softmax_##suffix(const double* x, double* out, std::size_t n) { softmax_body(x, out, n); } \
-    attributes void scale_and_mask_##suffix(const double* in, double divisor, const double* mask, double* out, \
-                                            std::size_t n) {                                                  \
-        scale_and_mask_body(in, divisor, mask, out, n);                                                       \
-    }                                                                                                         \
     attributes ATTN_NO_LOOP_VECTORIZE void matmul_packed_##suffix(const double* A, std::size_t lda, const double* panels,            \
                                            std::size_t panel_stride, double* C, std::size_t ldc,               \
                                            std::size_t rows, std::size_t k, std::size_t n, bool accumulate) {  \
@@ -407,7 +283,7 @@ struct Kernels {
     }
 
 #define ATTN_KERNELS_OF(suffix, fused_matmul, fused_softmax_row)                                        \
-    constexpr Kernels kernels_##suffix{exp_##suffix,           softmax_##suffix,       scale_and_mask_##suffix, \
+    constexpr Kernels kernels_##suffix{exp_##suffix,                                                      \
                                        matmul_packed_##suffix, matmul_narrow_##suffix, online_softmax_row_##suffix, \
                                        fused_matmul,           fused_softmax_row};
 
@@ -523,19 +399,6 @@ void use_kernel_path(KernelPath path) {
 
 void exp_span(const double* x, double* out, std::size_t n) { active().exp(x, out, n); }
 
-void softmax_span(const double* logits, double* out, std::size_t n) { active().softmax(logits, out, n); }
-
-void scale_and_mask_span(const double* in, double divisor, const double* mask, double* out, std::size_t n) {
-    active().scale_and_mask(in, divisor, mask, out, n);
-}
-
-void scale_and_mask_rows(Mat& scores, double divisor, const Mat* mask) {
-    const std::size_t cols = scores.shape(1);
-    for_each_row(scores.shape(0), cols, [&](std::size_t i) {
-        double* row = scores.data() + i * cols;
-        scale_and_mask_span(row, divisor, mask ? mask->data() + i * cols : nullptr, row, cols);
-    });
-}
 
 namespace {
 

@@ -1,6 +1,7 @@
-// Row-by-row kernels behind the matrix products, the softmax and the attention ops: plain loops
-// over contiguous memory, with large matrices split between two threads. Not an exercise: the
-// exercised functions call them.
+// Row-by-row kernels behind the matrix products and the fast attention path: plain loops over
+// contiguous memory, with large matrices split between two threads. Not an exercise, and none
+// computes one: the stable softmax the references of softmax and multi-head vectorise is theirs
+// alone (nn/reference/softmax_row.hpp, with the pieces of nn/kernel_parts.hpp).
 // n = entries of one row, T_q x T_k = rows x columns of a matrix of scores, m x k times k x n for a product.
 //
 // Every number a lesson records passes through these kernels, and each gives the same bits on
@@ -48,19 +49,6 @@ void use_kernel_path(KernelPath path);
 
 // out_j = exp(x_j) for n values (`out` may be `x`), by portable::exp (core/portable_math.hpp).
 void exp_span(const double* x, double* out, std::size_t n);
-
-// alpha_j = exp(e_j - max_k e_k) / sum_k exp(e_k - max_k e_k) for n contiguous logits, into `out`
-// (which may be `logits`), with the semantics of nn::softmax (nn/softmax.hpp): -inf gets weight 0,
-// a row that is -inf everywhere gets zeros, +inf entries share the weight, NaN gives a NaN row.
-void softmax_span(const double* logits, double* out, std::size_t n);
-
-// s_j = e_j / divisor, then -inf wherever m_j = -inf and s_j + m_j elsewhere (the rule of
-// nn::masked_scores: +inf + -inf would be NaN). `mask` may be nullptr (no mask); `out` may be `in`.
-void scale_and_mask_span(const double* in, double divisor, const double* mask, double* out, std::size_t n);
-
-// The same for every row of a T_q x T_k matrix of scores, in place: Q K^T becomes the scaled,
-// masked scores of attention without a second T_q x T_k matrix. `mask` is T_q x T_k or nullptr.
-void scale_and_mask_rows(Mat& scores, double divisor, const Mat* mask);
 
 // How the kernels of the fast path (nn::fast_attention: matmul_span, matmul_packed, online_softmax_row)
 // round.

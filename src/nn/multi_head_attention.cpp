@@ -6,9 +6,11 @@
 
 #include "nn/linalg.hpp"
 #include "nn/kernels.hpp"
+#include "nn/reference/softmax_row.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace attn::nn {
@@ -48,6 +50,7 @@ MultiHeadResult multi_head_attention(const Mat& X_q, const Mat& X_kv, const Mult
                                      const Mat* mask, HeadWeights keep) {
     const std::size_t T_q = X_q.shape(0), T_k = X_kv.shape(0), d_model = X_q.shape(1);
     const std::size_t d_k = head_width(d_model, heads);
+    const double minus_inf = -std::numeric_limits<double>::infinity();
     expect_width("X_kv", X_kv, d_model);
     expect_shape("multi-head attention: W_Q", p.W_Q, {d_model, d_model});
     expect_shape("multi-head attention: W_K", p.W_K, {d_model, d_model});
@@ -65,12 +68,16 @@ MultiHeadResult multi_head_attention(const Mat& X_q, const Mat& X_kv, const Mult
     for (std::size_t i = 0; i < heads; ++i) {
         // 1. scores, 2. mask (-inf wherever M is), 3. softmax along each row, in place and row by
         // row: the scores become the weights without a second T_q x T_k matrix (the same numbers as
-        // masked_scores and softmax_rows)
+        // masked_softmax: the softmax is the reference's own, nn/reference/softmax_row.hpp)
         Mat weights = head_scores(X_q, X_kv, p, i, d_k);
         for_each_row(T_q, T_k, [&](std::size_t t) {
             double* row = weights.data() + t * T_k;
-            if (mask) scale_and_mask_span(row, 1.0, mask->data() + t * T_k, row, T_k);
-            softmax_span(row, row, T_k);
+            if (mask) {
+                // -inf wherever M is, whatever the score (+inf + -inf would be NaN)
+                const double* m = mask->data() + t * T_k;
+                for (std::size_t j = 0; j < T_k; ++j) row[j] = m[j] == minus_inf ? minus_inf : row[j] + m[j];
+            }
+            softmax_row(row, row, T_k);
         });
         // 4. head_i = A_i V_i, into its d_v columns of Concat(head_1, ..., head_h)
         const Mat V_i = matmul(X_kv, head_columns(p.W_V, i, d_k), "X_kv W_i^V");

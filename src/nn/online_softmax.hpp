@@ -12,6 +12,7 @@ namespace attn::nn {
 // so that l_n = sum_k e^{x_k - m_n} with m_n = max_k x_k. Returns n x 2: row j holds m_j and l_j
 // after entry j (the table lesson 10 shows). While every entry so far is -inf, m_j = -inf and
 // l_j = 0 (no exponential of -inf - (-inf) = NaN is taken). Exponentials by portable::exp.
+// Part of the classroom exercise online-softmax (lesson 10's step [online] shows the table).
 Mat online_normalizer_steps(const Vec& logits);
 
 // alpha_i = e^{x_i - m_n} / l_n with m_n and l_n from one pass as above, then one pass for the

@@ -1,5 +1,5 @@
-// The softmax of a row in one pass for its normaliser, and of every row of a matrix (see
-// nn/online_softmax.hpp; Milakov & Gimelshein 2018, algorithm 3).
+// The online normaliser step by step, the softmax of a row in one pass for its normaliser, and of
+// every row of a matrix (see nn/online_softmax.hpp; Milakov & Gimelshein 2018, algorithm 3).
 // The classroom exercise online-softmax; the student's version is lessons/exercises/online_softmax.cpp.
 // n = entries of a row, T_q x T_k = rows x columns.
 #include "nn/online_softmax.hpp"
@@ -41,6 +41,23 @@ void online_softmax_span(const double* in, double* out, std::size_t n) {
 }
 
 }  // namespace
+
+Mat online_normalizer_steps(const Vec& logits) {
+    const double minus_inf = -std::numeric_limits<double>::infinity();
+    const std::size_t n = logits.size();
+    Mat out = xt::empty<double>({n, std::size_t{2}});
+    double m = minus_inf, l = 0.0;
+    for (std::size_t j = 0; j < n; ++j) {
+        const double x = logits(j);
+        const double m_new = std::max(m, x);
+        // while every entry so far is -inf there is nothing to add: l stays 0
+        if (m_new != minus_inf) l = l * portable::exp(m - m_new) + portable::exp(x - m_new);
+        m = m_new;
+        out(j, 0) = m;
+        out(j, 1) = l;
+    }
+    return out;
+}
 
 Vec online_softmax(const Vec& logits) {
     Vec out = xt::empty<double>({logits.size()});

@@ -10,7 +10,8 @@ namespace attn::nn {
 Mat sinusoidal_encoding(std::size_t T, std::size_t d);
 
 // R_k, d x d: the block-diagonal rotation with PE(pos + k, .) = R_k PE(pos, .) for every pos, each
-// pair (2i, 2i+1) turned by the angle k / 10000^(2i/d). Not an exercise (nn/positional_rotation.cpp).
+// pair (2i, 2i+1) turned by the angle k / 10000^(2i/d). Not an exercise (nn/positional_rotation.cpp):
+// its entries are row k of sinusoidal_encoding, which it calls.
 Mat offset_rotation(std::size_t d, std::size_t k);
 
 }  // namespace attn::nn

@@ -22,11 +22,13 @@ Mat additive_scores(const Mat& Q, const Mat& K, const Mat& W_q, const Mat& W_k, 
 // The additive score with its projections already made: e_ij = v^T tanh(P_q[i] + P_k[j]), where
 // P_q = Q W_q^T (T_q x d_a) and P_k = K W_k^T (T_k x d_a); the numbers of additive_scores, bit for
 // bit. A decoder's keys stay fixed for a whole sentence while its query moves, so it projects
-// them once per sentence instead of once per word (lesson 9's training).
+// them once per sentence instead of once per word (lesson 9's training). Part of the classroom
+// exercise additive-score, with additive_scores.
 Mat additive_scores_projected(const Mat& projected_q, const Mat& projected_k, const Vec& v);
 
 // e_ij = v^T tanh(W [q_i; k_j])          — Luong et al. 2015, section 3.1 ("concat"); W: d_a x (d_q + d_k).
-// The same function as additive_scores with W = [W_q W_k]; kept separate so lessons can check it.
+// The same function as additive_scores with W = [W_q W_k]: computed by it, with W's first d_q
+// columns as W_q and the rest as W_k (so it is no way round the exercise additive-score).
 Mat concat_scores(const Mat& Q, const Mat& K, const Mat& W, const Vec& v);
 
 }  // namespace attn::nn

@@ -18,13 +18,9 @@ Mat padding_mask(std::size_t T_q, std::size_t T_k, std::size_t valid_keys);
 // average of the real tokens that looks meaningful and is not.
 Mat padding_mask(std::size_t T_q, std::size_t T_k, std::size_t valid_queries, std::size_t valid_keys);
 
-// S + M, except that a masked entry (M_ij = -inf) is -inf whatever its score: +inf + -inf would
-// be NaN and spoil the whole row. Throws ShapeError when the shapes differ.
-Mat masked_scores(const Mat& scores, const Mat& mask);
-
 // softmax_j(S_ij + M_ij) row by row. Masked entries get weight exactly 0, whatever their score
 // (even +inf); a row masked everywhere gets all zeros (see nn::softmax), so no NaN leaks out of
-// a padded row.
+// a padded row. Throws ShapeError when the shapes differ.
 Mat masked_softmax(const Mat& scores, const Mat& mask);
 
 // Everything one attention call computes, so a lesson can show each stage.

@@ -34,14 +34,23 @@ mkdir -p "$tmp/prebuilt"
 for item in meson.build meson_options.txt README.md ARCHITECTURE.md src lessons golden .ci; do
     [ -e "$src/$item" ] && cp -a "$src/$item" "$tmp/"
 done
+# the edition's README is its own: what a student does with it (the course's speaks of tests and
+# references the edition does not have)
+cp "$src/src/tools/student-edition-README.md" "$tmp/README.md"
 rm -rf "$tmp/src/tools"
+# code that only the references include (a vectorised softmax): out with their sources
+rm -rf "$tmp/src/nn/reference"
 for source in "${refs[@]}" src/exercises/cases.cpp; do
-    case "$source" in
-        src/exercises/*) library=libattn_exercises.a.p ;;
-        *) library=libattn_exercise_code.a.p ;;
-    esac
-    object="$build/$library/${source//\//_}.o"
-    [ -f "$object" ] || fail "$object is missing: build first (meson compile -C $build)"
+    # the library that compiled it (meson.build): the exercises' machinery, the references that
+    # vectorise a softmax of their own, or the store of every other version
+    object=""
+    for library in libattn_exercises.a.p libattn_reference_fast.a.p libattn_exercise_code.a.p; do
+        if [ -f "$build/$library/${source//\//_}.o" ]; then
+            object="$build/$library/${source//\//_}.o"
+            break
+        fi
+    done
+    [ -n "$object" ] || fail "the object of $source is missing: build first (meson compile -C $build)"
     cp "$object" "$tmp/prebuilt/$(printf '%s' "$source" | sed 's/[^A-Za-z0-9]/_/g').o"
     rm -f "$tmp/$source"
 done

@@ -1,7 +1,8 @@
 // Which program this is. attn, attn-student and attn-starter are built from the same sources
 // and differ only in the versions of the exercised functions they link (see meson.build) and
 // in this record, which meson.build generates for each from src/cli/program.cpp.in (as the
-// constants of cli/program_record.hpp; src/cli/program.cpp reads them).
+// constants of cli/program_record.hpp; src/cli/program.cpp reads them). It lives with the exercise
+// machinery, below the command line, since both the exercise commands and the command line ask it.
 #pragma once
 
 #include <filesystem>

@@ -1,4 +1,6 @@
-// Helpers shared by the command files (cli/commands.cpp, exercises/commands.cpp).
+// Helpers shared by the command files (cli/commands.cpp, exercises/commands.cpp), defined in
+// exercises/command_support.cpp: below the command line, so that the exercise commands need
+// nothing of src/cli (ARCHITECTURE.md's arrows; the layout test holds it).
 #pragma once
 
 #include "core/compare.hpp"
@@ -10,6 +12,13 @@
 #include <vector>
 
 namespace attn {
+
+enum ExitCode : int {
+    exit_ok = 0,
+    exit_mismatch = 1,  // a tensor differs from its golden, or an identity check fails
+    exit_usage = 2,     // bad arguments, unknown lesson or step
+    exit_golden = 3,    // a golden file is missing, unreadable or corrupt
+};
 
 // `text` as one word of a shell command (printed commands, Slurm's --wrap).
 inline std::string shell_quoted(const std::string& text) {
