@@ -154,6 +154,9 @@ const std::vector<std::pair<std::string, std::string>> solution_lines = {
      "g.dX(t, j) = r * (g.dnormalized(t, j) - mean_dn - forward.normalized(t, j) * mean_dn_n);"},
     {"src/nn/transformer_pre_ln.cpp", "f.attention = multi_head_attention(f.norm_1.output, f.norm_1.output, p.attention, heads, mask);"},
     {"src/nn/optimizer_warmup.cpp", "const double decay = 1.0 / std::sqrt(s), rise = s / (w * std::sqrt(w));"},
+    {"src/nn/kv_cache_step.cpp",
+     "for (std::size_t j = offset + i + 1; j < T_k; ++j) mask(i, j) = -std::numeric_limits<double>::infinity();"},
+    {"src/nn/beam_step.cpp", "for (std::size_t w = 0; w < V; ++w) candidates.push_back({b, w, beams[b].log_prob + log_probs(b, w)});"},
 };
 
 void write_text(const fs::path& file, const std::string& text) {

@@ -16,8 +16,8 @@
 //
 // and return AttentionResult{S + M, A, O} (src/nn/self_attention.hpp).
 // Available: nn::concatenated_rows(top, bottom), nn::zeros(rows, cols), nn::transposed(M)
-// (nn/reductions.hpp, nn/linalg.hpp), nn::matmul(A, B, "what"), nn::masked_scores(S, M) and your
-// exercise nn::masked_softmax(S, M); std::numeric_limits<double>::infinity(). The lesson checks
+// (nn/reductions.hpp, nn/linalg.hpp), nn::matmul(A, B, "what"), S + M (xtensor adds two matrices
+// entry by entry) and your exercise nn::masked_softmax(S, M); std::numeric_limits<double>::infinity(). The lesson checks
 // bit for bit against multi-head attention, which sums its products with nn::matmul and takes its
 // softmax with the library's kernels: use those calls, not loops of your own.
 //

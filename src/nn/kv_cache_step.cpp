@@ -25,7 +25,8 @@ AttentionResult kv_cache_step(KVCache& cache, const Mat& Q, const Mat& K_new, co
     // 3. attention against every cached position (the scale is already in Q)
     const Mat S = matmul(Q, transposed(cache.K), "Q K^T");
     AttentionResult r;
-    r.scores = masked_scores(S, mask);
+    r.scores = S;
+    for (std::size_t k = 0; k < S.size(); ++k) r.scores.data()[k] += mask.data()[k];  // S + M
     r.weights = masked_softmax(S, mask);
     r.output = matmul(r.weights, cache.V, "A V");
     return r;
