@@ -6,6 +6,7 @@
 #include "nn/linalg.hpp"
 #include "nn/positional.hpp"
 #include "nn/reductions.hpp"
+#include "nn/self_attention.hpp"
 #include "nn/softmax.hpp"
 
 #include <cmath>
@@ -14,10 +15,16 @@
 
 namespace attn::nn {
 
+// Rows offset .. offset + T_q - 1 of causal_mask(T_k) (the exercise causal-mask's: a student's
+// own mask is the one shown, and the alignment, kv-cache-step's point, is not written out here).
 Mat shifted_causal_mask(std::size_t T_q, std::size_t T_k, std::size_t offset) {
-    Mat mask = zeros(T_q, T_k);
+    if (offset + T_q > T_k)
+        throw ShapeError("shifted causal mask: " + std::to_string(T_q) + " queries from position " +
+                         std::to_string(offset + 1) + " pass the " + std::to_string(T_k) + " keys");
+    const Mat full = causal_mask(T_k);
+    Mat mask = xt::empty<double>({T_q, T_k});
     for (std::size_t i = 0; i < T_q; ++i)
-        for (std::size_t j = offset + i + 1; j < T_k; ++j) mask(i, j) = -std::numeric_limits<double>::infinity();
+        for (std::size_t j = 0; j < T_k; ++j) mask(i, j) = full(offset + i, j);
     return mask;
 }
 

@@ -23,7 +23,7 @@ struct KVCache {
 
 // T_q x T_k: 0 where query i may read key j (j <= i + offset), -inf elsewhere. offset = T_k - T_q
 // aligns the causal mask to the bottom right (query i is position T_k - T_q + i); offset 0 to the
-// top left, as causal_mask(T) for T_q = T_k.
+// top left, as causal_mask(T) for T_q = T_k. Needs offset + T_q <= T_k (ShapeError otherwise).
 Mat shifted_causal_mask(std::size_t T_q, std::size_t T_k, std::size_t offset);
 
 // One step of attention with a cache: appends K_new and V_new (T_q rows each) to the cache, then
