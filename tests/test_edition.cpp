@@ -270,6 +270,14 @@ TEST_CASE("the student edition builds without the references' sources, and attn-
 // graded with the references of every other exercise, and still cannot link (the kit's headers
 // leave out src/nn/reference/ and no library defines the functions), so it earns nothing.
 TEST_CASE("grade --sources: a file that calls a withheld function does not build in the grader's kit", "[edition]") {
+    // grading from sources builds students' files against attn's own build, and in a sanitized
+    // build every file comes out an error (seen in CI: 6 errors where 4 errors and 2 fails are
+    // right), so this build leaves it to the unsanitized one, as .ci/run leaves grade_sources and
+    // hostile_grading out here
+    if (const char* sanitized = std::getenv("ATTN_SANITIZED"); sanitized && *sanitized) {
+        WARN("skipped in this build (sanitized: " << sanitized << "): the unsanitized build grades from sources");
+        return;
+    }
     const char* bin = std::getenv("ATTN_BIN");
     REQUIRE(bin != nullptr);
     const fs::path tmp = fs::temp_directory_path() / ("attn_edition_kit_" + std::to_string(::getpid()));
