@@ -265,6 +265,28 @@ void record_cache(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, co
 
 // ---------------------------------------------------------------- step [mask]
 
+// What each wrong alignment does to new query i (T_q x 4): the weight the right attention puts where
+// the top-left mask hides, that mask's output error, the weight the unmasked attention puts on later
+// positions, and its output error, against the uncached pass's rows offset + i of `full`.
+Mat wrong_alignments(const Mat& right, const Mat& top_left, const Mat& none, const Mat& V, const Mat& full,
+                     std::size_t offset) {
+    const std::size_t T_q = right.shape(0), T_k = right.shape(1), d_k = V.shape(1);
+    Mat wrong = xt::empty<double>({T_q, std::size_t{4}});
+    for (std::size_t i = 0; i < T_q; ++i) {
+        double hidden = 0.0, leaked = 0.0, top_error = 0.0, none_error = 0.0;
+        for (std::size_t j = i + 1; j <= offset + i; ++j) hidden += right(i, j);
+        for (std::size_t j = offset + i + 1; j < T_k; ++j) leaked += none(i, j);
+        for (std::size_t a = 0; a < d_k; ++a) {
+            double o_top = 0.0, o_none = 0.0;
+            for (std::size_t j = 0; j < T_k; ++j) o_top += top_left(i, j) * V(j, a), o_none += none(i, j) * V(j, a);
+            top_error = std::max(top_error, std::abs(o_top - full(offset + i, a)));
+            none_error = std::max(none_error, std::abs(o_none - full(offset + i, a)));
+        }
+        wrong(i, 0) = hidden, wrong(i, 1) = top_error, wrong(i, 2) = leaked, wrong(i, 3) = none_error;
+    }
+    return wrong;
+}
+
 void record_mask(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, const Pair& p, std::size_t T_q_wanted) {
     // the first block's first head on the reference's decoder inputs, as the uncached pass sees them
     const std::vector<std::size_t> in = decoder_inputs(p);
@@ -316,21 +338,7 @@ void record_mask(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, con
         .axes("new queries", "cached keys");
     trace.tensor("no_mask", "softmax(Q K^T), no mask", none, queries, keys, View::heatmap)
         .axes("new queries", "cached keys");
-    // what each wrong alignment does to query i: the weight the right attention puts where the top-left
-    // mask hides, and the weight the unmasked one puts on later positions
-    Mat wrong = xt::empty<double>({T_q, std::size_t{4}});
-    for (std::size_t i = 0; i < T_q; ++i) {
-        double hidden = 0.0, leaked = 0.0, top_error = 0.0, none_error = 0.0;
-        for (std::size_t j = i + 1; j <= offset + i; ++j) hidden += r.weights(i, j);
-        for (std::size_t j = offset + i + 1; j < T_k; ++j) leaked += none(i, j);
-        for (std::size_t a = 0; a < d_k; ++a) {
-            double o_top = 0.0, o_none = 0.0;
-            for (std::size_t j = 0; j < T_k; ++j) o_top += top_left(i, j) * V(j, a), o_none += none(i, j) * V(j, a);
-            top_error = std::max(top_error, std::abs(o_top - full(offset + i, a)));
-            none_error = std::max(none_error, std::abs(o_none - full(offset + i, a)));
-        }
-        wrong(i, 0) = hidden, wrong(i, 1) = top_error, wrong(i, 2) = leaked, wrong(i, 3) = none_error;
-    }
+    const Mat wrong = wrong_alignments(r.weights, top_left, none, V, full, offset);
     trace.tensor("wrong", "what the wrong masks change, per query", wrong, queries,
                  {"weight hidden by top-left", "its output error", "weight on the future, no mask",
                   "its output error"});
