@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -322,6 +323,58 @@ TEST_CASE("write_book writes the index and every page, and names the path it can
     CHECK(contains(message, "not a directory"));
     CHECK(test::read_file(file) == "x");
     fs::remove_all(root);
+}
+
+TEST_CASE("attn book refuses what it cannot write before any lesson runs, and a student's build shows its own run",
+          "[html]") {
+    const char* attn = std::getenv("ATTN_BIN");
+    const char* student = std::getenv("ATTN_STUDENT_BIN");
+    const char* wrong = std::getenv("ATTN_WRONG_SOFTMAX_BIN");
+    REQUIRE(attn != nullptr);
+    REQUIRE(student != nullptr);
+    REQUIRE(wrong != nullptr);
+    const fs::path root = temp_root() / "cli";
+    fs::create_directories(root);
+    const fs::path file = root / "a_file";
+    std::ofstream(file) << "x";
+    const auto book = [](const char* bin, const std::string& args) {
+        return test::run_command("NO_COLOR=1 '" + std::string(bin) + "' book " + args + " 2>&1");
+    };
+
+    test::Result r = book(attn, "1 --out '" + file.string() + "'");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains("exists and is not a directory"));
+    CHECK(test::read_file(file) == "x");
+    r = book(attn, "1 --out '" + (file / "below").string() + "'");  // a folder inside a file cannot be made
+    CHECK(r.code == 3);
+    CHECK_THAT(r.output, Catch::Contains("cannot write there"));
+    r = book(attn, "1 2 --set d=4 --out '" + (root / "x").string() + "'");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains("need exactly one lesson"));
+    r = book(attn, "nosuchlesson --out '" + (root / "x").string() + "'");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains("unknown lesson"));
+    r = book(attn, "1");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains("--out"));
+    CHECK(!fs::exists(root / "x"));
+
+    // a build whose softmax is wrong: its failing checks are on its pages, marked, and it exits 1
+    r = book(wrong, "2 --out '" + (root / "wrong").string() + "'");
+    CHECK(r.code == 1);
+    CHECK_THAT(r.output, Catch::Contains("identity checks FAILED"));
+    const std::string wrong_page = test::read_file(root / "wrong" / "02-additive.html");
+    CHECK(contains(wrong_page, "<li class=\"check fail\"><span class=\"mark\">✗</span>"));
+    CHECK(contains(test::read_file(root / "wrong" / "index.html"), "checks fail"));
+
+    // the starters: the lesson stops at its first exercise, and its page says where and why
+    r = book(student, "1 --out '" + (root / "student").string() + "'");
+    CHECK(r.code == 1);
+    const std::string student_page = test::read_file(root / "student" / "01-bottleneck.html");
+    CHECK(contains(student_page, "The lesson stopped here."));
+    CHECK(contains(student_page, "gru-step is not done yet"));
+    CHECK(contains(test::read_file(root / "student" / "index.html"), "your exercise files"));
+    fs::remove_all(temp_root());
 }
 
 }  // namespace test_html

@@ -410,7 +410,7 @@ int cmd_book(const BookOptions& o) {
     }
     for (std::size_t i = 0; i < pages.size(); ++i) {
         const CheckRecordCount n = count_failed(runs[i].trace);
-        if (runs[i].stopped()) fmt::print("{}: {}\n", pages[i].slug, pages[i].stopped);
+        if (runs[i].stopped()) fmt::print("{}\n", pages[i].stopped);
         else if (n.failed > 0) fmt::print("{}: {} of {} identity checks FAILED\n", pages[i].slug, n.failed, n.all);
     }
     return all_hold ? exit_ok : exit_mismatch;
