@@ -40,11 +40,12 @@ const std::array<std::pair<std::u32string_view, std::u32string_view>, 19> greek 
 }};
 
 // Names set upright as they are: functions, and a few variables the lessons name in words.
-const std::array<std::u32string_view, 30> upright_names = {
+const std::array<std::u32string_view, 32> upright_names = {
     U"exp",       U"log",       U"ln",      U"tanh",    U"sigmoid",   U"softmax",     U"max",   U"min",
     U"argmax",    U"argmin",    U"sin",     U"cos",     U"diag",      U"mean",        U"var",   U"Var",
     U"Concat",    U"MultiHead", U"Attention", U"CrossAttention", U"Decoder", U"Encoder", U"nextafter",
     U"partner",   U"partners",  U"lr",      U"logits",  U"warmup",    U"time",        U"growth",
+    U"head",      U"pos",
 };
 
 std::u32string_view greek_letter(std::u32string_view word) {
@@ -370,6 +371,40 @@ std::u32string spaces_trimmed(const std::u32string& text) {
     return text.substr(first, text.find_last_not_of(U' ') - first + 1);
 }
 
+std::string utf8_of(std::u32string_view text) {
+    std::string out;
+    for (const char32_t c : text) append_utf8(out, c);
+    return out;
+}
+
+// A piece that does not translate whole may be a formula followed by words ("alpha = softmax(E)
+// along each row", "d x d_k (here d_v = d_k)"): the longest beginning that ends before a space
+// at bracket depth 0, holds = _ ^ or a bracket, and translates, as MathML, the rest as text after
+// it, in the order written. Pieces longer than 200 code points are not cut (each try reads the
+// beginning again).
+std::string piece_html(const std::u32string& piece, bool& translated) {
+    translated = true;
+    if (const auto whole = formula_mathml(utf8_of(piece))) return *whole;
+    if (piece.size() <= 200) {
+        std::vector<std::size_t> spaces;
+        int depth = 0;
+        for (std::size_t i = 0; i < piece.size(); ++i) {
+            const char32_t c = piece[i];
+            if (c == U'(' || c == U'[' || c == U'{') ++depth;
+            if (c == U')' || c == U']' || c == U'}') depth = std::max(depth - 1, 0);
+            if (c == U' ' && depth == 0) spaces.push_back(i);
+        }
+        for (auto at = spaces.rbegin(); at != spaces.rend(); ++at) {
+            const std::u32string head = piece.substr(0, *at);
+            if (head.find_first_of(U"=_^([") == std::u32string::npos) continue;
+            if (const auto math = formula_mathml(utf8_of(head)))
+                return *math + " <span class=\"eq-text\">" + xml_escaped(spaces_trimmed(piece.substr(*at))) + "</span>";
+        }
+    }
+    translated = false;
+    return "<span class=\"eq-text\">" + xml_escaped(piece) + "</span>";
+}
+
 }  // namespace
 
 std::optional<std::string> formula_mathml(std::string_view text) {
@@ -396,14 +431,9 @@ EquationHtml equation_html(std::string_view text) {
         const std::u32string piece = spaces_trimmed(points.substr(from, begin - from));
         if (!piece.empty()) {
             ++out.pieces;
-            std::string utf8;
-            for (const char32_t c : piece) append_utf8(utf8, c);
-            if (const auto math = formula_mathml(utf8)) {
-                ++out.translated;
-                out.html += *math;
-            } else {
-                out.html += "<span class=\"eq-text\">" + xml_escaped(piece) + "</span>";
-            }
+            bool translated = false;
+            out.html += piece_html(piece, translated);
+            out.translated += translated ? 1 : 0;
         }
         if (end > begin) {
             // the separator's mark, then one space (two or more spaces: a wider gap)

@@ -30,12 +30,13 @@ std::optional<std::string> formula_mathml(std::string_view text);
 
 // An equation string as HTML (no block element; any bytes in). It is cut at its separators at
 // bracket depth 0 (", ", "; ", ": " and runs of two or more spaces) into pieces; each piece is
-// MathML when it translates, else its escaped text in <span class="eq-text">; the separators
+// MathML when it translates, or a formula that translates followed by words as text ("alpha =
+// softmax(E) along each row"), else its escaped text in <span class="eq-text">; the separators
 // stay between them as text.
 struct EquationHtml {
     std::string html;
     std::size_t pieces = 0;      // pieces that are not empty
-    std::size_t translated = 0;  // of which were written as MathML
+    std::size_t translated = 0;  // of which were written as MathML (whole, or a formula and words)
 };
 EquationHtml equation_html(std::string_view text);
 
