@@ -98,7 +98,7 @@ def safe(text):
 
 
 def expected_names(number, tensors):
-    """The file names write_heatmap_svgs gives, collisions (ignoring case) numbered -2, -3, ..."""
+    """The file names write_svgs gives, collisions (ignoring case) numbered -2, -3, ..."""
     names, used = [], set()
     for step, t in tensors:
         stem = "{:02d}-{}-{}".format(number, safe(step), safe(t["name"]))

@@ -342,7 +342,7 @@ TEST_CASE("attn book refuses what it cannot write before any lesson runs, and a 
     };
 
     test::Result r = book(attn, "1 --out '" + file.string() + "'");
-    CHECK(r.code == 2);
+    CHECK(r.code == 3);
     CHECK_THAT(r.output, Catch::Contains("exists and is not a directory"));
     CHECK(test::read_file(file) == "x");
     r = book(attn, "1 --out '" + (file / "below").string() + "'");  // a folder inside a file cannot be made

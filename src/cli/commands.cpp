@@ -361,7 +361,7 @@ int cmd_book(const BookOptions& o) {
     std::error_code ec;
     if (std::filesystem::exists(o.out, ec) && !std::filesystem::is_directory(o.out, ec)) {
         fmt::print(stderr, "attn: --out {}: exists and is not a directory\n", printable_utf8(o.out.string()));
-        return exit_usage;
+        return exit_golden;
     }
     std::filesystem::create_directories(o.out, ec);
     if (ec || ::access(o.out.c_str(), W_OK | X_OK) != 0) {

@@ -102,7 +102,7 @@ int cmd_run(const RunOptions& options);
 int cmd_run_help(const std::string& usage, const std::vector<std::string>& lessons);  // run --help
 // attn book: runs the lessons once and writes their pages (core/html.hpp); exit 1 when a check
 // fails or a lesson stops early (the pages are written all the same), 2 for bad arguments, 3
-// when the pages cannot be written.
+// when the pages cannot be written (--out a file, or a folder that cannot be made or written).
 int cmd_book(const BookOptions& options);
 int cmd_check(const GoldenOptions& options);
 int cmd_bless(const GoldenOptions& options);
