@@ -30,6 +30,7 @@ import fcntl
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -223,17 +224,25 @@ class Browser:
         self.buffer = b""
         self.next_id = 0
         self.events = []
-        targets = self.call("Target.getTargets")["targetInfos"]
-        page = next((t["targetId"] for t in targets if t["type"] == "page"), None)
-        if page is None:
-            page = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        self.session = self.call("Target.attachToTarget", {"targetId": page, "flatten": True})["sessionId"]
-        for domain in ("Page", "Runtime", "Log"):
-            self.call(domain + ".enable", session=True)
+        try:
+            targets = self.call("Target.getTargets", timeout=60)["targetInfos"]
+            page = next((t["targetId"] for t in targets if t["type"] == "page"), None)
+            if page is None:
+                page = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+            self.session = self.call("Target.attachToTarget", {"targetId": page, "flatten": True})["sessionId"]
+            for domain in ("Page", "Runtime", "Log"):
+                self.call(domain + ".enable", session=True)
+        except BaseException:
+            self.process.kill()
+            self.process.wait()
+            os.close(self.to_browser)
+            os.close(self.from_browser)
+            raise
 
     def message(self, deadline):
         while b"\0" not in self.buffer:
-            if time.monotonic() > deadline:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.from_browser], [], [], left)[0]:
                 raise TimeoutError("no answer from chromium")
             chunk = os.read(self.from_browser, 1 << 20)
             if not chunk:
@@ -330,10 +339,16 @@ def browser_check(site, pages, labels_of, out_dir, chromium, pdftotext):
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)
     with tempfile.TemporaryDirectory(prefix="book_check_chromium_") as profile:
-        browser = Browser(chromium, profile)
+        try:
+            browser = Browser(chromium, profile)
+        except (RuntimeError, TimeoutError, OSError) as e:
+            fail("chromium did not start its DevTools pipe: {}".format(e))
+            return
         try:
             for page in pages:
                 check_in_browser(browser, site, page, labels_of[page], shots, pdfs, pdftotext)
+        except (RuntimeError, TimeoutError, OSError) as e:
+            fail("the browser stopped answering: {}".format(e))
         finally:
             browser.close()
 
