@@ -154,7 +154,8 @@ TEST_CASE("equation_html cuts at separators, writes MathML where it can and esca
     CHECK(two.pieces == 2);
     CHECK(two.translated == 2);
     CHECK(occurrences(two.html, "<math>") == 2);
-    CHECK(contains(two.html, "</math>,\u2003<math>"));
+    CHECK(contains(two.html, "<span class=\"eq-piece\"><math>"));
+    CHECK(contains(two.html, "</math>,</span>\u2003<math>"));
 
     const EquationHtml mixed = equation_html("x_j = E_src[w_j], one row per source token");
     CHECK(mixed.pieces == 2);

@@ -78,6 +78,17 @@ private:
     std::u32string s_;
     std::size_t i_ = 0;
     int script_ = 0;  // > 0 inside a sub- or superscript, where words are names of their own
+    int depth_ = 0;   // groups and scripts open: past 64, no formula a lesson writes (and no deep recursion)
+
+    struct Deeper {
+        explicit Deeper(int& depth) : depth_(depth) {
+            if (++depth_ > 64) throw Untranslatable{};
+        }
+        ~Deeper() { --depth_; }
+        Deeper(const Deeper&) = delete;
+        Deeper& operator=(const Deeper&) = delete;
+        int& depth_;
+    };
 
     char32_t peek(std::size_t k = 0) const { return i_ + k < s_.size() ? s_[i_ + k] : 0; }
     bool at_end() const { return i_ >= s_.size(); }
@@ -181,6 +192,7 @@ private:
 
     // A bracketed group, its brackets shown; the scripts after it apply to all of it.
     std::string group() {
+        const Deeper deeper(depth_);
         const char32_t open = s_[i_++];
         const char32_t close = open == U'(' ? U')' : open == U'[' ? U']' : U'}';
         std::string inside = sequence(close);
@@ -214,6 +226,7 @@ private:
         const std::u32string w = letters();
         if (script_ > 0) return script_word(w);
         if (w == U"sqrt") {
+            const Deeper deeper(depth_);
             if (peek() != U'(') throw Untranslatable{};
             ++i_;
             std::string inside = sequence(U')');
@@ -254,6 +267,7 @@ private:
     // What follows _ or ^: {group} (braces not shown), (group) (shown), a signed number, a run
     // of letters and digits, < or > before one, or a star.
     std::string script_argument() {
+        const Deeper deeper(depth_);
         ++script_;
         std::string out;
         const char32_t c = peek();
@@ -429,17 +443,20 @@ EquationHtml equation_html(std::string_view text) {
     cuts.emplace_back(points.size(), points.size());
     for (const auto& [begin, end] : cuts) {
         const std::u32string piece = spaces_trimmed(points.substr(from, begin - from));
+        // the separator's mark, then one space (two or more spaces: a wider gap)
+        const std::u32string mark = end > begin ? spaces_trimmed(points.substr(begin, end - begin)) : U"";
+        const std::string gap = end == begin ? "" : end - begin - mark.size() >= 2 ? "\u2003" : " ";
+        std::string html = xml_escaped(mark);
         if (!piece.empty()) {
             ++out.pieces;
             bool translated = false;
-            out.html += piece_html(piece, translated);
+            const std::string shown = piece_html(piece, translated);
             out.translated += translated ? 1 : 0;
+            // a formula keeps its comma: no line break between them
+            const bool formula_last = shown.size() >= 7 && shown.compare(shown.size() - 7, 7, "</math>") == 0;
+            html = formula_last && !mark.empty() ? "<span class=\"eq-piece\">" + shown + html + "</span>" : shown + html;
         }
-        if (end > begin) {
-            // the separator's mark, then one space (two or more spaces: a wider gap)
-            const std::u32string mark = spaces_trimmed(points.substr(begin, end - begin));
-            out.html += xml_escaped(mark) + (end - begin - mark.size() >= 2 ? "\u2003" : " ");
-        }
+        out.html += html + gap;
         from = end;
     }
     return out;
