@@ -56,7 +56,10 @@ th, td { padding: 0.1rem 0.55rem; text-align: right; white-space: nowrap; }
 th { color: var(--muted); font-weight: normal; }
 tbody th { text-align: left; }
 thead th { border-bottom: 1px solid var(--rule); }
-table.lessons td, table.lessons th { text-align: left; white-space: normal; vertical-align: top; padding: 0.3rem 0.6rem; }
+table.lessons { font-family: inherit; font-size: 0.95rem; }
+table.lessons td, table.lessons th { text-align: left; white-space: normal; overflow-wrap: normal; vertical-align: top;
+  padding: 0.3rem 0.6rem; }
+table.lessons .n { white-space: nowrap; }
 details { margin: 0.3rem 0; }
 summary { cursor: pointer; color: var(--muted); }
 figure { margin: 0.6rem 0; }
@@ -315,9 +318,11 @@ std::string book_index(const std::vector<BookLesson>& lessons, const BookInfo& i
            "pictures, and the checks that its claims hold numerically.</p>\n";
     if (!info.remark.empty()) out += "<p class=\"note\">" + html_text(info.remark) + "</p>\n";
     out += "</header>\n<main>\n<div class=\"scroll\"><table class=\"lessons\">\n"
-           "<thead><tr><th>#</th><th>Lesson</th><th>Steps</th><th>Checks</th><th>After</th></tr></thead>\n<tbody>\n";
+           "<thead><tr><th class=\"n\">#</th><th>Lesson</th><th class=\"n\">Steps</th><th class=\"n\">Checks</th>"
+           "<th>After</th></tr></thead>\n<tbody>\n";
     for (const auto& l : lessons)
-        out += fmt::format("<tr><td>{}</td><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        out += fmt::format("<tr><td class=\"n\">{}</td><td><a href=\"{}\">{}</a></td><td class=\"n\">{}</td>"
+                           "<td class=\"n\">{}</td><td>{}</td></tr>\n",
                            l.number, html_text(book_page_name(l.number, l.slug)), html_text(l.title),
                            l.trace ? l.trace->steps().size() : 0, check_summary(l), html_text(l.sources));
     out += "</tbody></table></div>\n<h2>Reproducing these pages</h2>\n<p>Each lesson ran as:</p>\n<ul>\n";
