@@ -31,6 +31,7 @@ std::string mi(std::u32string_view text) { return "<mi>" + esc(text) + "</mi>"; 
 std::string mn(std::u32string_view text) { return "<mn>" + esc(text) + "</mn>"; }
 std::string mo(std::u32string_view text) { return "<mo>" + esc(text) + "</mo>"; }
 std::string mrow(const std::string& inside) { return "<mrow>" + inside + "</mrow>"; }
+std::string fence(std::u32string_view text) { return "<mo stretchy=\"false\">" + esc(text) + "</mo>"; }
 
 const std::array<std::pair<std::u32string_view, std::u32string_view>, 19> greek = {{
     {U"alpha", U"α"}, {U"beta", U"β"}, {U"gamma", U"γ"}, {U"delta", U"δ"}, {U"Delta", U"Δ"},
@@ -197,7 +198,8 @@ private:
         const char32_t close = open == U'(' ? U')' : open == U'[' ? U']' : U'}';
         std::string inside = sequence(close);
         ++i_;  // the close
-        return mrow(mo(std::u32string_view(&open, 1)) + inside + mo(std::u32string_view(&close, 1)));
+        // brackets as tall as the text, not stretched over the scripts inside (as the terminal shows them)
+        return mrow(fence(std::u32string_view(&open, 1)) + inside + fence(std::u32string_view(&close, 1)));
     }
 
     std::string number() {
