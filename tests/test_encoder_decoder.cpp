@@ -9,6 +9,7 @@
 #include "nn/beam_search.hpp"
 #include "nn/encoder_decoder.hpp"
 #include "nn/kv_cache.hpp"
+#include "nn/linalg.hpp"
 #include "nn/finite_differences.hpp"
 #include "nn/positional.hpp"
 #include "nn/reductions.hpp"
