@@ -1,16 +1,20 @@
 // Helpers shared by the test programs: running a built binary, reading a file whole, finding a
-// tensor a lesson recorded, and listing the checks of a lesson that fail.
+// tensor a lesson recorded, checking that markup is well-formed, and listing the checks of a
+// lesson that fail.
 #pragma once
 
 #include "core/trace.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,6 +76,78 @@ inline const TensorRecord& recorded(const Trace& trace, const std::string& step,
         if (t.name == name) found = &t;
     REQUIRE(found != nullptr);
     return *found;
+}
+
+// An independent UTF-8 check (RFC 3629): no stray continuation bytes, no overlong forms, no
+// surrogates, nothing past U+10FFFF.
+inline bool valid_utf8(const std::string& s) {
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto b = static_cast<unsigned char>(s[i]);
+        std::size_t n = b < 0x80                 ? 0
+                        : b >= 0xC2 && b <= 0xDF ? 1
+                        : b >= 0xE0 && b <= 0xEF ? 2
+                        : b >= 0xF0 && b <= 0xF4 ? 3
+                                                 : 9;
+        if (n == 9 || i + n >= s.size()) return false;
+        if (n == 0) {
+            ++i;
+            continue;
+        }
+        unsigned long cp = b & (0x3F >> n);
+        for (std::size_t k = 1; k <= n; ++k) {
+            const auto c = static_cast<unsigned char>(s[i + k]);
+            if ((c & 0xC0) != 0x80) return false;
+            cp = (cp << 6) | (c & 0x3F);
+        }
+        const unsigned long smallest[] = {0, 0x80, 0x800, 0x10000};
+        if (cp < smallest[n] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+// The first thing an XML parser would refuse that a careless writer produces, or "": invalid
+// UTF-8, a control character, '&' that starts no entity, '<' that starts no tag (a raw '<' in
+// text or an attribute), an element closed out of order or left open. With `html`, the doctype
+// and HTML's void elements (<meta>, <br>, ...) need no closing.
+inline std::string xml_problem(const std::string& svg, bool html = false) {
+    if (!valid_utf8(svg)) return "invalid UTF-8";
+    const auto control = std::find_if(svg.begin(), svg.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r';
+    });
+    if (control != svg.end()) return "a control character at byte " + std::to_string(control - svg.begin());
+    for (std::size_t at = svg.find('&'); at != std::string::npos; at = svg.find('&', at + 1)) {
+        const std::string after = svg.substr(at + 1, 5);
+        const bool entity = after.rfind("amp;", 0) == 0 || after.rfind("lt;", 0) == 0 || after.rfind("gt;", 0) == 0 ||
+                            after.rfind("quot;", 0) == 0 || after.rfind("apos;", 0) == 0;
+        if (!entity) return "a bare '&': " + svg.substr(at, 12);
+    }
+    std::vector<std::string> open;
+    for (std::size_t at = svg.find('<'); at != std::string::npos; at = svg.find('<', at + 1)) {
+        const std::size_t end = svg.find('>', at);
+        if (end == std::string::npos) return "an unfinished tag: " + svg.substr(at, 20);
+        const std::string tag = svg.substr(at, end + 1 - at);
+        const bool starts_tag = std::isalpha(static_cast<unsigned char>(tag[1])) || tag[1] == '/' || tag[1] == '?' ||
+                                (html && tag.rfind("<!DOCTYPE", 0) == 0);
+        if (!starts_tag || tag.find('<', 1) != std::string::npos) return "a bare '<': " + tag;
+        if (tag[1] == '?' || tag.compare(tag.size() - 2, 2, "/>") == 0) continue;
+        if (html && tag.rfind("<!DOCTYPE", 0) == 0) continue;
+        const bool closing = tag[1] == '/';
+        const std::size_t name_start = closing ? 2 : 1;
+        const std::string name = tag.substr(name_start, tag.find_first_of(" >") - name_start);
+        const bool void_element = html && (name == "meta" || name == "br" || name == "hr" || name == "img" ||
+                                           name == "link" || name == "input" || name == "wbr");
+        if (void_element) continue;
+        if (!closing) {
+            open.push_back(name);
+        } else if (open.empty() || open.back() != name) {
+            return tag + " closes " + (open.empty() ? "nothing" : "<" + open.back() + ">");
+        } else {
+            open.pop_back();
+        }
+    }
+    return open.empty() ? "" : "<" + open.back() + "> is never closed";
 }
 
 // The claims of the checks that fail, one per line with its step, error and tolerance ("" when all hold).

@@ -3,12 +3,14 @@
 
 usage: svg_check.py ATTN_BIN OUT_DIR GOLDEN_DIR
 
-1. XML (always): every heatmap tensor of every lesson (from its golden file in GOLDEN_DIR, which
-   holds what `attn export` writes at the defaults: the check_exact test proves it to the bit, so
-   the lessons are not run twice) has its file
-   <NN>-<step>-<tensor>.svg, no other file is written, and each file is UTF-8 SVG 1.1 that
-   xml.etree parses, with an <svg> root carrying xmlns, width, height and viewBox, the title
-   "Lesson N · step title · tensor", one cell per element, and every row and column label as text.
+1. XML (always): every tensor of every lesson with a picture (from its golden file in GOLDEN_DIR,
+   which holds what `attn export` writes at the defaults: the check_exact test proves it to the
+   bit, so the lessons are not run twice) has its file <NN>-<step>-<tensor>.svg, no other file is
+   written, and each file is UTF-8 SVG 1.1 that xml.etree parses, with an <svg> root carrying
+   xmlns, width, height and viewBox, and the title "Lesson N · step title · tensor". A heatmap has
+   one cell per element and every row and column label as text; a line plot one line or marker
+   group per series (the first six columns) and each series' name in its legend; a bar chart
+   every label.
 2. Browser (when chromium and pdftotext are on PATH): a page showing every SVG is printed to
    PDF by headless Chromium, and pdftotext must find every visible label in it, Devanagari
    included (without a Devanagari font Chromium draws boxes, which carry no text); a PNG
@@ -60,8 +62,26 @@ def lessons(attn):
     return found
 
 
-def heatmap_tensors(golden_dir, number, slug):
-    """[(step id, tensor)] of the lesson's heatmap tensors in trace order, from its golden file."""
+def has_picture(t):
+    """Whether `attn run --svg` draws the tensor (core/svg.hpp's tensor_svg)."""
+    shape, view = t["shape"], t.get("view")
+    size = 1
+    for n in shape:
+        size *= n
+    return (view == "heatmap" or (view == "plot" and len(shape) == 2 and size > 0)
+            or (view == "bars" and (len(shape) == 1 or (len(shape) == 2 and shape[1] == 1))))
+
+
+def all_tensors(golden_dir, number, slug):
+    """[(step id, tensor)] of every tensor of the lesson's golden file."""
+    path = os.path.join(golden_dir, "{:02d}_{}.json".format(number, slug))
+    with open(path, encoding="utf-8") as f:
+        golden = json.load(f)
+    return [(step["id"], t) for step in golden["steps"] for t in step["tensors"]]
+
+
+def picture_tensors(golden_dir, number, slug):
+    """[(step id, tensor)] of the lesson's tensors with a picture in trace order, from its golden file."""
     path = os.path.join(golden_dir, "{:02d}_{}.json".format(number, slug))
     try:
         with open(path, encoding="utf-8") as f:
@@ -69,7 +89,7 @@ def heatmap_tensors(golden_dir, number, slug):
     except (OSError, ValueError) as e:
         sys.exit("svg_check: cannot read the golden file {}: {}".format(path, e))
     return [(step["id"], dict(t, step_title=step["title"])) for step in golden["steps"] for t in step["tensors"]
-            if t.get("view") == "heatmap"]
+            if has_picture(t)]
 
 
 def safe(text):
@@ -78,7 +98,7 @@ def safe(text):
 
 
 def expected_names(number, tensors):
-    """The file names write_heatmap_svgs gives, collisions (ignoring case) numbered -2, -3, ..."""
+    """The file names write_svgs gives, collisions (ignoring case) numbered -2, -3, ..."""
     names, used = [], set()
     for step, t in tensors:
         stem = "{:02d}-{}-{}".format(number, safe(step), safe(t["name"]))
@@ -130,6 +150,11 @@ def check_svg(path, title, t):
     if title not in texts or root.find(SVG_NS + "title") is None or root.find(SVG_NS + "title").text != title:
         fail("{}: the title {!r} is not shown and given as <title>".format(name, title))
 
+    if t.get("view") == "plot":
+        return check_plot(root, name, t, texts)
+    if t.get("view") == "bars":
+        return check_bars(root, name, t, texts)
+
     cells = root.find(".//{0}g[@class='cells']".format(SVG_NS))
     count = len(cells.findall(SVG_NS + "rect")) if cells is not None else 0
     elements = 1
@@ -153,21 +178,72 @@ def check_svg(path, title, t):
     return visible
 
 
+def group_texts(root, cls):
+    g = root.find(".//{0}g[@class='{1}']".format(SVG_NS, cls))
+    return [el.text or "" for el in (g.iter(SVG_NS + "text") if g is not None else [])]
+
+
+def check_plot(root, name, t, texts):
+    """A line plot: one series group per column (six at most), each named in the legend."""
+    series = min(t["shape"][1], 6)
+    groups = root.findall(".//{0}g[@class='series']".format(SVG_NS))
+    if len(groups) != series:
+        fail("{}: {} series drawn for {} columns".format(name, len(groups), t["shape"][1]))
+    legend = group_texts(root, "legend")
+    names = (t.get("cols") or [])[:series] or ["column {}".format(c + 1) for c in range(series)]
+    for n in names:
+        if n not in legend:
+            fail("{}: the series {!r} is not in the legend".format(name, n))
+    if not any(x.startswith("x: ") and "y: " in x for x in legend):
+        fail("{}: the legend does not say how the axes are scaled".format(name))
+    if not group_texts(root, "x-ticks") or not group_texts(root, "y-ticks"):
+        fail("{}: an axis has no tick labels".format(name))
+    return legend + group_texts(root, "x-ticks")
+
+
+def check_bars(root, name, t, texts):
+    """A bar chart: every element's label, or its index."""
+    n = t["shape"][0]
+    labels = t.get("rows") or [str(i) for i in range(n)]
+    shown = group_texts(root, "bars")
+    for label in labels:
+        if label not in shown and not any(label.startswith(x.rstrip("…")) for x in shown if x.endswith("…")):
+            fail("{}: the label {!r} is not shown".format(name, label))
+    return [x for x in shown if not x.endswith("…")]
+
+
 def check_lesson(attn, golden_dir, number, slug, svg_dir):
     """Runs `attn run N --svg svg_dir`; returns [(file, visible labels)] of the lesson."""
-    tensors = heatmap_tensors(golden_dir, number, slug)
+    tensors = picture_tensors(golden_dir, number, slug)
     code, output = run([attn, "run", str(number), "--svg", svg_dir])
     if code != 0:
         fail("attn run {} --svg {}: exit {}\n{}".format(number, svg_dir, code, output[-2000:]))
         return []
     names = expected_names(number, tensors)
     if not names:
-        print("        no heatmap tensors")
+        print("        no pictures")
     prefix = "{:02d}-".format(number)
     written = sorted(f for f in os.listdir(svg_dir) if f.startswith(prefix))
     extra = sorted(set(written) - set(names))
-    if extra:
-        fail("lesson {}: unexpected files {}".format(number, extra))
+    # Measured tensors (lesson 7's timings) are never in a golden file, so their pictures are
+    # not listed above: an extra file must not be named after a recorded tensor (one without a
+    # picture), and must be an SVG document titled for the lesson.
+    recorded = {"{:02d}-{}-{}.svg".format(number, safe(step), safe(t["name"]))
+                for step, t in all_tensors(golden_dir, number, slug)}
+    for name in extra:
+        if name in recorded:
+            fail("lesson {}: {} drawn, but its tensor has no picture".format(number, name))
+            continue
+        try:
+            root = ET.parse(os.path.join(svg_dir, name)).getroot()
+        except ET.ParseError as e:
+            fail("lesson {}: {} is not well-formed XML: {}".format(number, name, e))
+            continue
+        title = root.find(SVG_NS + "title")
+        if root.tag != SVG_NS + "svg" or title is None or not (title.text or "").startswith("Lesson {} · ".format(number)):
+            fail("lesson {}: {} is not a picture of the lesson".format(number, name))
+        else:
+            print("OK      {}  (a measured tensor: not in the golden file)".format(name))
     shown = []
     for name, (step, t) in zip(names, tensors):
         path = os.path.join(svg_dir, name)
@@ -265,7 +341,7 @@ def main():
         print("lesson {} ({})".format(number, slug))
         shown += check_lesson(attn, golden_dir, number, slug, svg_dir)
     if not shown and not failures:
-        fail("no lesson has a heatmap tensor: nothing was checked")
+        fail("no lesson has a picture: nothing was checked")
     if failures:
         print("{} passed, {} failed".format(len(shown), len(failures)))
         return 1

@@ -181,7 +181,7 @@ std::vector<Row> catalogue() {
         {"a --set key one edit away is suggested", "run 1 --set trails=3", {}, 2, "(did you mean 'trials'?)"},
         {"an unknown flag", "run 1 --frobnicate", {}, 2, "The following argument was not expected: --frobnicate"},
         {"an unknown command lists the commands", "frobnicate", {}, 2,
-         "unknown command 'frobnicate'; the commands are: list, run, check, bless, export, compare, grade"},
+         "unknown command 'frobnicate'; the commands are: list, run, book, check, bless, export, compare, grade"},
         {"a mistyped command suggests the nearest", "chek", {}, 2, "unknown command 'chek'; did you mean 'check'?"},
 
         // ---- numbers on the command line: negative, zero, NaN, inf, huge
@@ -349,6 +349,10 @@ std::vector<Row> catalogue() {
          "plain exists and is not a directory"},
         {"export --out below a file", "export 1 --out plain/sub", {file("plain", "keep me")}, 3,
          "cannot create plain/sub: Not a directory"},
+        {"book --out names an existing file", "book 1 --out plain", {file("plain", "keep me")}, 3,
+         "--out plain: exists and is not a directory"},
+        {"book --out below a file", "book 1 --out plain/sub", {file("plain", "keep me")}, 3,
+         "--out plain/sub: cannot write there: Not a directory"},
     };
 }
 

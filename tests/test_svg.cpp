@@ -3,6 +3,7 @@
 // their labels, and the files are named, numbered and written as the header promises.
 // tests/svg_check.py parses every lesson's pictures with a real XML parser and renders them.
 #include "core/svg.hpp"
+#include "support.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -28,6 +29,8 @@
 namespace test_svg {
 
 using namespace attn;
+using test::valid_utf8;
+using test::xml_problem;
 namespace fs = std::filesystem;
 
 namespace {
@@ -50,72 +53,6 @@ Array matrix(std::size_t rows, std::size_t cols) {
     Array a = xt::zeros<double>({rows, cols});
     for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = 0.1 * static_cast<double>(i % 10);
     return a;
-}
-
-// An independent UTF-8 check (RFC 3629): no stray continuation bytes, no overlong forms, no
-// surrogates, nothing past U+10FFFF.
-bool valid_utf8(const std::string& s) {
-    std::size_t i = 0;
-    while (i < s.size()) {
-        const auto b = static_cast<unsigned char>(s[i]);
-        std::size_t n = b < 0x80                 ? 0
-                        : b >= 0xC2 && b <= 0xDF ? 1
-                        : b >= 0xE0 && b <= 0xEF ? 2
-                        : b >= 0xF0 && b <= 0xF4 ? 3
-                                                 : 9;
-        if (n == 9 || i + n >= s.size()) return false;
-        if (n == 0) {
-            ++i;
-            continue;
-        }
-        unsigned long cp = b & (0x3F >> n);
-        for (std::size_t k = 1; k <= n; ++k) {
-            const auto c = static_cast<unsigned char>(s[i + k]);
-            if ((c & 0xC0) != 0x80) return false;
-            cp = (cp << 6) | (c & 0x3F);
-        }
-        const unsigned long smallest[] = {0, 0x80, 0x800, 0x10000};
-        if (cp < smallest[n] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return false;
-        i += n + 1;
-    }
-    return true;
-}
-
-// The first thing an XML parser would refuse that a careless writer produces, or "": invalid
-// UTF-8, a control character, '&' that starts no entity, '<' that starts no tag (a raw '<' in
-// text or an attribute), an element closed out of order or left open.
-std::string xml_problem(const std::string& svg) {
-    if (!valid_utf8(svg)) return "invalid UTF-8";
-    const auto control = std::find_if(svg.begin(), svg.end(), [](char c) {
-        return static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r';
-    });
-    if (control != svg.end()) return "a control character at byte " + std::to_string(control - svg.begin());
-    for (std::size_t at = svg.find('&'); at != std::string::npos; at = svg.find('&', at + 1)) {
-        const std::string after = svg.substr(at + 1, 5);
-        const bool entity = after.rfind("amp;", 0) == 0 || after.rfind("lt;", 0) == 0 || after.rfind("gt;", 0) == 0 ||
-                            after.rfind("quot;", 0) == 0 || after.rfind("apos;", 0) == 0;
-        if (!entity) return "a bare '&': " + svg.substr(at, 12);
-    }
-    std::vector<std::string> open;
-    for (std::size_t at = svg.find('<'); at != std::string::npos; at = svg.find('<', at + 1)) {
-        const std::size_t end = svg.find('>', at);
-        if (end == std::string::npos) return "an unfinished tag: " + svg.substr(at, 20);
-        const std::string tag = svg.substr(at, end + 1 - at);
-        const bool starts_tag = std::isalpha(static_cast<unsigned char>(tag[1])) || tag[1] == '/' || tag[1] == '?';
-        if (!starts_tag || tag.find('<', 1) != std::string::npos) return "a bare '<': " + tag;
-        if (tag[1] == '?' || tag.compare(tag.size() - 2, 2, "/>") == 0) continue;
-        const bool closing = tag[1] == '/';
-        const std::size_t name_start = closing ? 2 : 1;
-        const std::string name = tag.substr(name_start, tag.find_first_of(" >") - name_start);
-        if (!closing) {
-            open.push_back(name);
-        } else if (open.empty() || open.back() != name) {
-            return tag + " closes " + (open.empty() ? "nothing" : "<" + open.back() + ">");
-        } else {
-            open.pop_back();
-        }
-    }
-    return open.empty() ? "" : "<" + open.back() + "> is never closed";
 }
 
 void require_well_formed(const std::string& svg) { REQUIRE(xml_problem(svg) == ""); }
@@ -431,7 +368,7 @@ TEST_CASE("svg_file_name keeps [A-Za-z0-9_.-] and writes one '_' per other code 
     CHECK(svg_file_name(1, "..", "a\xFF") == "01-..-a_.svg");
 }
 
-TEST_CASE("write_heatmap_svgs writes every heatmap tensor, uniquely named, in trace order", "[svg]") {
+TEST_CASE("write_svgs writes every picture (heatmaps, plots, bars), uniquely named, in trace order", "[svg]") {
     Trace trace("demo", Config{});
     trace.step("weights", "Weights", "", "");
     trace.tensor("E", "scores", matrix(2, 2));  // numbers only: no picture
@@ -442,27 +379,32 @@ TEST_CASE("write_heatmap_svgs writes every heatmap tensor, uniquely named, in tr
     trace.tensor("a?", "", matrix(2, 2), {}, {}, View::heatmap);  // and "A_" the next one
     trace.step("other", "Other", "", "");
     trace.tensor("bars", "", Array(xt::ones<double>({3})), {}, {}, View::bars);
+    trace.tensor("wide", "", matrix(3, 2), {}, {}, View::bars);  // bars of two columns: no picture
+    trace.tensor("curve", "", matrix(3, 2), {}, {}, View::plot);
 
     const fs::path dir = temp_dir("write") / "nested" / "svg";
-    const auto written = write_heatmap_svgs(trace, 2, dir);
+    const auto written = write_svgs(trace, 2, dir);
     std::vector<std::string> names;
     for (const auto& p : written) names.push_back(p.filename().string());
     CHECK(names == std::vector<std::string>{"02-weights-A.svg", "02-weights-a-2.svg", "02-weights-A_.svg",
-                                            "02-weights-A_-2.svg", "02-weights-a_-3.svg"});
+                                            "02-weights-A_-2.svg", "02-weights-a_-3.svg", "02-other-bars.svg",
+                                            "02-other-curve.svg"});
     std::size_t files = 0;
     for (const auto& entry : fs::directory_iterator(dir)) files += entry.path().extension() == ".svg";
-    CHECK(files == 5);  // and no temporary file left behind
-    CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 5);
-    REQUIRE(written.size() == 5);
+    CHECK(files == 7);  // and no temporary file left behind
+    CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 7);
+    REQUIRE(written.size() == 7);
     CHECK(written[0].parent_path() == dir);
     CHECK(read_file(written[1]) == heatmap_svg(trace.steps()[0].tensors[2], "Lesson 2 · Weights · a"));  // the step's title
+    CHECK(read_file(written[5]) == bars_svg(trace.steps()[1].tensors[0], "Lesson 2 · Other · bars"));
+    CHECK(read_file(written[6]) == plot_svg(trace.steps()[1].tensors[2], "Lesson 2 · Other · curve"));
 
     // a second run overwrites the same files
-    CHECK(write_heatmap_svgs(trace, 2, dir) == written);
+    CHECK(write_svgs(trace, 2, dir) == written);
     fs::remove_all(dir.parent_path().parent_path());
 }
 
-TEST_CASE("write_heatmap_svgs names the path it cannot write", "[svg]") {
+TEST_CASE("write_svgs names the path it cannot write", "[svg]") {
     Trace trace("demo", Config{});
     trace.step("s", "S", "", "");
     trace.tensor("A", "", matrix(2, 2), {}, {}, View::heatmap);
@@ -473,7 +415,7 @@ TEST_CASE("write_heatmap_svgs names the path it cannot write", "[svg]") {
 
     const auto message = [&](const fs::path& dir) -> std::string {
         try {
-            write_heatmap_svgs(trace, 1, dir);
+            write_svgs(trace, 1, dir);
         } catch (const std::runtime_error& e) {
             return e.what();
         }
@@ -488,6 +430,113 @@ TEST_CASE("write_heatmap_svgs names the path it cannot write", "[svg]") {
         CHECK_THAT(m, Catch::Contains((file / "svg").string()));
     }
     fs::remove_all(base);
+}
+
+}  // namespace test_svg
+
+namespace test_svg {
+
+namespace {
+
+TensorRecord curves(Array value, std::vector<std::string> rows, std::vector<std::string> cols) {
+    TensorRecord t;
+    t.name = "losses";
+    t.equation = "nats per word";
+    t.value = std::move(value);
+    t.rows = std::move(rows);
+    t.cols = std::move(cols);
+    t.view = View::plot;
+    return t;
+}
+
+// The texts of <text> elements inside the group of class `cls`.
+std::vector<std::string> texts_of(const std::string& svg, const std::string& cls) {
+    const std::string g = group(svg, cls);
+    std::vector<std::string> out;
+    for (std::size_t at = g.find("<text"); at != std::string::npos; at = g.find("<text", at + 1)) {
+        const std::size_t start = g.find('>', at) + 1;
+        out.push_back(g.substr(start, g.find("</text>", start) - start));
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a line plot draws every series with its name, on the terminal's axes", "[svg]") {
+    // four series over doubling x: log2 spacing on x; values spanning four decades: log y
+    Array v = xt::zeros<double>({5, 4});
+    for (std::size_t r = 0; r < 5; ++r)
+        for (std::size_t c = 0; c < 4; ++c) v(r, c) = std::pow(10.0, -static_cast<double>(r)) * static_cast<double>(c + 1);
+    const std::string svg = plot_svg(curves(v, {"T=4", "T=8", "T=16", "T=32", "T=64"},
+                                            {"without, train", "without, test", "with <train>", "with & test"}),
+                                     "Lesson 9 · The loss curves · losses");
+    require_well_formed(svg);
+    CHECK(count(svg, "<polyline") == 4);
+    CHECK(count(svg, "<g class=\"series\"") == 4);
+    const auto legend = texts_of(svg, "legend");
+    REQUIRE(legend.size() == 5);
+    CHECK(legend[0] == "without, train");
+    CHECK(legend[2] == "with &lt;train&gt;");
+    CHECK(legend[3] == "with &amp; test");
+    CHECK(legend[4] == "x: T, doubling (log2 spacing) · y: log scale");
+    CHECK(texts_of(svg, "x-ticks") == std::vector<std::string>{"4", "8", "16", "32", "64"});
+    const auto y = texts_of(svg, "y-ticks");
+    CHECK(std::find(y.begin(), y.end(), "0.0001") != y.end());
+    CHECK(std::find(y.begin(), y.end(), "1") != y.end());
+    // the same points at equal x distances, as log2 spacing puts doubling values
+    const auto xs = attributes(group(svg, "x-ticks"), "<line", "x1");
+    REQUIRE(xs.size() == 5);
+    CHECK(std::stod(xs[2]) - std::stod(xs[1]) == Approx(std::stod(xs[1]) - std::stod(xs[0])).margin(0.11));
+}
+
+TEST_CASE("a line plot breaks a series where a value is not finite and names its row labels as ticks", "[svg]") {
+    Array v = {{1.0, 2.0}, {std::nan(""), 3.0}, {2.0, inf}, {3.0, 1.0}};
+    const std::string svg = plot_svg(curves(v, {"epoch 0", "epoch 1", "epoch 2", "epoch 3"}, {"a", "b"}), "t");
+    require_well_formed(svg);
+    // series a: points 0 | 2, 3 (one line: 2-3); series b: 0, 1 | 3 (one line: 0-1)
+    CHECK(count(svg, "<polyline") == 2);
+    CHECK(texts_of(svg, "x-ticks").front() == "epoch 0");
+    CHECK(svg.find(">epoch</text>") != std::string::npos);  // the x title: the labels' shared word
+    CHECK(texts_of(svg, "legend").back() == "x: rows in order · y: linear scale");
+    // more than six columns: the first six, said so
+    const std::string wide = plot_svg(curves(matrix(3, 8), {}, {}), "t");
+    CHECK(count(wide, "<g class=\"series\"") == 6);
+    CHECK(texts_of(wide, "legend").back().find("first 6 of 8 columns") != std::string::npos);
+    CHECK(plot_svg(curves(Array{{std::nan(""), inf}}, {}, {}), "t").find("no finite values") != std::string::npos);
+}
+
+TEST_CASE("a bar chart draws one bar per element from zero, names non-finite values and escapes labels", "[svg]") {
+    TensorRecord t;
+    t.name = "alpha_1";
+    t.value = Array{0.5, -0.25, std::nan(""), 1.0};
+    t.rows = {"turn", "<off>", "the", "लाइट"};
+    t.view = View::bars;
+    const std::string svg = bars_svg(t, "Lesson 2 · first word · alpha_1");
+    require_well_formed(svg);
+    CHECK(count(group(svg, "bars"), "<rect") == 3);  // no bar for NaN
+    const auto texts = texts_of(svg, "bars");
+    CHECK(std::find(texts.begin(), texts.end(), "&lt;off&gt;") != texts.end());
+    CHECK(std::find(texts.begin(), texts.end(), "लाइट") != texts.end());
+    CHECK(std::find(texts.begin(), texts.end(), "nan") != texts.end());
+    CHECK(std::find(texts.begin(), texts.end(), "-0.2500") != texts.end());
+    // the negative bar ends left of the zero line, the positive ones start on it
+    const auto xs = attributes(group(svg, "bars"), "<rect", "x");
+    const auto zero = attributes(svg.substr(svg.find("class=\"zero\"") - 6), "<line", "x1");
+    REQUIRE(xs.size() == 3);
+    REQUIRE(!zero.empty());
+    CHECK(std::stod(xs[0]) == Approx(std::stod(zero[0])));
+    CHECK(std::stod(xs[1]) < std::stod(zero[0]));
+    // whole numbers without decimals; inline pictures without the XML declaration and with their own ids
+    t.value = Array{3.0, 1.0, 0.0, 2.0};
+    CHECK(bars_svg(t, "t").find(">3</text>") != std::string::npos);
+    SvgOptions inline_picture;
+    inline_picture.standalone = false;
+    inline_picture.ids = "p7";
+    const std::string inside = heatmap_svg(heatmap(Array{{-inf, 1.0}}), "t", inline_picture);
+    CHECK(inside.rfind("<svg ", 0) == 0);
+    CHECK(inside.find("id=\"p7-scale\"") != std::string::npos);
+    CHECK(inside.find("url(#p7-minus-inf)") != std::string::npos);
+    CHECK(inside.find("attn-") == std::string::npos);
 }
 
 }  // namespace test_svg

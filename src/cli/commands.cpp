@@ -4,6 +4,7 @@
 #include "attn_config.hpp"
 #include "exercises/command_support.hpp"
 #include "core/golden.hpp"
+#include "core/html.hpp"
 #include "core/names.hpp"
 #include "core/npy.hpp"
 #include "core/svg.hpp"
@@ -16,7 +17,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <string>
@@ -170,6 +173,17 @@ std::string read_text(const std::filesystem::path& file) {
     }
 }
 
+struct CheckRecordCount {
+    std::size_t all = 0, failed = 0;
+};
+
+CheckRecordCount count_failed(const Trace& trace) {
+    CheckRecordCount n;
+    for (const auto& s : trace.steps())
+        for (const auto& c : s.checks) n.all += 1, n.failed += c.holds ? 0 : 1;
+    return n;
+}
+
 std::size_t tensor_count(const Trace& t) {
     std::size_t n = 0;
     for (const auto& s : t.steps()) n += s.tensors.size();
@@ -281,8 +295,8 @@ int cmd_run(const RunOptions& o) {
             fmt::print("{}: {} of {} identity checks FAILED\n\n", l.slug, failed, checks);
         if (!o.svg_dir.empty()) {
             try {
-                const auto files = write_heatmap_svgs(trace, l.number, o.svg_dir);
-                fmt::print("{}: wrote {} SVG heatmap{} to {}\n\n", l.slug, files.size(), files.size() == 1 ? "" : "s",
+                const auto files = write_svgs(trace, l.number, o.svg_dir);
+                fmt::print("{}: wrote {} SVG picture{} to {}\n\n", l.slug, files.size(), files.size() == 1 ? "" : "s",
                            o.svg_dir.string());
             } catch (const std::runtime_error& e) {
                 fmt::print(stderr, "attn: {}\n", e.what());
@@ -297,6 +311,74 @@ int cmd_run(const RunOptions& o) {
                    "('{} run 4 --help'), or the exercises: write the functions yourself and check them with "
                    "attn-student (README, 'Exercises (C++)').\n",
                    lessons.size(), program_command(), program_command());
+    return all_hold ? exit_ok : exit_mismatch;
+}
+
+int cmd_book(const BookOptions& o) {
+    bool ok = true;
+    const auto lessons = resolve(o.lessons, ok);
+    if (!ok) return exit_usage;
+    if ((!o.setup.settings.empty() || !o.setup.input.empty()) && lessons.size() != 1) {
+        fmt::print(stderr, "attn: --set and --input need exactly one lesson, not {}: each lesson has its own "
+                           "parameters and tensors\n", lessons.size());
+        return exit_usage;
+    }
+    // the folder is made (or refused) before the lessons run, which may take a while
+    std::error_code ec;
+    if (std::filesystem::exists(o.out, ec) && !std::filesystem::is_directory(o.out, ec)) {
+        fmt::print(stderr, "attn: --out {}: exists and is not a directory\n", printable_utf8(o.out.string()));
+        return exit_golden;
+    }
+    std::filesystem::create_directories(o.out, ec);
+    if (ec || ::access(o.out.c_str(), W_OK | X_OK) != 0) {
+        fmt::print(stderr, "attn: --out {}: cannot write there: {}\n", printable_utf8(o.out.string()),
+                   ec ? ec.message() : std::strerror(errno));
+        return exit_golden;
+    }
+
+    std::vector<LessonRun> runs;  // kept whole: the pages point into their traces
+    runs.reserve(lessons.size());
+    std::vector<BookLesson> pages;
+    bool all_hold = true;
+    for (const Lesson* l : lessons) {
+        int code = exit_ok;
+        std::optional<LessonRun> run = run_as_set_up(*l, o.setup, code, true);
+        if (!run) return code;
+        runs.push_back(std::move(*run));
+        const LessonRun& r = runs.back();
+        BookLesson page;
+        page.number = l->number;
+        page.slug = l->slug;
+        page.title = l->title;
+        page.sources = l->sources;
+        page.reproducibility = reproducibility_line(*l, r.trace.config(), o.setup);
+        if (r.trace.config() != l->defaults || !o.setup.input.empty())
+            page.note = fmt::format("Your own numbers: attn check and the golden file use {}.", config_text(l->defaults));
+        page.stopped = r.stopped() ? stop_message(r) : "";
+        all_hold = all_hold && !r.stopped() && r.trace.all_checks_hold();
+        pages.push_back(std::move(page));
+    }
+    for (std::size_t i = 0; i < pages.size(); ++i) pages[i].trace = &runs[i].trace;
+
+    const Program& program = this_program();
+    BookInfo info;
+    info.made_by = fmt::format("{} {} (golden format {})", program.name, ATTN_VERSION, golden_format_version);
+    if (program.exercise_build)
+        info.remark = fmt::format("These pages come from {}: the lessons ran with your exercise files from {}.",
+                                  program.name, shown_path(program.exercises_dir));
+    try {
+        const auto files = write_book(o.out, pages, info);
+        fmt::print("Wrote {} pages to {}: open {} in a browser.\n", files.size(), printable_utf8(o.out.string()),
+                   printable_utf8(files.front().string()));
+    } catch (const std::runtime_error& e) {
+        fmt::print(stderr, "attn: {}\n", e.what());
+        return exit_golden;
+    }
+    for (std::size_t i = 0; i < pages.size(); ++i) {
+        const CheckRecordCount n = count_failed(runs[i].trace);
+        if (runs[i].stopped()) fmt::print("{}\n", pages[i].stopped);
+        else if (n.failed > 0) fmt::print("{}: {} of {} identity checks FAILED\n", pages[i].slug, n.failed, n.all);
+    }
     return all_hold ? exit_ok : exit_mismatch;
 }
 

@@ -23,8 +23,14 @@ struct RunOptions {
     bool pause = false;                // wait for Enter between steps when stdin is a terminal
     RenderOptions render;
     LessonSetup setup;                 // --seed, --set, --input
-    std::filesystem::path svg_dir;     // --svg: write every heatmap there as an SVG file
+    std::filesystem::path svg_dir;     // --svg: write every heatmap, plot and bar chart there as an SVG file
     bool help = false;                 // --help: the options, and the named lessons' parameters
+};
+
+struct BookOptions {
+    std::vector<std::string> lessons;  // numbers or slugs, or "all" (empty: every lesson)
+    std::filesystem::path out;         // --out DIR: index.html and one page per lesson
+    LessonSetup setup;                 // --seed, --set, --input
 };
 
 struct GoldenOptions {
@@ -70,6 +76,10 @@ struct GradeOptions {
 int cmd_list();
 int cmd_run(const RunOptions& options);
 int cmd_run_help(const std::string& usage, const std::vector<std::string>& lessons);  // run --help
+// attn book: runs the lessons once and writes their pages (core/html.hpp); exit 1 when a check
+// fails or a lesson stops early (the pages are written all the same), 2 for bad arguments, 3
+// when the pages cannot be written (--out a file, or a folder that cannot be made or written).
+int cmd_book(const BookOptions& options);
 int cmd_check(const GoldenOptions& options);
 int cmd_bless(const GoldenOptions& options);
 int cmd_export(const ExportOptions& options);

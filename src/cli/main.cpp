@@ -122,8 +122,15 @@ int run_main(int argc, char** argv) {
     run_cmd->add_option("--color", color, "Colour: auto (a terminal and no NO_COLOR), always or never")
         ->check(CLI::IsMember({"auto", "always", "never"}));
     add_setup_options(*run_cmd, run.setup);
-    run_cmd->add_option("--svg", run.svg_dir, "Write every heatmap as an SVG file into this directory (created if "
-                                              "missing)");
+    run_cmd->add_option("--svg", run.svg_dir, "Write every heatmap, line plot and bar chart as an SVG file into this "
+                                              "directory (created if missing)");
+
+    BookOptions book;
+    auto* book_cmd = app.add_subcommand(
+        "book", "Write the lessons as web pages: index.html and one page per lesson, with pictures, equations and checks");
+    book_cmd->add_option("lesson", book.lessons, "Lesson numbers or slugs, or 'all' (default: every lesson)");
+    book_cmd->add_option("--out", book.out, "Directory to write the pages to (created if missing)")->required();
+    add_setup_options(*book_cmd, book.setup);
 
     // In an exercise build, check checks the exercises; the reference checks the lessons.
     GoldenOptions check;
@@ -272,6 +279,7 @@ int run_main(int argc, char** argv) {
             run.render.color = use_color(color_modes.at(color), ::isatty(STDOUT_FILENO));
             return cmd_run(run);
         }
+        if (app.got_subcommand(book_cmd)) return cmd_book(book);
         if (app.got_subcommand(check_cmd))
             return program.exercise_build ? cmd_check_exercises(exercise_check) : cmd_check(check);
         if (exercises_cmd && app.got_subcommand(exercises_cmd)) return cmd_exercises(exercise_check);

@@ -21,6 +21,8 @@
 // A summarised axis shows its first and last halves around a "…" row or column.
 #include "render.hpp"
 
+#include "plot_axes.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -454,115 +456,6 @@ const char* const plot_colors[plot_series] = {"34", "31", "32", "35", "33", "36"
 const char* const shared_marker = "@";  // points of several series in one cell
 const char* const line_dot = "·";
 
-// The x values of a plot: the numbers in the row labels ("64" or "T=64", all with the same name
-// before the '='), else the row numbers 1 .. n.
-struct XValues {
-    std::vector<double> values;
-    std::vector<std::string> texts;  // the tick labels: the numbers as the labels write them
-    std::string name;                // "T", or "row" without numeric labels, or "" for plain numbers
-    bool from_labels = true;         // false for the row numbers
-};
-
-XValues x_values(const std::vector<std::string>& labels, std::size_t rows) {
-    XValues x;
-    bool parsed = labels.size() == rows;
-    for (std::size_t r = 0; parsed && r < rows; ++r) {
-        const std::size_t eq = labels[r].rfind('=');
-        const std::string name = eq == std::string::npos ? "" : labels[r].substr(0, eq);
-        const std::string number = eq == std::string::npos ? labels[r] : labels[r].substr(eq + 1);
-        char* end = nullptr;
-        const double value = number.empty() ? 0.0 : std::strtod(number.c_str(), &end);
-        parsed = !number.empty() && end == number.c_str() + number.size() && std::isfinite(value) &&
-                 (r == 0 || name == x.name);
-        x.name = name;
-        x.values.push_back(value);
-        x.texts.push_back(number);
-    }
-    if (parsed) return x;
-    x = XValues{{}, {}, "row", false};
-    for (std::size_t r = 0; r < rows; ++r) {
-        x.values.push_back(static_cast<double>(r + 1));
-        x.texts.push_back(std::to_string(r + 1));
-    }
-    return x;
-}
-
-// One axis: values map to positions (their logarithm on a log axis), positions [low, high] to cells.
-struct PlotAxis {
-    bool log = false;
-    double base = 10;  // of the logarithm
-    double low = 0, high = 1;
-    double position(double v) const { return log ? std::log(v) / std::log(base) : v; }
-    // Where v falls between low (0) and high (1), clamped; the middle when the axis has no extent
-    // or its range overflows.
-    double fraction(double v) const { return clamped_fraction((position(v) - low) / (high - low)); }
-    double clamped_fraction(double f) const { return high == low || !std::isfinite(f) ? 0.5 : std::clamp(f, 0.0, 1.0); }
-};
-
-bool all_positive(const std::vector<double>& values) {
-    return std::all_of(values.begin(), values.end(), [](double v) { return v > 0; });
-}
-
-bool doubling(const std::vector<double>& values) {
-    for (std::size_t i = 1; i < values.size(); ++i)
-        if (values[i] != 2 * values[i - 1]) return false;
-    return values.size() > 1;
-}
-
-// log2 spacing when the labels' numbers double (or span more than a factor 10), else linear.
-PlotAxis x_axis(const XValues& values) {
-    const std::vector<double>& x = values.values;
-    PlotAxis axis;
-    const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
-    axis.log = values.from_labels && all_positive(x) && (doubling(x) || *hi > 10 * *lo);
-    axis.base = 2;
-    axis.low = axis.position(*lo);
-    axis.high = axis.position(*hi);
-    return axis;
-}
-
-struct YTick {
-    double value;
-    std::string text;
-};
-
-// 1, 2 or 5 times a power of ten, at least `raw`.
-double nice_step(double raw) {
-    const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-    for (const double m : {1.0, 2.0, 5.0})
-        if (m * magnitude >= raw * (1 - 1e-12)) return m * magnitude;
-    return 10 * magnitude;
-}
-
-// The y axis and its ticks for finite values from `low` to `high`: whole decades on a log scale
-// when every value is positive and they span more than a factor 10, else 1-2-5 steps.
-PlotAxis y_axis(double low, double high, std::vector<YTick>& ticks) {
-    PlotAxis axis;
-    axis.log = low > 0 && high > 10 * low;
-    if (axis.log) {
-        axis.low = std::floor(std::log10(low));
-        axis.high = std::ceil(std::log10(high));
-        const double decades = axis.high - axis.low;
-        const double every = std::ceil(decades / static_cast<double>(plot_height / 2));
-        for (double k = axis.low; k <= axis.high; k += every) ticks.push_back({k, fmt::format("{:g}", std::pow(10.0, k))});
-        return axis;
-    }
-    if (high == low) {
-        const double half = std::max(std::fabs(low), 1.0) / 2;
-        low -= half, high += half;
-    }
-    const double step = nice_step((high - low) / 4);
-    axis.low = std::floor(low / step) * step;
-    axis.high = std::ceil(high / step) * step;
-    const int decimals = std::max(0, -static_cast<int>(std::floor(std::log10(step))));
-    const auto count = static_cast<long>(std::lround((axis.high - axis.low) / step));
-    for (long k = 0; k <= count; ++k) {
-        const double value = axis.low + static_cast<double>(k) * step;
-        ticks.push_back({value, fmt::format("{:.{}f}", std::fabs(value) < step / 2 ? 0.0 : value, decimals)});
-    }
-    return axis;
-}
-
 // What a cell of the plotting area shows: nothing, a line of `series`, or a point of it (or of several).
 struct PlotCell {
     int series = -1;
@@ -658,7 +551,7 @@ std::string line_plot(const MatrixView& m, const std::vector<std::string>& row_l
     const XValues x = x_values(row_labels, m.rows);
     const PlotAxis xa = x_axis(x);
     std::vector<YTick> ticks;
-    const PlotAxis ya = y_axis(low, high, ticks);
+    const PlotAxis ya = y_axis(low, high, ticks, plot_height / 2);
     std::size_t label_width = 0;
     for (const auto& t : ticks) label_width = std::max(label_width, display_width(t.text));
     const std::size_t width = opt.line_width > label_width + 24 ? opt.line_width - label_width - 4 : 20;
@@ -725,7 +618,7 @@ std::string line_plot(const MatrixView& m, const std::vector<std::string>& row_l
         texts.push_back(c < col_labels.size() ? col_labels[c] : fmt::format("column {}", c + 1));
     }
     if (any_shared) marks.push_back(paint(shared_marker, "1", opt.color)), texts.push_back("several");
-    const std::string x_scale = !xa.log ? "" : doubling(x.values) ? ", doubling (log2 spacing)" : ", log scale";
+    const std::string x_scale = x_scale_text(xa, x);
     marks.push_back(""), texts.push_back(fmt::format("x: {}{}", x.name.empty() ? "x" : x.name, x_scale));
     marks.push_back(""), texts.push_back(ya.log ? "y: log scale" : "y: linear scale");
     if (m.cols > series) marks.push_back(""), texts.push_back(fmt::format("first {} of {} columns", series, m.cols));
@@ -842,6 +735,18 @@ std::string format_number(double x, int precision) {
 bool all_integers(const Array& values) {
     return std::all_of(values.begin(), values.end(),
                        [](double x) { return !std::isfinite(x) || (std::fabs(x) < 1e15 && x == std::floor(x)); });
+}
+
+NumberStyle number_style(const Array& values, int precision) {
+    if (values.size() > 0 && all_integers(values)) return {0, false};
+    return {precision, needs_one_scientific_format(values, precision)};
+}
+
+std::string format_in_style(double x, const NumberStyle& style) {
+    RenderOptions opt;
+    opt.precision = style.precision;
+    opt.scientific = style.scientific;
+    return format_cell(x, opt);
 }
 
 namespace {

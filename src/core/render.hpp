@@ -37,6 +37,19 @@ std::string pad(std::string_view utf8, std::size_t width, bool right = false);
 // One number the numpy way at `precision` decimals: "0.1235", "-1.0000", "-inf", "nan".
 std::string format_number(double x, int precision);
 
+// How the numbers of one tensor are written in its table, decided once for the whole tensor:
+// whole numbers without decimals; else `precision` decimals, or scientific notation for all of
+// them when some need it (huge, or too small for fixed notation) and others do not.
+struct NumberStyle {
+    int precision = 4;
+    bool scientific = false;
+};
+NumberStyle number_style(const Array& values, int precision);
+std::string format_in_style(double x, const NumberStyle& style);
+
+// Every finite value a whole number below 1e15 (token ids, counts): tables show them without decimals.
+bool all_integers(const Array& values);
+
 // A tensor: header "name  [r, c]  = equation", then the numbers in aligned columns with
 // row/column labels when present; summarised with explicit "…" rows/columns when larger
 // than the limits. View::heatmap adds the shaded grid (with a legend of its range),

@@ -13,6 +13,8 @@
 
 #include "golden.hpp"
 #include "render.hpp"
+#include "svg_parts.hpp"
+#include "xml_text.hpp"
 
 #include <fmt/format.h>
 
@@ -27,119 +29,7 @@
 namespace attn {
 namespace {
 
-// ---------------------------------------------------------------- text
-
-constexpr char32_t replacement_character = 0xFFFD;
-
-// XML 1.0 allows tab, LF, CR and everything from U+0020 except surrogates, U+FFFE and U+FFFF.
-bool allowed_in_xml(char32_t cp) {
-    if (cp < 0x20) return cp == 0x09 || cp == 0x0A || cp == 0x0D;
-    return cp != 0xFFFE && cp != 0xFFFF;
-}
-
-// The code points of `text`. Each byte that does not start a valid UTF-8 sequence (overlong
-// forms and surrogates included) becomes one U+FFFD, and so does each code point XML forbids:
-// whatever a label holds, the document stays well-formed.
-std::u32string code_points(std::string_view text) {
-    static constexpr char32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};  // by length: no overlong forms
-    std::u32string out;
-    std::size_t i = 0;
-    while (i < text.size()) {
-        const auto lead = static_cast<unsigned char>(text[i]);
-        const std::size_t length = lead < 0x80             ? 1
-                                   : (lead & 0xE0) == 0xC0 ? 2
-                                   : (lead & 0xF0) == 0xE0 ? 3
-                                   : (lead & 0xF8) == 0xF0 ? 4
-                                                           : 0;
-        bool valid = length > 0 && text.size() - i >= length;
-        char32_t cp = length == 1 ? lead : length == 2 ? lead & 0x1Fu : length == 3 ? lead & 0x0Fu : lead & 0x07u;
-        for (std::size_t k = 1; valid && k < length; ++k) {
-            const auto next = static_cast<unsigned char>(text[i + k]);
-            valid = (next & 0xC0) == 0x80;
-            cp = (cp << 6) | (next & 0x3Fu);
-        }
-        valid = valid && cp >= smallest[length] && !(cp >= 0xD800 && cp <= 0xDFFF) && cp <= 0x10FFFF;
-        if (!valid) {
-            out += replacement_character;
-            ++i;
-            continue;
-        }
-        out += allowed_in_xml(cp) ? cp : replacement_character;
-        i += length;
-    }
-    return out;
-}
-
-void append_utf8(std::string& out, char32_t cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-}
-
-// Valid UTF-8 with the five XML specials escaped: safe as element content and attribute value.
-std::string xml_escaped(std::u32string_view text) {
-    std::string out;
-    for (const char32_t cp : text) {
-        switch (cp) {
-            case U'&': out += "&amp;"; break;
-            case U'<': out += "&lt;"; break;
-            case U'>': out += "&gt;"; break;
-            case U'"': out += "&quot;"; break;
-            case U'\'': out += "&apos;"; break;
-            default: append_utf8(out, cp);
-        }
-    }
-    return out;
-}
-
-std::string xml_escaped(std::string_view utf8) { return xml_escaped(code_points(utf8)); }
-
-// Estimated advance of `text` in px. Marks that do not advance (display_width 0: Devanagari
-// vowel signs above and below, virama, combining accents) count nothing, East Asian wide
-// characters 1 em, Devanagari letters 0.85 em (wider than Latin), capitals 0.72 em, the rest
-// 0.62 em (DejaVu Sans averages about 0.6 em for lower case). Bold adds a tenth.
-double text_width(std::u32string_view text, double font_size, bool bold = false) {
-    double ems = 0;
-    for (const char32_t cp : text) {
-        std::string one;
-        append_utf8(one, cp);
-        const std::size_t columns = display_width(one);
-        const bool devanagari = cp >= 0x0900 && cp <= 0x097F;
-        const bool capital = cp < 0x80 && std::isupper(static_cast<int>(cp));
-        ems += columns == 0 ? 0.0 : columns == 2 ? 1.0 : devanagari ? 0.85 : capital ? 0.72 : 0.62;
-    }
-    return ems * font_size * (bold ? 1.1 : 1.0);
-}
-
-double text_width(std::string_view utf8, double font_size, bool bold = false) {
-    return text_width(code_points(utf8), font_size, bold);
-}
-
-// At most `limit` code points, the last one "…" when cut: one long label cannot swallow the picture.
-std::u32string shortened(std::u32string text, std::size_t limit) {
-    if (text.size() <= limit) return text;
-    text.resize(limit - 1);
-    return text + U'…';
-}
-
-// Coordinates with at most one decimal and no trailing ".0".
-std::string px(double x) {
-    std::string s = fmt::format("{:.1f}", x);
-    if (s.size() > 2 && s.compare(s.size() - 2, 2, ".0") == 0) s.resize(s.size() - 2);
-    return s == "-0" ? "0" : s;
-}
+using namespace svg_parts;
 
 // ---------------------------------------------------------------- colour
 
@@ -285,9 +175,9 @@ double position_of(double x, const ValueSummary& s) {
 }
 
 // The fill of a cell: a colour of the scale, or the pattern or grey of a non-finite value.
-std::string cell_fill(double x, const ValueSummary& s) {
+std::string cell_fill(double x, const ValueSummary& s, const std::string& ids) {
     if (std::isnan(x)) return "#b0b0b0";
-    if (std::isinf(x)) return x < 0 ? "url(#attn-minus-inf)" : "url(#attn-plus-inf)";
+    if (std::isinf(x)) return fmt::format("url(#{}-{})", ids, x < 0 ? "minus-inf" : "plus-inf");
     return hex(colour_at(position_of(x, s)));
 }
 
@@ -313,10 +203,9 @@ std::size_t label_step(double needed) {
 
 // ---------------------------------------------------------------- layout
 
-constexpr double margin = 20, title_size = 18, subtitle_size = 12, caption_size = 12, value_size = 11;
+constexpr double value_size = 11;
 constexpr double bar_width = 16, note_line = 18, swatch = 12;
 constexpr std::size_t label_limit = 28;       // code points of a label shown
-constexpr std::size_t subtitle_limit = 110;   // code points of the subtitle shown
 constexpr std::size_t values_up_to = 12;      // rows and columns up to which cells show their value
 constexpr std::size_t tooltips_up_to = 4096;  // cells up to which each carries a <title> tooltip
 const double cos45 = std::sqrt(0.5);
@@ -412,8 +301,8 @@ SvgLayout layout_of(const Grid& g, const std::vector<std::string>& notes, const 
 
 using Out = std::back_insert_iterator<std::string>;
 
-void write_defs(Out out, const ValueSummary& s) {
-    fmt::format_to(out, "<defs>\n<linearGradient id=\"attn-scale\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n");
+void write_defs(Out out, const ValueSummary& s, const std::string& ids) {
+    fmt::format_to(out, "<defs>\n<linearGradient id=\"{}-scale\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n", ids);
     for (std::size_t k = 0; k < viridis_steps; ++k)
         fmt::format_to(out, "<stop offset=\"{}\" stop-color=\"{}\"/>\n",
                        px(static_cast<double>(k) / (viridis_steps - 1) * 100) + "%", hex(viridis[k]));
@@ -421,18 +310,20 @@ void write_defs(Out out, const ValueSummary& s) {
     // Masked cells are hatched so that they read as "no value", not as a low one, in any print.
     if (s.minus_inf)
         fmt::format_to(out,
-                       "<pattern id=\"attn-minus-inf\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+                       "<pattern id=\"{}-minus-inf\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
                        "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#eeeeee\"/>"
-                       "<rect width=\"1.5\" height=\"6\" fill=\"#b4b4b4\"/></pattern>\n");
+                       "<rect width=\"1.5\" height=\"6\" fill=\"#b4b4b4\"/></pattern>\n",
+                       ids);
     if (s.plus_inf)
         fmt::format_to(out,
-                       "<pattern id=\"attn-plus-inf\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+                       "<pattern id=\"{}-plus-inf\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
                        "patternTransform=\"rotate(-45)\"><rect width=\"6\" height=\"6\" fill=\"#fff6c8\"/>"
-                       "<rect width=\"1.5\" height=\"6\" fill=\"#d9b800\"/></pattern>\n");
+                       "<rect width=\"1.5\" height=\"6\" fill=\"#d9b800\"/></pattern>\n",
+                       ids);
     fmt::format_to(out, "</defs>\n");
 }
 
-void write_cells(Out out, const Grid& g, const SvgLayout& L, const ValueSummary& s) {
+void write_cells(Out out, const Grid& g, const SvgLayout& L, const ValueSummary& s, const std::string& ids) {
     const bool outlined = L.cell_w >= 12 && L.cell_h >= 12;
     const bool tooltips = g.rows * g.cols <= tooltips_up_to;
     fmt::format_to(out, "<g class=\"cells\" shape-rendering=\"crispEdges\"{}>\n",
@@ -442,7 +333,7 @@ void write_cells(Out out, const Grid& g, const SvgLayout& L, const ValueSummary&
             const double x = g.at(r, c);
             fmt::format_to(out, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"",
                            px(L.grid_left + c * L.cell_w), px(L.grid_top + r * L.cell_h), px(L.cell_w), px(L.cell_h),
-                           cell_fill(x, s));
+                           cell_fill(x, s, ids));
             if (!tooltips) {
                 fmt::format_to(out, "/>\n");
                 continue;
@@ -520,10 +411,10 @@ void write_captions(Out out, const Grid& g, const SvgLayout& L) {
 }
 
 void write_colour_bar(Out out, const SvgLayout& L, const ValueSummary& s, const std::vector<std::string>& bar_texts,
-                      const std::vector<std::string>& notes) {
+                      const std::vector<std::string>& notes, const std::string& ids) {
     const double x = L.bar_left, top = L.grid_top, h = L.bar_height;
     const double text_x = x + bar_width + 6;
-    const std::string fill = !s.any_finite ? "#d0d0d0" : s.low == s.high ? hex(colour_at(0.5)) : "url(#attn-scale)";
+    const std::string fill = !s.any_finite ? "#d0d0d0" : s.low == s.high ? hex(colour_at(0.5)) : "url(#" + ids + "-scale)";
     fmt::format_to(out, "<g class=\"colour-bar\" font-size=\"{}\" fill=\"#222222\">\n", px(caption_size));
     fmt::format_to(
         out,
@@ -536,8 +427,8 @@ void write_colour_bar(Out out, const SvgLayout& L, const ValueSummary& s, const 
         fmt::format_to(out, "<text x=\"{}\" y=\"{}\">{}</text>\n", px(text_x), px(top + h), xml_escaped(bar_texts[1]));
     double y = top + h + 10;
     for (const auto& note : notes) {
-        const std::string swatch_fill = note.rfind("−∞", 0) == 0   ? "url(#attn-minus-inf)"
-                                        : note.rfind("+∞", 0) == 0 ? "url(#attn-plus-inf)"
+        const std::string swatch_fill = note.rfind("−∞", 0) == 0   ? "url(#" + ids + "-minus-inf)"
+                                        : note.rfind("+∞", 0) == 0 ? "url(#" + ids + "-plus-inf)"
                                                                    : "#b0b0b0";
         fmt::format_to(out,
                        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#888888\" "
@@ -550,14 +441,16 @@ void write_colour_bar(Out out, const SvgLayout& L, const ValueSummary& s, const 
     fmt::format_to(out, "</g>\n");
 }
 
-constexpr const char* font_families = "DejaVu Sans, Noto Sans Devanagari, Lohit Devanagari, sans-serif";
+}  // namespace
 
-std::string document_start(double width, double height, const std::string& title) {
+namespace svg_parts {
+
+std::string document_start(double width, double height, const std::string& title, bool declaration) {
     return fmt::format(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0}\" height=\"{1}\" "
+        "{4}<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0}\" height=\"{1}\" "
         "viewBox=\"0 0 {0} {1}\" font-family=\"{2}\">\n<title>{3}</title>\n<rect width=\"{0}\" height=\"{1}\" fill=\"#ffffff\"/>\n",
-        px(width), px(height), font_families, xml_escaped(title));
+        px(width), px(height), font_families, xml_escaped(title),
+        declaration ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" : "");
 }
 
 std::string headings(const std::string& title, const std::u32string& subtitle) {
@@ -576,16 +469,18 @@ std::u32string subtitle_of(const TensorRecord& t) {
     return shortened(code_points(text), subtitle_limit);
 }
 
-}  // namespace
+}  // namespace svg_parts
 
-std::string heatmap_svg(const TensorRecord& t, const std::string& title) {
+std::string heatmap_svg(const TensorRecord& t, const std::string& title, const SvgOptions& options) {
+    using namespace svg_parts;
+    const std::string& ids = options.ids;
     const std::u32string subtitle = subtitle_of(t);
     const double title_w = text_width(title, title_size, true), subtitle_w = text_width(subtitle, subtitle_size);
     const Grid g = grid_of(t);
     if (g.rows * g.cols == 0) {  // nothing to draw but the headings and a word why
         const double width = std::ceil(std::max({title_w, subtitle_w, 200.0}) + 2 * margin);
         const double height = margin + title_size + 8 + subtitle_size + 14 + caption_size + margin;
-        return document_start(width, height, title) + headings(title, subtitle) +
+        return document_start(width, height, title, options.standalone) + headings(title, subtitle) +
                fmt::format(
                    "<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-style=\"italic\" fill=\"#555555\">"
                    "empty tensor: no cells to draw</text>\n</svg>\n",
@@ -608,15 +503,27 @@ std::string heatmap_svg(const TensorRecord& t, const std::string& title) {
     if (s.nan) notes.push_back("NaN (not a number)");
 
     const SvgLayout L = layout_of(g, notes, bar_texts, title_w, subtitle_w);
-    std::string svg = document_start(L.width, L.height, title);
+    std::string svg = document_start(L.width, L.height, title, options.standalone);
     const Out out(svg);
-    write_defs(out, s);
+    write_defs(out, s, ids);
     svg += headings(title, subtitle);
     write_captions(out, g, L);
     write_labels(out, g, L);
-    write_cells(out, g, L, s);
-    write_colour_bar(out, L, s, bar_texts, notes);
+    write_cells(out, g, L, s, ids);
+    write_colour_bar(out, L, s, bar_texts, notes, ids);
     return svg + "</svg>\n";
+}
+
+std::string tensor_svg(const TensorRecord& t, const std::string& title, const SvgOptions& options) {
+    const Shape shape = t.shape();
+    switch (t.view) {
+        case View::heatmap: return heatmap_svg(t, title, options);
+        case View::plot: return shape.size() == 2 && t.value.size() > 0 ? plot_svg(t, title, options) : "";
+        case View::bars:
+            return shape.size() == 1 || (shape.size() == 2 && shape[1] == 1) ? bars_svg(t, title, options) : "";
+        case View::numbers: break;
+    }
+    return "";
 }
 
 std::string svg_file_name(int lesson_number, std::string_view step_id, std::string_view tensor_name) {
@@ -631,7 +538,7 @@ std::string svg_file_name(int lesson_number, std::string_view step_id, std::stri
     return fmt::format("{:02d}-{}-{}.svg", lesson_number, safe(step_id), safe(tensor_name));
 }
 
-std::vector<std::filesystem::path> write_heatmap_svgs(const Trace& trace, int lesson_number,
+std::vector<std::filesystem::path> write_svgs(const Trace& trace, int lesson_number,
                                                       const std::filesystem::path& dir) {
     std::error_code ec;
     if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
@@ -648,14 +555,16 @@ std::vector<std::filesystem::path> write_heatmap_svgs(const Trace& trace, int le
     };
     for (const auto& step : trace.steps()) {
         for (const auto& t : step.tensors) {
-            if (t.view != View::heatmap) continue;
+            const std::string picture =
+                tensor_svg(t, fmt::format("Lesson {} · {} · {}", lesson_number, step.title, t.name));
+            if (picture.empty()) continue;
             const std::string name = svg_file_name(lesson_number, step.id, t.name);
             const std::string stem = name.substr(0, name.size() - 4);
             std::string unique = name;
             for (int k = 2; used.count(lower(unique)) > 0; ++k) unique = fmt::format("{}-{}.svg", stem, k);
             used.insert(lower(unique));
             const auto file = dir / unique;
-            write_file_atomic(file, heatmap_svg(t, fmt::format("Lesson {} · {} · {}", lesson_number, step.title, t.name)));
+            write_file_atomic(file, picture);
             written.push_back(file);
         }
     }

@@ -1,5 +1,5 @@
 // Replays the fuzz targets over saved inputs, without libFuzzer: `fuzz_replay <target> <dir>...`
-// runs the target (golden, npy or settings) on every regular file in each directory (README* and dot
+// runs the target (golden, npy, settings or mathml) on every regular file in each directory (README* and dot
 // files skipped), in name order, and prints "OK <n> inputs". It fails when the target is unknown, when
 // a directory is missing or has no entries at all, when there is no input in any of them, or when the
 // target throws; a target that finds a broken property calls abort(), and the name of the input is
@@ -23,6 +23,7 @@
 extern "C" int attn_fuzz_golden(const std::uint8_t* data, std::size_t size);
 extern "C" int attn_fuzz_npy(const std::uint8_t* data, std::size_t size);
 extern "C" int attn_fuzz_settings(const std::uint8_t* data, std::size_t size);
+extern "C" int attn_fuzz_mathml(const std::uint8_t* data, std::size_t size);
 
 namespace fs = std::filesystem;
 
@@ -53,13 +54,14 @@ Target target_named(const std::string& name) {
     if (name == "golden") return attn_fuzz_golden;
     if (name == "npy") return attn_fuzz_npy;
     if (name == "settings") return attn_fuzz_settings;
+    if (name == "mathml") return attn_fuzz_mathml;
     return nullptr;
 }
 
 int main(int argc, char** argv) {
     const Target target = argc < 2 ? nullptr : target_named(argv[1]);
     if (argc < 3 || target == nullptr) {
-        std::fprintf(stderr, "usage: %s golden|npy|settings <corpus dir>...\n", argv[0]);
+        std::fprintf(stderr, "usage: %s golden|npy|settings|mathml <corpus dir>...\n", argv[0]);
         return 2;
     }
     std::signal(SIGABRT, report_crash);

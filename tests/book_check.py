@@ -1,0 +1,483 @@
+#!/usr/bin/python3
+"""attn book for every lesson, read as a browser and a reader would.
+
+usage: book_check.py [--static-only] ATTN_BIN OUT_DIR
+
+The book is written once (`attn book --out OUT_DIR/site`: every lesson runs once), then:
+
+1. Static (always): index.html and one page per lesson of `attn list`, nothing else; every page
+   parses as HTML5 with html5lib's strict parser (Debian's python3-html5lib), every <svg> and
+   every <math> as XML; every link and reference resolves inside the site (a file of it, and an
+   id of that file for a #fragment), nothing is loaded from anywhere (no script, no src, no
+   stylesheet link, no url() but fragments); the book is under 8 MB. Lesson 9's page holds the
+   loss-curve plot with its four series named in its legend; lesson 2's the alignment heatmap
+   with its source and target tokens as labels, on the fixed scale of probabilities, with axis
+   titles.
+2. Browser (when chromium and pdftotext are on PATH), through Chromium's DevTools protocol on a
+   pipe (one headless browser for every page): no console error or exception while a page loads;
+   at 1280 and at 390 px wide (every <details> opened) no element reaches past the viewport
+   unless it sits in a scrolling box, and every <svg> and <math> has a box of non-zero size; the
+   page printed to PDF holds the text of its title, its step titles and every visible label of
+   its pictures (Devanagari included); a screenshot of its top is left in OUT_DIR/screenshots.
+
+Exit 0 when everything ran and passed, 1 on a failure, 77 (skipped) when the static part passed
+but chromium or pdftotext is missing, or html5lib (part 1 then fails under CI=true); under
+CI=true the missing browser is a failure too.
+"""
+
+import base64
+import fcntl
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unicodedata
+import xml.etree.ElementTree as ET
+from urllib.parse import unquote, urlsplit
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from svg_check import loose  # noqa: E402  (the PDF text comparison, Devanagari signs aside)
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+SKIP = 77
+MAX_BYTES = 8 * 1024 * 1024
+failures = []
+
+
+def fail(message):
+    failures.append(message)
+    print("NOT OK  " + message)
+
+
+def run(command, timeout=600):
+    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout,
+                          env=dict(os.environ, NO_COLOR="1"))
+    return done.returncode, done.stdout.decode("utf-8", "replace")
+
+
+def lessons(attn):
+    code, output = run([attn, "list"])
+    found = [(int(m.group(1)), m.group(2)) for m in re.finditer(r"^\s*(\d+)\s+(\S+)\s", output, re.M)]
+    if code != 0 or not found:
+        sys.exit("book_check: `attn list` failed (exit {}):\n{}".format(code, output))
+    return found
+
+
+# ---------------------------------------------------------------- static
+
+
+def elements(raw, name):
+    """The source text of every <name>...</name> element (they do not nest in the pages)."""
+    return re.findall(r"<{0}\b.*?</{0}>".format(name), raw, re.S)
+
+
+def svg_texts(root, cls):
+    g = root.find(".//{0}g[@class='{1}']".format(SVG_NS, cls))
+    return [el.text for el in (g.iter(SVG_NS + "text") if g is not None else []) if el.text]
+
+
+def visible_labels(svgs):
+    """The label texts a reader sees in a page's pictures (not those cut short with "…")."""
+    labels = []
+    for root in svgs:
+        for cls in ("row-labels", "col-labels", "bars"):
+            labels += [t for t in svg_texts(root, cls) if cls != "bars" or not re.fullmatch(r"-?[0-9.e+-]+|nan|-?inf", t)]
+        g = root.find(".//{0}g[@class='legend']".format(SVG_NS))
+        if g is not None:
+            labels += [el.text for el in g.iter(SVG_NS + "text") if el.get("class") == "series-name" and el.text]
+    return [t for t in labels if not t.endswith("…")]
+
+
+def check_page(path, site, ids_of):
+    """Parses one page; returns (its <svg> roots, its title and step titles)."""
+    import html5lib  # imported here: its absence is reported by main()
+    name = os.path.basename(path)
+    with open(path, "rb") as f:
+        raw_bytes = f.read()
+    parser = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False)
+    try:
+        document = parser.parse(raw_bytes)
+    except Exception as e:  # html5lib's ParseError, with the position
+        fail("{}: not valid HTML5: {} {}".format(name, e, parser.errors[:1]))
+        return [], []
+    raw = raw_bytes.decode("utf-8")
+    svgs = []
+    for text in elements(raw, "svg"):
+        try:
+            svgs.append(ET.fromstring(text))
+        except ET.ParseError as e:
+            fail("{}: an <svg> is not well-formed XML: {}: {}".format(name, e, text[:200]))
+    for text in elements(raw, "math"):
+        try:
+            ET.fromstring(text.replace("<math>", "<math xmlns=\"http://www.w3.org/1998/Math/MathML\">", 1))
+        except ET.ParseError as e:
+            fail("{}: a <math> is not well-formed XML: {}: {}".format(name, e, text[:200]))
+    if document.find(".//script") is not None:
+        fail("{}: holds a <script>".format(name))
+    for el in document.iter():
+        tag = el.tag if isinstance(el.tag, str) else ""
+        for attribute in ("src", "srcset", "data", "poster", "action", "formaction"):
+            if el.get(attribute) is not None:
+                fail("{}: <{} {}=...> loads something".format(name, tag, attribute))
+        if tag == "link" or tag.endswith("}link"):
+            fail("{}: a <link> element".format(name))
+        for attribute in ("href", "{http://www.w3.org/1999/xlink}href"):
+            target = el.get(attribute)
+            if target is None:
+                continue
+            parts = urlsplit(target)
+            if parts.scheme or parts.netloc or target.startswith("//"):
+                fail("{}: a link out of the site: {}".format(name, target))
+                continue
+            file = unquote(parts.path) or name
+            if file not in ids_of:
+                fail("{}: a link to {}, which is not a page of the site".format(name, target))
+            elif parts.fragment and parts.fragment not in ids_of[file]:
+                fail("{}: a link to {}, whose id is not in {}".format(name, target, file))
+    for url in re.findall(r"url\(([^)]*)\)", raw):
+        if not url.strip("'\"").startswith("#"):
+            fail("{}: url({}) loads something".format(name, url))
+    title = document.find(".//h1")
+    headings = ["".join(title.itertext())] if title is not None else []
+    for h2 in document.iter("h2"):
+        spans = [s for s in h2 if s.tag == "span"]
+        text = (h2.text or "") + "".join((s.tail or "") for s in spans)
+        if text.strip():
+            headings.append(text.strip())
+    return svgs, headings
+
+
+def ids_in(path):
+    with open(path, encoding="utf-8") as f:
+        return set(re.findall(r'\bid="([^"]*)"', f.read()))
+
+
+def check_special_pages(site, pages):
+    """Lesson 9's loss curves and lesson 2's alignment, as the issue names them."""
+    for number, page in pages:
+        path = os.path.join(site, page)
+        if not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            roots = [ET.fromstring(t) for t in elements(f.read(), "svg")]
+        titled = {(r.find(SVG_NS + "title").text or ""): r for r in roots if r.find(SVG_NS + "title") is not None}
+        if number == 9:
+            plot = next((r for t, r in titled.items() if t.endswith("· losses")), None)
+            if plot is None:
+                fail("{}: no loss-curve plot (an <svg> titled '... · losses')".format(page))
+                continue
+            series = plot.findall(".//{0}g[@class='series']".format(SVG_NS))
+            names = [el.text for el in plot.iter(SVG_NS + "text") if el.get("class") == "series-name"]
+            if len(series) != 4 or len(names) != 4 or not all(n.endswith(("train", "test")) for n in names):
+                fail("{}: the loss curves have {} series named {}, not four (train and test, with and without "
+                     "attention)".format(page, len(series), names))
+            else:
+                print("OK      {}: the loss curves, four series: {}".format(page, ", ".join(names)))
+        if number == 2:
+            heatmap = next((r for t, r in titled.items() if t.endswith("· alpha")), None)
+            if heatmap is None:
+                fail("{}: no alignment heatmap (an <svg> titled '... · alpha')".format(page))
+                continue
+            rows, cols = svg_texts(heatmap, "row-labels"), svg_texts(heatmap, "col-labels")
+            texts = [el.text or "" for el in heatmap.iter(SVG_NS + "text")]
+            wanted = {"rows": ["लाइट", "बंद", "करो"], "cols": ["turn", "off", "the", "lights"]}
+            if rows != wanted["rows"] or cols != wanted["cols"]:
+                fail("{}: the alignment's labels are {} and {}, not the sentence pair".format(page, rows, cols))
+            elif "target word" not in texts or "source word" not in texts or not any(
+                    t.startswith("1 (fixed scale") for t in texts):
+                fail("{}: the alignment has no axis titles or not the fixed scale of probabilities".format(page))
+            else:
+                print("OK      {}: the alignment heatmap, {} x {} tokens, axis titles, fixed 0-1 scale".format(
+                    page, " ".join(rows), " ".join(cols)))
+
+
+# ---------------------------------------------------------------- browser
+
+
+class Browser:
+    """Headless Chromium driven through the DevTools protocol on a pipe (--remote-debugging-pipe:
+    commands on its fd 3, answers on its fd 4, each message JSON ended by a NUL byte)."""
+
+    def __init__(self, chromium, profile):
+        to_browser_r, self.to_browser = os.pipe()
+        self.from_browser, from_browser_w = os.pipe()
+        # copies far above 4, so that placing them on 3 and 4 cannot overwrite one another
+        high_r = fcntl.fcntl(to_browser_r, fcntl.F_DUPFD, 20)
+        high_w = fcntl.fcntl(from_browser_w, fcntl.F_DUPFD, 20)
+
+        def place():
+            os.dup2(high_r, 3)
+            os.dup2(high_w, 4)
+
+        self.process = subprocess.Popen(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe", "--no-first-run",
+             "--hide-scrollbars", "--user-data-dir=" + profile, "about:blank"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=place, pass_fds=(3, 4, high_r, high_w))
+        for fd in (to_browser_r, from_browser_w, high_r, high_w):
+            os.close(fd)
+        self.buffer = b""
+        self.next_id = 0
+        self.events = []
+        try:
+            targets = self.call("Target.getTargets", timeout=60)["targetInfos"]
+            page = next((t["targetId"] for t in targets if t["type"] == "page"), None)
+            if page is None:
+                page = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+            self.session = self.call("Target.attachToTarget", {"targetId": page, "flatten": True})["sessionId"]
+            for domain in ("Page", "Runtime", "Log"):
+                self.call(domain + ".enable", session=True)
+        except BaseException:
+            self.process.kill()
+            self.process.wait()
+            os.close(self.to_browser)
+            os.close(self.from_browser)
+            raise
+
+    def message(self, deadline):
+        while b"\0" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.from_browser], [], [], left)[0]:
+                raise TimeoutError("no answer from chromium")
+            chunk = os.read(self.from_browser, 1 << 20)
+            if not chunk:
+                raise RuntimeError("chromium closed its pipe")
+            self.buffer += chunk
+        text, self.buffer = self.buffer.split(b"\0", 1)
+        return json.loads(text)
+
+    def call(self, method, params=None, session=False, timeout=120):
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = self.session
+        os.write(self.to_browser, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = self.message(deadline)
+            if answer.get("id") == self.next_id:
+                if "error" in answer:
+                    raise RuntimeError("{}: {}".format(method, answer["error"]))
+                return answer["result"]
+            self.events.append(answer)
+
+    def wait_for(self, method, timeout=120):
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, event in enumerate(self.events):
+                if event.get("method") == method:
+                    del self.events[i]
+                    return event
+            self.events.append(self.message(deadline))
+
+    def close(self):
+        try:
+            self.call("Browser.close", timeout=10)
+        except (RuntimeError, TimeoutError, OSError):
+            pass
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        os.close(self.to_browser)
+        os.close(self.from_browser)
+
+
+LAYOUT_CHECK = r"""(() => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  const width = document.documentElement.clientWidth;
+  const describe = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
+      (el.className && typeof el.className === 'string' ? '.' + el.className.split(' ').join('.') : '');
+  const scrolls = el => {
+    for (let p = el.parentElement; p; p = p.parentElement) {
+      const o = getComputedStyle(p).overflowX;
+      if (o === 'auto' || o === 'scroll' || o === 'hidden') return true;
+    }
+    return false;
+  };
+  const wide = [];
+  for (const el of document.body.querySelectorAll('*')) {
+    const tag = el.tagName.toLowerCase();
+    if ((el.closest('svg') && tag !== 'svg') || (el.closest('math') && tag !== 'math')) continue;
+    const r = el.getBoundingClientRect();
+    if ((r.right > width + 0.5 || r.left < -0.5) && !scrolls(el))
+      wide.push(describe(el) + ' from ' + Math.round(r.left) + ' to ' + Math.round(r.right));
+  }
+  const empty = [...document.querySelectorAll('svg, math')].filter(e => {
+    const r = e.getBoundingClientRect();
+    return !(r.width > 0 && r.height > 0);
+  }).map(describe);
+  return {width: width, scrollWidth: document.documentElement.scrollWidth, wide: wide, empty: empty,
+          svgs: document.querySelectorAll('svg').length, maths: document.querySelectorAll('math').length,
+          height: document.documentElement.scrollHeight};
+})()"""
+
+
+def console_errors(events):
+    errors = []
+    for e in events:
+        method, params = e.get("method"), e.get("params", {})
+        if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+            errors.append("console: " + " ".join(str(a.get("value", a.get("description", ""))) for a in params["args"]))
+        elif method == "Runtime.exceptionThrown":
+            errors.append("exception: " + params["exceptionDetails"].get("text", ""))
+        elif method == "Log.entryAdded" and params["entry"].get("level") == "error":
+            errors.append("log: " + params["entry"].get("text", "") + " " + params["entry"].get("url", ""))
+    return errors
+
+
+def browser_check(site, pages, labels_of, out_dir, chromium, pdftotext):
+    shots = os.path.join(out_dir, "screenshots")
+    pdfs = os.path.join(out_dir, "pdf")
+    for folder in (shots, pdfs):
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+    with tempfile.TemporaryDirectory(prefix="book_check_chromium_") as profile:
+        try:
+            browser = Browser(chromium, profile)
+        except (RuntimeError, TimeoutError, OSError) as e:
+            fail("chromium did not start its DevTools pipe: {}".format(e))
+            return
+        try:
+            for page in pages:
+                check_in_browser(browser, site, page, labels_of[page], shots, pdfs, pdftotext)
+        except (RuntimeError, TimeoutError, OSError) as e:
+            fail("the browser stopped answering: {}".format(e))
+        finally:
+            browser.close()
+
+
+def check_in_browser(browser, site, page, labels, shots, pdfs, pdftotext):
+    before = len(failures)
+    stem = os.path.splitext(page)[0]
+    metrics = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+    browser.call("Emulation.setDeviceMetricsOverride", metrics, session=True)
+    browser.events = []
+    browser.call("Page.navigate", {"url": "file://" + os.path.join(site, page)}, session=True)
+    browser.wait_for("Page.loadEventFired")
+    errors = console_errors(browser.events)
+    if errors:
+        fail("{}: console errors while loading: {}".format(page, errors[:5]))
+    # the screenshot of the top of the page, then the print, both with <details> closed as a reader finds them
+    shot = browser.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
+                                                   "clip": {"x": 0, "y": 0, "width": 1280, "height": 2400, "scale": 1}},
+                        session=True)
+    png = os.path.join(shots, stem + ".png")
+    with open(png, "wb") as f:
+        f.write(base64.b64decode(shot["data"]))
+    printed = browser.call("Page.printToPDF", {"printBackground": False}, session=True, timeout=300)
+    pdf = os.path.join(pdfs, stem + ".pdf")
+    with open(pdf, "wb") as f:
+        f.write(base64.b64decode(printed["data"]))
+    layouts = []
+    for width in (1280, 390):
+        browser.call("Emulation.setDeviceMetricsOverride", dict(metrics, width=width, mobile=width < 500), session=True)
+        result = browser.call("Runtime.evaluate", {"expression": LAYOUT_CHECK, "returnByValue": True}, session=True)
+        if "exceptionDetails" in result:
+            fail("{}: the layout check threw: {}".format(page, result["exceptionDetails"].get("text")))
+            continue
+        r = result["result"]["value"]
+        layouts.append(r)
+        if r["width"] != width:
+            fail("{}: the viewport is {} px wide, not {}".format(page, r["width"], width))
+        if r["wide"] or r["scrollWidth"] > r["width"]:
+            fail("{} at {} px: wider than the viewport (page {} px): {}".format(page, width, r["scrollWidth"],
+                                                                               r["wide"][:5]))
+        if r["empty"]:
+            fail("{} at {} px: {} <svg>/<math> without a box: {}".format(page, width, len(r["empty"]), r["empty"][:5]))
+    errors = console_errors(browser.events)
+    if errors:
+        fail("{}: console errors: {}".format(page, errors[:5]))
+    code, text = run([pdftotext, "-enc", "UTF-8", pdf, "-"])
+    if code != 0:
+        fail("pdftotext {}: exit {}\n{}".format(pdf, code, text))
+        return
+    text = unicodedata.normalize("NFKC", text)
+    loose_text = loose(text)
+    missing = [label for label in labels if label not in text and loose(label) not in loose_text]
+    if missing:
+        fail("{}: not in its PDF print: {}".format(page, missing[:10]))
+    if len(failures) == before:
+        print("OK      {}  ({} svg, {} math; {} labels in the PDF; {} px tall at 1280)".format(
+            page, layouts[0]["svgs"], layouts[0]["maths"], len(labels), layouts[0]["height"]))
+
+
+# ---------------------------------------------------------------- main
+
+
+def main():
+    static_only = "--static-only" in sys.argv[1:]
+    args = [a for a in sys.argv[1:] if a != "--static-only"]
+    if len(args) != 2:
+        sys.exit(__doc__)
+    attn, out_dir = (os.path.abspath(a) for a in args)
+    ci = os.environ.get("CI", "") == "true"
+    try:
+        import html5lib  # noqa: F401
+    except ImportError:
+        print("{}    html5lib missing (apt-get install python3-html5lib; bash .ci/install-deps installs it)".format(
+            "FAIL" if ci else "SKIP"))
+        return 1 if ci else SKIP
+
+    site = os.path.join(out_dir, "site")
+    shutil.rmtree(site, ignore_errors=True)
+    os.makedirs(out_dir, exist_ok=True)
+    numbers = lessons(attn)
+    started = time.monotonic()
+    code, output = run([attn, "book", "--out", site])
+    seconds = time.monotonic() - started
+    if code != 0:
+        fail("attn book --out {}: exit {}\n{}".format(site, code, output[-3000:]))
+        return 1
+    pages = ["{:02d}-{}.html".format(n, re.sub(r"[^A-Za-z0-9_.-]", "_", s)) for n, s in numbers]
+    written = sorted(os.listdir(site))
+    if written != sorted(["index.html"] + pages):
+        fail("the site holds {}, not index.html and the {} lesson pages {}".format(written, len(pages), pages))
+    size = sum(os.path.getsize(os.path.join(site, f)) for f in written)
+    print("        attn book: {} files, {:.2f} MB, {:.1f} s".format(len(written), size / 1e6, seconds))
+    if size >= MAX_BYTES:
+        fail("the book is {} bytes, not under 8 MB".format(size))
+
+    ids_of = {f: ids_in(os.path.join(site, f)) for f in written}
+    labels_of = {}
+    for f in ["index.html"] + pages:
+        path = os.path.join(site, f)
+        if not os.path.isfile(path):
+            continue
+        before = len(failures)
+        svgs, headings = check_page(path, site, ids_of)
+        labels_of[f] = headings + visible_labels(svgs)
+        if len(failures) == before:
+            print("OK      {}: HTML5, {} svg as XML, links inside the site".format(f, len(svgs)))
+    check_special_pages(site, [(n, p) for (n, _), p in zip(numbers, pages)])
+    if failures:
+        print("{} failed".format(len(failures)))
+        return 1
+    if static_only:
+        return 0
+
+    chromium, pdftotext = shutil.which("chromium"), shutil.which("pdftotext")
+    if not chromium or not pdftotext:
+        missing = [n for n, p in (("chromium", chromium), ("pdftotext (poppler-utils)", pdftotext)) if not p]
+        if ci:
+            print("FAIL    browser check: {} not on PATH under CI=true (bash .ci/install-deps --ci installs "
+                  "them)".format(" and ".join(missing)))
+            return 1
+        print("SKIP    browser check: {} not on PATH (the static checks above passed)".format(" and ".join(missing)))
+        return SKIP
+    browser_check(site, ["index.html"] + pages, labels_of, out_dir, chromium, pdftotext)
+    if failures:
+        print("{} failed".format(len(failures)))
+        return 1
+    print("screenshots for a human to look at: {}".format(os.path.join(out_dir, "screenshots")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
