@@ -113,8 +113,7 @@ Training train_both(Trace& trace, Rng& rng, Corpus& c, const nn::Seq2Seq& withou
     for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
     out.orders = xt::empty<double>({epochs, order.size()});
     for (std::size_t epoch = 1; epoch <= epochs; ++epoch) {
-        // Fisher-Yates with our generator: the same order on every machine
-        for (std::size_t k = order.size(); k-- > 1;) std::swap(order[k], order[rng.below(k + 1)]);
+        shuffle_epoch(rng, order);
         for (std::size_t k = 0; k < order.size(); ++k) out.orders(epoch - 1, k) = as_double(order[k]);
         double loss_a = 0.0, loss_b = 0.0, words_a = 0.0, words_b = 0.0;
         for (std::size_t first = 0; first < order.size(); first += batch) {
@@ -175,56 +174,7 @@ void record_corpus(Trace& trace, const Corpus& c, std::size_t min_len, std::size
     for (std::size_t j = 0; j < c.train[0].src.size(); ++j) first(0, j) = as_double(c.train[0].src[j]);
     for (std::size_t j = 0; j < c.train[0].tgt.size(); ++j) first(1, j) = as_double(c.train[0].tgt[j]);
     trace.tensor("first_pair", "word ids of the first training pair (0 after its end)", first, {"source", "target"});
-    // Export-only data (attn export writes it, golden files never hold it): the whole corpus and both
-    // vocabularies, so that the training can be reproduced elsewhere (README: the PyTorch script).
-    const auto vocabulary = [&](const char* name, const Vocabulary& v) {
-        Vec ids = xt::empty<double>({v.words.size()});
-        for (std::size_t k = 0; k < ids.size(); ++k) ids(k) = as_double(k);
-        trace.export_only(name, "word id of each word (the row labels); target: <sos> = 0, <eos> = 1", ids, v.words);
-    };
-    vocabulary("source_words", c.source);
-    vocabulary("target_words", c.target);
-    const auto pairs = [&](const std::string& set, const std::vector<Pair>& ps) {
-        std::size_t longest_src = 0, longest_tgt = 0;
-        for (const Pair& p : ps) {
-            longest_src = std::max(longest_src, p.src.size());
-            longest_tgt = std::max(longest_tgt, p.tgt.size());
-        }
-        Mat src = nn::zeros(ps.size(), longest_src) - 1.0, tgt = nn::zeros(ps.size(), longest_tgt) - 1.0;
-        Mat lengths = xt::empty<double>({ps.size(), std::size_t{2}});
-        for (std::size_t k = 0; k < ps.size(); ++k) {
-            for (std::size_t j = 0; j < ps[k].src.size(); ++j) src(k, j) = as_double(ps[k].src[j]);
-            for (std::size_t j = 0; j < ps[k].tgt.size(); ++j) tgt(k, j) = as_double(ps[k].tgt[j]);
-            lengths(k, 0) = as_double(ps[k].src.size());
-            lengths(k, 1) = as_double(ps[k].tgt.size());
-        }
-        trace.export_only(set + "_src", "source word ids of each " + set + " pair, -1 after its end", src);
-        trace.export_only(set + "_tgt",
-                          "target word ids of each " + set + " pair, without <sos> and <eos>, -1 after its end", tgt);
-        trace.export_only(set + "_lengths", "source and target words of each " + set + " pair", lengths, {},
-                          {"source", "target"});
-    };
-    pairs("train", c.train);
-    pairs("test", c.test);
-}
-
-// Every weight of m named after its field of nn::Seq2Seq ("enc_fwd.W_z"), in the order of nn::blocks(m).
-std::vector<std::pair<std::string, Array>> named_weights(const nn::Seq2Seq& m) {
-    std::vector<std::pair<std::string, Array>> out = {{"E_src", m.E_src}, {"E_tgt", m.E_tgt}};
-    const auto gru = [&](const std::string& which, const nn::GruParams& p) {
-        for (const auto& [name, w] : {std::pair<const char*, const Mat*>{"W_z", &p.W_z}, {"U_z", &p.U_z},
-                                      {"W_r", &p.W_r}, {"U_r", &p.U_r}, {"W_h", &p.W_h}, {"U_h", &p.U_h}})
-            out.emplace_back(which + "." + name, *w);
-        for (const auto& [name, b] : {std::pair<const char*, const Vec*>{"b_z", &p.b_z}, {"b_r", &p.b_r},
-                                      {"b_h", &p.b_h}})
-            out.emplace_back(which + "." + name, *b);
-    };
-    gru("enc_fwd", m.enc_fwd);
-    if (m.attention) gru("enc_bwd", m.enc_bwd);
-    gru("dec", m.dec);
-    if (m.attention) out.insert(out.end(), {{"W_a", m.W_a}, {"U_a", m.U_a}, {"v_a", m.v_a}});
-    out.insert(out.end(), {{"W_o", m.W_o}, {"b_o", m.b_o}});
-    return out;
+    export_corpus(trace, c);
 }
 
 // The names of nn::blocks(m), in its order, as the digests label them: the encoder of the model
@@ -262,10 +212,8 @@ void record_models(Trace& trace, const nn::Seq2Seq& without, const nn::Seq2Seq& 
                   "weights without", "weights with"});
     // Export-only data: every initial weight of both models, "without.<field>" and "with.<field>"
     // after the fields of nn::Seq2Seq, in the order of nn::blocks
-    for (const auto* m : {&without, &with})
-        for (const auto& [name, weight] : named_weights(*m))
-            trace.export_only(fmt::format("{}.{}", m->attention ? "with" : "without", name),
-                              "initial weight, nn::Seq2Seq::" + name, weight);
+    export_weights(trace, "without", without);
+    export_weights(trace, "with", with);
 }
 
 // Step [adam]: three Adam steps on four weights, by hand, before Adam moves thousands. The
@@ -431,11 +379,7 @@ void record_training(Trace& trace, const Training& t) {
     trace.tensor("digest_without", "sqrt(sum w^2) of each trained tensor", block_norms(t.without),
                  block_names(t.without));
     trace.tensor("digest_with", "sqrt(sum w^2) of each trained tensor", block_norms(t.with), block_names(t.with));
-    // Export-only data: the shuffles, so that the batches can be replayed elsewhere
-    trace.export_only("order",
-                      fmt::format("row e: the training pairs (rows of corpus.train_*) in epoch e's order, {} a batch",
-                                  batch),
-                      t.orders, numbered("epoch ", 1, E));
+    export_orders(trace, t.orders);
 }
 
 std::size_t row_argmax(const Mat& M, std::size_t i) {

@@ -181,6 +181,17 @@ void record_models(Trace& trace, Models& m, const Config& c) {
                   "weights Transformer"});
 }
 
+// Export-only data of step [models] (attn export; never in the golden file): lesson 9's corpus and
+// batch orders, each model's weights as drawn, so that another program can train the same three
+// models. The orders are the shuffles train_three draws from r.rng, drawn here from a copy.
+void export_start(Trace& trace, const RaceStart& r, const Config& c) {
+    export_corpus(trace, r.corpus);
+    export_orders(trace, epoch_orders(r.rng, r.corpus.train.size(), c.size(param::epochs)));
+    export_weights(trace, "without", r.start.without);
+    export_weights(trace, "with", r.start.with);
+    export_weights(trace, "transformer", r.start.transformer);
+}
+
 // ---------------------------------------------------------------- cross-attention
 
 // Cross-attention recomputed head by head with lesson 4's scaled_dot_product_attention, the heads
@@ -342,8 +353,7 @@ Race train_three(Trace& trace, Rng& rng, const Corpus& c, const Models& start, c
     std::vector<std::size_t> order(c.train.size());
     for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
     for (std::size_t epoch = 1; epoch <= epochs; ++epoch) {
-        // Fisher-Yates with our generator: the same order on every machine
-        for (std::size_t k = order.size(); k-- > 1;) std::swap(order[k], order[rng.below(k + 1)]);
+        shuffle_epoch(rng, order);
         std::array<double, 3> loss{}, words{};
         for (std::size_t first = 0; first < order.size(); first += batch) {
             const std::size_t last = std::min(order.size(), first + batch);
@@ -848,6 +858,7 @@ void lesson_transformer(Trace& trace, const Config& config) {
     Corpus& corpus = r.corpus;
     const Pair lights = pair_of(corpus, lights_src, lights_tgt), pickup = pair_of(corpus, pickup_src, pickup_tgt);
     record_models(trace, r.start, config);
+    export_start(trace, r, config);
     record_cross_attention(trace, r.start.transformer, pickup);
     const std::size_t steps = config.size(param::epochs) * ((corpus.train.size() + batch - 1) / batch);
     record_schedule(trace, config, steps);

@@ -246,6 +246,25 @@ Pair pair_of(Corpus& c, const std::vector<std::string>& src, const std::vector<s
     return {ids_of(c.source, src), ids_of(c.target, tgt)};
 }
 
+// Every weight of m named after its field of nn::Seq2Seq ("enc_fwd.W_z"), in the order of nn::blocks(m).
+std::vector<std::pair<std::string, Array>> named_weights(const nn::Seq2Seq& m) {
+    std::vector<std::pair<std::string, Array>> out = {{"E_src", m.E_src}, {"E_tgt", m.E_tgt}};
+    const auto gru = [&](const std::string& which, const nn::GruParams& p) {
+        for (const auto& [name, w] : {std::pair<const char*, const Mat*>{"W_z", &p.W_z}, {"U_z", &p.U_z},
+                                      {"W_r", &p.W_r}, {"U_r", &p.U_r}, {"W_h", &p.W_h}, {"U_h", &p.U_h}})
+            out.emplace_back(which + "." + name, *w);
+        for (const auto& [name, b] : {std::pair<const char*, const Vec*>{"b_z", &p.b_z}, {"b_r", &p.b_r},
+                                      {"b_h", &p.b_h}})
+            out.emplace_back(which + "." + name, *b);
+    };
+    gru("enc_fwd", m.enc_fwd);
+    if (m.attention) gru("enc_bwd", m.enc_bwd);
+    gru("dec", m.dec);
+    if (m.attention) out.insert(out.end(), {{"W_a", m.W_a}, {"U_a", m.U_a}, {"v_a", m.v_a}});
+    out.insert(out.end(), {{"W_o", m.W_o}, {"b_o", m.b_o}});
+    return out;
+}
+
 Mat teacher_forced_weights(const nn::Seq2Seq& m, const Pair& p) {
     return nn::seq2seq_forward(m, p.src, decoder_inputs(p), decoder_outputs(p)).weights;
 }
@@ -292,6 +311,75 @@ std::vector<std::size_t> greedy(const nn::Seq2Seq& m, const Pair& p, std::size_t
 
 std::vector<std::size_t> greedy(const nn::EncoderDecoder& m, const Pair& p, std::size_t max_words) {
     return nn::encoder_decoder_greedy(m, p.src, sos, eos, max_words);
+}
+
+// ---------------------------------------------------------------- export-only data
+
+void export_corpus(Trace& trace, const Corpus& c) {
+    const auto vocabulary = [&](const char* name, const Vocabulary& v) {
+        Vec ids = xt::empty<double>({v.words.size()});
+        for (std::size_t k = 0; k < ids.size(); ++k) ids(k) = as_double(k);
+        trace.export_only(name, "word id of each word (the row labels); target: <sos> = 0, <eos> = 1", ids, v.words);
+    };
+    vocabulary("source_words", c.source);
+    vocabulary("target_words", c.target);
+    const auto pairs = [&](const std::string& set, const std::vector<Pair>& ps) {
+        std::size_t longest_src = 0, longest_tgt = 0;
+        for (const Pair& p : ps) {
+            longest_src = std::max(longest_src, p.src.size());
+            longest_tgt = std::max(longest_tgt, p.tgt.size());
+        }
+        Mat src = nn::zeros(ps.size(), longest_src) - 1.0, tgt = nn::zeros(ps.size(), longest_tgt) - 1.0;
+        Mat lengths = xt::empty<double>({ps.size(), std::size_t{2}});
+        for (std::size_t k = 0; k < ps.size(); ++k) {
+            for (std::size_t j = 0; j < ps[k].src.size(); ++j) src(k, j) = as_double(ps[k].src[j]);
+            for (std::size_t j = 0; j < ps[k].tgt.size(); ++j) tgt(k, j) = as_double(ps[k].tgt[j]);
+            lengths(k, 0) = as_double(ps[k].src.size());
+            lengths(k, 1) = as_double(ps[k].tgt.size());
+        }
+        trace.export_only(set + "_src", "source word ids of each " + set + " pair, -1 after its end", src);
+        trace.export_only(set + "_tgt",
+                          "target word ids of each " + set + " pair, without <sos> and <eos>, -1 after its end", tgt);
+        trace.export_only(set + "_lengths", "source and target words of each " + set + " pair", lengths, {},
+                          {"source", "target"});
+    };
+    pairs("train", c.train);
+    pairs("test", c.test);
+}
+
+void export_orders(Trace& trace, const Mat& orders) {
+    trace.export_only("order",
+                      fmt::format("row e: the training pairs (rows of corpus.train_*) in epoch e's order, {} a batch",
+                                  batch),
+                      orders, numbered("epoch ", 1, orders.shape(0)));
+}
+
+void export_weights(Trace& trace, const std::string& model, const nn::Seq2Seq& m) {
+    for (const auto& [name, weight] : named_weights(m))
+        trace.export_only(model + "." + name, "initial weight, nn::Seq2Seq::" + name, weight);
+}
+
+void export_weights(Trace& trace, const std::string& model, nn::EncoderDecoder m) {
+    for (const nn::NamedEntries& e : nn::named_tensors(m)) {
+        Array weight = xt::empty<double>(e.shape);
+        std::copy(e.data, e.data + e.size, weight.data());
+        trace.export_only(model + "." + e.name, "initial weight, " + e.name + " of nn::named_tensors", weight);
+    }
+}
+
+void shuffle_epoch(Rng& rng, std::vector<std::size_t>& order) {
+    for (std::size_t k = order.size(); k-- > 1;) std::swap(order[k], order[rng.below(k + 1)]);
+}
+
+Mat epoch_orders(Rng rng, std::size_t pairs, std::size_t epochs) {
+    std::vector<std::size_t> order(pairs);
+    for (std::size_t k = 0; k < pairs; ++k) order[k] = k;
+    Mat out = xt::empty<double>({epochs, pairs});
+    for (std::size_t e = 0; e < epochs; ++e) {
+        shuffle_epoch(rng, order);
+        for (std::size_t k = 0; k < pairs; ++k) out(e, k) = as_double(order[k]);
+    }
+    return out;
 }
 
 }  // namespace attn::translation

@@ -10,6 +10,7 @@
 #include "support.hpp"
 
 #include "core/rng.hpp"
+#include "core/trace.hpp"
 #include "nn/encoder_decoder.hpp"
 #include "nn/optimizer.hpp"
 #include "nn/seq2seq.hpp"
@@ -97,6 +98,9 @@ nn::GruParams drawn_gru(Rng& rng, std::size_t d_in, std::size_t u);
 nn::Seq2Seq drawn_model(Rng& rng, bool attention, std::size_t V_src, std::size_t V_tgt, std::size_t u);
 Mat teacher_forced_weights(const nn::Seq2Seq& m, const Pair& p);  // alpha, T_y x T_x
 
+// Every weight of m named after its field of nn::Seq2Seq ("enc_fwd.W_z"), in the order of nn::blocks(m).
+std::vector<std::pair<std::string, Array>> named_weights(const nn::Seq2Seq& m);
+
 // ---------------------------------------------------------------- any model: one pass, decoding
 
 // What the training and scoring below need of a model, one overload per kind.
@@ -171,6 +175,27 @@ double train_batch(Trainer<Model>& t, const std::vector<Pair>& pairs, const std:
     }
     return loss;
 }
+
+// One epoch's shuffle of the training pairs: Fisher-Yates with our generator, the same order on
+// every machine. `order` holds the previous epoch's order (0, 1, .. before the first).
+void shuffle_epoch(Rng& rng, std::vector<std::size_t>& order);
+
+// The orders of `epochs` epochs of `pairs` training pairs that shuffle_epoch draws from `rng`
+// (a copy: the caller's generator does not move). Row e - 1: epoch e. epochs x pairs.
+Mat epoch_orders(Rng rng, std::size_t pairs, std::size_t epochs);
+
+// ---------------------------------------------------------------- export-only data
+
+// What another program needs to train the same models (README: the PyTorch script), written by
+// `attn export` and never in a golden file (Trace::export_only), in the current step: both
+// vocabularies ("source_words", "target_words"), every pair's word ids ("train_src", "test_tgt",
+// "train_lengths", ...), and the batches' order of every epoch ("order").
+void export_corpus(Trace& trace, const Corpus& c);
+void export_orders(Trace& trace, const Mat& orders);
+// Every weight of a model as drawn, "<model>.<name>": the fields of nn::Seq2Seq in the order of
+// nn::blocks (named_weights), the tensors of nn::named_tensors.
+void export_weights(Trace& trace, const std::string& model, const nn::Seq2Seq& m);
+void export_weights(Trace& trace, const std::string& model, nn::EncoderDecoder m);
 
 // The mean loss per target word over a set, teacher-forced.
 template <class Model>

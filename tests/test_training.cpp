@@ -9,6 +9,7 @@
 #include "nn/optimizer.hpp"
 #include "nn/seq2seq.hpp"
 #include "run.hpp"
+#include "transformer_race.hpp"
 #include "translation.hpp"
 
 #include <catch2/catch.hpp>
@@ -131,11 +132,11 @@ const TensorRecord& tensor_of(const Trace& t, const std::string& step, const std
     throw;
 }
 
-// The pairs of one set from the export alone: ids up to each length, -1 after it.
-std::vector<translation::Pair> exported_pairs(const Trace& t, const std::string& set, std::size_t V_src,
-                                              std::size_t V_tgt) {
-    const Array &src = tensor_of(t, "corpus", set + "_src").value, &tgt = tensor_of(t, "corpus", set + "_tgt").value;
-    const Array& lengths = tensor_of(t, "corpus", set + "_lengths").value;
+// The pairs of one set from the export alone (written in `step`): ids up to each length, -1 after it.
+std::vector<translation::Pair> exported_pairs(const Trace& t, const std::string& step, const std::string& set,
+                                              std::size_t V_src, std::size_t V_tgt) {
+    const Array &src = tensor_of(t, step, set + "_src").value, &tgt = tensor_of(t, step, set + "_tgt").value;
+    const Array& lengths = tensor_of(t, step, set + "_lengths").value;
     const auto ids_of = [&](const Array& ids, std::size_t k, double length, std::size_t V) {
         std::vector<std::size_t> out;
         for (std::size_t j = 0; j < ids.shape(1); ++j) {
@@ -157,7 +158,8 @@ std::vector<translation::Pair> exported_pairs(const Trace& t, const std::string&
 
 // One model from the export alone: its weights are the step's tensors "<which>.<field>", in the
 // order of nn::blocks; `shaped` only lends the shapes.
-nn::Seq2Seq exported_model(const Trace& t, const std::string& which, nn::Seq2Seq shaped) {
+template <class Model>
+Model exported_model(const Trace& t, const std::string& which, Model shaped) {
     std::vector<const TensorRecord*> weights;
     for (const auto& r : t.find_step("models")->tensors)
         if (r.name.rfind(which + ".", 0) == 0) weights.push_back(&r);
@@ -190,8 +192,8 @@ TEST_CASE("lesson 9's export-only data replays its training to the bit", "[train
         REQUIRE(v->rows.size() == v->value.size());
         for (std::size_t k = 0; k < v->value.size(); ++k) CHECK(v->value(k) == static_cast<double>(k));
     }
-    const std::vector<translation::Pair> train = exported_pairs(t, "train", V_src, V_tgt);
-    const std::vector<translation::Pair> test = exported_pairs(t, "test", V_src, V_tgt);
+    const std::vector<translation::Pair> train = exported_pairs(t, "corpus", "train", V_src, V_tgt);
+    const std::vector<translation::Pair> test = exported_pairs(t, "corpus", "test", V_src, V_tgt);
     REQUIRE(train.size() == 50);
     REQUIRE(test.size() == 20);
     // the first training pair as the golden step shows it
@@ -250,6 +252,64 @@ TEST_CASE("lesson 9's export-only data replays its training to the bit", "[train
     const ExerciseObservations back = parse_observations(observations_json(seen));
     const Trace& observed = back.lessons.at("learning-to-align").trace;
     CHECK(to_golden_json(observed) == golden);
+}
+
+
+TEST_CASE("lesson 12's export-only data replays the Transformer's first epoch to the bit", "[training][export]") {
+    const Lesson& lesson = *find_lesson("transformer");
+    const Config config = lesson.quick;  // 50 training and 20 test pairs, one epoch
+    REQUIRE(config.get("epochs") == 1);
+    const Trace t = run_lesson(lesson, config);
+    const TensorRecord &source = tensor_of(t, "models", "source_words"), &target = tensor_of(t, "models", "target_words");
+    const std::size_t V_src = source.value.size(), V_tgt = target.value.size();
+    CHECK(target.rows.at(translation::eos) == "<eos>");
+    const std::vector<translation::Pair> train = exported_pairs(t, "models", "train", V_src, V_tgt);
+    const std::vector<translation::Pair> test = exported_pairs(t, "models", "test", V_src, V_tgt);
+    REQUIRE(train.size() == 50);
+    REQUIRE(test.size() == 20);
+    // the Transformer's tensors, named and shaped as nn::named_tensors gives them; the values from
+    // the export alone (the model lending its shapes is zeroed first)
+    nn::EncoderDecoder shaped = nn::zeros_like(transformer::race_start(config).start.transformer);
+    std::vector<std::string> names;
+    for (const auto& r : t.find_step("models")->tensors)
+        if (r.name.rfind("transformer.", 0) == 0) names.push_back(r.name);
+    const std::vector<nn::NamedEntries> entries = nn::named_tensors(shaped);
+    REQUIRE(names.size() == entries.size());
+    for (std::size_t k = 0; k < entries.size(); ++k) {
+        CHECK(names[k] == "transformer." + entries[k].name);
+        const Shape shape = tensor_of(t, "models", names[k]).shape();
+        CHECK(std::vector<std::size_t>(shape.begin(), shape.end()) == entries[k].shape);
+    }
+    CHECK(tensor_of(t, "models", "transformer.E_src").shape() == Shape{V_src, 32});
+    CHECK(tensor_of(t, "models", "transformer.dec2.X_K").shape() == Shape{32, 32});
+    const nn::EncoderDecoder model = exported_model(t, "transformer", shaped);
+    const Array& losses = tensor_of(t, "race", "losses").value;
+    CHECK(translation::mean_loss(model, train) == losses(0, 4));
+    CHECK(translation::mean_loss(model, test) == losses(0, 5));
+    // the first epoch replayed from the exported order, with the warmed-up Adam of the lesson
+    const TensorRecord& order = tensor_of(t, "models", "order");
+    REQUIRE(order.shape() == Shape{1, 50});
+    std::vector<std::size_t> shuffle;
+    for (std::size_t k = 0; k < 50; ++k) shuffle.push_back(static_cast<std::size_t>(order.value(0, k)));
+    std::vector<std::size_t> sorted = shuffle;
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t k = 0; k < 50; ++k) REQUIRE(sorted[k] == k);
+    auto trainer = translation::trainer(model);
+    double loss = 0.0, words = 0.0;
+    for (std::size_t first_pair = 0; first_pair < 50; first_pair += translation::batch) {
+        const nn::AdamSettings scheduled =
+            transformer::transformer_adam(static_cast<std::size_t>(trainer.steps) + 1, config);
+        const std::size_t last = std::min<std::size_t>(50, first_pair + translation::batch);
+        loss += translation::train_batch(trainer, train, shuffle, first_pair, last, words, scheduled);
+    }
+    CHECK(loss / words == losses(1, 4));
+    CHECK(translation::mean_loss(trainer.model, test) == losses(1, 5));
+    // the recurrent models' weights are exported too, and none of it reaches the golden file
+    CHECK(tensor_of(t, "models", "with.W_a").export_only);
+    CHECK(tensor_of(t, "models", "without.dec.W_z").export_only);
+    const std::string golden = to_golden_json(t.for_golden());
+    for (const char* name : {"\"train_src\"", "\"transformer.E_src\"", "\"order\"", "export_only"})
+        CHECK(golden.find(name) == std::string::npos);
 }
 
 }  // namespace test_training

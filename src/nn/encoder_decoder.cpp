@@ -92,7 +92,9 @@ DecoderBlockGrads decoder_block_backward(const Mat& H, const DecoderBlockParams&
 }
 
 std::vector<NamedEntries> decoder_block_tensors(DecoderBlockParams& p) {
-    const auto entries = [](const char* name, auto& t) { return NamedEntries{name, t.data(), t.size()}; };
+    const auto entries = [](const char* name, auto& t) {
+        return NamedEntries{name, t.data(), t.size(), {t.shape().begin(), t.shape().end()}};
+    };
     return {entries("g_1", p.norm_1.gain),           entries("b_1", p.norm_1.bias),
             entries("W_Q", p.self_attention.W_Q),    entries("W_K", p.self_attention.W_K),
             entries("W_V", p.self_attention.W_V),    entries("W_O", p.self_attention.W_O),
@@ -105,10 +107,12 @@ std::vector<NamedEntries> decoder_block_tensors(DecoderBlockParams& p) {
 }
 
 std::vector<NamedEntries> named_tensors(EncoderDecoder& m) {
-    std::vector<NamedEntries> out = {{"E_src", m.E_src.data(), m.E_src.size()},
-                                     {"E_tgt", m.E_tgt.data(), m.E_tgt.size()}};
-    if (m.P_src.size() > 0) out.push_back({"P_src", m.P_src.data(), m.P_src.size()});
-    if (m.P_tgt.size() > 0) out.push_back({"P_tgt", m.P_tgt.data(), m.P_tgt.size()});
+    const auto entries = [](std::string name, auto& t) {
+        return NamedEntries{std::move(name), t.data(), t.size(), {t.shape().begin(), t.shape().end()}};
+    };
+    std::vector<NamedEntries> out = {entries("E_src", m.E_src), entries("E_tgt", m.E_tgt)};
+    if (m.P_src.size() > 0) out.push_back(entries("P_src", m.P_src));
+    if (m.P_tgt.size() > 0) out.push_back(entries("P_tgt", m.P_tgt));
     const auto add = [&](const std::string& prefix, std::vector<NamedEntries> part) {
         for (NamedEntries& e : part) {
             e.name = prefix + "." + e.name;
@@ -116,14 +120,14 @@ std::vector<NamedEntries> named_tensors(EncoderDecoder& m) {
         }
     };
     for (std::size_t l = 0; l < m.encoder.size(); ++l) add("enc" + std::to_string(l + 1), block_tensors(m.encoder[l]));
-    out.push_back({"enc.g", m.encoder_norm.gain.data(), m.encoder_norm.gain.size()});
-    out.push_back({"enc.b", m.encoder_norm.bias.data(), m.encoder_norm.bias.size()});
+    out.push_back(entries("enc.g", m.encoder_norm.gain));
+    out.push_back(entries("enc.b", m.encoder_norm.bias));
     for (std::size_t l = 0; l < m.decoder.size(); ++l)
         add("dec" + std::to_string(l + 1), decoder_block_tensors(m.decoder[l]));
-    out.push_back({"dec.g", m.decoder_norm.gain.data(), m.decoder_norm.gain.size()});
-    out.push_back({"dec.b", m.decoder_norm.bias.data(), m.decoder_norm.bias.size()});
-    out.push_back({"W_o", m.W_o.data(), m.W_o.size()});
-    out.push_back({"b_o", m.b_o.data(), m.b_o.size()});
+    out.push_back(entries("dec.g", m.decoder_norm.gain));
+    out.push_back(entries("dec.b", m.decoder_norm.bias));
+    out.push_back(entries("W_o", m.W_o));
+    out.push_back(entries("b_o", m.b_o));
     return out;
 }
 

@@ -77,7 +77,9 @@ BlockGrads transformer_block_backward(BlockKind kind, const Mat& X, const BlockP
 }
 
 std::vector<NamedEntries> block_tensors(BlockParams& p) {
-    const auto entries = [](const char* name, auto& t) { return NamedEntries{name, t.data(), t.size()}; };
+    const auto entries = [](const char* name, auto& t) {
+        return NamedEntries{name, t.data(), t.size(), {t.shape().begin(), t.shape().end()}};
+    };
     return {entries("g_1", p.norm_1.gain),          entries("b_1", p.norm_1.bias),
             entries("W_Q", p.attention.W_Q),        entries("W_K", p.attention.W_K),
             entries("W_V", p.attention.W_V),        entries("W_O", p.attention.W_O),

@@ -77,6 +77,7 @@ struct NamedEntries {
     std::string name;  // "W_Q", "g_1", "b_ff1", ...
     double* data;
     std::size_t size;
+    std::vector<std::size_t> shape{};  // the tensor's shape (where named_tensors and block_tensors give it)
 };
 
 // The twelve parameter tensors of a block in a fixed order: g_1, b_1, W_Q, W_K, W_V, W_O, g_2, b_2,
