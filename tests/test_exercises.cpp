@@ -394,6 +394,43 @@ TEST_CASE("a result of the wrong shape fails its unit case saying which shape", 
     CHECK_THAT(c.report, !Catch::Contains("NaN"));
 }
 
+// A case whose result stacks several tensors shows each as its own labelled tensor when it fails
+// (issue 32, section 5): a wrong J shows under "J", and dS, which is right, under "dS".
+TEST_CASE("a failed unit case shows the tensors it stacks one by one, each named", "[exercises]") {
+    const auto wrong_at = [](const std::string& id, std::size_t entry) {
+        std::vector<UnitOutcome> seen = observe_unit_cases(id);  // this program's: the reference
+        REQUIRE_FALSE(seen.empty());
+        REQUIRE(seen.front().kind == UnitOutcome::Kind::value);
+        REQUIRE(entry < seen.front().actual.size());
+        *(seen.front().actual.begin() + static_cast<std::ptrdiff_t>(entry)) += 0.25;
+        return judge_unit_cases(id, seen, Tolerance{});
+    };
+    const UnitCheck j = wrong_at("softmax-backward", 6 + 4);  // J(1, 1): after dS's 2 x 3 entries
+    REQUIRE(j.failed_case == "two rows, and the Jacobian");
+    const std::size_t dS = j.report.find("the result, dS = softmax_rows_backward(P, dP) [2, 3]:");
+    const std::size_t J = j.report.find("the result, J = softmax_jacobian(p) [3, 3]:");
+    CHECK(dS != std::string::npos);
+    CHECK(J != std::string::npos);
+    CHECK(dS < J);
+    CHECK_THAT(j.report, !Catch::Contains("the result:\n"));
+    CHECK_THAT(j.report, Catch::Contains("Mismatched elements: 1 / 9"));  // counted within J
+    CHECK_THAT(j.report, Catch::Contains("at [1, 1]"));                 // J's own index, not [3, 1]
+    const UnitCheck gru = wrong_at("gru-step", 2 * 2 + 1);  // h~'s second entry
+    REQUIRE(gru.failed_case == "one step, d_in = 3 and d = 2");
+    for (const char* part : {"z_t (update gate) [2]", "r_t (reset gate) [2]", "h~_t (candidate) [2]", "h_t (state) [2]"})
+        CHECK_THAT(gru.report, Catch::Contains(std::string("the result, ") + part + ":"));
+    const UnitCheck mask = wrong_at("causal-mask", 4 + 1);  // causal_mask(4)(0, 1): -inf made ... -inf
+    CHECK(mask.failed_case.empty());  // -inf + 0.25 is -inf: nothing changed, the case passes
+    const UnitCheck mask2 = wrong_at("causal-mask", 4);     // causal_mask(4)(0, 0): 0 made 0.25
+    REQUIRE(mask2.failed_case == "T = 1 and T = 4");
+    CHECK_THAT(mask2.report, Catch::Contains("the result, causal_mask(1) [1, 1]:"));
+    CHECK_THAT(mask2.report, Catch::Contains("the result, causal_mask(4) [4, 4]:"));
+    // a case of one tensor keeps the one table
+    const UnitCheck one = wrong_at("softmax", 0);
+    REQUIRE_FALSE(one.failed_case.empty());
+    CHECK_THAT(one.report, Catch::Contains("the result:\n"));
+}
+
 // attn check and instructor-check run each lesson with run_lesson(..., catch_errors = true): a library
 // function that throws stops that lesson, reported as its error, and the next lessons still run.
 TEST_CASE("a lesson whose function throws stops with its error, never past the caller", "[exercises]") {

@@ -40,11 +40,34 @@ namespace {
 
 constexpr double inf = std::numeric_limits<double>::infinity();
 
-// What a case computed: its inputs (shown when it fails), the function's result and the expected one.
+// One of several results that a case lays into one tensor, entry after entry (row-major): its
+// name, its shape and the entry it begins at. A failed case shows each part as its own tensor.
+struct CasePart {
+    std::string name;
+    Shape shape;
+    std::size_t offset = 0;
+};
+
+// What a case computed: its inputs (shown when it fails), the function's result and the expected
+// one; `parts` when the result holds several tensors.
 struct CaseResult {
     std::vector<std::pair<std::string, Array>> inputs;
     Array actual, expected;
+    std::vector<CasePart> parts{};
 };
+
+// Parts laid one after another from the first entry, in the order named.
+std::vector<CasePart> parts_of(const std::vector<std::pair<std::string, Shape>>& named) {
+    std::vector<CasePart> out;
+    std::size_t offset = 0;
+    for (const auto& [name, shape] : named) {
+        out.push_back({name, shape, offset});
+        std::size_t n = 1;
+        for (std::size_t extent : shape) n *= extent;
+        offset += n;
+    }
+    return out;
+}
 
 struct UnitCase {
     std::string exercise;
@@ -343,7 +366,7 @@ CaseResult layer_norm_backward_case(const Mat& X, const Vec& g, const Vec& b, do
                       flattened({shaped(grads.dX, T, d, "nn::layer_norm_backward's dX is"),
                                  shaped(as_row(grads.dgain), 1, d, "its dgain (as a row) is"),
                                  shaped(as_row(grads.dbias), 1, d, "its dbias (as a row) is")}),
-                      flattened({dX, dg, db})};
+                      flattened({dX, dg, db}), parts_of({{"dX", {T, d}}, {"dgain", {1, d}}, {"dbias", {1, d}}})};
 }
 
 // Multi-head self-attention from Vaswani et al. 2017, section 3.2.2, in long double sums: head i
@@ -410,7 +433,7 @@ CaseResult pre_ln_case(const Mat& X, const nn::BlockParams& p, const Mat* mask) 
     return CaseResult{inputs,
                       flattened({shaped(f.residual_1, T, d, "nn::pre_ln_block's residual_1 is"),
                                  shaped(f.output, T, d, "its output is")}),
-                      pre_ln_oracle(X, p, 2, mask)};
+                      pre_ln_oracle(X, p, 2, mask), parts_of({{"residual_1", {T, d}}, {"output", {T, d}}})};
 }
 
 // cross_attention(Y, H, p, 2) against its equation: queries Y W^Q, keys H W^K, values H W^V, two
@@ -443,7 +466,8 @@ CaseResult cross_attention_case(const Mat& Y, const Mat& H) {
     for (std::size_t k = 0; k < actual_weights.size(); ++k) actual_weights.data()[k] = kept.data()[k];
     return CaseResult{{{"Y (decoder)", Y}, {"H (encoder)", H}, {"W_Q", p.W_Q}, {"W_K", p.W_K}},
                       flattened({shaped(r.output, T_y, 4, "nn::cross_attention's output is"), actual_weights}),
-                      flattened({product(concat, p.W_O), weights})};
+                      flattened({product(concat, p.W_O), weights}),
+                      parts_of({{"output", {T_y, 4}}, {"weights (head 1, then head 2)", {2 * T_y, T_x}}})};
 }
 
 // warmup_learning_rate at the steps `at` against d^-0.5 min(s^-0.5, s w^-1.5) in long double.
@@ -480,7 +504,9 @@ CaseResult kv_cache_case(const Mat& K_old, const Mat& V_old, const Mat& Q, const
                                  shaped(r.output, T_q, d_v, "nn::kv_cache_step returned an output"),
                                  shaped(cache.K, T_k, d_k, "the cache's K after the step is"),
                                  shaped(cache.V, T_k, d_v, "the cache's V after the step is")}),
-                      flattened({A, product(A, V), K, V})};
+                      flattened({A, product(A, V), K, V}),
+                      parts_of({{"weights", {T_q, T_k}}, {"output", {T_q, d_v}}, {"the cache's K after the step", {T_k, d_k}},
+                                {"the cache's V after the step", {T_k, d_v}}})};
 }
 
 // Hypotheses laid out in one row: per hypothesis its log-probability, finished (1 or 0), its number
@@ -609,7 +635,8 @@ const std::vector<UnitCase>& unit_cases() {
                      actual(i + 1, j) = four(i, j);
                      expected(i + 1, j) = want(i, j);
                  }
-             return CaseResult{{{"T", Vec{1.0, 4.0}}}, actual, expected};
+             return CaseResult{{{"T", Vec{1.0, 4.0}}}, actual, expected,
+                               {{"causal_mask(1)", {1, 1}, 0}, {"causal_mask(4)", {4, 4}, 4}}};
          }},
         // ---- masked-softmax
         {"masked-softmax", "a fully masked row",
@@ -649,7 +676,9 @@ const std::vector<UnitCase>& unit_cases() {
                  actual(3, i) = step.state.size() == 2 ? step.state(i) : std::nan("");
              }
              return CaseResult{{{"x_t", x}, {"h_{t-1}", h}, {"W_z", p.W_z}, {"U_h", p.U_h}}, actual,
-                               gru_oracle(p, x, h)};
+                               gru_oracle(p, x, h),
+                               parts_of({{"z_t (update gate)", {2}}, {"r_t (reset gate)", {2}},
+                                         {"h~_t (candidate)", {2}}, {"h_t (state)", {2}}})};
          }},
         // ---- additive-score
         {"additive-score", "two queries, three keys, d_q != d_k",
@@ -815,7 +844,8 @@ const std::vector<UnitCase>& unit_cases() {
              return CaseResult{{{"X_q", X_q}, {"X_kv", X_kv}, {"W_Q", p.W_Q}, {"W_O", p.W_O}},
                                flattened({shaped(r.output, 2, 4, "nn::multi_head_attention's output is"),
                                           shaped(r.concat, 2, 4, "its concat is")}),
-                               flattened({product(concat, p.W_O), concat})};
+                               flattened({product(concat, p.W_O), concat}),
+                               parts_of({{"output", {2, 4}}, {"concat", {2, 4}}})};
          }},
         {"multi-head", "the weights kept, under a causal mask",
          "weights filled with HeadWeights::keep, h x T_q x T_k (here 2 x 3 x 3), each head's softmax(Q_i K_i^T / "
@@ -846,7 +876,8 @@ const std::vector<UnitCase>& unit_cases() {
                  want.push_back(expected);
              }
              return CaseResult{{{"X", X}, {"W_Q", p.W_Q}, {"W_K", p.W_K}, {"mask", mask}}, flattened(parts),
-                               flattened(want)};
+                               flattened(want),
+                               parts_of({{"output", {3, 4}}, {"weights of head 1", {3, 3}}, {"weights of head 2", {3, 3}}})};
          }},
         // ---- softmax-backward
         {"softmax-backward", "two rows, and the Jacobian",
@@ -871,7 +902,8 @@ const std::vector<UnitCase>& unit_cases() {
                      expected(2 + j, k) = (j == k ? p(j) : 0.0) - p(j) * p(k);
                      actual(2 + j, k) = J(j, k);
                  }
-             return CaseResult{{{"P", P}, {"dP", dP}, {"p (for J)", p}}, actual, expected};
+             return CaseResult{{{"P", P}, {"dP", dP}, {"p (for J)", p}}, actual, expected,
+                               parts_of({{"dS = softmax_rows_backward(P, dP)", {2, 3}}, {"J = softmax_jacobian(p)", {3, 3}}})};
          }},
         {"softmax-backward", "masked entries get +0, not -0",
          "dS_ij = +0 exactly where P_ij = 0 (a masked entry): P * (dP - D) gives -0 there when dP_ij < D_i, "
@@ -892,7 +924,8 @@ const std::vector<UnitCase>& unit_cases() {
                      actual(2 + i, j) = dS(i, j) == 0.0 && std::signbit(dS(i, j)) ? 1.0 : 0.0;
                  }
              }
-             return CaseResult{{{"P", P}, {"dP", dP}}, actual, expected};
+             return CaseResult{{{"P", P}, {"dP", dP}}, actual, expected,
+                               parts_of({{"dS", {2, 3}}, {"-0 in dS (1 where dS_ij is -0)", {2, 3}}})};
          }},
         // ---- unrolled-weights
         {"unrolled-weights", "T = 3, two features",
@@ -939,7 +972,7 @@ const std::vector<UnitCase>& unit_cases() {
              return CaseResult{{{"Q", Q}, {"K", K}, {"V", V}, {"dO", G}},
                                flattened({shaped(g.dQ, 2, 3, "dQ is"), shaped(g.dK, 3, 3, "dK is"),
                                           shaped(g.dV, 3, 2, "dV is")}),
-                               flattened({dQ, dK, dV})};
+                               flattened({dQ, dK, dV}), parts_of({{"dQ", {2, 3}}, {"dK", {3, 3}}, {"dV", {3, 2}}})};
          },
          fd_tolerance},
         // ---- gru-step-backward
@@ -993,7 +1026,9 @@ const std::vector<UnitCase>& unit_cases() {
                                           shaped(as_row(g.dh_prev), 1, 2, "dh_prev (as a row) is"),
                                           shaped(grads.dW_z, 2, 3, "dW_z is"), shaped(grads.dU_h, 2, 2, "dU_h is"),
                                           shaped(as_row(grads.db_r), 1, 2, "db_r (as a row) is")}),
-                               flattened({dx, dh_prev, weight(&nn::GruParams::W_z), weight(&nn::GruParams::U_h), db_r})};
+                               flattened({dx, dh_prev, weight(&nn::GruParams::W_z), weight(&nn::GruParams::U_h), db_r}),
+                               parts_of({{"dx", {1, 3}}, {"dh_prev", {1, 2}}, {"dW_z", {2, 3}}, {"dU_h", {2, 2}},
+                                         {"db_r", {1, 2}}})};
          },
          fd_tolerance},
         // ---- adam-step
@@ -1296,9 +1331,32 @@ std::string case_report(const UnitCase& c, const CaseResult& r, const TensorDiff
     std::string out = fmt::format("unit case '{}' of exercise {}: it catches {}.\n", c.name, c.exercise, c.catches);
     for (const auto& [name, value] : r.inputs)
         out += fmt::format("  input {} {}:\n{}", name, shape_string(shape_of(value)), values_text(value));
-    const std::string table = render_side_by_side(r.actual, r.expected, tol);
+    // the part of `a` that `p` names, as its own tensor; empty when `a` is too short for it
+    const auto part = [](const Array& a, const CasePart& p) {
+        std::size_t n = 1;
+        for (std::size_t extent : p.shape) n *= extent;
+        Array out = xt::empty<double>(p.shape);
+        if (p.offset + n > a.size()) return Array{};
+        std::copy(a.begin() + static_cast<std::ptrdiff_t>(p.offset),
+                  a.begin() + static_cast<std::ptrdiff_t>(p.offset + n), out.begin());
+        return out;
+    };
+    bool shown = false, reported = false;  // the parts shown; a part's mismatch reported
+    if (!r.parts.empty() && r.actual.size() == r.expected.size()) {
+        shown = true;
+        for (const CasePart& p : r.parts) {
+            const Array actual = part(r.actual, p), expected = part(r.expected, p);
+            if (actual.size() == 0 || expected.size() == 0) continue;
+            const std::string table = render_side_by_side(actual, expected, tol);
+            if (!table.empty()) out += fmt::format("  the result, {} {}:\n{}", p.name, shape_string(p.shape), table);
+            const TensorDiff pd = compare_tensor(actual, expected, tol);  // indices within the part
+            if (!pd.ok()) out += tensor_diff_report(pd, tol) + "\n";
+            reported = reported || !pd.ok();
+        }
+    }
+    const std::string table = shown ? std::string() : render_side_by_side(r.actual, r.expected, tol);
     if (!table.empty()) out += "  the result:\n" + table;
-    out += tensor_diff_report(d, tol) + "\n";
+    if (!reported) out += tensor_diff_report(d, tol) + "\n";
     return out;
 }
 
