@@ -703,6 +703,10 @@ TEST_CASE("the instructor check holds", "[exercises]") {
                                          "starters after it, it waits for causal-mask, as it declares"));
     CHECK_THAT(r.output, Catch::Contains("OK      causal-mask: with the references of exercises 1 to 8 and the "
                                          "starters after it, it passes; scaled-attention passes with it"));
+    // no undeclared dependency: each exercise passes while any one exercise it does not declare is
+    // a starter (the starters' runs read per exercise)
+    CHECK_THAT(r.output, Catch::Contains("OK      scaled-attention: passes in each of the "));
+    CHECK_THAT(r.output, Catch::Contains("OK      adam-step: not asked with other starters"));
 
     SECTION("and catches a starter that ships solved or broken") {
         // attn-wrong-softmax stands in for two starters: its gru-step is solved, its softmax wrong
@@ -711,8 +715,10 @@ TEST_CASE("the instructor check holds", "[exercises]") {
         fs::remove_all(dir);
         fs::create_directories(dir);
         for (const auto& id : table_ids()) {
-            fs::create_symlink(id == "gru-step" || id == "softmax" ? env("ATTN_WRONG_SOFTMAX_BIN")
-                                                                    : starter_program(id).string(),
+            // and positional's: a program where an exercise that does not declare positional
+            // (context) fails, as if it called positional's function undeclared
+            fs::create_symlink(id == "gru-step" || id == "softmax" || id == "positional" ? env("ATTN_WRONG_SOFTMAX_BIN")
+                                                                                         : starter_program(id).string(),
                                dir / ("attn-starter-" + id));
             // and the order's programs: the one through softmax has the wrong softmax
             const fs::path through = starter_program(id).parent_path() / ("attn-through-" + id);
@@ -729,6 +735,8 @@ TEST_CASE("the instructor check holds", "[exercises]") {
         CHECK_THAT(bad.output, Catch::Contains("NOT OK  softmax: with the references of exercises 1 to 2 and the "
                                                "starters after it, it does not pass: fails its unit case 'three logits'"));
         CHECK_THAT(bad.output, Catch::Contains("OK      context: with the references of exercises 1 to 4"));
+        CHECK_THAT(bad.output, Catch::Contains("NOT OK  context: passes in each of the "));
+        CHECK_THAT(bad.output, Catch::Contains("with positional's starter "));
     }
 }
 

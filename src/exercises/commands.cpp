@@ -454,6 +454,10 @@ std::set<std::string> declared_by(const std::string& id) {
 // trains for seconds: its exercise is asked about only with its own starter or one it uses.)
 void check_starters(Verdicts& verdict, const InstructorOptions& o) {
     const Exercise& adam = *find_exercise("adam-step");
+    // the same runs read the other way: per exercise, the programs whose starter it does not declare,
+    // and those of them where it did not pass
+    std::map<std::string, std::size_t> asked;
+    std::map<std::string, std::vector<std::string>> undeclared;
     for (const auto& x : all_exercises()) {
         const auto program = o.starters_dir / ("attn-starter-" + x.id);
         const bool stops_lesson_9 = x.id == adam.id || std::count(adam.uses.begin(), adam.uses.end(), x.id) > 0;
@@ -486,10 +490,27 @@ void check_starters(Verdicts& verdict, const InstructorOptions& o) {
             const bool waits = state == "blocked" && e.value("waiting_for", "") == x.id;
             if (id != x.id && state != "passed" && !(waits && declared_by(id).count(x.id)))
                 blamed.push_back(fmt::format("{} {}", id, e.value("description", state)));
+            if (id == x.id || declared_by(id).count(x.id)) continue;
+            ++asked[id];
+            if (state != "passed") undeclared[id].push_back(fmt::format("with {}'s starter {}", x.id, e.value("description", state)));
         }
         verdict(blamed.empty(), fmt::format("{}: with its starter, the others pass or wait for it where they declare "
                                             "it{}",
                                             x.id, blamed.empty() ? "" : ": " + fmt::format("{}", fmt::join(blamed, "; "))));
+    }
+    // Every exercise passes while any one exercise it does not declare is not written: nothing it
+    // runs (unit cases, lesson steps) calls an undeclared exercise's function, since a call to a
+    // starter throws. So a wrong answer elsewhere can only block it where it says so (issue 32,
+    // section 8). Lesson 9's exercise is asked only where its lesson stops anyway (it trains).
+    for (const auto& z : all_exercises()) {
+        const std::vector<std::string>& failed = undeclared[z.id];
+        if (asked[z.id] == 0) {
+            verdict(true, fmt::format("{}: not asked with other starters (lesson {} trains for seconds)", z.id, z.lesson));
+            continue;
+        }
+        verdict(failed.empty(), fmt::format("{}: passes in each of the {} programs where one exercise it does not "
+                                            "declare is a starter{}",
+                                            z.id, asked[z.id], failed.empty() ? "" : ": " + fmt::format("{}", fmt::join(failed, "; "))));
     }
 }
 
