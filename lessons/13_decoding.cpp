@@ -517,9 +517,10 @@ void fill_bins(std::vector<LengthBin>& bins, const transformer::RaceModels& mode
 // The largest difference between the sums of the bins' counts and lengths and the whole set's.
 double unsummed(const std::vector<nn::BleuScore>& parts, const nn::BleuScore& whole) {
     nn::BleuScore sum;
-    for (const nn::BleuScore& s : parts)
+    for (const nn::BleuScore& s : parts) {
         for (std::size_t n = 0; n < 4; ++n) sum.matches[n] += s.matches[n], sum.totals[n] += s.totals[n];
-    for (const nn::BleuScore& s : parts) sum.candidate_length += s.candidate_length, sum.reference_length += s.reference_length;
+        sum.candidate_length += s.candidate_length, sum.reference_length += s.reference_length;
+    }
     double worst = std::max(std::abs(sum.candidate_length - whole.candidate_length), std::abs(sum.reference_length - whole.reference_length));
     for (std::size_t n = 0; n < 4; ++n)
         worst = std::max({worst, std::abs(sum.matches[n] - whole.matches[n]), std::abs(sum.totals[n] - whole.totals[n])});
