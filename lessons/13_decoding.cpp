@@ -1,7 +1,7 @@
 // Lesson 13: decoding. Lesson 12's trained Transformer produces its translations one word at a
 // time: first by re-running the decoder over the whole prefix for every word, then with a
 // key-value cache that changes no bit, with the causal mask aligned for fewer queries than keys,
-// then by beam search.
+// then by beam search; last, BLEU, and lesson 12's three models scored by it against source length.
 // T = decoder positions, T_q / T_k = queries / keys, T_x = source words, d = d_model, h = heads,
 // L = decoder blocks, V = target vocabulary.
 #include "registry.hpp"
@@ -12,6 +12,7 @@
 #include "core/portable_math.hpp"
 #include "core/rng.hpp"
 #include "nn/beam_search.hpp"
+#include "nn/bleu.hpp"
 #include "nn/encoder_decoder.hpp"
 #include "nn/kv_cache.hpp"
 #include "nn/linalg.hpp"
@@ -22,6 +23,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -59,7 +61,8 @@ std::string limits(const Config&) { return ""; }
 
 // Decoding the test set twice (with and without the cache) costs about a fifth of a greedy
 // decoding of it per pass of lesson 12's training: measured, the default run took 0.9 s beyond
-// lesson 12's training at a load of 2; 2 s on the safe side, growing with the test set.
+// lesson 12's training at a load of 2; 2 s on the safe side, growing with the test set. Step [bleu]'s
+// greedy decodings (three models, the test set and the longer sentences) added 0.2 s of CPU.
 constexpr double seconds_at_default = 2.0;
 
 TimeEstimate time_estimate(const Config& c) {
@@ -452,6 +455,164 @@ void record_beam(Trace& trace, const nn::EncoderDecoder& m, const std::vector<Pa
                 std::max(a.width1_log_p, b.width1_log_p), 0.0);
 }
 
+
+// ---------------------------------------------------------------- step [bleu]
+// (issue 31's step [sampling] is to come between [beam] and this one)
+
+using Sentences = std::vector<std::vector<std::size_t>>;
+
+// A BLEU's parts in a row: p_1 .. p_4, BP, BLEU.
+Vec bleu_parts(const nn::BleuScore& s) {
+    return {s.precisions[0], s.precisions[1], s.precisions[2], s.precisions[3], s.brevity_penalty, s.bleu};
+}
+
+// The example worked by hand in the step's text: a candidate that says "the" four times where its
+// reference says it three times, two words short; then the same with a second pair translated exactly.
+void record_bleu_example(Trace& trace) {
+    Vocabulary v;
+    const std::vector<std::size_t> cand = ids_of(v, {"the", "the", "the", "cat", "sat", "on", "the", "mat"});
+    const std::vector<std::size_t> ref = ids_of(v, {"the", "cat", "sat", "on", "the", "red", "mat", "near", "the", "door"});
+    const std::vector<std::size_t> exact = ids_of(v, {"a", "dog", "ran", "to", "the", "door"});
+    const nn::BleuScore one = nn::bleu({cand}, {ref}), two = nn::bleu({cand, exact}, {ref, exact});
+    Mat counts = xt::empty<double>({std::size_t{4}, std::size_t{3}});
+    for (std::size_t n = 0; n < 4; ++n) counts(n, 0) = one.matches[n], counts(n, 1) = one.totals[n], counts(n, 2) = one.precisions[n];
+    trace.tensor("example", "the example's n-grams, clipped", counts, {"n=1", "n=2", "n=3", "n=4"},
+                 {"matches (clipped)", "candidate n-grams", "p_n"});
+    const Mat score = {{one.candidate_length, one.reference_length, one.brevity_penalty, one.bleu},
+                       {two.candidate_length, two.reference_length, two.brevity_penalty, two.bleu}};
+    trace.tensor("example_bleu", "c, r, BP and BLEU", score, {"the pair", "with a second pair, exact"},
+                 {"c", "r", "BP", "BLEU"});
+    const std::array<double, 4> by_hand = {7.0 / 8.0, 4.0 / 7.0, 3.0 / 6.0, 2.0 / 5.0};
+    double worst = 0.0;
+    for (std::size_t n = 0; n < 4; ++n) worst = std::max(worst, std::abs(one.precisions[n] - by_hand[n]));
+    trace.check("the example's precisions are 7/8, 4/7, 3/6 and 2/5, as counted by hand (largest difference)", worst, 0.0);
+    trace.check("its brevity penalty is exp(1 - 10/8) = 0.7788 and its BLEU 0.4380, as by hand (to 4 decimals)",
+                std::max(std::abs(one.brevity_penalty - 0.7788), std::abs(one.bleu - 0.4380)), 5e-5);
+    trace.check("with the exact pair, BLEU is 0.6441 from the summed counts, as by hand, not the mean of the "
+                "sentences' BLEU, 0.7190 (to 4 decimals)",
+                std::abs(two.bleu - 0.6441), 5e-5);
+}
+
+// Source lengths from `first` to `last`, and the pairs of that length with each model's translations.
+struct LengthBin {
+    std::size_t first, last;
+    std::array<Sentences, 3> outputs;  // lesson 9's GRU without and with attention, the Transformer
+    Sentences references;
+};
+
+// The pairs sorted into `bins` by source length, each model translating each pair greedily (the
+// Transformer with its key-value cache: the same words as without, step [cache]).
+void fill_bins(std::vector<LengthBin>& bins, const transformer::RaceModels& models, const std::vector<Pair>& pairs,
+               std::size_t max_words) {
+    for (const Pair& p : pairs)
+        for (LengthBin& b : bins) {
+            if (p.src.size() < b.first || p.src.size() > b.last) continue;
+            b.outputs[0].push_back(greedy(models.without, p, max_words));
+            b.outputs[1].push_back(greedy(models.with, p, max_words));
+            b.outputs[2].push_back(cached(models.transformer, nn::encoder_output(models.transformer, p.src), max_words).words);
+            b.references.push_back(p.tgt);
+        }
+}
+
+// The largest difference between the sums of the bins' counts and lengths and the whole set's.
+double unsummed(const std::vector<nn::BleuScore>& parts, const nn::BleuScore& whole) {
+    nn::BleuScore sum;
+    for (const nn::BleuScore& s : parts) {
+        for (std::size_t n = 0; n < 4; ++n) sum.matches[n] += s.matches[n], sum.totals[n] += s.totals[n];
+        sum.candidate_length += s.candidate_length, sum.reference_length += s.reference_length;
+    }
+    double worst = std::max(std::abs(sum.candidate_length - whole.candidate_length), std::abs(sum.reference_length - whole.reference_length));
+    for (std::size_t n = 0; n < 4; ++n)
+        worst = std::max({worst, std::abs(sum.matches[n] - whole.matches[n]), std::abs(sum.totals[n] - whole.totals[n])});
+    return worst;
+}
+
+// The step's text: the definition, the example worked by hand (record_bleu_example checks its
+// numbers), and what the models' table shows.
+std::string bleu_explanation(const Mat& whole, const Mat& table, const std::vector<std::string>& labels,
+                             std::size_t test_bins) {
+    const std::size_t last = test_bins - 1, beyond = labels.size() - 1;
+    return fmt::format(
+        "BLEU (Papineni et al. 2002) scores translations by the word n-grams they share with their references, n = 1 "
+        "to 4. A candidate's n-gram matches at most as often as its reference holds it (clipped: else \"the the the "
+        "the\" would match every word of any reference with a \"the\"); the matches and the candidates' n-grams are "
+        "summed over the whole corpus before dividing (p_n); the four precisions meet in their geometric mean; and "
+        "the brevity penalty exp(1 - r/c), for candidates of c words in all against references of r (1 when c > r), "
+        "keeps short candidates from scoring on precision alone. A p_n of 0 makes BLEU 0 (the geometric mean's "
+        "limit, not log 0), and so does an empty candidate (c = 0, BP 0). By hand: the candidate \"the the the cat "
+        "sat on the mat\" against the reference \"the cat sat on the red mat near the door\". Of its 8 words, \"the\" "
+        "comes 4 times where the reference has it 3 times: it matches 3 times, cat, sat, on and mat once each, "
+        "p_1 = 7/8 (8/8 unclipped). Of its 7 bigrams, the cat, cat sat, sat on and on the match: p_2 = 4/7; of its "
+        "6 trigrams, the cat sat, cat sat on and sat on the: p_3 = 3/6; of its 5 4-grams, the cat sat on and cat sat "
+        "on the: p_4 = 2/5. Their product is 1/10, and (1/10)^(1/4) = 0.5623. c = 8 < r = 10: BP = exp(1 - 10/8) = "
+        "0.7788, and BLEU = 0.7788 x 0.5623 = 0.4380. With a second pair translated exactly, \"a dog ran to the "
+        "door\": p_n = 13/14, 9/12, 7/10 and 5/8, c = 14, r = 16, BP = exp(-1/7) = 0.8669, and BLEU = 0.8669 x "
+        "(4095/13440)^(1/4) = 0.8669 x 0.7430 = 0.6441: not the mean of the two sentences' BLEU, (0.4380 + 1) / 2 "
+        "= 0.7190. Then Bahdanau et al. 2015's figure 2 on the generated corpus: the BLEU of lesson 12's three "
+        "models (greedy; the Transformer with its cache) by source length, the test set in lesson 12's bins and "
+        "step [beam]'s sentences, longer than any trained on, in two more. Over the test set BLEU is {:.3f} without "
+        "attention, {:.3f} with and {:.3f} for the Transformer; at {} {:.3f}, {:.3f} and {:.3f}; at {}, beyond "
+        "training, {:.3f}, {:.3f} and {:.3f}. A bin holds few pairs (counted below), so neighbouring bins differ "
+        "by chance too: reported, not checked.",
+        whole(0, 5), whole(1, 5), whole(2, 5), labels[last], table(last, 0), table(last, 1), table(last, 2),
+        labels[beyond], table(beyond, 0), table(beyond, 1), table(beyond, 2));
+}
+
+void record_bleu(Trace& trace, const transformer::RaceModels& models, const std::vector<Pair>& test,
+                 const std::vector<Pair>& longer, std::size_t min_len, std::size_t max_len, std::size_t max_words,
+                 std::size_t long_max_words) {
+    Step& step = trace.step("bleu", "BLEU: the n-grams a translation shares with its reference, over a corpus",
+                            "p_n = sum clipped n-gram matches / sum candidate n-grams,  BP = min(1, exp(1 - r/c)),  "
+                            "BLEU = BP exp(sum_{n=1..4} log(p_n) / 4)",
+                            "");
+    record_bleu_example(trace);
+    // the test set in lesson 12's bins (step [length]), the longer sentences in two more
+    const std::size_t width = std::max<std::size_t>(1, (max_len - min_len + 1) / 5);
+    std::vector<LengthBin> bins;
+    for (std::size_t first = min_len; first <= max_len; first += width) bins.push_back({first, std::min(max_len, first + width - 1), {}, {}});
+    const std::size_t test_bins = bins.size();
+    bins.push_back({24, 31, {}, {}}), bins.push_back({32, 40, {}, {}});
+    fill_bins(bins, models, test, max_words);
+    fill_bins(bins, models, longer, long_max_words);
+    Mat table = xt::empty<double>({bins.size(), std::size_t{3}}), whole = xt::empty<double>({std::size_t{3}, std::size_t{6}});
+    Vec count = xt::empty<double>({bins.size()});
+    std::vector<std::string> labels;
+    double unsummed_counts = 0.0;
+    for (std::size_t m = 0; m < 3; ++m) {
+        Sentences outputs, references;
+        std::vector<nn::BleuScore> parts;
+        for (std::size_t b = 0; b < bins.size(); ++b) {
+            table(b, m) = nn::bleu(bins[b].outputs[m], bins[b].references).bleu;
+            if (b >= test_bins) continue;
+            parts.push_back(nn::bleu(bins[b].outputs[m], bins[b].references));
+            outputs.insert(outputs.end(), bins[b].outputs[m].begin(), bins[b].outputs[m].end());
+            references.insert(references.end(), bins[b].references.begin(), bins[b].references.end());
+        }
+        const nn::BleuScore all = nn::bleu(outputs, references);
+        nn::set_row(whole, m, bleu_parts(all));
+        unsummed_counts = std::max(unsummed_counts, unsummed(parts, all));
+    }
+    for (const LengthBin& b : bins) {
+        count(labels.size()) = as_double(b.references.size());
+        labels.push_back(b.first == b.last ? fmt::format("T_x {}", b.first) : fmt::format("T_x {}-{}", b.first, b.last));
+    }
+    step.explanation = bleu_explanation(whole, table, labels, test_bins);
+    trace.tensor("test", "the test set, each model's greedy translations", whole,
+                 {"without attention", "with attention", "Transformer"}, {"p_1", "p_2", "p_3", "p_4", "BP", "BLEU"});
+    trace.tensor("by_length", fmt::format("BLEU by source length; from {} on longer than any training sentence", labels[test_bins]),
+                 table, labels, {"without attention", "with attention", "Transformer"}, View::plot);
+    trace.tensor("pairs", "pairs per bin", count, labels, {}, View::bars);
+    trace.check("corpus level: each model's counts and lengths over the test set are the sums of its bins' (largest "
+                "difference)",
+                unsummed_counts, 0.0);
+    Sentences references;
+    for (const Pair& p : test) references.push_back(p.tgt);
+    // (a set whose references are all shorter than 4 words has no 4-gram: BLEU 0, by the definition)
+    if (std::any_of(references.begin(), references.end(), [](const auto& r) { return r.size() >= 4; }))
+        trace.check("the test set's references against themselves score BLEU 1 (difference)",
+                    std::abs(nn::bleu(references, references).bleu - 1.0), 0.0);
+}
+
 // ---------------------------------------------------------------- the lesson
 
 void lesson_decoding(Trace& trace, const Config& config) {
@@ -484,6 +645,9 @@ void lesson_decoding(Trace& trace, const Config& config) {
     Rng rng(config.seed ^ 0x5DEECE66DULL);
     const std::vector<Pair> longer = long_pairs(rng, start.corpus, config.size(param::long_count), 24, 40);
     record_beam(trace, m, corpus.test, longer, config.size(param::beam), max_words, 2 * 40 + 4);
+    // [sampling] will come here
+    record_bleu(trace, trained->trained, corpus.test, longer, static_cast<std::size_t>(race.get("min_len")),
+                static_cast<std::size_t>(race.get("max_len")), max_words, 2 * 40 + 4);
 }
 
 }  // namespace
@@ -491,8 +655,10 @@ void lesson_decoding(Trace& trace, const Config& config) {
 
 Lesson decoding_lesson() {
     using namespace decoding;
-    return make_lesson(13, "decoding", "Decoding: a key-value cache that changes no bit, the mask it needs, and beam search",
-                       "Sutskever et al. 2014; Wu et al. 2016; Vaswani et al. 2017; Pope et al. 2023",
+    return make_lesson(13, "decoding",
+                       "Decoding: a key-value cache that changes no bit, the mask it needs, beam search, and BLEU",
+                       "Sutskever et al. 2014; Wu et al. 2016; Vaswani et al. 2017; Pope et al. 2023; Papineni et al. "
+                       "2002; Bahdanau et al. 2015",
                        {param::epochs, param::sentences, param::test, param::queries, param::beam, param::long_count}, limits, time_estimate,
                        lesson_decoding, {{"epochs", 1}, {"sentences", 50}, {"test", 20}, {"long", 5}});
 }

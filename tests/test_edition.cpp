@@ -157,6 +157,7 @@ const std::vector<std::pair<std::string, std::string>> solution_lines = {
     {"src/nn/kv_cache_step.cpp",
      "for (std::size_t j = offset + i + 1; j < T_k; ++j) mask(i, j) = -std::numeric_limits<double>::infinity();"},
     {"src/nn/beam_step.cpp", "for (std::size_t w = 0; w < V; ++w) candidates.push_back({b, w, beams[b].log_prob + log_probs(b, w)});"},
+    {"src/nn/bleu.cpp", "s.matches[n - 1] += found == reference.end() ? 0.0 : std::min(count, found->second);"},
 };
 
 void write_text(const fs::path& file, const std::string& text) {

@@ -7,6 +7,7 @@
 // T_y = decoder tokens, T_x = encoder tokens, d = model width, h = heads.
 #include "core/rng.hpp"
 #include "nn/beam_search.hpp"
+#include "nn/bleu.hpp"
 #include "nn/encoder_decoder.hpp"
 #include "nn/kv_cache.hpp"
 #include "nn/linalg.hpp"
@@ -402,6 +403,30 @@ TEST_CASE("beam search: width 1 is greedy decoding; a wide beam finds the most l
     CHECK_THAT(wide[0].log_prob, Catch::WithinAbs(best, 1e-12));
     CHECK(nn::length_penalty(7, 0.0) == 1.0);
     CHECK_THAT(nn::length_penalty(7, 1.0), Catch::WithinRel(2.0, 1e-15));  // (5 + 7) / 6
+}
+
+
+TEST_CASE("bleu: Papineni et al.'s examples, the limits and a bad corpus", "[decoding]") {
+    // Papineni et al. 2002, section 2.1: "the the the the the the the" against "the cat is on the mat"
+    // (the = 0, cat = 1, is = 2, on = 3, mat = 4): modified unigram precision 2/7, and no bigram at all
+    const nn::BleuScore seven = nn::bleu({{0, 0, 0, 0, 0, 0, 0}}, {{0, 1, 2, 3, 0, 4}});
+    CHECK(seven.matches[0] == 2.0);
+    CHECK(seven.precisions[0] == 2.0 / 7.0);
+    CHECK(seven.precisions[1] == 0.0);
+    CHECK(seven.brevity_penalty == 1.0);  // 7 words against 6
+    CHECK(seven.bleu == 0.0);             // no bigram matches: 0, not NaN
+    // a perfect translation scores 1; the empty candidate 0 with BP 0
+    const std::vector<std::vector<std::size_t>> refs = {{0, 1, 2, 3, 0, 4}, {5, 6, 7, 8}};
+    CHECK(nn::bleu(refs, refs).bleu == 1.0);
+    const nn::BleuScore empty = nn::bleu({{}}, {{0, 1}});
+    CHECK(empty.brevity_penalty == 0.0);
+    CHECK(empty.bleu == 0.0);
+    CHECK(nn::bleu({}, {}).bleu == 0.0);
+    // a corpus's BLEU depends on its pairs, not on their order
+    const std::vector<std::vector<std::size_t>> cands = {{0, 1, 2, 3, 4}, {5, 6, 7, 9, 8}};
+    const std::vector<std::vector<std::size_t>> cands_swapped = {cands[1], cands[0]}, refs_swapped = {refs[1], refs[0]};
+    CHECK(nn::bleu(cands, refs).bleu == nn::bleu(cands_swapped, refs_swapped).bleu);
+    CHECK_THROWS_AS(nn::bleu({{0}}, {}), ShapeError);
 }
 
 }  // namespace test_encoder_decoder

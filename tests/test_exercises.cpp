@@ -284,6 +284,30 @@ TEST_CASE("typical mistakes fail their own exercise's unit case, and nothing els
         CHECK_THAT(r.output, Catch::Contains("FAIL  kv-cache-step  fails its unit case 'two new queries against a "
                                              "cache of three'"));
     }
+    SECTION("BLEU's four typical mistakes, each at the unit case made for it") {
+        // one program holds the four (tests/fixtures/bleu_mistakes/bleu.cpp); ATTN_BLEU_MISTAKE picks one
+        const std::vector<std::pair<std::string, std::string>> mistakes = {
+            {"unclipped", "a word said more often than its reference says it"},
+            {"inverted-penalty", "a candidate shorter than its reference, and one longer"},
+            {"arithmetic-mean", "four different precisions"},
+            {"sentence-mean", "two sentences: the counts summed before dividing"},
+        };
+        const std::string bin = env("ATTN_BLEU_MISTAKES_BIN");
+        for (const auto& [mistake, unit_case] : mistakes) {
+            const Result r = run_command("ATTN_BLEU_MISTAKE=" + mistake + " '" + bin + "' check bleu 2>&1");
+            INFO(mistake << ": " << r.output);
+            CHECK(r.code == 1);
+            CHECK_THAT(r.output, Catch::Contains("FAIL  bleu  fails its unit case '" + unit_case + "'"));
+        }
+        // the lesson's own check tells the mean of the sentences' BLEU from the corpus's (the worked
+        // example does not depend on the training, which the smallest settings keep short)
+        const Result lesson = run_command("ATTN_BLEU_MISTAKE=sentence-mean '" + bin +
+                                          "' run decoding --step bleu --set epochs=1 --set sentences=50 --set test=20 "
+                                          "--set long=5 2>&1");
+        INFO(lesson.output);
+        CHECK(lesson.code == 1);
+        CHECK_THAT(lesson.output, Catch::Contains("✗ with the exact pair, BLEU is 0.6441 from the summed counts"));
+    }
 }
 
 namespace {

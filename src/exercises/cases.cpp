@@ -8,6 +8,7 @@
 #include "nn/attention.hpp"
 #include "nn/backward.hpp"
 #include "nn/beam_search.hpp"
+#include "nn/bleu.hpp"
 #include "nn/encoder_decoder.hpp"
 #include "nn/kv_cache.hpp"
 #include "nn/layer_norm.hpp"
@@ -558,6 +559,96 @@ CaseResult beam_case(const std::vector<nn::Hypothesis>& beams, const Mat& log_pr
         given(b, 0) = beams[b].log_prob, given(b, 1) = beams[b].finished ? 1.0 : 0.0;
     return CaseResult{{{"hypotheses (log_prob, finished)", given}, {"log_probs", log_probs}},
                       hypotheses_row(nn::beam_step(beams, log_probs, eos, k)), hypotheses_row(best)};
+}
+
+// A corpus of sentence pairs for bleu: (candidate, reference), word ids.
+using BleuPairs = std::vector<std::pair<std::vector<std::size_t>, std::vector<std::size_t>>>;
+
+// What a bleu case compares: the counts and precisions, the lengths and the brevity penalty, the score.
+enum BleuParts : unsigned { bleu_counts = 1, bleu_lengths = 2, bleu_score = 4, bleu_everything = 7 };
+
+// How often the n words of `from` at `at` occur in `words`, counted by comparing every position.
+long double occurrences(const std::vector<std::size_t>& words, const std::vector<std::size_t>& from, std::size_t at,
+                        std::size_t n) {
+    long double k = 0.0L;
+    for (std::size_t i = 0; i + n <= words.size(); ++i)
+        k += std::equal(from.begin() + static_cast<std::ptrdiff_t>(at), from.begin() + static_cast<std::ptrdiff_t>(at + n),
+                        words.begin() + static_cast<std::ptrdiff_t>(i))
+                 ? 1.0L
+                 : 0.0L;
+    return k;
+}
+
+// BLEU from Papineni et al. 2002's definition in long double: per pair and n, each distinct candidate
+// n-gram (at its first position) matches min(its count in the candidate, in the reference); the
+// counts and lengths summed over the corpus; p_n = matches / totals (0 for no n-grams); BP = 1 if
+// c > r, exp(1 - r/c) if 0 < c <= r, 0 if c = 0; BLEU = BP exp(sum log p_n / 4), 0 when a p_n is 0.
+// Laid out as bleu_row lays out a BleuScore.
+std::vector<double> bleu_oracle(const BleuPairs& pairs, unsigned parts) {
+    long double matches[4] = {}, totals[4] = {}, c = 0.0L, r = 0.0L;
+    for (const auto& [cand, ref] : pairs) {
+        c += static_cast<long double>(cand.size()), r += static_cast<long double>(ref.size());
+        for (std::size_t n = 1; n <= 4; ++n)
+            for (std::size_t i = 0; i + n <= cand.size(); ++i) {
+                totals[n - 1] += 1.0L;
+                bool seen = false;
+                for (std::size_t j = 0; j < i && !seen; ++j)
+                    seen = std::equal(cand.begin() + static_cast<std::ptrdiff_t>(i), cand.begin() + static_cast<std::ptrdiff_t>(i + n),
+                                      cand.begin() + static_cast<std::ptrdiff_t>(j));
+                if (!seen) matches[n - 1] += std::min(occurrences(cand, cand, i, n), occurrences(ref, cand, i, n));
+            }
+    }
+    long double p[4], log_sum = 0.0L;
+    bool zero = false;
+    for (std::size_t n = 0; n < 4; ++n) {
+        p[n] = totals[n] > 0.0L ? matches[n] / totals[n] : 0.0L;
+        zero = zero || p[n] == 0.0L;
+        if (!zero) log_sum += std::log(p[n]);
+    }
+    const long double bp = c == 0.0L ? 0.0L : c > r ? 1.0L : std::exp(1.0L - r / c);
+    std::vector<double> row;
+    if (parts & bleu_counts)
+        for (const long double* x : {matches, totals, p})
+            for (std::size_t n = 0; n < 4; ++n) row.push_back(static_cast<double>(x[n]));
+    if (parts & bleu_lengths)
+        for (long double x : {c, r, bp}) row.push_back(static_cast<double>(x));
+    if (parts & bleu_score) row.push_back(zero ? 0.0 : static_cast<double>(bp * std::exp(log_sum / 4.0L)));
+    return row;
+}
+
+// The fields of a BleuScore that `parts` names, in bleu_oracle's order.
+std::vector<double> bleu_row(const nn::BleuScore& s, unsigned parts) {
+    std::vector<double> row;
+    if (parts & bleu_counts)
+        for (const auto* x : {&s.matches, &s.totals, &s.precisions}) row.insert(row.end(), x->begin(), x->end());
+    if (parts & bleu_lengths) row.insert(row.end(), {s.candidate_length, s.reference_length, s.brevity_penalty});
+    if (parts & bleu_score) row.push_back(s.bleu);
+    return row;
+}
+
+// nn::bleu on each corpus against the oracle, the rows of all corpora one after the other.
+CaseResult bleu_case(const std::vector<BleuPairs>& corpora, unsigned parts) {
+    CaseResult r;
+    std::vector<double> actual, expected;
+    for (std::size_t k = 0; k < corpora.size(); ++k) {
+        std::vector<std::vector<std::size_t>> candidates, references;
+        for (std::size_t i = 0; i < corpora[k].size(); ++i) {
+            candidates.push_back(corpora[k][i].first), references.push_back(corpora[k][i].second);
+            const std::string which = corpora.size() > 1 ? fmt::format("corpus {}, ", k + 1) : std::string();
+            for (const auto& [name, words] : {std::pair{"candidate", &candidates.back()}, std::pair{"reference", &references.back()}}) {
+                Vec v = xt::empty<double>({words->size()});
+                for (std::size_t j = 0; j < words->size(); ++j) v(j) = static_cast<double>((*words)[j]);
+                r.inputs.push_back({fmt::format("{}{} {}", which, name, i + 1), v});
+            }
+        }
+        const std::vector<double> a = bleu_row(nn::bleu(candidates, references), parts), e = bleu_oracle(corpora[k], parts);
+        actual.insert(actual.end(), a.begin(), a.end()), expected.insert(expected.end(), e.begin(), e.end());
+    }
+    r.actual = xt::empty<double>({actual.size()});
+    r.expected = xt::empty<double>({expected.size()});
+    std::copy(actual.begin(), actual.end(), r.actual.begin());
+    std::copy(expected.begin(), expected.end(), r.expected.begin());
+    return r;
 }
 
 const std::vector<UnitCase>& unit_cases() {
@@ -1309,6 +1400,43 @@ const std::vector<UnitCase>& unit_cases() {
              const std::vector<nn::Hypothesis> beams = {{{1, 2}, -812.0, false}, {{2, 1}, -790.0, false}};
              const Mat log_probs = {{-0.5, -1.0, -3.0}, {-2.0, -4.0, -1.5}};
              return beam_case(beams, log_probs, 0, 2);
+         }},
+        // ---- bleu
+        {"bleu", "a word said more often than its reference says it",
+         "clipped counts: word 5 is three of the candidate's six words and two of the reference's, so it "
+         "matches twice, not three times (p_1 = 5/6, not 6/6). Compared: matches, totals and precisions for "
+         "n = 1 .. 4",
+         {},
+         [] { return bleu_case({{{{5, 5, 5, 1, 2, 3}, {5, 1, 2, 3, 5, 4}}}}, bleu_counts); }},
+        {"bleu", "a candidate shorter than its reference, and one longer",
+         "the brevity penalty exp(1 - r/c) for c <= r: 4 words against 6 give exp(-0.5), where exp(1 - c/r) "
+         "gives exp(1/3), above 1; and 1 for c > r (corpus 2). Compared: c, r and BP of each corpus",
+         {},
+         [] {
+             return bleu_case({{{{1, 2, 3, 4}, {1, 2, 3, 4, 5, 6}}}, {{{1, 2, 3, 4, 5}, {1, 2, 3}}}}, bleu_lengths);
+         }},
+        {"bleu", "four different precisions",
+         "the geometric mean of p_1 .. p_4 = 7/8, 5/7, 1/2, 2/5: (1/8)^(1/4) = 0.5946, where their arithmetic "
+         "mean is 0.6223; c = r, so BP = 1. Compared: everything",
+         {},
+         [] { return bleu_case({{{{1, 2, 3, 4, 5, 6, 7, 8}, {1, 2, 3, 4, 5, 9, 7, 8}}}}, bleu_everything); }},
+        {"bleu", "two sentences: the counts summed before dividing",
+         "corpus level: matches, totals and lengths summed over both pairs, then divided (BLEU 0.5286); the "
+         "mean of the two sentences' BLEU is 0.3352 (the second has no 4-gram in common: its own BLEU is 0). "
+         "Compared: everything",
+         {},
+         [] {
+             return bleu_case({{{{1, 2, 3, 4, 5}, {1, 2, 3, 4, 5, 6, 7}}, {{8, 9, 10, 11, 12, 13}, {8, 9, 10, 14, 12, 13}}}},
+                              bleu_everything);
+         }},
+        {"bleu", "no 4-gram in common, a candidate of three words, an empty candidate",
+         "BLEU 0 when a precision is 0, not log 0 = -inf or NaN: no 4-gram matched (corpus 1), no 4-gram at all "
+         "(p_4 = 0 / 0 is 0, corpus 2), and an empty candidate (every p_n 0, BP 0, corpus 3). Compared: "
+         "everything",
+         {},
+         [] {
+             return bleu_case({{{{1, 2, 3, 4, 5}, {1, 2, 3, 9, 4, 5}}}, {{{1, 2, 3}, {1, 2, 3}}}, {{{}, {1, 2, 3}}}},
+                              bleu_everything);
          }},
     };
     return cases;

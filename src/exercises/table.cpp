@@ -298,6 +298,22 @@ const std::vector<Exercise>& all_exercises() {
           "keeping the best k of each hypothesis instead of all together;\n"
           "extending a finished hypothesis; multiplying probabilities (they\n"
           "underflow to 0 and every candidate ties)."}},
+        {"bleu", "Corpus-level BLEU", "decoding",
+         {"bleu"},
+         {"gru-step", "softmax", "additive-score", "context", "causal-mask", "positional", "masked-softmax",
+          "multi-head", "softmax-backward", "attention-backward", "gru-step-backward", "adam-step", "layer-norm",
+          "layer-norm-backward", "pre-ln-block", "cross-attention", "warmup-schedule", "kv-cache-step", "beam-step"},
+         {"Papineni et al. 2002, section 2: for n = 1 .. 4 the share of the\n"
+          "candidates' n-grams found in their references, clipped; a penalty for\n"
+          "candidates shorter than the references; their geometric mean.",
+          "Per pair and n, count the reference's n-grams in a std::map keyed by\n"
+          "std::vector<std::size_t>, then add min(candidate count, reference count)\n"
+          "for each distinct candidate n-gram to matches[n - 1], and every candidate\n"
+          "n-gram to totals[n - 1]. Divide only after the last pair.",
+          "Typical mistakes: unclipped counts (a word repeated matches every time);\n"
+          "exp(1 - c/r) instead of exp(1 - r/c) (it rises above 1); the mean of\n"
+          "the sentences' BLEU instead of the corpus's sums; (p_1 + .. + p_4) / 4\n"
+          "instead of exp of the mean of the logs; log 0 when a p_n is 0 (BLEU 0)."}},
     };
     return exercises;
 }
