@@ -384,7 +384,7 @@ def torch_transformer_model(torch, run):
     return w, loss
 
 
-def torch_training(torch, run, threads, repetitions):
+def torch_training(torch, run, batch, clip, threads, repetitions):
     """Target tokens per second of PyTorch training `run`'s model on `run`'s batches (the median
     pass of `repetitions` after one untimed), and the check that the model has attn's parameter count."""
     torch.set_num_threads(threads)
@@ -405,7 +405,7 @@ def torch_training(torch, run, threads, repetitions):
 
         def rate(step):
             return run["d_model"] ** -0.5 * min(step ** -0.5, step * run["warmup"] ** -1.5)
-    batch, clip, step = run["batch"], run["clip"], 0
+    step = 0
     times = []
     for r in range(repetitions + 1):
         start = time.perf_counter()
@@ -439,7 +439,7 @@ def training_table(program, batches, repetitions):
     for run in report["runs"]:
         peer = {}
         for threads in (1, 2):
-            peer[threads] = torch_training(torch, run, threads, repetitions)
+            peer[threads] = torch_training(torch, run, report["batch"], report["clip"], threads, repetitions)
         rows.append((run, peer))
     torch.set_num_threads(2)
     return report, rows
