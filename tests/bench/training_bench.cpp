@@ -7,7 +7,9 @@
 // Prints one JSON object: per model and width, the sizes, the vocabularies, the batches themselves
 // (word ids, so that tests/bench/compare_peers.py trains the same models in PyTorch on the same
 // batches) and the target tokens trained per second (words and <eos>, forward, backward and Adam),
-// the median of the repetitions. A benchmark, not a test.
+// the median of the repetitions, by the wall clock and by the processor time of the whole process
+// (every thread's; on a shared machine the wall clock counts other people's work too). A benchmark,
+// not a test.
 //
 //   training_bench [--batches N] [--repetitions N] [--model gru|transformer|all] [--scale 1|4|all]
 //
@@ -25,6 +27,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
+#include <ctime>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -90,27 +93,37 @@ double median(std::vector<double> v) {
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+double cpu_seconds() {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+struct Timing {
+    double seconds, cpu_seconds, tokens;  // per pass: the medians of wall and processor time, target tokens
+};
+
 // Trains `model` over the batches `repetitions` times (the weights move on), timing each pass.
-// Returns {median seconds per pass, target tokens per pass}.
 template <class Model, class Settings>
-std::pair<double, double> timed_training(const Model& model, const std::vector<Pair>& pairs, const Options& o,
+Timing timed_training(const Model& model, const std::vector<Pair>& pairs, const Options& o,
                                          Settings settings) {
     translation::Trainer<Model> t = translation::trainer(model);
     std::vector<std::size_t> order(pairs.size());
     for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::vector<double> seconds;
+    std::vector<double> seconds, cpu;
     double tokens = 0.0;
     for (std::size_t r = 0; r <= o.repetitions; ++r) {  // the first pass warms up, untimed
         double words = 0.0;
         const auto start = std::chrono::steady_clock::now();
+        const double cpu_start = cpu_seconds();
         for (std::size_t first = 0; first < pairs.size(); first += translation::batch)
             translation::train_batch(t, pairs, order, first, std::min(pairs.size(), first + translation::batch), words,
                                      settings(static_cast<std::size_t>(t.steps) + 1));
         const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-        if (r > 0) seconds.push_back(took.count());
+        if (r > 0) seconds.push_back(took.count()), cpu.push_back(cpu_seconds() - cpu_start);
         tokens = words;
     }
-    return {median(seconds), tokens};
+    return {median(seconds), median(cpu), tokens};
 }
 
 }  // namespace
@@ -149,20 +162,22 @@ int main(int argc, char** argv) {
                                     {"eos", translation::eos},
                                     {"pairs", batches}};
         if (o.model != "transformer") {
-            const auto [s, tokens] = timed_training(r.start.with, pairs, o, [](std::size_t) { return translation::adam; });
+            const Timing t = timed_training(r.start.with, pairs, o, [](std::size_t) { return translation::adam; });
             nlohmann::json run = common;
             run.update({{"model", "gru-attention"},
                         {"width", c.get("width")},
                         {"adam", {translation::adam.learning_rate, translation::adam.beta1, translation::adam.beta2,
                                   translation::adam.epsilon}},
                         {"parameters", translation::parameter_count(r.start.with)},
-                        {"seconds_per_pass", s},
-                        {"tokens_per_pass", tokens},
-                        {"tokens_per_second", tokens / s}});
+                        {"seconds_per_pass", t.seconds},
+                        {"cpu_seconds_per_pass", t.cpu_seconds},
+                        {"tokens_per_pass", t.tokens},
+                        {"tokens_per_second", t.tokens / t.seconds},
+                        {"tokens_per_cpu_second", t.tokens / t.cpu_seconds}});
             out["runs"].push_back(run);
         }
         if (o.model != "gru") {
-            const auto [s, tokens] = timed_training(r.start.transformer, pairs, o, [&](std::size_t step) {
+            const Timing t = timed_training(r.start.transformer, pairs, o, [&](std::size_t step) {
                 return transformer::transformer_adam(step, c);
             });
             nlohmann::json run = common;
@@ -173,9 +188,11 @@ int main(int argc, char** argv) {
                         {"layers", c.get("layers")},
                         {"warmup", c.get("warmup")},
                         {"parameters", translation::parameter_count(r.start.transformer)},
-                        {"seconds_per_pass", s},
-                        {"tokens_per_pass", tokens},
-                        {"tokens_per_second", tokens / s}});
+                        {"seconds_per_pass", t.seconds},
+                        {"cpu_seconds_per_pass", t.cpu_seconds},
+                        {"tokens_per_pass", t.tokens},
+                        {"tokens_per_second", t.tokens / t.seconds},
+                        {"tokens_per_cpu_second", t.tokens / t.cpu_seconds}});
             out["runs"].push_back(run);
         }
     }
