@@ -23,6 +23,18 @@ as fill --min-time seconds). It prints one table: the case, attn's median, each 
 peer / attn (above 1: attn is faster; the issue's target is >= 1.3 on every case) and, for the
 cases that have a GEMM floor in the benchmark, attn / GEMMs from the same medians.
 
+The floor's kernels (issue 34): it reads which kernels numpy's and torch's OpenBLAS run (ctypes on
+the libraries in /proc/self/maps), asks the benchmark program whether they are generic on this CPU
+(--openblas_decide, the rule of openblas_kernels.hpp) and if so runs itself again with the matching
+OPENBLAS_CORETYPE, as the benchmark program does for its own floor; both print the kernels beside
+every floor. ATTN_BENCH_FAKE_GENERIC=1 starts both with the generic Prescott kernels.
+
+Training (issue 34, --part training or all): tests/bench/training_bench times attn's training step
+for lesson 9's GRU with additive attention and lesson 12's Transformer, at the lessons' sizes and 4x
+their width, and prints the batches; the same models are trained here in PyTorch on those batches
+(float64, sentence by sentence, Adam, clipping; 1 and 2 threads). Target: attn >= 3 x PyTorch's
+tokens per second at the default sizes, >= 1 x at 4x the width.
+
 A benchmark, not a test: it reports and always exits 0 unless its own arguments are wrong or the
 benchmark program cannot be run. A peer that cannot be imported is reported as "not installed"
 (Debian's python3-torch and python3-numpy live in /usr/bin/python3, not in a pyenv or venv
