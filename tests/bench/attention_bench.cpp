@@ -377,11 +377,15 @@ void run_again(char** argv, const std::string& coretype, const std::string& reco
 
 // Settles the kernels before any timing: may run the program again, and so not return.
 FloorKernels settle_kernels(char** argv) {
-    if (const char* fake = std::getenv("ATTN_BENCH_FAKE_GENERIC");
-        fake && std::string(fake) == "1" && !std::getenv("OPENBLAS_CORETYPE")) {
-        fmt::print(stderr, "attention_bench: ATTN_BENCH_FAKE_GENERIC=1: first with OPENBLAS_CORETYPE=Prescott, "
-                           "as if OpenBLAS did not know this CPU\n");
-        run_again(argv, "Prescott", "fake");
+    if (const char* fake = std::getenv("ATTN_BENCH_FAKE_GENERIC"); fake && std::string(fake) == "1") {
+        if (!std::getenv("OPENBLAS_CORETYPE")) {
+            fmt::print(stderr, "attention_bench: ATTN_BENCH_FAKE_GENERIC=1: first with OPENBLAS_CORETYPE=Prescott, "
+                               "as if OpenBLAS did not know this CPU\n");
+            run_again(argv, "Prescott", "fake");
+        } else if (!std::getenv("ATTN_BENCH_OPENBLAS")) {
+            fmt::print(stderr, "attention_bench: ATTN_BENCH_FAKE_GENERIC=1 does nothing: OPENBLAS_CORETYPE is set "
+                               "(unset it first)\n");
+        }
     }
     FloorKernels k{openblas_says("openblas_get_corename"), openblas_says("openblas_get_config"), {}};
     if (k.corename.empty()) {

@@ -525,6 +525,9 @@ def main():
               "did not know this CPU", file=sys.stderr)
         os.environ["OPENBLAS_CORETYPE"] = "Prescott"
         os.environ["ATTN_BENCH_OPENBLAS"] = "fake"
+    elif os.environ.get("ATTN_BENCH_FAKE_GENERIC") == "1" and "ATTN_BENCH_OPENBLAS" not in os.environ:
+        print("compare_peers: ATTN_BENCH_FAKE_GENERIC=1 does nothing: OPENBLAS_CORETYPE is set (unset it first)",
+              file=sys.stderr)
     peer_kernels = settle_peer_kernels(args.program)
 
     if args.part == "training":
