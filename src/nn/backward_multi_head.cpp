@@ -17,26 +17,35 @@ MultiHeadGrads multi_head_self_attention_backward(const Mat& X, const MultiHeadP
     // 1. Y = Concat W^O
     g.params.W_O = matmul(transposed(forward.concat), dY, "Concat^T dY");
     const Mat d_concat = matmul(dY, transposed(p.W_O), "dY W_O^T");
-    g.params.W_Q = zeros(d_model, d_model), g.params.W_K = zeros(d_model, d_model);
-    g.params.W_V = zeros(d_model, d_model), g.dX = zeros(T, d_model);
+    g.dX = zeros(T, d_model);
     const Mat X_t = transposed(X);
+    // Every head's projections in one product each: head i's Q_i = X W_i^Q is columns
+    // [i d_k, (i+1) d_k) of X W^Q, each entry the same sum in the same order (nn::matmul adds in the
+    // order of k, entry by entry), and W_i^Q^T is rows [i d_k, (i+1) d_k) of W^Q^T: the numbers of
+    // the head-by-head products, without packing and transposing each head's blocks (issue 34).
+    const Mat Q_all = matmul(X, p.W_Q, "X W^Q"), K_all = matmul(X, p.W_K, "X W^K"), V_all = matmul(X, p.W_V, "X W^V");
+    const Mat W_Q_t = transposed(p.W_Q), W_K_t = transposed(p.W_K), W_V_t = transposed(p.W_V);
+    Mat dQ_all = xt::empty<double>({T, d_model}), dK_all = xt::empty<double>({T, d_model}),
+        dV_all = xt::empty<double>({T, d_model});
     for (std::size_t i = 0; i < heads; ++i) {
         // 2. head i's attention backwards, from its own columns of dConcat
         const std::size_t first = i * d_k, last = first + d_k;
-        const Mat W_Qi = columns_of(p.W_Q, first, last), W_Ki = columns_of(p.W_K, first, last),
-                  W_Vi = columns_of(p.W_V, first, last);
-        const Mat Q = matmul(X, W_Qi, "X W_i^Q"), K = matmul(X, W_Ki, "X W_i^K"), V = matmul(X, W_Vi, "X W_i^V");
+        const Mat Q = columns_of(Q_all, first, last), K = columns_of(K_all, first, last),
+                  V = columns_of(V_all, first, last);
         const AttentionResult head{{}, slice_of(forward.weights, i), {}};
         const AttentionGrads a =
             scaled_dot_product_attention_backward(Q, K, V, head, columns_of(d_concat, first, last));
-        // 3. through the projections to their blocks of columns and to X
-        set_columns(g.params.W_Q, first, matmul(X_t, a.dQ, "X^T dQ_i"));
-        set_columns(g.params.W_K, first, matmul(X_t, a.dK, "X^T dK_i"));
-        set_columns(g.params.W_V, first, matmul(X_t, a.dV, "X^T dV_i"));
-        g.dX += matmul(a.dQ, transposed(W_Qi), "dQ_i W_i^Q^T");
-        g.dX += matmul(a.dK, transposed(W_Ki), "dK_i W_i^K^T");
-        g.dX += matmul(a.dV, transposed(W_Vi), "dV_i W_i^V^T");
+        // 3. through the projections to X, head after head (the order of the sums into dX)
+        set_columns(dQ_all, first, a.dQ), set_columns(dK_all, first, a.dK), set_columns(dV_all, first, a.dV);
+        g.dX += matmul(a.dQ, rows_of(W_Q_t, first, last), "dQ_i W_i^Q^T");
+        g.dX += matmul(a.dK, rows_of(W_K_t, first, last), "dK_i W_i^K^T");
+        g.dX += matmul(a.dV, rows_of(W_V_t, first, last), "dV_i W_i^V^T");
     }
+    // 4. and to the projections' blocks of columns, every head's at once: X^T dQ_i is columns
+    // [i d_k, (i+1) d_k) of X^T [dQ_1 .. dQ_h], entry by entry
+    g.params.W_Q = matmul(X_t, dQ_all, "X^T dQ");
+    g.params.W_K = matmul(X_t, dK_all, "X^T dK");
+    g.params.W_V = matmul(X_t, dV_all, "X^T dV");
     return g;
 }
 

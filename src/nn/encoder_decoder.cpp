@@ -26,27 +26,32 @@ CrossAttentionGrads cross_attention_backward(const Mat& Y, const Mat& H, const M
     // 1. O = Concat W^O
     g.params.W_O = matmul(transposed(forward.concat), dO, "Concat^T dO");
     const Mat d_concat = matmul(dO, transposed(p.W_O), "dO W_O^T");
-    g.params.W_Q = zeros(d_model, d_model), g.params.W_K = zeros(d_model, d_model);
-    g.params.W_V = zeros(d_model, d_model);
     g.dY = zeros(T_y, d_model), g.dH = zeros(T_x, d_model);
     const Mat Y_t = transposed(Y), H_t = transposed(H);
+    // every head's projections in one product each, as in multi_head_self_attention_backward
+    // (nn/backward_multi_head.cpp): the same numbers as head by head
+    const Mat Q_all = matmul(Y, p.W_Q, "Y W^Q"), K_all = matmul(H, p.W_K, "H W^K"), V_all = matmul(H, p.W_V, "H W^V");
+    const Mat W_Q_t = transposed(p.W_Q), W_K_t = transposed(p.W_K), W_V_t = transposed(p.W_V);
+    Mat dQ_all = xt::empty<double>({T_y, d_model}), dK_all = xt::empty<double>({T_x, d_model}),
+        dV_all = xt::empty<double>({T_x, d_model});
     for (std::size_t i = 0; i < heads; ++i) {
         // 2. head i: queries from Y, keys and values from H
         const std::size_t first = i * d_k, last = first + d_k;
-        const Mat W_Qi = columns_of(p.W_Q, first, last), W_Ki = columns_of(p.W_K, first, last),
-                  W_Vi = columns_of(p.W_V, first, last);
-        const Mat Q = matmul(Y, W_Qi, "Y W_i^Q"), K = matmul(H, W_Ki, "H W_i^K"), V = matmul(H, W_Vi, "H W_i^V");
+        const Mat Q = columns_of(Q_all, first, last), K = columns_of(K_all, first, last),
+                  V = columns_of(V_all, first, last);
         const AttentionResult head{{}, slice_of(forward.weights, i), {}};
         const AttentionGrads a =
             scaled_dot_product_attention_backward(Q, K, V, head, columns_of(d_concat, first, last));
-        // 3. the queries' gradient goes to Y, the keys' and values' to H
-        set_columns(g.params.W_Q, first, matmul(Y_t, a.dQ, "Y^T dQ_i"));
-        set_columns(g.params.W_K, first, matmul(H_t, a.dK, "H^T dK_i"));
-        set_columns(g.params.W_V, first, matmul(H_t, a.dV, "H^T dV_i"));
-        g.dY += matmul(a.dQ, transposed(W_Qi), "dQ_i W_i^Q^T");
-        g.dH += matmul(a.dK, transposed(W_Ki), "dK_i W_i^K^T");
-        g.dH += matmul(a.dV, transposed(W_Vi), "dV_i W_i^V^T");
+        // 3. the queries' gradient goes to Y, the keys' and values' to H, head after head
+        set_columns(dQ_all, first, a.dQ), set_columns(dK_all, first, a.dK), set_columns(dV_all, first, a.dV);
+        g.dY += matmul(a.dQ, rows_of(W_Q_t, first, last), "dQ_i W_i^Q^T");
+        g.dH += matmul(a.dK, rows_of(W_K_t, first, last), "dK_i W_i^K^T");
+        g.dH += matmul(a.dV, rows_of(W_V_t, first, last), "dV_i W_i^V^T");
     }
+    // 4. the projections' gradients, every head's columns at once
+    g.params.W_Q = matmul(Y_t, dQ_all, "Y^T dQ");
+    g.params.W_K = matmul(H_t, dK_all, "H^T dK");
+    g.params.W_V = matmul(H_t, dV_all, "H^T dV");
     return g;
 }
 

@@ -46,13 +46,20 @@ std::vector<std::size_t> descending_indices(std::size_t n) {
 
 Mat transposed(const Mat& M) {
     // a plain copy loop: xtensor's general strided assignment costs ten times more for the small
-    // matrices a training step transposes thousands of times
+    // matrices a training step transposes thousands of times; in tiles of 16 x 16, so that the
+    // column walk of one side stays in the cache (the untiled loop took a fifth of the
+    // Transformer's training step at d_model = 128, issue 34)
+    constexpr std::size_t tile = 16;
     const std::size_t rows = M.shape(0), cols = M.shape(1);
     Mat out = xt::empty<double>({cols, rows});
     const double* in = M.data();
     double* o = out.data();
-    for (std::size_t i = 0; i < rows; ++i)
-        for (std::size_t j = 0; j < cols; ++j) o[j * rows + i] = in[i * cols + j];
+    for (std::size_t i0 = 0; i0 < rows; i0 += tile)
+        for (std::size_t j0 = 0; j0 < cols; j0 += tile) {
+            const std::size_t i1 = std::min(rows, i0 + tile), j1 = std::min(cols, j0 + tile);
+            for (std::size_t i = i0; i < i1; ++i)
+                for (std::size_t j = j0; j < j1; ++j) o[j * rows + i] = in[i * cols + j];
+        }
     return out;
 }
 

@@ -4,7 +4,9 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 namespace attn::nn {
 
@@ -39,14 +41,38 @@ Vec row_max_abs_differences(const Mat& A, const Mat& B) {
     return xt::amax(xt::abs(A - B), {1});
 }
 
+// The parts are copied by plain loops over contiguous rows: xtensor's strided views cost several
+// times the copy for the small blocks a training step takes thousands of times (the heads' columns of
+// the Transformer's projections; issue 34). Copies only, so the numbers are those of the views.
+// Ranges are clamped as xt::range clamps them; a block written in must fit (ShapeError otherwise).
+
 Vec row_of(const Mat& M, std::size_t i) { return xt::row(M, signed_index(i)); }
 Vec column_of(const Mat& M, std::size_t j) { return xt::col(M, signed_index(j)); }
 Vec entries_of(const Vec& v, std::size_t first, std::size_t last) { return xt::view(v, xt::range(first, last)); }
-Mat rows_of(const Mat& M, std::size_t first, std::size_t last) { return xt::view(M, xt::range(first, last), xt::all()); }
-Mat columns_of(const Mat& M, std::size_t first, std::size_t last) {
-    return xt::view(M, xt::all(), xt::range(first, last));
+Mat rows_of(const Mat& M, std::size_t first, std::size_t last) {
+    const std::size_t cols = M.shape(1);
+    last = std::min(last, M.shape(0)), first = std::min(first, last);
+    Mat out = xt::empty<double>({last - first, cols});
+    std::copy(M.data() + first * cols, M.data() + last * cols, out.data());
+    return out;
 }
-Mat slice_of(const Tensor3& A, std::size_t k) { return xt::view(A, k, xt::all(), xt::all()); }
+Mat columns_of(const Mat& M, std::size_t first, std::size_t last) {
+    const std::size_t rows = M.shape(0), cols = M.shape(1);
+    last = std::min(last, cols), first = std::min(first, last);
+    const std::size_t width = last - first;
+    Mat out = xt::empty<double>({rows, width});
+    for (std::size_t r = 0; r < rows; ++r)
+        std::copy(M.data() + r * cols + first, M.data() + r * cols + last, out.data() + r * width);
+    return out;
+}
+Mat slice_of(const Tensor3& A, std::size_t k) {
+    if (k >= A.shape(0))
+        throw ShapeError("slice_of: slice " + std::to_string(k) + " of " + shape_string(shape_of(A)));
+    const std::size_t size = A.shape(1) * A.shape(2);
+    Mat out = xt::empty<double>({A.shape(1), A.shape(2)});
+    std::copy(A.data() + k * size, A.data() + (k + 1) * size, out.data());
+    return out;
+}
 
 void set_row(Mat& M, std::size_t i, const Vec& v) {
     expect_shape("set_row: the row", v, {M.shape(1)});
@@ -61,11 +87,19 @@ void set_entries(Vec& v, std::size_t first, const Vec& part) {
 }
 void set_rows(Mat& M, std::size_t first, const Mat& block) {
     expect_shape("set_rows: the block's width", Shape{block.shape(1)}, {M.shape(1)});
-    xt::view(M, xt::range(first, first + block.shape(0)), xt::all()) = block;
+    if (first + block.shape(0) > M.shape(0))
+        throw ShapeError("set_rows: " + std::to_string(block.shape(0)) + " rows from row " + std::to_string(first) +
+                         " do not fit in " + shape_string(shape_of(M)));
+    std::copy(block.data(), block.data() + block.size(), M.data() + first * M.shape(1));
 }
 void set_columns(Mat& M, std::size_t first, const Mat& block) {
     expect_shape("set_columns: the block's height", Shape{block.shape(0)}, {M.shape(0)});
-    xt::view(M, xt::all(), xt::range(first, first + block.shape(1))) = block;
+    const std::size_t rows = M.shape(0), cols = M.shape(1), width = block.shape(1);
+    if (first + width > cols)
+        throw ShapeError("set_columns: " + std::to_string(width) + " columns from column " + std::to_string(first) +
+                         " do not fit in " + shape_string(shape_of(M)));
+    for (std::size_t r = 0; r < rows; ++r)
+        std::copy(block.data() + r * width, block.data() + (r + 1) * width, M.data() + r * cols + first);
 }
 void set_slice(Array& A, std::size_t k, const Mat& M) { xt::view(A, k, xt::all(), xt::all()) = M; }
 void add_to_row(Mat& M, std::size_t i, const Vec& v) {

@@ -19,26 +19,45 @@
 // Run with meson compile -C build bench (see tests/bench/meson.build), or by hand; Google
 // Benchmark's flags work, e.g. --benchmark_repetitions=5. After Google Benchmark's table come a
 // ratio table (medians when repeated) and the memory tables.
+//
+// The floor's kernels (issue 34, openblas_kernels.hpp): before timing anything the program asks
+// OpenBLAS which kernels it runs; generic ones on a processor with AVX2 or AVX-512 and FMA make it
+// run itself again with the matching OPENBLAS_CORETYPE (saying so on stderr), and the kernels are
+// printed beside every floor. OPENBLAS_CORETYPE set by hand is kept, with a note that the floor is
+// not necessarily the best this processor can do. ATTN_BENCH_FAKE_GENERIC=1 starts with
+// OPENBLAS_CORETYPE=Prescott, as if OpenBLAS did not know the processor, to see that at work.
+// --openblas_decide=CORENAME prints the decision for another program's OpenBLAS as JSON
+// (compare_peers.py asks it for numpy's and torch's) and exits.
 #include "core/allocator.hpp"
 #include "core/rng.hpp"
 #include "nn/fast_attention.hpp"
 #include "nn/multi_head.hpp"
 #include "nn/self_attention.hpp"
+#include "openblas_kernels.hpp"
 
 #include <benchmark/benchmark.h>
+#include <dlfcn.h>
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
 #include <xtensor-blas/xblas.hpp>
 #include <xtensor/xview.hpp>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <functional>
+#include <iostream>
+#include <iterator>
 #include <map>
 #include <new>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -318,11 +337,97 @@ private:
     std::map<std::string, double> medians_;
 };
 
+// ---- The floor's kernels (openblas_kernels.hpp).
+
+// OpenBLAS's answer to `symbol` (openblas_get_corename, openblas_get_config), or "" when the BLAS
+// linked is not OpenBLAS. Looked up at run time, since the build may link another BLAS.
+std::string openblas_says(const char* symbol) {
+    void* found = dlsym(RTLD_DEFAULT, symbol);
+    if (!found) return "";
+    char* (*get)() = nullptr;
+    std::memcpy(&get, &found, sizeof get);
+    const char* text = get();
+    return text ? text : "";
+}
+
+std::set<std::string> this_cpu_flags() {
+    std::ifstream in("/proc/cpuinfo");
+    return bench::cpu_flags(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+}
+
+bench::CoretypeEnv coretype_env() {
+    return bench::coretype_origin(std::getenv("OPENBLAS_CORETYPE"), std::getenv("ATTN_BENCH_OPENBLAS"));
+}
+
+// What the ratio table prints beside the floors.
+struct FloorKernels {
+    std::string corename, config;
+    bench::KernelChoice choice;
+};
+
+// Runs the program again (execv of itself, same arguments) with OPENBLAS_CORETYPE = coretype and
+// the record beside it; returns only when that fails.
+void run_again(char** argv, const std::string& coretype, const std::string& record) {
+    setenv("OPENBLAS_CORETYPE", coretype.c_str(), 1);
+    setenv("ATTN_BENCH_OPENBLAS", record.c_str(), 1);
+    execv("/proc/self/exe", argv);
+    fmt::print(stderr, "attention_bench: could not run itself again ({}): going on with these kernels\n",
+               std::strerror(errno));
+}
+
+// Settles the kernels before any timing: may run the program again, and so not return.
+FloorKernels settle_kernels(char** argv) {
+    if (const char* fake = std::getenv("ATTN_BENCH_FAKE_GENERIC"); fake && std::string(fake) == "1") {
+        if (!std::getenv("OPENBLAS_CORETYPE")) {
+            fmt::print(stderr, "attention_bench: ATTN_BENCH_FAKE_GENERIC=1: first with OPENBLAS_CORETYPE=Prescott, "
+                               "as if OpenBLAS did not know this CPU\n");
+            run_again(argv, "Prescott", "fake");
+        } else if (!std::getenv("ATTN_BENCH_OPENBLAS")) {
+            fmt::print(stderr, "attention_bench: ATTN_BENCH_FAKE_GENERIC=1 does nothing: OPENBLAS_CORETYPE is set "
+                               "(unset it first)\n");
+        }
+    }
+    FloorKernels k{openblas_says("openblas_get_corename"), openblas_says("openblas_get_config"), {}};
+    if (k.corename.empty()) {
+        k.corename = "not OpenBLAS";
+        k.choice.note = "the BLAS linked is not OpenBLAS: its kernels cannot be asked for";
+        return k;
+    }
+    const bench::CoretypeEnv env = coretype_env();
+    k.choice = bench::choose_kernels(k.corename, this_cpu_flags(), env.origin, env.tried);
+    fmt::print(stderr, "attention_bench: {}\n", k.choice.note);
+    if (k.choice.rerun) {
+        run_again(argv, k.choice.coretype, bench::record_after(env.tried, k.choice.coretype));
+        k.choice.best = false;
+    }
+    return k;
+}
+
+// --openblas_decide=CORENAME: the decision for another program's OpenBLAS in this environment, as
+// JSON: {"generic", "rerun", "coretype", "record" (for ATTN_BENCH_OPENBLAS), "best", "note"}.
+int print_decision(const std::string& corename) {
+    const bench::CoretypeEnv env = coretype_env();
+    const bench::KernelChoice c = bench::choose_kernels(corename, this_cpu_flags(), env.origin, env.tried);
+    nlohmann::json j{{"corename", corename}, {"generic", c.generic}, {"rerun", c.rerun},
+                     {"coretype", c.coretype}, {"record", c.rerun ? bench::record_after(env.tried, c.coretype) : ""},
+                     {"best", c.best}, {"note", c.note}};
+    std::cout << j.dump() << "\n";
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    const std::string decide = "--openblas_decide=";
+    for (int i = 1; i < argc; ++i)
+        if (std::strncmp(argv[i], decide.c_str(), decide.size()) == 0) return print_decision(argv[i] + decide.size());
+    const FloorKernels kernels = settle_kernels(argv);
     // The same malloc tuning that attn runs with (src/cli/main.cpp), so the ops are timed as attn runs them.
     tune_allocator_for_tensors();
+    benchmark::AddCustomContext("openblas_corename", kernels.corename);
+    benchmark::AddCustomContext("openblas_config", kernels.config);
+    benchmark::AddCustomContext("openblas_floor", kernels.choice.best && !kernels.choice.generic ? "yes" : "no");
+    benchmark::AddCustomContext("openblas_note", kernels.choice.note);
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
 
@@ -372,16 +477,20 @@ int main(int argc, char** argv) {
     };
 
     // Times are Google Benchmark's medians (one run each unless --benchmark_repetitions); the
-    // floor of the causal cases is the full Q K^T and A V, as without the mask.
-    fmt::print("\n{:<44}{:>14}{:>10}{:>8}{:>8}\n", "case", "attention_ms", "gemm_ms", "ratio", "target");
+    // floor of the causal cases is the full Q K^T and A V, as without the mask. GEMMs on generic
+    // kernels are no floor: their ratios are printed, never judged.
+    const bool floor_judged = !kernels.choice.generic && kernels.choice.best;
+    fmt::print("\nfloor: {}\n  {}\n", kernels.config.empty() ? kernels.corename : kernels.config, kernels.choice.note);
+    fmt::print("{:<44}{:>14}{:>10}{:>12}{:>8}{:>8}\n", "case", "attention_ms", "gemm_ms", "openblas", "ratio", "target");
     for (const Case& c : cases) {
         const double op = reporter.median_ms(c.op), floor = reporter.median_ms(c.floor);
         const double ratio = op / floor;
         const std::string verdict = std::isnan(ratio)           ? "not run"
                                     : std::isnan(c.time_target) ? ""
-                                    : ratio <= c.time_target    ? "ok"
-                                                                : "OVER";
-        fmt::print("{:<44}{:>14.2f}{:>10.2f}{:>8.2f}{:>8}  {}\n", c.name, op, floor, ratio,
+                                    : kernels.choice.generic    ? "no floor (generic kernels)"
+                                    : ratio <= c.time_target    ? (floor_judged ? "ok" : "ok (kernels set by hand)")
+                                                                : (floor_judged ? "OVER" : "OVER (kernels set by hand)");
+        fmt::print("{:<44}{:>14.2f}{:>10.2f}{:>12}{:>8.2f}{:>8}  {}\n", c.name, op, floor, kernels.corename, ratio,
                    std::isnan(c.time_target) ? "-" : fmt::format("{:.2f}", c.time_target), verdict);
     }
 

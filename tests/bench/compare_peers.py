@@ -23,6 +23,18 @@ as fill --min-time seconds). It prints one table: the case, attn's median, each 
 peer / attn (above 1: attn is faster; the issue's target is >= 1.3 on every case) and, for the
 cases that have a GEMM floor in the benchmark, attn / GEMMs from the same medians.
 
+The floor's kernels (issue 34): it reads which kernels numpy's and torch's OpenBLAS run (ctypes on
+the libraries in /proc/self/maps), asks the benchmark program whether they are generic on this CPU
+(--openblas_decide, the rule of openblas_kernels.hpp) and if so runs itself again with the matching
+OPENBLAS_CORETYPE, as the benchmark program does for its own floor; both print the kernels beside
+every floor. ATTN_BENCH_FAKE_GENERIC=1 starts both with the generic Prescott kernels.
+
+Training (issue 34, --part training or all): tests/bench/training_bench times attn's training step
+for lesson 9's GRU with additive attention and lesson 12's Transformer, at the lessons' sizes and 4x
+their width, and prints the batches; the same models are trained here in PyTorch on those batches
+(float64, sentence by sentence, Adam, clipping; 1 and 2 threads). Target: attn >= 3 x PyTorch's
+tokens per second at the default sizes, >= 1 x at 4x the width.
+
 A benchmark, not a test: it reports and always exits 0 unless its own arguments are wrong or the
 benchmark program cannot be run. A peer that cannot be imported is reported as "not installed"
 (Debian's python3-torch and python3-numpy live in /usr/bin/python3, not in a pyenv or venv
@@ -63,6 +75,57 @@ def load():
     return "load average %.2f %.2f %.2f" % os.getloadavg()
 
 
+# ---- the floor's kernels (issue 34): generic OpenBLAS kernels are never a floor
+
+
+def loaded_openblas():
+    """[(corename, config, [paths])] of every OpenBLAS loaded in this process (numpy's, torch's)."""
+    import ctypes
+    paths = set()
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        for line in maps:
+            words = line.split()
+            if len(words) >= 6 and "blas" in os.path.basename(words[5]):
+                paths.add(words[5])
+    found = {}
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            lib.openblas_get_config.restype = ctypes.c_char_p
+            key = (lib.openblas_get_corename().decode(), lib.openblas_get_config().decode())
+        except (OSError, AttributeError):
+            continue  # not OpenBLAS
+        found.setdefault(key, []).append(path)
+    return [(core, config, found[(core, config)]) for core, config in sorted(found)]
+
+
+def settle_peer_kernels(program):
+    """The kernels numpy's and torch's OpenBLAS run, after running this script again with the
+    matching OPENBLAS_CORETYPE where they are generic (the benchmark program decides, by the same
+    rule as for its own floor: tests/bench/openblas_kernels.hpp). Returns [(corename, config,
+    paths, decision)]; may not return (os.execv)."""
+    for module in ("numpy", "torch"):
+        try:
+            __import__(module)
+        except ImportError:
+            pass
+    kernels = []
+    for core, config, paths in loaded_openblas():
+        proc = subprocess.run([program, "--openblas_decide=" + core], stdout=subprocess.PIPE, text=True, check=False)
+        if proc.returncode != 0:
+            sys.exit("%s --openblas_decide=%s exited with %d" % (program, core, proc.returncode))
+        decision = json.loads(proc.stdout)
+        print("compare_peers: numpy's and torch's OpenBLAS: %s" % decision["note"], file=sys.stderr)
+        if decision["rerun"]:
+            os.environ["OPENBLAS_CORETYPE"] = decision["coretype"]
+            os.environ["ATTN_BENCH_OPENBLAS"] = decision["record"]
+            sys.stderr.flush()
+            os.execv(sys.executable, [sys.executable] + sys.argv)
+        kernels.append((core, config, paths, decision))
+    return kernels
+
+
 # ---- attn: the benchmark program
 
 
@@ -77,6 +140,8 @@ def run_benchmark(program, repetitions):
         sys.exit("%s exited with %d:\n%s" % (program, proc.returncode, proc.stderr))
     # The JSON comes first; the program's own ratio and memory tables follow it on stdout.
     report, end = json.JSONDecoder().raw_decode(proc.stdout.lstrip())
+    context = report.get("context", {})
+    kernels = {k: context.get("openblas_" + k, "?") for k in ("corename", "config", "floor", "note")}
     medians = {}
     for b in report["benchmarks"]:
         if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
@@ -86,7 +151,7 @@ def run_benchmark(program, repetitions):
         medians.setdefault(name, []).append(ms)
     # one median per benchmark when repeated; the median of the runs otherwise
     medians = {k: statistics.median(v) for k, v in medians.items()}
-    return medians, proc.stdout.lstrip()[end:].strip()
+    return medians, proc.stdout.lstrip()[end:].strip(), kernels
 
 
 # ---- the peers: time a call, median of repetitions after a warm-up
@@ -200,6 +265,232 @@ def numpy_peers(repetitions, min_time):
     return results
 
 
+# ---- training (issue 34): lesson 9's GRU with attention and lesson 12's Transformer, tokens per second
+
+
+def run_training_bench(program, batches, repetitions):
+    cmd = [program, "--batches", str(batches), "--repetitions", str(repetitions)]
+    print("running:", " ".join(cmd), file=sys.stderr)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False)
+    if proc.returncode != 0:
+        sys.exit("%s exited with %d:\n%s" % (program, proc.returncode, proc.stderr))
+    return json.loads(proc.stdout)
+
+
+def torch_gru_model(torch, run):
+    """Lesson 9's GRU encoder-decoder with additive attention, the shapes of attn's nn::Seq2Seq
+    (embedding width = GRU width = the additive score's width = u), weights N(0, 1/fan_in) as
+    translation::drawn_model draws them (the values do not change the time), as README's
+    lesson9_torch.py computes it: sentence by sentence, Cho et al.'s GRU written out."""
+    u, V_src, V_tgt = run["width"], run["V_src"], run["V_tgt"]
+    w = {"E_src": torch.randn(V_src, u), "E_tgt": torch.randn(V_tgt, u)}
+    for gru, d_in in (("enc_fwd", u), ("enc_bwd", u), ("dec", 3 * u)):
+        for gate in "zrh":
+            w["%s.W_%s" % (gru, gate)] = torch.randn(u, d_in) / math.sqrt(d_in)
+            w["%s.U_%s" % (gru, gate)] = torch.randn(u, u) / math.sqrt(u)
+            w["%s.b_%s" % (gru, gate)] = torch.zeros(u)
+    w.update({"W_a": torch.randn(u, u) / math.sqrt(u), "U_a": torch.randn(u, 2 * u) / math.sqrt(2 * u),
+              "v_a": torch.randn(u) / math.sqrt(u), "W_o": torch.randn(V_tgt, u) / math.sqrt(u),
+              "b_o": torch.zeros(V_tgt)})
+    for t in w.values():
+        t.requires_grad_(True)
+
+    def gru(which, x, h):  # Cho et al. 2014: r scales h before U_h
+        def W(name):
+            return w[which + "." + name]
+        z = torch.sigmoid(W("W_z") @ x + W("U_z") @ h + W("b_z"))
+        r = torch.sigmoid(W("W_r") @ x + W("U_r") @ h + W("b_r"))
+        candidate = torch.tanh(W("W_h") @ x + W("U_h") @ (r * h) + W("b_h"))
+        return z * h + (1 - z) * candidate
+
+    def loss(src, tgt):
+        X = w["E_src"][src]
+        forward, backward = [torch.zeros(u)], [torch.zeros(u)]
+        for x in X:
+            forward.append(gru("enc_fwd", x, forward[-1]))
+        for x in reversed(X):
+            backward.append(gru("enc_bwd", x, backward[-1]))
+        H = torch.cat([torch.stack(forward[1:]), torch.stack(backward[:0:-1])], dim=1)
+        keys, s = H @ w["U_a"].T, backward[-1]
+        total = 0
+        for y_prev, y in zip([run["sos"]] + tgt, tgt + [run["eos"]]):
+            c = torch.softmax(torch.tanh(w["W_a"] @ s + keys) @ w["v_a"], dim=0) @ H
+            s = gru("dec", torch.cat([w["E_tgt"][y_prev], c]), s)
+            total = total - torch.log_softmax(w["W_o"] @ s + w["b_o"], dim=0)[y]
+        return total
+
+    return w, loss
+
+
+def torch_transformer_model(torch, run):
+    """Lesson 12's Transformer in the shapes of attn's nn::EncoderDecoder: pre-LN encoder and
+    decoder blocks (multi-head attention X W^Q .. split into heads by columns, causal in the
+    decoder's self-attention; cross-attention; ReLU network), final norms, sinusoidal positions,
+    embeddings times sqrt(d_model); weights drawn as lesson 12 draws them; sentence by sentence."""
+    d, d_ff, h, L = run["d_model"], run["d_ff"], run["heads"], run["layers"]
+    V_src, V_tgt = run["V_src"], run["V_tgt"]
+    F = torch.nn.functional
+    w = {"E_src": torch.randn(V_src, d) / math.sqrt(d), "E_tgt": torch.randn(V_tgt, d) / math.sqrt(d)}
+
+    def norm(name):
+        w[name + ".g"], w[name + ".b"] = torch.ones(d), torch.zeros(d)
+
+    def attention(name):
+        for m in "QKVO":
+            w["%s.W_%s" % (name, m)] = torch.randn(d, d) / math.sqrt(d)
+
+    def network(name):
+        w[name + ".W_1"], w[name + ".b_1"] = torch.randn(d_ff, d) / math.sqrt(d), torch.zeros(d_ff)
+        w[name + ".W_2"], w[name + ".b_2"] = torch.randn(d, d_ff) / math.sqrt(d_ff), torch.zeros(d)
+
+    for l in range(L):
+        norm("enc%d.n1" % l), attention("enc%d.self" % l), norm("enc%d.n2" % l), network("enc%d.ff" % l)
+    norm("enc")
+    for l in range(L):
+        norm("dec%d.n1" % l), attention("dec%d.self" % l), norm("dec%d.n2" % l), attention("dec%d.cross" % l)
+        norm("dec%d.n3" % l), network("dec%d.ff" % l)
+    norm("dec")
+    w["W_o"], w["b_o"] = torch.randn(V_tgt, d) / math.sqrt(d), torch.zeros(V_tgt)
+    for t in w.values():
+        t.requires_grad_(True)
+    positions = torch.arange(64, dtype=torch.float64).unsqueeze(1)
+    rates = torch.pow(10000.0, -torch.arange(0, d, 2, dtype=torch.float64) / d)
+    PE = torch.zeros(64, d)
+    PE[:, 0::2], PE[:, 1::2] = torch.sin(positions * rates), torch.cos(positions * rates)[:, : d // 2]
+
+    def ln(name, x):
+        return F.layer_norm(x, (d,), w[name + ".g"], w[name + ".b"], 1e-5)
+
+    def mha(name, Xq, Xkv, mask=None):
+        Tq, Tk, dk = Xq.shape[0], Xkv.shape[0], d // h
+        Q = (Xq @ w[name + ".W_Q"]).view(Tq, h, dk).transpose(0, 1)
+        K = (Xkv @ w[name + ".W_K"]).view(Tk, h, dk).transpose(0, 1)
+        V = (Xkv @ w[name + ".W_V"]).view(Tk, h, dk).transpose(0, 1)
+        S = Q @ K.transpose(1, 2) / math.sqrt(dk)
+        if mask is not None:
+            S = S + mask
+        return (torch.softmax(S, dim=-1) @ V).transpose(0, 1).reshape(Tq, d) @ w[name + ".W_O"]
+
+    def ffn(name, x):
+        return F.relu(x @ w[name + ".W_1"].T + w[name + ".b_1"]) @ w[name + ".W_2"].T + w[name + ".b_2"]
+
+    def loss(src, tgt):
+        dec_in, dec_out = [run["sos"]] + tgt, tgt + [run["eos"]]
+        x = w["E_src"][src] * math.sqrt(d) + PE[: len(src)]
+        for l in range(L):
+            a = ln("enc%d.n1" % l, x)
+            x = x + mha("enc%d.self" % l, a, a)
+            x = x + ffn("enc%d.ff" % l, ln("enc%d.n2" % l, x))
+        H = ln("enc", x)
+        T = len(dec_in)
+        causal = torch.full((T, T), -math.inf).triu(1)
+        y = w["E_tgt"][dec_in] * math.sqrt(d) + PE[:T]
+        for l in range(L):
+            a = ln("dec%d.n1" % l, y)
+            y = y + mha("dec%d.self" % l, a, a, causal)
+            y = y + mha("dec%d.cross" % l, ln("dec%d.n2" % l, y), H)
+            y = y + ffn("dec%d.ff" % l, ln("dec%d.n3" % l, y))
+        logits = ln("dec", y) @ w["W_o"].T + w["b_o"]
+        return -torch.log_softmax(logits, dim=1)[torch.arange(T), dec_out].sum()
+
+    return w, loss
+
+
+def torch_training(torch, run, batch, clip, threads, repetitions):
+    """Target tokens per second of PyTorch training `run`'s model on `run`'s batches (the median
+    pass of `repetitions` after one untimed), by the wall clock and per second of processor time (all
+    of the process's threads), after checking that the model has attn's parameter count."""
+    torch.set_num_threads(threads)
+    torch.manual_seed(9)
+    w, loss = (torch_gru_model if run["model"] == "gru-attention" else torch_transformer_model)(torch, run)
+    count = sum(t.numel() for t in w.values())
+    if count != run["parameters"]:
+        raise RuntimeError("the PyTorch %s has %d parameters, attn's %d" % (run["model"], count, run["parameters"]))
+    pairs = [(list(src), list(tgt)) for src, tgt in run["pairs"]]
+    if run["model"] == "gru-attention":
+        lr, beta1, beta2, eps = run["adam"]
+        adam = torch.optim.Adam(w.values(), lr=lr, betas=(beta1, beta2), eps=eps)
+
+        def rate(step):
+            return lr
+    else:  # lesson 12's: Vaswani et al.'s warm-up, beta2 0.98, eps 1e-9
+        adam = torch.optim.Adam(w.values(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+
+        def rate(step):
+            return run["d_model"] ** -0.5 * min(step ** -0.5, step * run["warmup"] ** -1.5)
+    step = 0
+    times, cpu = [], []
+    for r in range(repetitions + 1):
+        start, cpu_start = time.perf_counter(), time.process_time()
+        for first in range(0, len(pairs), batch):
+            step += 1
+            for group in adam.param_groups:
+                group["lr"] = rate(step)
+            part = pairs[first:first + batch]
+            adam.zero_grad()
+            batch_loss = sum(loss(src, tgt) for src, tgt in part)
+            (batch_loss / sum(len(tgt) + 1 for _, tgt in part)).backward()
+            norm = torch.sqrt(sum((p.grad ** 2).sum() for p in w.values()))
+            if norm > clip:
+                for p in w.values():
+                    p.grad *= clip / norm
+            adam.step()
+        if r > 0:
+            times.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - cpu_start)
+    tokens = run["tokens_per_pass"]
+    return tokens / statistics.median(times), tokens / statistics.median(cpu)
+
+
+def training_table(program, batches, repetitions):
+    """The rows of the training comparison: [(model, width, attn tokens/s, {threads: torch tokens/s})]."""
+    report = run_training_bench(program, batches, repetitions)
+    try:
+        import torch
+    except ImportError:
+        return report, "not installed (%s cannot import torch)" % sys.executable
+    torch.set_default_dtype(torch.float64)
+    rows = []
+    for run in report["runs"]:
+        peer = {}
+        for threads in (1, 2):
+            peer[threads] = torch_training(torch, run, report["batch"], report["clip"], threads, repetitions)
+        rows.append((run, peer))
+    torch.set_num_threads(2)
+    return report, rows
+
+
+TRAINING_TARGET = 3.0  # attn at least 3 x PyTorch's tokens per second at the default sizes, >= 1 at 4x
+
+
+def print_training(report, rows, load_before, load_after):
+    print("\nTraining, tokens per second (target words and <eos>; forward, backward, clipping and one Adam step "
+          "per batch of %d; the median of %d passes over the same %d pairs; float64)" %
+          (report["batch"], report["repetitions"], len(report["runs"][0]["pairs"]) if report["runs"] else 0))
+    print("load before: %s; after: %s" % (load_before, load_after))
+    if isinstance(rows, str):
+        print("torch: " + rows)
+        return
+    print("wall: tokens per second of wall-clock time (the target's measure; on a shared machine it counts "
+          "others' work); cpu: per second of processor time, every thread of the process\n")
+    header = "%-14s %-31s %5s %11s %11s %11s %7s %7s %7s  %s" % (
+        "model", "sizes", "clock", "attn", "torch 1thr", "torch 2thr", "x 1thr", "x 2thr", "target", "")
+    print(header)
+    print("-" * len(header))
+    for run, peer in rows:
+        if run["model"] == "gru-attention":
+            sizes = "u=%d" % run["width"]
+        else:
+            sizes = "d_model=%d d_ff=%d h=%d L=%d" % (run["d_model"], run["d_ff"], run["heads"], run["layers"])
+        sizes += " (4x)" if run["scale"] != 1 else ""
+        target = TRAINING_TARGET if run["scale"] == 1 else 1.0
+        for clock, k, attn in (("wall", 0, run["tokens_per_second"]), ("cpu", 1, run["tokens_per_cpu_second"])):
+            worst = min(attn / peer[1][k], attn / peer[2][k])
+            print("%-14s %-31s %5s %11.0f %11.0f %11.0f %7.2f %7.2f %7s  %s" % (
+                run["model"] if k == 0 else "", sizes if k == 0 else "", clock, attn, peer[1][k], peer[2][k],
+                attn / peer[1][k], attn / peer[2][k], ">= %.0f" % target, "met" if worst >= target else "MISSED"))
+
+
 # ---- the table
 
 
@@ -211,15 +502,42 @@ def main():
                         help="repetitions for the benchmark and the peers, medians taken (default: %(default)s)")
     parser.add_argument("--min-time", type=float, default=0.3,
                         help="seconds each peer repetition lasts at least (default: %(default)s)")
+    parser.add_argument("--training-program", default=None,
+                        help="attn's training benchmark (default: training_bench beside the program)")
+    parser.add_argument("--training-batches", type=int, default=4,
+                        help="batches of 16 pairs each training pass runs (default: %(default)s)")
+    parser.add_argument("--part", choices=("all", "attention", "training"), default="all",
+                        help="the attention table, the training table or both (default: %(default)s)")
     args = parser.parse_args()
-    if args.repetitions < 1 or args.min_time <= 0:
-        parser.error("--repetitions must be >= 1 and --min-time > 0")
+    if args.repetitions < 1 or args.min_time <= 0 or args.training_batches < 1:
+        parser.error("--repetitions and --training-batches must be >= 1 and --min-time > 0")
     if not os.access(args.program, os.X_OK):
         sys.exit("%s: no such program; build it with meson compile -C build attention_bench "
                  "(needs libbenchmark-dev, libopenblas-dev, xtensor-blas)" % args.program)
+    training_program = args.training_program or os.path.join(os.path.dirname(args.program), "training_bench")
+    if args.part != "attention" and not os.access(training_program, os.X_OK):
+        sys.exit("%s: no such program; build it with meson compile -C build training_bench" % training_program)
+
+    # ATTN_BENCH_FAKE_GENERIC=1: numpy and torch load OpenBLAS with its generic Prescott kernels, as
+    # on a processor it does not know; the decision below must then run this script again.
+    if os.environ.get("ATTN_BENCH_FAKE_GENERIC") == "1" and "OPENBLAS_CORETYPE" not in os.environ:
+        print("compare_peers: ATTN_BENCH_FAKE_GENERIC=1: first with OPENBLAS_CORETYPE=Prescott, as if OpenBLAS "
+              "did not know this CPU", file=sys.stderr)
+        os.environ["OPENBLAS_CORETYPE"] = "Prescott"
+        os.environ["ATTN_BENCH_OPENBLAS"] = "fake"
+    elif os.environ.get("ATTN_BENCH_FAKE_GENERIC") == "1" and "ATTN_BENCH_OPENBLAS" not in os.environ:
+        print("compare_peers: ATTN_BENCH_FAKE_GENERIC=1 does nothing: OPENBLAS_CORETYPE is set (unset it first)",
+              file=sys.stderr)
+    peer_kernels = settle_peer_kernels(args.program)
+
+    if args.part == "training":
+        load_before = load()
+        report, rows = training_table(training_program, args.training_batches, args.repetitions)
+        print_training(report, rows, load_before, load())
+        return 0
 
     load_before = load()
-    attn_ms, bench_tables = run_benchmark(args.program, args.repetitions)
+    attn_ms, bench_tables, kernels = run_benchmark(args.program, args.repetitions)
     load_between = load()
     peers = {}
     for name, timer in (("torch", torch_peers), ("numpy", numpy_peers)):
@@ -245,16 +563,22 @@ def main():
         pass
     print("python %s (%s), %s" % (platform.python_version(), sys.executable, platform.machine()))
     print("load before the benchmark: %s; between: %s; after the peers: %s" % (load_before, load_between, load_after))
+    print("attn's floor: %s: %s" % (kernels["config"], kernels["note"]))
+    for core, config, paths, decision in peer_kernels:
+        print("numpy's and torch's OpenBLAS (%s): %s: %s" % (", ".join(paths), config, decision["note"]))
+    floor = kernels["floor"] == "yes"
     print("times in ms (medians); peer/attn above 1 means attn is faster (target >= %.1f); "
-          "attn/GEMMs: the op over the same GEMMs in OpenBLAS (the benchmark's floor)\n" % TARGET)
+          "attn/GEMMs: the op over the same GEMMs in OpenBLAS (the benchmark's floor), with its kernels%s\n"
+          % (TARGET, "" if floor else "; NOT the best floor of this CPU (see above)"))
 
     header = "%-34s %10s  %-15s %10s %10s %8s  %s" % (
         "case", "attn_ms", "peer", "peer_ms", "peer/attn", "target", "attn/GEMMs")
     print(header)
     print("-" * len(header))
-    for label, op, floor, case in CASES:
+    for label, op, floor_op, case in CASES:
         a = attn_ms.get(op, math.nan)
-        gemm = "%.2f" % (a / attn_ms[floor]) if floor and floor in attn_ms else "-"
+        gemm = ("%.2f %s%s" % (a / attn_ms[floor_op], kernels["corename"], "" if floor else " (no floor)")
+                if floor_op and floor_op in attn_ms else "-")
         rows = []
         for name, got in peers.items():
             if isinstance(got, str):
@@ -276,6 +600,10 @@ def main():
                 if "note" in r:
                     print("note: %s %s" % (case, r["note"]))
     print("\nThe benchmark program's own tables (the same medians):\n" + bench_tables)
+    if args.part == "all":
+        load_before = load()
+        report, rows = training_table(training_program, args.training_batches, args.repetitions)
+        print_training(report, rows, load_before, load())
     return 0
 
 

@@ -1,0 +1,201 @@
+// attn's training step timed (issue 34): lesson 9's GRU encoder-decoder with additive attention and
+// lesson 12's Transformer, each trained on the same batches of lesson 12's corpus with the lessons'
+// own code (translation::train_batch: the gradient of the mean loss per target word, sentence by
+// sentence, clipped to global norm 5, then one Adam step; lesson 9's Adam for the GRU, lesson 12's
+// warmed-up Adam for the Transformer), at the lessons' default sizes and at 4x their width.
+//
+// Prints one JSON object: per model and width, the sizes, the vocabularies, the batches themselves
+// (word ids, so that tests/bench/compare_peers.py trains the same models in PyTorch on the same
+// batches) and the target tokens trained per second (words and <eos>, forward, backward and Adam),
+// the median of the repetitions, by the wall clock and by the processor time of the whole process
+// (every thread's; on a shared machine the wall clock counts other people's work too). A benchmark,
+// not a test.
+//
+//   training_bench [--batches N] [--repetitions N] [--model gru|transformer|all] [--scale 1|4|all]
+//
+// Times are wall time; attn's kernels split large products between two threads (nn::for_each_row),
+// which at these sizes they rarely are.
+#include "core/allocator.hpp"
+#include "registry.hpp"
+#include "transformer_race.hpp"
+#include "translation.hpp"
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace attn;
+using translation::Pair;
+
+struct Options {
+    std::size_t batches = 8, repetitions = 5;
+    std::string model = "all", scale = "all";
+};
+
+std::size_t positive(const std::string& flag, const std::string& value) {
+    std::size_t used = 0;
+    unsigned long n = 0;
+    try {
+        n = std::stoul(value, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != value.size() || n == 0 || n > 1000)
+        throw std::invalid_argument(flag + " takes a whole number from 1 to 1000, not '" + value + "'");
+    return n;
+}
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string flag = argv[i];
+        if (i + 1 >= argc) throw std::invalid_argument("unknown argument or missing value: " + flag);
+        const std::string value = argv[++i];
+        if (flag == "--batches")
+            o.batches = positive(flag, value);
+        else if (flag == "--repetitions")
+            o.repetitions = positive(flag, value);
+        else if (flag == "--model" && (value == "gru" || value == "transformer" || value == "all"))
+            o.model = value;
+        else if (flag == "--scale" && (value == "1" || value == "4" || value == "all"))
+            o.scale = value;
+        else
+            throw std::invalid_argument("unknown argument '" + flag + " " + value +
+                                        "' (--batches N, --repetitions N, --model gru|transformer|all, "
+                                        "--scale 1|4|all)");
+    }
+    return o;
+}
+
+void set(Config& c, const std::string& key, long long value) {
+    for (auto& [k, v] : c.values)
+        if (k == key) {
+            v = value;
+            return;
+        }
+    throw std::logic_error("lesson 12 has no parameter " + key);
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double cpu_seconds() {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+struct Timing {
+    double seconds, cpu_seconds, tokens;  // per pass: the medians of wall and processor time, target tokens
+};
+
+// Trains `model` over the batches `repetitions` times (the weights move on), timing each pass.
+template <class Model, class Settings>
+Timing timed_training(const Model& model, const std::vector<Pair>& pairs, const Options& o,
+                                         Settings settings) {
+    translation::Trainer<Model> t = translation::trainer(model);
+    std::vector<std::size_t> order(pairs.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::vector<double> seconds, cpu;
+    double tokens = 0.0;
+    for (std::size_t r = 0; r <= o.repetitions; ++r) {  // the first pass warms up, untimed
+        double words = 0.0;
+        const auto start = std::chrono::steady_clock::now();
+        const double cpu_start = cpu_seconds();
+        for (std::size_t first = 0; first < pairs.size(); first += translation::batch)
+            translation::train_batch(t, pairs, order, first, std::min(pairs.size(), first + translation::batch), words,
+                                     settings(static_cast<std::size_t>(t.steps) + 1));
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+        if (r > 0) seconds.push_back(took.count()), cpu.push_back(cpu_seconds() - cpu_start);
+        tokens = words;
+    }
+    return {median(seconds), median(cpu), tokens};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    try {
+        o = parse(argc, argv);
+    } catch (const std::invalid_argument& e) {
+        std::cerr << "training_bench: " << e.what() << "\n";
+        return 2;
+    }
+    tune_allocator_for_tensors();
+    const Lesson* lesson = find_lesson("transformer");
+    nlohmann::json out{{"program", "training_bench"},
+                       {"batch", translation::batch},
+                       {"clip", translation::clip_threshold},
+                       {"repetitions", o.repetitions},
+                       {"runs", nlohmann::json::array()}};
+    for (const long long scale : {1LL, 4LL}) {
+        if (o.scale != "all" && std::to_string(scale) != o.scale) continue;
+        // lesson 12's defaults (its corpus, lesson 9's width), every width times `scale`
+        Config c = lesson->defaults;
+        set(c, "width", c.get("width") * scale);
+        set(c, "d_model", c.get("d_model") * scale);
+        set(c, "d_ff", c.get("d_ff") * scale);
+        transformer::RaceStart r = transformer::race_start(c);
+        const std::size_t n = std::min(r.corpus.train.size(), o.batches * translation::batch);
+        const std::vector<Pair> pairs(r.corpus.train.begin(), r.corpus.train.begin() + static_cast<std::ptrdiff_t>(n));
+        nlohmann::json batches = nlohmann::json::array();
+        for (const Pair& p : pairs) batches.push_back({p.src, p.tgt});
+        const nlohmann::json common{{"scale", scale},
+                                    {"V_src", r.corpus.source.words.size()},
+                                    {"V_tgt", r.corpus.target.words.size()},
+                                    {"sos", translation::sos},
+                                    {"eos", translation::eos},
+                                    {"pairs", batches}};
+        if (o.model != "transformer") {
+            const Timing t = timed_training(r.start.with, pairs, o, [](std::size_t) { return translation::adam; });
+            nlohmann::json run = common;
+            run.update({{"model", "gru-attention"},
+                        {"width", c.get("width")},
+                        {"adam", {translation::adam.learning_rate, translation::adam.beta1, translation::adam.beta2,
+                                  translation::adam.epsilon}},
+                        {"parameters", translation::parameter_count(r.start.with)},
+                        {"seconds_per_pass", t.seconds},
+                        {"cpu_seconds_per_pass", t.cpu_seconds},
+                        {"tokens_per_pass", t.tokens},
+                        {"tokens_per_second", t.tokens / t.seconds},
+                        {"tokens_per_cpu_second", t.tokens / t.cpu_seconds}});
+            out["runs"].push_back(run);
+        }
+        if (o.model != "gru") {
+            const Timing t = timed_training(r.start.transformer, pairs, o, [&](std::size_t step) {
+                return transformer::transformer_adam(step, c);
+            });
+            nlohmann::json run = common;
+            run.update({{"model", "transformer"},
+                        {"d_model", c.get("d_model")},
+                        {"d_ff", c.get("d_ff")},
+                        {"heads", c.get("heads")},
+                        {"layers", c.get("layers")},
+                        {"warmup", c.get("warmup")},
+                        {"parameters", translation::parameter_count(r.start.transformer)},
+                        {"seconds_per_pass", t.seconds},
+                        {"cpu_seconds_per_pass", t.cpu_seconds},
+                        {"tokens_per_pass", t.tokens},
+                        {"tokens_per_second", t.tokens / t.seconds},
+                        {"tokens_per_cpu_second", t.tokens / t.cpu_seconds}});
+            out["runs"].push_back(run);
+        }
+    }
+    std::cout << out.dump() << "\n";
+    return 0;
+}
