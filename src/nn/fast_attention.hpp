@@ -1,8 +1,9 @@
-// Attention for speed, output only: softmax(Q K^T / sqrt(d_k) (+ causal mask)) V without the
-// T_q x T_k scores or weights, in blocks of queries against blocks of keys with a running maximum
-// and sum per query (the bookkeeping of nn::tiled_attention), the tiles multiplied by the
-// register-blocked product kernel (nn::matmul_packed) and the query blocks shared between two
-// threads; and its backward pass from the output and each row's log-sum-exp. For the benchmark (tests/bench) and lesson 7's timings. Its numbers differ from
+// Attention for speed: softmax(Q K^T / sqrt(d_k) (+ causal mask)) V without the T_q x T_k scores
+// or weights, in blocks of queries against blocks of keys with a running maximum and sum per query
+// (the bookkeeping of nn::tiled_attention), the tiles multiplied by the register-blocked product
+// kernel (nn::matmul_packed) and the query blocks shared between two threads; and its backward pass
+// from the output and each row's log-sum-exp. For the benchmark (tests/bench) and lesson 7's
+// timings. Its numbers differ from
 // nn::scaled_dot_product_attention's in the last bits (1/sqrt(d_k) is applied to Q, the tiles' sums
 // are added in another order; tests/test_online_softmax.cpp compares the two, within 1e-12).
 // `arithmetic` (nn/kernels.hpp) says whether they must also be the same on every processor:
