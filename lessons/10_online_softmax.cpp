@@ -57,27 +57,32 @@ std::string limits(const Config& c) {
     if (auto why = power_of_two(c, param::T_max, "the memory step doubles T from 64 up to it"); !why.empty())
         return why;
     const double T = as_double(c.size(param::T_max)), width = as_double(c.size(param::d_k) + c.size(param::d_v));
-    // the dense backward at T_max (step [backward-memory]) holds the forward's scores and weights, dP,
-    // dS, and for a while dS / sqrt(d_k), its transpose and P's (T^2 each); the gradients besides
-    if (auto why = memory_limit(7.0 * T * T + 6.0 * T * width,
-                                fmt::format("the {0} x {0} matrices of the dense backward at T_max={0}",
+    // the plain form at T_max holds its scores and weights (T^2 each) and both forms' outputs (the
+    // dense backward of step [backward-memory] runs only up to backward_run_cap, 7 T^2 doubles there)
+    if (auto why = memory_limit(2.0 * T * T + 4.0 * T * width,
+                                fmt::format("the {0} x {0} scores and weights of the plain form at T_max={0}",
                                             c.size(param::T_max)));
         !why.empty())
         return why;
     return "";
 }
 
-// Both forms at every doubling up to T_max: about 4/3 of the work at T_max, twice (plain and tiled),
-// in the forward's memory step; in the backward's, each form's forward again and its backward, about
-// 2 (d_k + d_v) multiply-adds per pair for the dense one and 3 d_k + 2 d_v for the tiled one: about
-// 4 times the forward step's work in all: 5 times the forward step's estimate, 35 s at the largest
-// setting (T_max = 4096, d_k = d_v = 64), whose backward step alone took 14 s of CPU (44 s of wall
-// time at a load of 7.3).
+// The longest sequence step [backward-memory] runs (longer ones are computed): the dense backward
+// holds 7 T^2 doubles for a while and both backward passes, each after its forward, do about 4 times
+// the forward step's work per length (2 (d_k + d_v) multiply-adds per pair for the dense one,
+// 3 d_k + 2 d_v for the tiled one), which at T_max = 4096 took 14 s of CPU (d_k = d_v = 64) and made
+// the properties test's draws of this lesson several times as long.
+constexpr std::size_t backward_run_cap = 1024;
+
+// Both forms at every doubling up to T_max: about 4/3 of the work at T_max, twice (plain and tiled);
+// then the backward step's 4 times that up to min(T_max, backward_run_cap).
 TimeEstimate time_estimate(const Config& c) {
     const double T = as_double(c.size(param::T_max)), width = as_double(c.size(param::d_k) + c.size(param::d_v));
-    return {5.0 * (4.0 / 3.0) * T * T * (width + 4.0) * seconds_per_madd, "the memory steps",
-            fmt::format("T_max^2 (d_k + d_v + 4) = {:.3g} multiply-adds and exponentials, five times",
-                        T * T * (width + 4.0)),
+    const double T_b = std::min(T, as_double(backward_run_cap));
+    return {(2.0 * T * T + 8.0 * T_b * T_b) * (4.0 / 3.0) * (width + 4.0) * seconds_per_madd, "the memory steps",
+            fmt::format("(T_max^2 + 4 min(T_max, {})^2) (d_k + d_v + 4) = {:.3g} multiply-adds and exponentials, "
+                        "twice",
+                        backward_run_cap, (T * T + 4.0 * T_b * T_b) * (width + 4.0)),
             {{&param::T_max, 2.0}, {&param::d_k, 1.0}, {&param::d_v, 1.0}}};
 }
 
@@ -671,11 +676,12 @@ void record_backward_causal(Trace& trace, const Inputs& in, const Mat& dO, std::
                 max_abs_difference(nn::row_of(g.dV, T - 1), nn::row_of(last_value_gradient, 0)), attention_tolerance);
 }
 
-// Step [backward-memory]: what each backward holds, run up to T_max and computed beyond.
+// Step [backward-memory]: what each backward holds, run up to min(T_max, backward_run_cap) and computed beyond.
 void record_backward_memory(Trace& trace, Rng& rng, std::size_t T_max, std::size_t d_k, std::size_t d_v,
                             std::size_t B_r, std::size_t B_c) {
-    const Inputs all{rng.normal_mat(T_max, d_k), rng.normal_mat(T_max, d_k), rng.normal_mat(T_max, d_v)};
-    const Mat dO = rng.normal_mat(T_max, d_v);
+    const std::size_t T_run = std::min(T_max, backward_run_cap);
+    const Inputs all{rng.normal_mat(T_run, d_k), rng.normal_mat(T_run, d_k), rng.normal_mat(T_run, d_v)};
+    const Mat dO = rng.normal_mat(T_run, d_v);
     Mat table = nn::zeros(std::size_t{15}, 3);
     std::vector<std::string> labels;
     double dense_error = 0.0, tiled_error = 0.0, gradients = 0.0;
@@ -684,7 +690,7 @@ void record_backward_memory(Trace& trace, Rng& rng, std::size_t T_max, std::size
         const double dense_formula = 8.0 * (4.0 * t * t + t * as_double(2 * d_k + 2 * d_v));
         const double tiled_formula = 8.0 * (t * as_double(2 * d_k + 2 * d_v + 2) + 2.0 * tile);
         double dense_bytes = dense_formula, tiled_bytes = tiled_formula;
-        if (T <= T_max) {
+        if (T <= T_run) {
             trace.progress(fmt::format("backward memory: T = {}", T));
             const Inputs in{nn::rows_of(all.Q, 0, T), nn::rows_of(all.K, 0, T), nn::rows_of(all.V, 0, T)};
             const Mat dO_T = nn::rows_of(dO, 0, T);
@@ -702,7 +708,7 @@ void record_backward_memory(Trace& trace, Rng& rng, std::size_t T_max, std::size
         table(k, 0) = dense_bytes / mebibyte;
         table(k, 1) = tiled_bytes / mebibyte;
         table(k, 2) = dense_bytes / tiled_bytes;
-        labels.push_back(fmt::format(T <= T_max ? "T={}" : "T={} *", T));
+        labels.push_back(fmt::format(T <= T_run ? "T={}" : "T={} *", T));
     }
     trace.step("backward-memory", "The backward's memory: T^2 against T d",
                fmt::format("dense: 8 (4 T^2 + 2 T (d_k + d_v)) bytes;   tiled: 8 (2 T (d_k + d_v + 1) + 2 B_r B_c) "
@@ -713,18 +719,18 @@ void record_backward_memory(Trace& trace, Rng& rng, std::size_t T_max, std::size
                    "Lesson 8's backward keeps the forward's T x T scores S and weights P and makes dP and dS, "
                    "T x T each, besides the output and the three gradients. The tiled backward keeps of the "
                    "forward only O (T x d_v) and L (T), makes D (T) and the gradients dQ, dK (T x d_k each) "
-                   "and dV (T x d_v), and holds one tile of P and one of dS at a time. Rows up to T_max = {} "
-                   "ran both and counted what each holds; the rows marked * are the formulas. At a million "
+                   "and dV (T x d_v), and holds one tile of P and one of dS at a time. Rows up to T = {} (T_max, at "
+                   "most {}) ran both and counted what each holds; the rows marked * are the formulas. At a million "
                    "tokens the dense backward would hold 32 TiB; the tiled one, at d = 64, about 2 GiB. Its "
                    "price is time: every tile's scores and exponentials are computed a second time (the "
                    "forward's), which on a GPU is cheaper than reading P back from slow memory (Dao et al. "
                    "2022, section 3.1).",
-                   T_max));
+                   T_run, backward_run_cap));
     trace.tensor("memory", "MiB held by each backward; * computed, not run", table, labels,
                  std::vector<std::string>{"dense MiB", "tiled MiB", "dense / tiled"}, View::plot);
     trace.check("where run, the dense backward holds 8 (4 T^2 + 2 T (d_k + d_v)) bytes", dense_error, 0.0);
     trace.check("where run, the tiled backward holds 8 (2 T (d_k + d_v + 1) + 2 B_r B_c) bytes", tiled_error, 0.0);
-    trace.check(fmt::format("where run, the two give the same gradients (T = 64 .. {})", T_max), gradients,
+    trace.check(fmt::format("where run, the two give the same gradients (T = 64 .. {})", T_run), gradients,
                 attention_tolerance);
 }
 
