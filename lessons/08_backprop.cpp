@@ -215,15 +215,6 @@ Mat jacobian_times_rows(const Mat& P, const Mat& dP) {
     return dS;
 }
 
-// D_i = sum_j P_ij dP_ij, and the same from the outputs, dO_i . o_i: column 0 and column 1.
-Mat row_averages_two_ways(const Mat& P, const Mat& dP, const Mat& O, const Mat& dO) {
-    Mat out = nn::zeros(P.shape(0), 2);
-    for (std::size_t i = 0; i < P.shape(0); ++i) {
-        for (std::size_t j = 0; j < P.shape(1); ++j) out(i, 0) += P(i, j) * dP(i, j);
-        for (std::size_t c = 0; c < O.shape(1); ++c) out(i, 1) += dO(i, c) * O(i, c);
-    }
-    return out;
-}
 
 // ---------------------------------------------------------------- step [additive-backward]
 

@@ -2,13 +2,15 @@
 // running maximum and a rescaled running sum (Milakov & Gimelshein 2018); then attention computed
 // block by block with the same bookkeeping per query, never holding the T x T weights (Dao et al.
 // 2022, FlashAttention, algorithm 1; Rabe & Staats 2021); what that saves in memory, and what the
-// causal flag saves in exponentials.
+// causal flag saves in exponentials; then the backward pass tile by tile from the output and each
+// row's log-sum-exp alone (Dao et al. 2022, algorithm 4; Dao 2023), against lesson 8's dense one.
 // T = tokens (queries = keys), d_k = query/key width, d_v = value width, B_r x B_c = queries x keys
 // of one tile, T_max = the longest sequence the memory step runs.
 #include "registry.hpp"
 #include "support.hpp"
 
 #include "core/portable_math.hpp"
+#include "nn/backward.hpp"
 #include "core/rng.hpp"
 #include "nn/online_softmax.hpp"
 #include "nn/reductions.hpp"
@@ -55,7 +57,8 @@ std::string limits(const Config& c) {
     if (auto why = power_of_two(c, param::T_max, "the memory step doubles T from 64 up to it"); !why.empty())
         return why;
     const double T = as_double(c.size(param::T_max)), width = as_double(c.size(param::d_k) + c.size(param::d_v));
-    // the plain form at T_max holds its scores and weights (T^2 each) and both forms' outputs
+    // the plain form at T_max holds its scores and weights (T^2 each) and both forms' outputs (the
+    // dense backward of step [backward-memory] runs only up to backward_run_cap, 7 T^2 doubles there)
     if (auto why = memory_limit(2.0 * T * T + 4.0 * T * width,
                                 fmt::format("the {0} x {0} scores and weights of the plain form at T_max={0}",
                                             c.size(param::T_max)));
@@ -64,12 +67,22 @@ std::string limits(const Config& c) {
     return "";
 }
 
-// Both forms at every doubling up to T_max: about 4/3 of the work at T_max, twice (plain and tiled).
+// The longest sequence step [backward-memory] runs (longer ones are computed): the dense backward
+// holds 7 T^2 doubles for a while and both backward passes, each after its forward, do about 4 times
+// the forward step's work per length (2 (d_k + d_v) multiply-adds per pair for the dense one,
+// 3 d_k + 2 d_v for the tiled one), which at T_max = 4096 took 14 s of CPU (d_k = d_v = 64) and made
+// the properties test's draws of this lesson several times as long.
+constexpr std::size_t backward_run_cap = 1024;
+
+// Both forms at every doubling up to T_max: about 4/3 of the work at T_max, twice (plain and tiled);
+// then the backward step's 4 times that up to min(T_max, backward_run_cap).
 TimeEstimate time_estimate(const Config& c) {
     const double T = as_double(c.size(param::T_max)), width = as_double(c.size(param::d_k) + c.size(param::d_v));
-    return {2.0 * (4.0 / 3.0) * T * T * (width + 4.0) * seconds_per_madd, "the memory step",
-            fmt::format("T_max^2 (d_k + d_v + 4) = {:.3g} multiply-adds and exponentials, twice",
-                        T * T * (width + 4.0)),
+    const double T_b = std::min(T, as_double(backward_run_cap));
+    return {(2.0 * T * T + 8.0 * T_b * T_b) * (4.0 / 3.0) * (width + 4.0) * seconds_per_madd, "the memory steps",
+            fmt::format("(T_max^2 + 4 min(T_max, {})^2) (d_k + d_v + 4) = {:.3g} multiply-adds and exponentials, "
+                        "twice",
+                        backward_run_cap, (T * T + 4.0 * T_b * T_b) * (width + 4.0)),
             {{&param::T_max, 2.0}, {&param::d_k, 1.0}, {&param::d_v, 1.0}}};
 }
 
@@ -476,6 +489,253 @@ void record_memory(Trace& trace, Rng& rng, std::size_t T_max, std::size_t d_k, s
     trace.check("where run, the tiled form evaluates T^2 exponentials", exps_error, 0.0);
 }
 
+// ---------------------------------------------------------------- the backward pass, tile by tile
+
+// The dense backward of lesson 8 (nn::scaled_dot_product_attention_backward) with its forward.
+struct Dense {
+    nn::AttentionResult forward;
+    nn::AttentionGrads grads;
+};
+
+Dense dense_backward(const Inputs& in, const Mat& dO, bool causal) {
+    Dense d;
+    plain_attention(in.Q, in.K, in.V, causal, d.forward);
+    d.grads = nn::scaled_dot_product_attention_backward(in.Q, in.K, in.V, d.forward, dO);
+    return d;
+}
+
+// The forward tile by tile and what it saves for the backward: O and L.
+struct Saved {
+    Mat O;
+    Vec L;
+};
+
+Saved tiled_forward(const Inputs& in, std::size_t B_r, std::size_t B_c, bool causal) {
+    const nn::TiledAttention t = nn::tiled_attention(in.Q, in.K, in.V, B_r, B_c, causal);
+    return {t.output, nn::row_log_sum_exp(t.row_max, t.row_sum)};
+}
+
+nn::TiledAttentionGrads tiled_backward(const Inputs& in, const Mat& dO, std::size_t B_r, std::size_t B_c,
+                                       bool causal) {
+    const Saved saved = tiled_forward(in, B_r, B_c, causal);
+    return nn::tiled_attention_backward(in.Q, in.K, in.V, saved.O, saved.L, dO, B_r, B_c, causal);
+}
+
+// Largest difference of dQ, dK and dV from the dense ones.
+double gradient_error(const nn::TiledAttentionGrads& t, const nn::AttentionGrads& d) {
+    return std::max({max_abs_difference(t.dQ, d.dQ), max_abs_difference(t.dK, d.dK), max_abs_difference(t.dV, d.dV)});
+}
+
+// e^{s_ij - c_i} for every entry: the weights recomputed from a per-row constant c (L, or the mistake m).
+Mat exp_minus_rows(const Mat& S, const Vec& c) {
+    Mat out = xt::empty<double>({S.shape(0), S.shape(1)});
+    for (std::size_t i = 0; i < S.shape(0); ++i)
+        for (std::size_t j = 0; j < S.shape(1); ++j) out(i, j) = portable::exp(S(i, j) - c(i));
+    return out;
+}
+
+// Largest |P_ij D_i|: what dS loses when D is forgotten.
+double row_term_size(const Mat& P, const Vec& D) {
+    double worst = 0.0;
+    for (std::size_t i = 0; i < P.shape(0); ++i)
+        for (std::size_t j = 0; j < P.shape(1); ++j) worst = std::max(worst, std::abs(P(i, j) * D(i)));
+    return worst;
+}
+
+// A slip's claim: that it shows (> 1e-3), or, where the inputs hide it (T = 1, say), that it would go unseen.
+void check_slip_shows(Trace& trace, const std::string& slip, double miss) {
+    if (miss > visible_change)
+        trace.check(fmt::format("the slip, {}, misses by {:.3g} > 1e-3", slip, miss),
+                    0.0, 0.0);
+    else
+        trace.check(fmt::format("the slip, {}, would go unseen here: it misses by at most 1e-3", slip), miss,
+                    visible_change);
+}
+
+// Step [backward-saved]: what the backward keeps of the forward (O and L) and what it makes from them (P, D).
+void record_backward_saved(Trace& trace, const Inputs& in, const Mat& dO, std::size_t B_r, std::size_t B_c) {
+    const std::size_t T = in.Q.shape(0);
+    const nn::TiledAttention t = nn::tiled_attention(in.Q, in.K, in.V, B_r, B_c, false);
+    const Vec L = nn::row_log_sum_exp(t.row_max, t.row_sum), D = nn::output_gradient_dots(dO, t.output);
+    const Dense dense = dense_backward(in, dO, false);
+    const Mat P = exp_minus_rows(dense.forward.scores, L), P_from_m = exp_minus_rows(dense.forward.scores, t.row_max);
+    const Mat D_two_ways = row_averages_two_ways(dense.forward.weights, dense.grads.dP, t.output, dO);
+    trace.step("backward-saved", "What the backward pass keeps: O and L",
+               "L_i = m_i + log l_i,  P_ij = e^{s_ij - L_i},  D_i = sum_j P_ij dP_ij = dO_i . o_i",
+               "Lesson 8's backward reads the T x T weights P that the forward kept. The tiled forward threw "
+               "every tile away, so the backward pass of FlashAttention (Dao et al. 2022, algorithm 4; Dao "
+               "2023) recomputes them, tile by tile, from the scores and one number per row saved by the "
+               "forward: the log of the row's normaliser, L_i = m_i + log l_i. Then e^{s_ij - L_i} = "
+               "e^{s_ij - m_i} / l_i is the weight itself, already divided: one subtraction and one "
+               "exponential per entry, no running maximum, no division. Saving m_i alone is the slip to "
+               "avoid: e^{s_ij - m_i} sums to l_i along the row, not to 1. The softmax's backward also needs "
+               "the row term D_i = sum_j P_ij dP_ij, a sum over the whole row that no single tile sees. "
+               "Lesson 8 (step [softmax-backward]) showed it equals dO_i . o_i, because o_i = sum_j P_ij v_j: "
+               "one dot product per row from the saved output (nn::output_gradient_dots), computed once "
+               "before the tiles. dO is the gradient arriving at the output, drawn at random here (the loss "
+               "sum_ij dO_ij O_ij).");
+    trace.tensor("dO", "dL/dO, T x d_v", dO, numbered("o_", 1, T));
+    trace.tensor("L", "L_i = m_i + log l_i, from the tiled forward", L, numbered("q_", 1, T));
+    trace.tensor("P_recomputed", "e^{s_ij - L_i}", P, numbered("q_", 1, T), numbered("k_", 1, T), View::heatmap)
+        .axes("query", "key");
+    trace.tensor("D", "D_i = sum_j P_ij dP_ij (column 1) = dO_i . o_i (column 2)", D_two_ways, numbered("q_", 1, T),
+                 std::vector<std::string>{"P . dP", "dO . O"});
+    // L_i rounds to within an ulp of its size, and e^{s - L} carries that error: a few 1e-16 for scores of
+    // a few units, more for large ones (the properties test came to 0.78e-15); a slip is off by O(1)
+    trace.check("e^{s_ij - L_i} equals the plain form's weights", max_abs_difference(P, dense.forward.weights),
+                attention_tolerance);
+    trace.check("D_i = dO_i . o_i equals sum_j P_ij dP_ij (lesson 8's identity)",
+                max_abs_difference(nn::column_of(D_two_ways, 0), D), attention_tolerance);
+    check_slip_shows(trace, "e^{s_ij - m_i} for the weights (its rows sum to l_i)",
+                     nn::max_of(nn::row_sums(P_from_m)) - 1.0);
+    check_slip_shows(trace, "D forgotten (dS_ij loses P_ij D_i)", row_term_size(P, D));
+}
+
+// The tile shapes of step [backward-tiles]: those of step [block-sizes].
+std::vector<std::pair<std::size_t, std::size_t>> tile_shapes(std::size_t T, std::size_t B_r, std::size_t B_c) {
+    return {{1, 1}, {2, 5}, {B_r, B_c}, {T, 1}, {1, T}, {T, T}, {T + 3, 2 * T}};
+}
+
+// Step [backward-tiles]: the gradients tile by tile against lesson 8's, every tile shape, with and without the mask.
+void record_backward_tiles(Trace& trace, const Inputs& in, const Mat& dO, std::size_t B_r, std::size_t B_c) {
+    const std::size_t T = in.Q.shape(0);
+    const nn::TiledAttentionGrads g = tiled_backward(in, dO, B_r, B_c, false);
+    const Dense dense = dense_backward(in, dO, false), dense_causal = dense_backward(in, dO, true);
+    const auto shapes = tile_shapes(T, B_r, B_c);
+    Mat table = nn::zeros(shapes.size(), 4);
+    std::vector<std::string> labels;
+    double worst = 0.0, worst_causal = 0.0;
+    for (std::size_t k = 0; k < shapes.size(); ++k) {
+        const auto [r, c] = shapes[k];
+        const nn::TiledAttentionGrads full = tiled_backward(in, dO, r, c, false);
+        const nn::TiledAttentionGrads causal = tiled_backward(in, dO, r, c, true);
+        table(k, 0) = as_double(full.tiles);
+        table(k, 1) = gradient_error(full, dense.grads);
+        table(k, 2) = as_double(causal.tiles);
+        table(k, 3) = gradient_error(causal, dense_causal.grads);
+        worst = std::max(worst, table(k, 1));
+        worst_causal = std::max(worst_causal, table(k, 3));
+        labels.push_back(fmt::format("{} x {}", r, c));
+    }
+    trace.step("backward-tiles", "The gradients, one tile at a time",
+               "per tile:  P = e^{S - L},  dV_j += sum_i P_ij dO_i,  dS = P * (dO V^T - D),  "
+               "dQ_i += sum_j dS_ij k_j / sqrt(d_k),  dK_j += sum_i dS_ij q_i / sqrt(d_k)",
+               fmt::format(
+                   "Each tile of B_r queries and B_c keys holds every number its share of the gradients needs: "
+                   "its scores give P through the saved L, dO_i and v_j give dP_ij, D_i is known, so dS_ij = "
+                   "P_ij (dP_ij - D_i) follows, and with it the tile's parts of three sums: dV_j and dK_j sum "
+                   "over the queries i, dQ_i over the keys j. Algorithm 4 of Dao et al. (2022) runs the key "
+                   "blocks in the outer loop, so that a block's dK_j and dV_j stay in fast memory while every "
+                   "query block passes, and adds each tile's dQ_i into slow memory (FlashAttention-2 splits "
+                   "this into two passes to avoid the writes, Dao 2023). Nothing here is T x T: one tile of P "
+                   "and one of dS at a time (nn::flash_backward_tile, the exercise flash-backward-tile). The "
+                   "result is lesson 8's gradients up to rounding, for B_r x B_c = {} x {} as shown and for "
+                   "every tile shape of step [block-sizes], those that divide T = {} and those that do not, "
+                   "with the causal flag and without (its columns count the tiles computed; step "
+                   "[backward-causal] shows the skipped ones). d_v = {} and d_k = {}: a 1/sqrt(d_v) for "
+                   "1/sqrt(d_k) would show when they differ.",
+                   B_r, B_c, T, in.V.shape(1), in.Q.shape(1)));
+    trace.tensor("dQ", "tile by tile, T x d_k", g.dQ, numbered("q_", 1, T));
+    trace.tensor("dK", "tile by tile, T x d_k", g.dK, numbered("k_", 1, T));
+    trace.tensor("dV", "tile by tile, T x d_v", g.dV, numbered("v_", 1, T));
+    trace.tensor("by_tile_shape", "max err = largest |tiled - dense| over dQ, dK, dV", table, labels,
+                 std::vector<std::string>{"tiles", "max err", "tiles causal", "max err causal"});
+    trace.check("dQ, dK, dV tile by tile equal lesson 8's dense gradients", gradient_error(g, dense.grads),
+                attention_tolerance);
+    trace.check("so does every tile shape", worst, attention_tolerance);
+    trace.check("and every tile shape under the causal flag", worst_causal, attention_tolerance);
+}
+
+// Step [backward-causal]: the causal flag skips the tiles above the diagonal in the backward pass too.
+void record_backward_causal(Trace& trace, const Inputs& in, const Mat& dO, std::size_t B_r, std::size_t B_c) {
+    const std::size_t T = in.Q.shape(0), all = blocks_of(T, B_r) * blocks_of(T, B_c);
+    const nn::TiledAttentionGrads g = tiled_backward(in, dO, B_r, B_c, true);
+    const Dense dense = dense_backward(in, dO, true);
+    Mat last_value_gradient = nn::zeros(1, dO.shape(1));  // P_TT dO_T: only query T sees key T
+    nn::add_scaled_to_row(last_value_gradient, 0, dense.forward.weights(T - 1, T - 1), nn::row_of(dO, T - 1));
+    trace.step("backward-causal", "The causal flag in the backward pass",
+               "tiles with first key > last query: skipped;  dV_T = P_TT dO_T,  dK_T = dS_TT q_T / sqrt(d_k)",
+               fmt::format(
+                   "The tiles that the forward skipped hold no weight, so they send no gradient back either: "
+                   "P_ij = 0 there, and with it dV's, dS's and so dQ's and dK's share. The backward skips the "
+                   "same {0} of {1} tiles and, in a tile across the diagonal, every pair j > i (no exponential "
+                   "of a masked score, whose e^{{s - L}} would not be 0). So the last key is seen by the last "
+                   "query alone, and its gradients come from that one pair: dV_T = P_TT dO_T. The dense "
+                   "backward computes all T^2 entries of dP and dS and relies on P_ij = 0 to zero the masked "
+                   "ones (lesson 8).",
+                   g.tiles_skipped, all));
+    trace.tensor("dQ", "causal, tile by tile", g.dQ, numbered("q_", 1, T));
+    trace.tensor("dK", "causal, tile by tile", g.dK, numbered("k_", 1, T));
+    trace.tensor("dV", "causal, tile by tile", g.dV, numbered("v_", 1, T));
+    trace.tensor("tiles", "tiles of the backward pass", Vec{as_double(g.tiles), as_double(g.tiles_skipped)},
+                 std::vector<std::string>{"computed", "skipped"});
+    trace.check("dQ, dK, dV equal lesson 8's masked dense gradients", gradient_error(g, dense.grads),
+                attention_tolerance);
+    trace.check(fmt::format("every tile is computed or skipped: {} x {} = {}", blocks_of(T, B_r), blocks_of(T, B_c),
+                            all),
+                std::abs(as_double(g.tiles + g.tiles_skipped) - as_double(all)), 0.0);
+    trace.check("the last value's gradient is P_TT dO_T",
+                max_abs_difference(nn::row_of(g.dV, T - 1), nn::row_of(last_value_gradient, 0)), attention_tolerance);
+}
+
+// Step [backward-memory]: what each backward holds, run up to min(T_max, backward_run_cap) and computed beyond.
+void record_backward_memory(Trace& trace, Rng& rng, std::size_t T_max, std::size_t d_k, std::size_t d_v,
+                            std::size_t B_r, std::size_t B_c) {
+    const std::size_t T_run = std::min(T_max, backward_run_cap);
+    const Inputs all{rng.normal_mat(T_run, d_k), rng.normal_mat(T_run, d_k), rng.normal_mat(T_run, d_v)};
+    const Mat dO = rng.normal_mat(T_run, d_v);
+    Mat table = nn::zeros(std::size_t{15}, 3);
+    std::vector<std::string> labels;
+    double dense_error = 0.0, tiled_error = 0.0, gradients = 0.0;
+    for (std::size_t k = 0, T = 64; k < table.shape(0); ++k, T *= 2) {
+        const double tile = as_double(std::min(B_r, T) * std::min(B_c, T)), t = as_double(T);
+        const double dense_formula = 8.0 * (4.0 * t * t + t * as_double(2 * d_k + 2 * d_v));
+        const double tiled_formula = 8.0 * (t * as_double(2 * d_k + 2 * d_v + 2) + 2.0 * tile);
+        double dense_bytes = dense_formula, tiled_bytes = tiled_formula;
+        if (T <= T_run) {
+            trace.progress(fmt::format("backward memory: T = {}", T));
+            const Inputs in{nn::rows_of(all.Q, 0, T), nn::rows_of(all.K, 0, T), nn::rows_of(all.V, 0, T)};
+            const Mat dO_T = nn::rows_of(dO, 0, T);
+            const nn::TiledAttentionGrads g = tiled_backward(in, dO_T, B_r, B_c, false);
+            const Dense d = dense_backward(in, dO_T, false);
+            dense_bytes = as_double((d.forward.scores.size() + d.forward.weights.size() + d.forward.output.size() +
+                                     d.grads.dP.size() + d.grads.dS.size() + d.grads.dQ.size() + d.grads.dK.size() +
+                                     d.grads.dV.size()) *
+                                    sizeof(double));
+            tiled_bytes = g.working_bytes;
+            gradients = std::max(gradients, gradient_error(g, d.grads));
+            dense_error = std::max(dense_error, std::abs(dense_bytes - dense_formula));
+            tiled_error = std::max(tiled_error, std::abs(tiled_bytes - tiled_formula));
+        }
+        table(k, 0) = dense_bytes / mebibyte;
+        table(k, 1) = tiled_bytes / mebibyte;
+        table(k, 2) = dense_bytes / tiled_bytes;
+        labels.push_back(fmt::format(T <= T_run ? "T={}" : "T={} *", T));
+    }
+    trace.step("backward-memory", "The backward's memory: T^2 against T d",
+               fmt::format("dense: 8 (4 T^2 + 2 T (d_k + d_v)) bytes;   tiled: 8 (2 T (d_k + d_v + 1) + 2 B_r B_c) "
+                           "bytes   (d_k = {}, d_v = {}, B_r x B_c = {} x {})",
+                           d_k, d_v, B_r, B_c),
+               fmt::format(
+                   "Training is where the memory goes: the forward's activations wait for the backward pass. "
+                   "Lesson 8's backward keeps the forward's T x T scores S and weights P and makes dP and dS, "
+                   "T x T each, besides the output and the three gradients. The tiled backward keeps of the "
+                   "forward only O (T x d_v) and L (T), makes D (T) and the gradients dQ, dK (T x d_k each) "
+                   "and dV (T x d_v), and holds one tile of P and one of dS at a time. Rows up to T = {} (T_max, at "
+                   "most {}) ran both and counted what each holds; the rows marked * are the formulas. At a million "
+                   "tokens the dense backward would hold 32 TiB; the tiled one, at d = 64, about 2 GiB. Its "
+                   "price is time: every tile's scores and exponentials are computed a second time (the "
+                   "forward's), which on a GPU is cheaper than reading P back from slow memory (Dao et al. "
+                   "2022, section 3.1).",
+                   T_run, backward_run_cap));
+    trace.tensor("memory", "MiB held by each backward; * computed, not run", table, labels,
+                 std::vector<std::string>{"dense MiB", "tiled MiB", "dense / tiled"}, View::plot);
+    trace.check("where run, the dense backward holds 8 (4 T^2 + 2 T (d_k + d_v)) bytes", dense_error, 0.0);
+    trace.check("where run, the tiled backward holds 8 (2 T (d_k + d_v + 1) + 2 B_r B_c) bytes", tiled_error, 0.0);
+    trace.check(fmt::format("where run, the two give the same gradients (T = 64 .. {})", T_run), gradients,
+                attention_tolerance);
+}
+
 void lesson_online_softmax(Trace& trace, const Config& config) {
     const std::size_t T = config.size(param::T), d_k = config.size(param::d_k), d_v = config.size(param::d_v);
     const std::size_t B_r = config.size(param::B_r), B_c = config.size(param::B_c);
@@ -494,6 +754,12 @@ void lesson_online_softmax(Trace& trace, const Config& config) {
     record_block_sizes(trace, in, B_r, B_c);
     record_causal(trace, in, B_r, B_c);
     record_memory(trace, rng, config.size(param::T_max), d_k, d_v, B_r, B_c);
+    // drawn after the memory step's inputs, so that the steps before keep their numbers
+    const Mat dO = trace.input("dO", rng.normal_mat(T, d_v));
+    record_backward_saved(trace, in, dO, B_r, B_c);
+    record_backward_tiles(trace, in, dO, B_r, B_c);
+    record_backward_causal(trace, in, dO, B_r, B_c);
+    record_backward_memory(trace, rng, config.size(param::T_max), d_k, d_v, B_r, B_c);
 }
 
 }  // namespace
@@ -502,7 +768,7 @@ void lesson_online_softmax(Trace& trace, const Config& config) {
 Lesson online_softmax_lesson() {
     using namespace online_softmax;
     return make_lesson(10, "online-softmax", "The online softmax and attention tile by tile",
-                       "Milakov & Gimelshein 2018; Rabe & Staats 2021; Dao et al. 2022",
+                       "Milakov & Gimelshein 2018; Rabe & Staats 2021; Dao et al. 2022; Dao 2023",
                        {param::T, param::d_k, param::d_v, param::B_r, param::B_c, param::T_max}, limits, time_estimate,
                        lesson_online_softmax, {{"T_max", 64}});
 }

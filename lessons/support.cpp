@@ -57,4 +57,13 @@ double row_sum_error(const xt::xtensor<double, 3>& weights) {
 
 double negativity(const Mat& weights) { return std::max(0.0, -nn::min_of(weights)); }
 
+Mat row_averages_two_ways(const Mat& P, const Mat& dP, const Mat& O, const Mat& dO) {
+    Mat out = nn::zeros(P.shape(0), 2);
+    for (std::size_t i = 0; i < P.shape(0); ++i) {
+        for (std::size_t j = 0; j < P.shape(1); ++j) out(i, 0) += P(i, j) * dP(i, j);
+        for (std::size_t c = 0; c < O.shape(1); ++c) out(i, 1) += dO(i, c) * O(i, c);
+    }
+    return out;
+}
+
 }  // namespace attn

@@ -54,4 +54,8 @@ double count_at_most(const Values& values, double bound) {
 // How far the smallest entry lies below 0 (0 when none is negative): a weight check's error.
 double negativity(const Mat& weights);
 
+// D_i = sum_j P_ij dP_ij, and the same from the outputs, dO_i . o_i: column 0 and column 1 (the
+// softmax backward's row term two ways: lesson 8's step [softmax-backward], lesson 10's [backward-saved]).
+Mat row_averages_two_ways(const Mat& P, const Mat& dP, const Mat& O, const Mat& dO);
+
 }  // namespace attn

@@ -158,6 +158,8 @@ const std::vector<std::pair<std::string, std::string>> solution_lines = {
      "for (std::size_t j = offset + i + 1; j < T_k; ++j) mask(i, j) = -std::numeric_limits<double>::infinity();"},
     {"src/nn/beam_step.cpp", "for (std::size_t w = 0; w < V; ++w) candidates.push_back({b, w, beams[b].log_prob + log_probs(b, w)});"},
     {"src/nn/bleu.cpp", "s.matches[n - 1] += found == reference.end() ? 0.0 : std::min(count, found->second);"},
+    {"src/nn/tiled_attention_backward_tile.cpp", "P(a, c) = portable::exp(s / scale - L(i0 + a));"},
+    {"src/nn/tiled_attention_backward_tile.cpp", "dS(a, c) = P(a, c) * (dP - D(i0 + a)) / scale;"},
 };
 
 void write_text(const fs::path& file, const std::string& text) {

@@ -274,7 +274,8 @@ TEST_CASE("grade --sources: one wrong file costs only its own exercise", "[grade
 }
 
 // The mistakes of tests/fixtures/unit_case_mistakes/, one student each, that no unit case could see
-// before issue 32: each fails its own exercise at the case added for it, and the reference passes.
+// before issue 32 (and issue 34's of one backward tile): each fails its own exercise at the case added for
+// it, and the reference passes.
 TEST_CASE("grade --sources: each mistake once unseen fails the unit case made for it", "[grade_sources]") {
     Class c;
     if (run_attn("grade --sources /nonexistent --out " + c.q("probe")).output.find("none can be created") !=
@@ -295,6 +296,11 @@ TEST_CASE("grade --sources: each mistake once unseen fails the unit case made fo
          "the shape is wrong: nn::dot_scores(Q, K) returned [3, 2], expected [2, 3]"},
         {"unfilled_weights", "multi-head", "the weights kept, under a causal mask",
          "nn::multi_head_attention(..., HeadWeights::keep) returned weights of shape [0, 0, 0], expected [2, 3, 3]"},
+        // issue 34: each typical mistake of one backward tile fails the case made for it, the cases before passing
+        {"d_minus_dp", "flash-backward-tile", "the whole matrix as one tile, D = 0", ""},
+        {"no_d", "flash-backward-tile", "the whole matrix as one tile", ""},
+        {"tile_softmax", "flash-backward-tile", "a tile of some of the keys, added to what is there", ""},
+        {"tile_mask", "flash-backward-tile", "a causal tile across the diagonal, away from the start", ""},
     };
     const fs::path fixtures = fs::path(source_dir()) / "tests/fixtures/unit_case_mistakes";
     std::string args;
@@ -304,8 +310,10 @@ TEST_CASE("grade --sources: each mistake once unseen fails the unit case made fo
     c.reference("reference", "lin_penalty.cpp", "structured_penalty.cpp");
     c.reference("reference", "dot_scores.cpp", "scores.cpp");
     c.reference("reference", "multi_head.cpp", "multi_head_attention.cpp");
+    c.reference("reference", "flash_backward_tile.cpp", "tiled_attention_backward_tile.cpp");
     args += " " + c.q("reference");
-    for (const std::string x : {"softmax-backward", "online-softmax", "lin-penalty", "dot-scores", "multi-head"})
+    for (const std::string x :
+         {"softmax-backward", "online-softmax", "lin-penalty", "dot-scores", "multi-head", "flash-backward-tile"})
         args += " --exercise " + x;
     const Result r = run_attn("grade --sources" + args + " --out " + c.q("report"));
     INFO(r.output);

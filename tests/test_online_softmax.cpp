@@ -5,6 +5,7 @@
 // not divide T, with and without the causal flag, and the number of exponentials it evaluates.
 // T = tokens, d_k = query/key width, d_v = value width, B_r x B_c = one tile.
 #include "core/rng.hpp"
+#include "nn/backward.hpp"
 #include "nn/fast_attention.hpp"
 #include "nn/kernels.hpp"
 #include "nn/online_softmax.hpp"
@@ -361,6 +362,117 @@ TEST_CASE("the fast multi-head attention equals nn::multi_head_attention's outpu
         CHECK_THROWS_AS(nn::fast_multi_head_attention(X, rng.normal_mat(T, 12), p, heads, false, arithmetic),
                         ShapeError);
     });
+}
+
+namespace {
+
+// Lesson 8's dense gradients of softmax(Q K^T / sqrt(d_k) (+ causal mask)) V for dL/dO = dO.
+nn::AttentionGrads dense_grads(const Mat& Q, const Mat& K, const Mat& V, const Mat& dO, bool causal) {
+    nn::AttentionResult plain;
+    causal_plain(Q, K, V, causal, plain);
+    return nn::scaled_dot_product_attention_backward(Q, K, V, plain, dO);
+}
+
+// The largest |a - b| of dQ, dK and dV, over the largest |b|.
+template <class Grads>
+double relative_gradient_error(const Grads& a, const nn::AttentionGrads& b) {
+    const double scale = std::max({nn::max_abs_of(b.dQ), nn::max_abs_of(b.dK), nn::max_abs_of(b.dV), 1e-300});
+    return std::max({max_abs_difference(a.dQ, b.dQ), max_abs_difference(a.dK, b.dK), max_abs_difference(a.dV, b.dV)}) /
+           scale;
+}
+
+}  // namespace
+
+TEST_CASE("the tiled backward equals lesson 8's dense gradients for every tile shape, causal or not",
+          "[online_softmax]") {
+    // d_v != d_k, so that a 1/sqrt(d_v) shows; tile shapes that divide T and that do not, and larger than T
+    const std::vector<std::pair<std::size_t, std::size_t>> shapes = {{1, 1}, {3, 5}, {4, 4}, {23, 23}, {30, 2}};
+    for (const std::size_t T : {std::size_t{1}, std::size_t{8}, std::size_t{23}})
+        for (const bool causal : {false, true}) {
+            Rng rng(40 + T);
+            const Mat Q = rng.normal_mat(T, 4, 2.0), K = rng.normal_mat(T, 4, 2.0), V = rng.normal_mat(T, 3);
+            const Mat dO = rng.normal_mat(T, 3);
+            const nn::AttentionGrads dense = dense_grads(Q, K, V, dO, causal);
+            for (const auto& [r, c] : shapes) {
+                INFO("T = " << T << ", tiles " << r << " x " << c << (causal ? ", causal" : ""));
+                const nn::TiledAttention forward = nn::tiled_attention(Q, K, V, r, c, causal);
+                const Vec L = nn::row_log_sum_exp(forward.row_max, forward.row_sum);
+                const nn::TiledAttentionGrads g =
+                    nn::tiled_attention_backward(Q, K, V, forward.output, L, dO, r, c, causal);
+                CHECK(max_abs_difference(g.dQ, dense.dQ) <= attention_tolerance);
+                CHECK(max_abs_difference(g.dK, dense.dK) <= attention_tolerance);
+                CHECK(max_abs_difference(g.dV, dense.dV) <= attention_tolerance);
+                CHECK(g.tiles + g.tiles_skipped == ((T + r - 1) / r) * ((T + c - 1) / c));
+                CHECK(g.tiles_skipped == forward.tiles_skipped);
+            }
+        }
+}
+
+TEST_CASE("one backward tile adds its share and nothing outside it", "[online_softmax]") {
+    Rng rng(9);
+    const Mat Q = rng.normal_mat(6, 3), K = rng.normal_mat(6, 3), V = rng.normal_mat(6, 2), dO = rng.normal_mat(6, 2);
+    const nn::TiledAttention forward = nn::tiled_attention(Q, K, V, 6, 6, true);
+    const Vec L = nn::row_log_sum_exp(forward.row_max, forward.row_sum), D = nn::output_gradient_dots(dO, forward.output);
+    // the tiles of a 2 x 3 cut, in any order, add up to the whole
+    Mat dQ = nn::ones(6, 3), dK = nn::ones(6, 3), dV = nn::ones(6, 2);
+    for (const std::size_t i0 : {4, 0, 2})
+        for (const std::size_t j0 : {3, 0})
+            nn::flash_backward_tile(Q, K, V, dO, L, D, nn::TileSpan{i0, 2, j0, 3}, true, dQ, dK, dV);
+    const nn::AttentionGrads dense = dense_grads(Q, K, V, dO, true);
+    CHECK(max_abs_difference(Mat(dQ - 1.0), dense.dQ) <= attention_tolerance);
+    CHECK(max_abs_difference(Mat(dK - 1.0), dense.dK) <= attention_tolerance);
+    CHECK(max_abs_difference(Mat(dV - 1.0), dense.dV) <= attention_tolerance);
+    // a tile wholly above the diagonal adds nothing at all
+    const Mat before = dQ;
+    nn::flash_backward_tile(Q, K, V, dO, L, D, nn::TileSpan{0, 2, 3, 3}, true, dQ, dK, dV);
+    CHECK(max_abs_difference(dQ, before) == 0.0);
+    // refusals: a tile past the matrices, gradients of the wrong shape
+    CHECK_THROWS_AS(nn::flash_backward_tile(Q, K, V, dO, L, D, nn::TileSpan{5, 2, 0, 3}, false, dQ, dK, dV),
+                    std::invalid_argument);
+    Mat wrong = nn::zeros(6, 2);
+    CHECK_THROWS_AS(nn::flash_backward_tile(Q, K, V, dO, L, D, nn::TileSpan{0, 2, 0, 3}, false, wrong, dK, dV),
+                    ShapeError);
+    CHECK_THROWS_AS(nn::tiled_attention_backward(Q, K, V, forward.output, Vec{1.0}, dO, 2, 2, false), ShapeError);
+    CHECK_THROWS_AS(nn::tiled_attention_backward(Q, K, V, forward.output, L, dO, 0, 2, false), std::invalid_argument);
+}
+
+TEST_CASE("the fast backward equals the dense gradients within 1e-12, across its blocks, causal or not",
+          "[online_softmax]") {
+    // tiles of 64 queries x 128 keys, the key blocks dealt to two groups (even and odd): T = 1 is one
+    // tile, T = 70 crosses a query block's edge, T = 300 five of them and two key blocks' (group 0 gets
+    // two blocks, group 1 one); d_v = 5 is a short panel, 13 a full and a short one, d_k = 130 long products
+    const std::vector<std::pair<std::size_t, std::size_t>> widths = {{6, 5}, {9, 13}, {130, 16}};
+    for (const std::size_t T : {std::size_t{1}, std::size_t{70}, std::size_t{300}})
+        for (const auto& width : widths) {
+            const std::size_t d_k = width.first, d_v = width.second;
+            Rng rng(500 + T + d_k);
+            const Mat Q = rng.normal_mat(T, d_k, 2.0), K = rng.normal_mat(T, d_k, 2.0), V = rng.normal_mat(T, d_v);
+            const Mat dO = rng.normal_mat(T, d_v);
+            for (const bool causal : {false, true}) {
+                INFO("T = " << T << ", d_k = " << d_k << ", d_v = " << d_v << (causal ? ", causal" : ""));
+                const nn::AttentionGrads dense = dense_grads(Q, K, V, dO, causal);
+                for_each_fast_variant([&](nn::Arithmetic arithmetic) {
+                    const nn::FastAttentionForward f = nn::fast_attention_forward(Q, K, V, causal, arithmetic);
+                    CHECK(max_abs_difference(f.output, nn::fast_attention(Q, K, V, causal, arithmetic)) == 0.0);
+                    const nn::TiledAttention tiled = nn::tiled_attention(Q, K, V, 7, 9, causal);
+                    CHECK(max_abs_difference(f.L, nn::row_log_sum_exp(tiled.row_max, tiled.row_sum)) <=
+                          attention_tolerance);
+                    const nn::FastAttentionGrads g =
+                        nn::fast_attention_backward(Q, K, V, f.output, f.L, dO, causal, arithmetic);
+                    CHECK(relative_gradient_error(g, dense) <= attention_tolerance);
+                });
+            }
+        }
+    // fewer queries than keys, without the flag; and the refusals
+    Rng rng(4);
+    const Mat Q = rng.normal_mat(5, 4), K = rng.normal_mat(150, 4), V = rng.normal_mat(150, 2), dO = rng.normal_mat(5, 2);
+    const nn::FastAttentionForward f = nn::fast_attention_forward(Q, K, V, false, nn::Arithmetic::native);
+    CHECK(relative_gradient_error(nn::fast_attention_backward(Q, K, V, f.output, f.L, dO, false, nn::Arithmetic::native),
+                                  dense_grads(Q, K, V, dO, false)) <= attention_tolerance);
+    CHECK_THROWS_AS(nn::fast_attention_backward(Q, K, V, f.output, f.L, dO, true, nn::Arithmetic::native),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(nn::fast_attention_backward(Q, K, V, f.output, Vec{0.0}, dO, false, nn::Arithmetic::native),
+                    ShapeError);
 }
 
 }  // namespace test_online_softmax

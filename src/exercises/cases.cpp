@@ -22,6 +22,7 @@
 #include "nn/softmax.hpp"
 #include "nn/structured.hpp"
 #include "nn/transformer.hpp"
+#include "nn/tiled_attention.hpp"
 #include "nn/unroll.hpp"
 
 #include <fmt/format.h>
@@ -368,6 +369,79 @@ CaseResult layer_norm_backward_case(const Mat& X, const Vec& g, const Vec& b, do
                                  shaped(as_row(grads.dgain), 1, d, "its dgain (as a row) is"),
                                  shaped(as_row(grads.dbias), 1, d, "its dbias (as a row) is")}),
                       flattened({dX, dg, db}), parts_of({{"dX", {T, d}}, {"dgain", {1, d}}, {"dbias", {1, d}}})};
+}
+
+// One tile of FlashAttention's backward (exercise flash-backward-tile): Q, K, V, dO and the tile, the
+// gradients the tile starts from (`start`: dQ, dK, dV one after another, as the result). L_i is the
+// log-sum-exp of row i's scores over every key it sees (the whole row, not the tile), from the
+// definition in long double; D_i = dO_i . o_i with o_i from the same weights, unless `D` is given.
+// The result: dQ, dK, dV after the call, flattened, against the equation of nn/tiled_attention.hpp.
+struct FlashTile {
+    Mat Q, K, V, dO;
+    nn::TileSpan tile;
+    bool causal = false;
+    double start = 0.0;            // every entry of dQ, dK, dV before the call
+    std::optional<Vec> D = std::nullopt;
+};
+
+CaseResult flash_tile_case(const FlashTile& c) {
+    const std::size_t T_q = c.Q.shape(0), T_k = c.K.shape(0), d_k = c.Q.shape(1), d_v = c.V.shape(1);
+    const long double scale = std::sqrt(static_cast<long double>(d_k));
+    const auto sees = [&](std::size_t i, std::size_t j) { return !c.causal || j <= i; };
+    const auto score = [&](std::size_t i, std::size_t j) {
+        long double dot = 0.0L;
+        for (std::size_t p = 0; p < d_k; ++p) dot += static_cast<long double>(c.Q(i, p)) * c.K(j, p);
+        return dot / scale;
+    };
+    Vec L = xt::empty<double>({T_q}), D = xt::zeros<double>({T_q});
+    std::vector<long double> L_exact(T_q);
+    for (std::size_t i = 0; i < T_q; ++i) {
+        long double m = -inf, sum = 0.0L;
+        for (std::size_t j = 0; j < T_k; ++j) m = sees(i, j) ? std::max(m, score(i, j)) : m;
+        for (std::size_t j = 0; j < T_k; ++j) sum += sees(i, j) ? std::exp(score(i, j) - m) : 0.0L;
+        L_exact[i] = m + std::log(sum);
+        L(i) = static_cast<double>(L_exact[i]);
+        long double d = 0.0L;  // dO_i . o_i, o_i = sum_j P_ij v_j
+        for (std::size_t j = 0; j < T_k; ++j)
+            for (std::size_t v = 0; v < d_v && sees(i, j); ++v)
+                d += std::exp(score(i, j) - L_exact[i]) * c.V(j, v) * c.dO(i, v);
+        D(i) = static_cast<double>(d);
+    }
+    if (c.D) D = *c.D;
+    std::vector<long double> dQ(T_q * d_k, c.start), dK(T_k * d_k, c.start), dV(T_k * d_v, c.start);
+    for (std::size_t i = c.tile.first_query; i < c.tile.first_query + c.tile.queries; ++i)
+        for (std::size_t j = c.tile.first_key; j < c.tile.first_key + c.tile.keys; ++j) {
+            if (!sees(i, j)) continue;
+            const long double P = std::exp(score(i, j) - static_cast<long double>(L(i)));
+            long double dP = 0.0L;
+            for (std::size_t v = 0; v < d_v; ++v) {
+                dV[j * d_v + v] += P * c.dO(i, v);
+                dP += static_cast<long double>(c.dO(i, v)) * c.V(j, v);
+            }
+            const long double dS = P * (dP - D(i)) / scale;
+            for (std::size_t p = 0; p < d_k; ++p) {
+                dQ[i * d_k + p] += dS * c.K(j, p);
+                dK[j * d_k + p] += dS * c.Q(i, p);
+            }
+        }
+    Mat dQ_actual = xt::empty<double>({T_q, d_k}), dK_actual = xt::empty<double>({T_k, d_k});
+    Mat dV_actual = xt::empty<double>({T_k, d_v});
+    dQ_actual.fill(c.start);
+    dK_actual.fill(c.start);
+    dV_actual.fill(c.start);
+    nn::flash_backward_tile(c.Q, c.K, c.V, c.dO, L, D, c.tile, c.causal, dQ_actual, dK_actual, dV_actual);
+    const auto as_mat = [](const std::vector<long double>& x, std::size_t rows, std::size_t cols) {
+        Mat out = xt::empty<double>({rows, cols});
+        for (std::size_t k = 0; k < x.size(); ++k) out.data()[k] = static_cast<double>(x[k]);
+        return out;
+    };
+    const Mat span = {{static_cast<double>(c.tile.first_query), static_cast<double>(c.tile.queries),
+                       static_cast<double>(c.tile.first_key), static_cast<double>(c.tile.keys)}};
+    return CaseResult{{{"Q", c.Q}, {"K", c.K}, {"V", c.V}, {"dO", c.dO}, {"L", L}, {"D", D},
+                       {"tile: first_query, queries, first_key, keys", span}},
+                      flattened({shaped(dQ_actual, T_q, d_k, "dQ is"), shaped(dK_actual, T_k, d_k, "dK is"),
+                                 shaped(dV_actual, T_k, d_v, "dV is")}),
+                      flattened({as_mat(dQ, T_q, d_k), as_mat(dK, T_k, d_k), as_mat(dV, T_k, d_v)})};
 }
 
 // Multi-head self-attention from Vaswani et al. 2017, section 3.2.2, in long double sums: head i
@@ -1225,6 +1299,50 @@ const std::vector<UnitCase>& unit_cases() {
              }
              const Mat actual = shaped(nn::online_normalizer_steps(x), 4, 2, "nn::online_normalizer_steps(x) returned");
              return CaseResult{{{"x", x}}, actual, expected};
+         }},
+        // ---- flash-backward-tile
+        {"flash-backward-tile", "the whole matrix as one tile, D = 0",
+         "the sign of dS = P * (dP - D): D - dP flips every entry of dQ and dK. D is given as 0 here (a dO "
+         "orthogonal to every output), so that only the sign shows; the result is dQ, dK, dV one after another",
+         {},
+         [] {
+             return flash_tile_case({Mat{{0.5, -1.0}, {1.2, 0.4}}, Mat{{0.2, 0.9}, {-1.1, 0.3}, {0.7, -0.2}},
+                                     Mat{{1.0, -0.5, 0.25}, {0.3, 2.0, -1.0}, {-1.2, 0.8, 0.5}},
+                                     Mat{{0.6, -1.0, 0.4}, {1.5, 0.25, -0.75}}, nn::TileSpan{0, 2, 0, 3}, false, 0.0,
+                                     Vec{0.0, 0.0}});
+         }},
+        {"flash-backward-tile", "the whole matrix as one tile",
+         "D_i = dO_i . o_i subtracted from every dP_ij (dS = P * dP without it misses the softmax's row term "
+         "P_ij D_i); d_v != d_k (3 and 2)",
+         {},
+         [] {
+             return flash_tile_case({Mat{{0.5, -1.0}, {1.2, 0.4}}, Mat{{0.2, 0.9}, {-1.1, 0.3}, {0.7, -0.2}},
+                                     Mat{{1.0, -0.5, 0.25}, {0.3, 2.0, -1.0}, {-1.2, 0.8, 0.5}},
+                                     Mat{{0.6, -1.0, 0.4}, {1.5, 0.25, -0.75}}, nn::TileSpan{0, 2, 0, 3}, false, 0.0});
+         }},
+        {"flash-backward-tile", "a tile of some of the keys, added to what is there",
+         "the weights recomputed from the saved L, P_ij = exp(s_ij - L_i), where the tile's own softmax "
+         "(normalised over its 2 of 4 keys) is too large; the tile's share added to the gradients (which hold "
+         "0.5 everywhere before the call), not assigned; nothing written outside queries 2-3 and keys 2-3",
+         {},
+         [] {
+             return flash_tile_case({Mat{{0.5, -1.0}, {1.2, 0.4}, {-0.3, 0.8}}, Mat{{0.2, 0.9}, {-1.1, 0.3},
+                                                                                   {0.7, -0.2}, {0.4, 1.1}},
+                                     Mat{{1.0, -0.5, 0.25}, {0.3, 2.0, -1.0}, {-1.2, 0.8, 0.5}, {0.6, 0.1, -0.9}},
+                                     Mat{{0.6, -1.0, 0.4}, {1.5, 0.25, -0.75}, {-0.5, 1.25, 0.3}},
+                                     nn::TileSpan{1, 2, 1, 2}, false, 0.5});
+         }},
+        {"flash-backward-tile", "a causal tile across the diagonal, away from the start",
+         "the mask on positions, key first_key + c seen by query first_query + a when first_key + c <= "
+         "first_query + a: queries 3-4 against keys 2-4 (T = 4) hide only key 4 from query 3, where the tile's "
+         "own indices (c <= a) hide keys 3 and 4 and no mask hides none",
+         {},
+         [] {
+             return flash_tile_case({Mat{{0.5, -1.0}, {1.2, 0.4}, {-0.3, 0.8}, {0.9, 0.1}},
+                                     Mat{{0.2, 0.9}, {-1.1, 0.3}, {0.7, -0.2}, {0.4, 1.1}},
+                                     Mat{{1.0, -0.5, 0.25}, {0.3, 2.0, -1.0}, {-1.2, 0.8, 0.5}, {0.6, 0.1, -0.9}},
+                                     Mat{{0.6, -1.0, 0.4}, {1.5, 0.25, -0.75}, {-0.5, 1.25, 0.3}, {0.2, -0.4, 1.0}},
+                                     nn::TileSpan{2, 2, 1, 3}, true, 0.0});
          }},
         // ---- layer-norm
         // Each case is blind to the mistakes of the cases after it, so that a mistake fails at its own

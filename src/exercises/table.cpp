@@ -209,6 +209,22 @@ const std::vector<Exercise>& all_exercises() {
           "NaN: add nothing until a finite entry arrives, and give a row that is\n"
           "-inf everywhere zeros. Use portable::exp as the reference does:\n"
           "std::exp passes within tolerance, but not always to the bit."}},
+        {"flash-backward-tile", "One tile of FlashAttention's backward pass", "online-softmax",
+         {"backward-tiles", "backward-causal"},
+         {"softmax", "dot-scores", "scaled-attention", "causal-mask", "softmax-backward", "attention-backward",
+          "online-softmax"},
+         {"Dao et al. 2022, algorithm 4: recompute the tile's weights from the\n"
+          "saved log-sum-exp, P_ij = exp(q_i . k_j / sqrt(d_k) - L_i), then as in\n"
+          "lesson 8: dV_j += P_ij dO_i, dS_ij = P_ij (dO_i . v_j - D_i), dQ_i +=\n"
+          "dS_ij k_j / sqrt(d_k), dK_j += dS_ij q_i / sqrt(d_k).",
+          "The tile is a part of a sum: add into dQ, dK and dV, never assign.\n"
+          "exp(s - L_i) is already normalised (L_i = m_i + log l_i); exp(s - m_i)\n"
+          "alone is off by the factor l_i. D_i = dO_i . o_i is given: the tile\n"
+          "sees only some keys of row i, so sum_j P_ij dP_ij over it is not D_i.",
+          "Typical mistakes: dP - D written D - dP (every gradient of Q and K\n"
+          "flips sign); forgetting D (dS = P * dP); under the causal flag,\n"
+          "comparing the tile's own indices (c <= a) instead of the positions\n"
+          "first_key + c <= first_query + a, which is wrong off the diagonal."}},
         {"layer-norm", "Layer normalisation", "transformer-block", {"layer-norm"}, {"layer-norm-backward"},
          {"Ba et al. 2016, eqs. 3-4, for each row t (one token) on its own:\n"
           "mu = (1/d) sum_j x_j, sigma^2 = (1/d) sum_j (x_j - mu)^2,\n"

@@ -41,12 +41,23 @@ struct Prepared {
     std::size_t ldq;
     double* O;
     std::size_t ldo;
+    double* L;  // where each row's log-sum-exp goes, or nullptr
 };
+
+// The rows of a row-major matrix (n rows of k, row stride ld) as the columns of a right operand of
+// matmul_packed: M^T (k x n) in panels of 8 rows of M, k tall (row j of M: panel j / 8, lane j % 8).
+std::vector<double> pack_transposed(const double* M, std::size_t ld, std::size_t n, std::size_t k) {
+    constexpr std::size_t NR = matmul_panel_width;
+    std::vector<double> panels(matmul_packed_size(k, n), 0.0);
+    for (std::size_t j = 0; j < n; ++j)
+        for (std::size_t p = 0; p < k; ++p) panels[(j / NR) * NR * k + p * NR + j % NR] = M[j * ld + p];
+    return panels;
+}
 
 Prepared prepare(const Problem& pr, std::size_t T_q, std::size_t T_k, std::size_t d_k, std::size_t d_v) {
     constexpr std::size_t NR = matmul_panel_width;
-    Prepared out{{}, std::vector<double>(matmul_packed_size(d_k, T_k), 0.0),
-                 std::vector<double>(matmul_packed_size(T_k, d_v), 0.0), pr.Q, pr.ldq, pr.O, pr.ldo};
+    Prepared out{{}, pack_transposed(pr.K, pr.ldk, T_k, d_k), std::vector<double>(matmul_packed_size(T_k, d_v), 0.0),
+                 pr.Q, pr.ldq, pr.O, pr.ldo, nullptr};
     if (!pr.scaled) {
         const double scale = 1.0 / std::sqrt(static_cast<double>(d_k));
         out.Q_copy.resize(T_q * d_k);
@@ -55,10 +66,6 @@ Prepared prepare(const Problem& pr, std::size_t T_q, std::size_t T_k, std::size_
         out.Q = out.Q_copy.data();
         out.ldq = d_k;
     }
-    // K^T's column j is key j: panel j / 8, row p, lane j % 8
-    for (std::size_t j = 0; j < T_k; ++j)
-        for (std::size_t p = 0; p < d_k; ++p)
-            out.K_t_panels[(j / NR) * NR * d_k + p * NR + j % NR] = pr.K[j * pr.ldk + p];
     for (std::size_t j = 0; j < T_k; ++j)
         for (std::size_t v = 0; v < d_v; ++v)
             out.V_panels[(v / NR) * NR * T_k + j * NR + v % NR] = pr.V[j * pr.ldv + v];
@@ -96,6 +103,9 @@ void query_block(const Prepared& pr, std::size_t i0, std::size_t rows, std::size
     for (std::size_t a = 0; a < rows; ++a)
         if (l[a] != 0.0)
             for (std::size_t v = 0; v < d_v; ++v) out[a * pr.ldo + v] /= l[a];
+    if (pr.L)
+        for (std::size_t a = 0; a < rows; ++a)
+            pr.L[i0 + a] = l[a] == 0.0 ? -std::numeric_limits<double>::infinity() : m[a] + std::log(l[a]);
 }
 
 // The problem's query blocks, shared between the threads (each block's products stay on its thread).
@@ -103,8 +113,9 @@ void query_block(const Prepared& pr, std::size_t i0, std::size_t rows, std::size
 // first, so that the cheap ones at the end even out their shares (in order, the thread that takes the
 // last block would work alone for its whole time).
 void solve(const Problem& problem, std::size_t T_q, std::size_t T_k, std::size_t d_k, std::size_t d_v,
-           bool causal, Arithmetic arithmetic) {
-    const Prepared prepared = prepare(problem, T_q, T_k, d_k, d_v);
+           bool causal, Arithmetic arithmetic, double* L = nullptr) {
+    Prepared prepared = prepare(problem, T_q, T_k, d_k, d_v);
+    prepared.L = L;
     const std::size_t blocks = (T_q + fast_query_block - 1) / fast_query_block;
     for_each_row(blocks, T_k * (d_k + d_v), [&](std::size_t taken) {
         const std::size_t i0 = (causal ? blocks - 1 - taken : taken) * fast_query_block;
@@ -156,6 +167,93 @@ std::vector<double> head_projections(const Mat& X, const std::vector<HeadColumns
     return out;
 }
 
+// ---- the backward pass (FlashAttention's algorithm 4, on the packed product)
+
+constexpr std::size_t backward_rows = 64, backward_cols = 128;  // queries x keys of one tile
+static_assert(backward_rows % matmul_panel_width == 0 && backward_cols % matmul_panel_width == 0,
+              "a block starts at a panel of the packed operands");
+
+// The operands of the backward's five products, packed once: the right operands of S = Q_s K^T
+// (K^T), dP = dO V^T (V^T), dV += P^T dO (dO), dK += dS^T Q_s (Q_s) and dQ += dS K (K), with
+// Q_s = Q / sqrt(d_k); and D_i = dO_i . o_i.
+struct BackwardPrepared {
+    std::vector<double> Q_scaled, K_t, V_t, dO_panels, Q_panels, K_panels, D;
+    const double* L;
+    const double* dO;
+    std::size_t T_q, T_k, d_k, d_v;
+    bool causal;
+    Arithmetic arithmetic;
+};
+
+BackwardPrepared prepare_backward(const Mat& Q, const Mat& K, const Mat& V, const Mat& O, const Vec& L, const Mat& dO,
+                                  bool causal, Arithmetic arithmetic) {
+    const std::size_t T_q = Q.shape(0), T_k = K.shape(0), d_k = Q.shape(1), d_v = V.shape(1);
+    BackwardPrepared b{std::vector<double>(T_q * d_k), pack_transposed(K.data(), d_k, T_k, d_k),
+                       pack_transposed(V.data(), d_v, T_k, d_v), std::vector<double>(matmul_packed_size(T_q, d_v)),
+                       std::vector<double>(matmul_packed_size(T_q, d_k)), std::vector<double>(matmul_packed_size(T_k, d_k)),
+                       std::vector<double>(T_q, 0.0), L.data(), dO.data(), T_q, T_k, d_k, d_v, causal, arithmetic};
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d_k));
+    for (std::size_t k = 0; k < T_q * d_k; ++k) b.Q_scaled[k] = Q.data()[k] * scale;
+    matmul_pack(dO.data(), T_q, d_v, b.dO_panels.data());
+    matmul_pack(b.Q_scaled.data(), T_q, d_k, b.Q_panels.data());
+    matmul_pack(K.data(), T_k, d_k, b.K_panels.data());
+    for (std::size_t i = 0; i < T_q; ++i)
+        for (std::size_t v = 0; v < d_v; ++v) b.D[i] += dO(i, v) * O(i, v);
+    return b;
+}
+
+// One group's tiles in flight: S (then P), dP (then dS), and P^T, dS^T for the products by the keys.
+struct BackwardTiles {
+    std::vector<double> S, dP, P_t, dS_t;
+    BackwardTiles()
+        : S(backward_rows * backward_cols), dP(S.size()), P_t(S.size()), dS_t(S.size()) {}
+};
+
+// The tile of queries i0 .. i0 + rows - 1 against keys j0 .. j0 + cols - 1: its shares of dV and dK
+// (rows j0 .. of dK, dV) and of dQ (rows i0 .. of the group's dQ, still to be divided by sqrt(d_k)).
+void backward_tile(const BackwardPrepared& b, BackwardTiles& t, std::size_t i0, std::size_t rows, std::size_t j0,
+                   std::size_t cols, double* dK, double* dV, double* dQ) {
+    constexpr std::size_t NR = matmul_panel_width;
+    const std::size_t d_k = b.d_k, d_v = b.d_v;
+    matmul_packed(b.Q_scaled.data() + i0 * d_k, d_k, b.K_t.data() + j0 * d_k, NR * d_k, t.S.data(), cols, rows, d_k,
+                  cols, false, b.arithmetic);
+    matmul_packed(b.dO + i0 * d_v, d_v, b.V_t.data() + j0 * d_v, NR * d_v, t.dP.data(), cols, rows, d_v, cols, false,
+                  b.arithmetic);
+    for (std::size_t a = 0; a < rows; ++a) {
+        const std::size_t i = i0 + a;
+        // keys j0 .. j0 + seen - 1 are seen by query i (all of them without the mask)
+        const std::size_t seen = !b.causal ? cols : i < j0 ? 0 : std::min(cols, i - j0 + 1);
+        double* s = t.S.data() + a * cols;
+        double* dp = t.dP.data() + a * cols;
+        for (std::size_t c = 0; c < seen; ++c) s[c] -= b.L[i];
+        exp_span(s, s, seen);
+        for (std::size_t c = 0; c < seen; ++c) dp[c] = s[c] * (dp[c] - b.D[i]);
+        for (std::size_t c = seen; c < cols; ++c) s[c] = dp[c] = 0.0;
+        for (std::size_t c = 0; c < cols; ++c) {
+            t.P_t[c * rows + a] = s[c];
+            t.dS_t[c * rows + a] = dp[c];
+        }
+    }
+    matmul_packed(t.P_t.data(), rows, b.dO_panels.data() + i0 * NR, NR * b.T_q, dV + j0 * d_v, d_v, cols, rows, d_v,
+                  true, b.arithmetic);
+    matmul_packed(t.dS_t.data(), rows, b.Q_panels.data() + i0 * NR, NR * b.T_q, dK + j0 * d_k, d_k, cols, rows, d_k,
+                  true, b.arithmetic);
+    matmul_packed(t.dP.data(), cols, b.K_panels.data() + j0 * NR, NR * b.T_k, dQ + i0 * d_k, d_k, rows, cols, d_k,
+                  true, b.arithmetic);
+}
+
+// Group g's key blocks (g, g + 2, g + 4, ...), each against the query blocks that see any of its keys.
+void backward_group(const BackwardPrepared& b, std::size_t g, double* dK, double* dV, double* dQ) {
+    BackwardTiles tiles;
+    constexpr std::size_t B_r = backward_rows, B_c = backward_cols;
+    for (std::size_t j0 = g * B_c; j0 < b.T_k; j0 += 2 * B_c) {
+        const std::size_t cols = std::min(B_c, b.T_k - j0);
+        // under the mask the first query block to see key j0 is the one that holds query j0
+        for (std::size_t i0 = b.causal ? j0 / B_r * B_r : 0; i0 < b.T_q; i0 += B_r)
+            backward_tile(b, tiles, i0, std::min(B_r, b.T_q - i0), j0, cols, dK, dV, dQ);
+    }
+}
+
 void expect_fast_shapes(const Mat& Q, const Mat& K, const Mat& V, bool causal) {
     if (K.shape(1) != Q.shape(1) || K.shape(0) != V.shape(0))
         throw ShapeError("fast attention: queries " + shape_string(shape_of(Q)) + ", keys " +
@@ -175,6 +273,37 @@ Mat fast_attention(const Mat& Q, const Mat& K, const Mat& V, bool causal, Arithm
     solve(Problem{Q.data(), d_k, K.data(), d_k, V.data(), d_v, O.data(), d_v, false}, T_q, T_k, d_k, d_v, causal,
           arithmetic);
     return O;
+}
+
+FastAttentionForward fast_attention_forward(const Mat& Q, const Mat& K, const Mat& V, bool causal,
+                                            Arithmetic arithmetic) {
+    expect_fast_shapes(Q, K, V, causal);
+    const std::size_t T_q = Q.shape(0), T_k = K.shape(0), d_k = Q.shape(1), d_v = V.shape(1);
+    FastAttentionForward f{xt::zeros<double>({T_q, d_v}), xt::empty<double>({T_q})};
+    std::fill(f.L.begin(), f.L.end(), -std::numeric_limits<double>::infinity());
+    if (T_k == 0) return f;
+    solve(Problem{Q.data(), d_k, K.data(), d_k, V.data(), d_v, f.output.data(), d_v, false}, T_q, T_k, d_k, d_v,
+          causal, arithmetic, f.L.data());
+    return f;
+}
+
+FastAttentionGrads fast_attention_backward(const Mat& Q, const Mat& K, const Mat& V, const Mat& O, const Vec& L,
+                                           const Mat& dO, bool causal, Arithmetic arithmetic) {
+    expect_fast_shapes(Q, K, V, causal);
+    const std::size_t T_q = Q.shape(0), T_k = K.shape(0), d_k = Q.shape(1), d_v = V.shape(1);
+    expect_shape("fast attention backward: the saved output O", O, {T_q, d_v});
+    expect_shape("fast attention backward: the saved log-sum-exp L", L, {T_q});
+    expect_shape("fast attention backward: dL/d(output) dO", dO, {T_q, d_v});
+    FastAttentionGrads g{xt::zeros<double>({T_q, d_k}), xt::zeros<double>({T_k, d_k}), xt::zeros<double>({T_k, d_v})};
+    if (T_q == 0 || T_k == 0) return g;
+    const BackwardPrepared b = prepare_backward(Q, K, V, O, L, dO, causal, arithmetic);
+    std::vector<double> dQ_odd(T_q * d_k, 0.0);  // group 1's dQ; group 0 adds into g.dQ
+    for_each_row(2, T_q * T_k * (2 * d_k + 2 * d_v) / 2, [&](std::size_t group) {
+        backward_group(b, group, g.dK.data(), g.dV.data(), group == 0 ? g.dQ.data() : dQ_odd.data());
+    });
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d_k));
+    for (std::size_t k = 0; k < T_q * d_k; ++k) g.dQ.data()[k] = (g.dQ.data()[k] + dQ_odd[k]) * scale;
+    return g;
 }
 
 Mat fast_multi_head_attention(const Mat& X_q, const Mat& X_kv, const MultiHeadParams& p, std::size_t heads,

@@ -1,5 +1,6 @@
-// Attention tile by tile with a running max and sum per query (see nn/tiled_attention.hpp;
-// Dao et al. 2022, algorithm 1). T_q = queries, T_k = keys, d_k = key width, d_v = value width,
+// Attention tile by tile with a running max and sum per query, and its backward pass from the
+// output and the rows' log-sum-exp (see nn/tiled_attention.hpp; Dao et al. 2022, algorithms 1
+// and 4). T_q = queries, T_k = keys, d_k = key width, d_v = value width,
 // B_r x B_c = one tile.
 #include "nn/tiled_attention.hpp"
 
@@ -104,6 +105,55 @@ TiledAttention tiled_attention(const Mat& Q, const Mat& K, const Mat& V, std::si
         if (r.row_sum(i) != 0.0)
             for (std::size_t v = 0; v < d_v; ++v) r.output(i, v) /= r.row_sum(i);
     return r;
+}
+
+Vec row_log_sum_exp(const Vec& row_max, const Vec& row_sum) {
+    expect_shape("log-sum-exp: the running sums l", row_sum, shape_of(row_max));
+    Vec L = xt::empty<double>({row_max.size()});
+    for (std::size_t i = 0; i < L.size(); ++i)
+        L(i) = row_sum(i) == 0.0 ? -std::numeric_limits<double>::infinity() : row_max(i) + portable::log(row_sum(i));
+    return L;
+}
+
+Vec output_gradient_dots(const Mat& dO, const Mat& O) {
+    expect_shape("D = rowsum(dO * O): dO", dO, shape_of(O));
+    Vec D = xt::zeros<double>({O.shape(0)});
+    for (std::size_t i = 0; i < O.shape(0); ++i)
+        for (std::size_t v = 0; v < O.shape(1); ++v) D(i) += dO(i, v) * O(i, v);
+    return D;
+}
+
+TiledAttentionGrads tiled_attention_backward(const Mat& Q, const Mat& K, const Mat& V, const Mat& O, const Vec& L,
+                                             const Mat& dO, std::size_t block_rows, std::size_t block_cols,
+                                             bool causal) {
+    expect_tiled_shapes(Q, K, V, block_rows, block_cols, causal);
+    const std::size_t T_q = Q.shape(0), T_k = K.shape(0), d_k = Q.shape(1), d_v = V.shape(1);
+    expect_shape("tiled attention backward: the saved output O", O, {T_q, d_v});
+    expect_shape("tiled attention backward: the saved log-sum-exp L", L, {T_q});
+    expect_shape("tiled attention backward: dL/d(output) dO", dO, {T_q, d_v});
+    TiledAttentionGrads g;
+    g.D = output_gradient_dots(dO, O);
+    g.dQ = xt::zeros<double>({T_q, d_k});
+    g.dK = xt::zeros<double>({T_k, d_k});
+    g.dV = xt::zeros<double>({T_k, d_v});
+    const std::size_t tile = std::min(block_rows, T_q) * std::min(block_cols, T_k);
+    g.working_bytes = static_cast<double>((O.size() + L.size() + g.D.size() + g.dQ.size() + g.dK.size() +
+                                           g.dV.size() + 2 * tile) *
+                                          sizeof(double));
+    // the outer loop over key blocks, the inner over query blocks (algorithm 4, lines 6 and 8)
+    for (std::size_t j0 = 0; j0 < T_k; j0 += block_cols) {
+        const std::size_t cols = std::min(block_cols, T_k - j0);
+        for (std::size_t i0 = 0; i0 < T_q; i0 += block_rows) {
+            const std::size_t rows = std::min(block_rows, T_q - i0);
+            if (causal && j0 > i0 + rows - 1) {  // every key of the block comes after every query of it
+                ++g.tiles_skipped;
+                continue;
+            }
+            ++g.tiles;
+            flash_backward_tile(Q, K, V, dO, L, g.D, TileSpan{i0, rows, j0, cols}, causal, g.dQ, g.dK, g.dV);
+        }
+    }
+    return g;
 }
 
 }  // namespace attn::nn

@@ -282,6 +282,40 @@ void BM_fast_attention(benchmark::State& state) {
     for (auto _ : state) run_fast_attention(in, state.range(1) != 0);
 }
 
+// ---- FlashAttention's backward pass (issue 34): nn::fast_attention_backward from the forward's O
+// and L, at d = 64; the forward saved once, outside the timing.
+struct BackwardInputs {
+    FastInputs in;
+    nn::FastAttentionForward forward;
+    Mat dO;
+};
+
+BackwardInputs backward_inputs(std::size_t T, bool causal) {
+    BackwardInputs b{fast_inputs(T), {}, Rng(23).normal_mat(T, attention_d)};
+    b.forward = nn::fast_attention_forward(b.in.Q, b.in.K, b.in.V, causal, nn::Arithmetic::native);
+    return b;
+}
+
+void run_fast_backward(const BackwardInputs& b, bool causal) {
+    benchmark::DoNotOptimize(nn::fast_attention_backward(b.in.Q, b.in.K, b.in.V, b.forward.output, b.forward.L, b.dO,
+                                                         causal, nn::Arithmetic::native));
+}
+
+// The peak bytes of a backward call besides its inputs, by benchmark name: measured around the timed
+// calls themselves (each frees what it made before the next), so that T = 65536 runs once.
+std::map<std::string, double> backward_peak;
+
+// range(0): T, range(1): 1 for the causal flag
+void BM_fast_backward(benchmark::State& state) {
+    const bool causal = state.range(1) != 0;
+    const BackwardInputs b = backward_inputs(static_cast<std::size_t>(state.range(0)), causal);
+    const std::int64_t before = bytes_now.load();
+    bytes_peak.store(before);
+    for (auto _ : state) run_fast_backward(b, causal);
+    backward_peak[fmt::format("fast_backward_T{}{}", state.range(0), causal ? "_causal" : "")] =
+        static_cast<double>(bytes_peak.load() - before);
+}
+
 // The rows of the ratio table: the op's benchmark, its floor's, and T for the memory units.
 struct Case {
     std::string name, op, floor;
@@ -415,6 +449,37 @@ int print_decision(const std::string& corename) {
     return 0;
 }
 
+// nn::fast_attention_backward: its time against the fast forward's at the same length (target <= 3 at
+// T = 1024), and its peak memory besides the inputs (the saved O and L, dO and the gradients it returns
+// counted) against the 4 T^2 doubles the dense backward holds (S, P, dP, dS); the lengths whose
+// benchmark ran.
+void print_backward_table(const RecordingReporter& reporter) {
+    constexpr double backward_target = 3.0, mebibyte = 1024.0 * 1024.0;
+    fmt::print("\n{:<24}{:>12}{:>12}{:>10}{:>12}{:>14}{:>14}\n", "fast backward, d = 64", "median_ms", "forward_ms",
+               "ratio", "peak_MiB", "peak_T_d", "dense_MiB");
+    for (const std::size_t T : {std::size_t{1024}, std::size_t{4096}, std::size_t{16384}, std::size_t{65536}})
+        for (const bool causal : {false, true}) {
+            if (T == 65536 && !causal) continue;
+            const std::string suffix = fmt::format("T{}{}", T, causal ? "_causal" : "");
+            const std::string label = fmt::format("T={}{}", T, causal ? " causal" : "");
+            const double ms = reporter.median_ms("fast_backward_" + suffix);
+            if (std::isnan(ms)) {
+                fmt::print("{:<24}{:>12}\n", label, "not run");
+                continue;
+            }
+            const double forward = reporter.median_ms("fast_attention_" + suffix), ratio = ms / forward;
+            const double peak = backward_peak.at("fast_backward_" + suffix);
+            const double T_d = static_cast<double>(T * attention_d * sizeof(double));
+            const std::string verdict = T != 1024 || std::isnan(ratio) ? "" : ratio <= backward_target ? "ok" : "OVER";
+            fmt::print("{:<24}{:>12.1f}{:>12.1f}{:>10.2f}{:>12.1f}{:>14.1f}{:>14.0f}  {}\n", label, ms, forward, ratio,
+                       peak / mebibyte, peak / T_d, 4.0 * static_cast<double>(T * T) * sizeof(double) / mebibyte,
+                       verdict);
+        }
+    fmt::print("(peak: besides the inputs Q, K, V, O, L and dO; the gradients returned, D and the packed operands "
+               "included; peak_T_d = peak / (T d doubles), flat when the memory is O(T d); the time target is "
+               "ratio <= {} at T = 1024)\n", backward_target);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -447,6 +512,18 @@ int main(int argc, char** argv) {
                 ->Args({T, causal})
                 ->Unit(benchmark::kMillisecond)
                 ->UseRealTime();
+
+    // the backward: T = 65536 causal once (half a minute on a quiet machine), for its memory
+    for (const std::int64_t T : {1024, 4096, 16384, 65536})
+        for (const std::int64_t causal : {0, 1}) {
+            if (T == 65536 && !causal) continue;
+            auto* b = benchmark::RegisterBenchmark(
+                          fmt::format("fast_backward_T{}{}", T, causal ? "_causal" : "").c_str(), BM_fast_backward)
+                          ->Args({T, causal})
+                          ->Unit(benchmark::kMillisecond)
+                          ->UseRealTime();
+            if (T >= 65536) b->Iterations(1);
+        }
 
     RecordingReporter reporter(benchmark::CreateDefaultDisplayReporter());
     benchmark::RunSpecifiedBenchmarks(&reporter);
@@ -528,5 +605,6 @@ int main(int argc, char** argv) {
             fmt::print("{:<44}{:>14.1f}{:>16.2f}{:>16.0f}\n", label, ms, peak / (1024.0 * 1024.0),
                        plain / (1024.0 * 1024.0));
         }
+    print_backward_table(reporter);
     return 0;
 }

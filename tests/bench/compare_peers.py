@@ -129,8 +129,8 @@ def settle_peer_kernels(program):
 # ---- attn: the benchmark program
 
 
-def run_benchmark(program, repetitions):
-    names = sorted({c[1] for c in CASES} | {c[2] for c in CASES if c[2]})
+def run_benchmark(program, repetitions, names=None):
+    names = names or sorted({c[1] for c in CASES} | {c[2] for c in CASES if c[2]})
     cmd = [program, "--benchmark_format=json", "--benchmark_repetitions=%d" % repetitions,
            "--benchmark_report_aggregates_only=true", "--benchmark_enable_random_interleaving=true",
            "--benchmark_filter=^(%s)/" % "|".join(names)]
@@ -491,6 +491,54 @@ def print_training(report, rows, load_before, load_after):
                 attn / peer[1][k], attn / peer[2][k], ">= %.0f" % target, "met" if worst >= target else "MISSED"))
 
 
+# ---- the backward pass (issue 34): nn::fast_attention_backward against PyTorch's autograd
+
+
+def backward_against_torch(program, repetitions, min_time, T=1024, d=64):
+    """Prints attn's fast backward (and forward + backward) next to PyTorch autograd through the same
+    composed attention (matmul + softmax + matmul, float64, 2 threads; 1.13 has no fused kernel), plain
+    and causal: the backward alone (the graph kept, retain_graph=True) and a forward with its backward."""
+    names = ["fast_backward_T%d" % T, "fast_backward_T%d_causal" % T, "fast_attention_T%d" % T,
+             "fast_attention_T%d_causal" % T]
+    attn_ms, _, _ = run_benchmark(program, repetitions, names)
+    try:
+        import torch
+    except ImportError:
+        print("\nbackward: torch not installed (%s cannot import torch)" % sys.executable)
+        return
+    torch.set_num_threads(2)
+    print("\nbackward pass, T=%d d=%d, ms (medians); torch/attn above 1 means attn is faster (target > 1); "
+          "%s" % (T, d, load()))
+    print("%-26s %10s %10s %10s" % ("case", "attn_ms", "torch_ms", "torch/attn"))
+    for causal in (False, True):
+        Q, K, V, dO = (torch.from_numpy(a) for a in inputs([(T, d)] * 4, 19))
+        for x in (Q, K, V):
+            x.requires_grad_()
+        mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+
+        def forward(Q=Q, K=K, V=V, mask=mask, causal=causal):
+            S = torch.matmul(Q, K.t()) / math.sqrt(d)
+            return torch.matmul(torch.softmax(S.masked_fill(mask, -math.inf) if causal else S, dim=-1), V)
+
+        def forward_backward(forward=forward, dO=dO, Q=Q, K=K, V=V):
+            Q.grad = K.grad = V.grad = None
+            forward().backward(dO)
+
+        out = forward()
+
+        def backward(out=out, dO=dO, Q=Q, K=K, V=V):
+            Q.grad = K.grad = V.grad = None
+            out.backward(dO, retain_graph=True)
+
+        suffix = "_causal" if causal else ""
+        bwd = attn_ms.get("fast_backward_T%d%s" % (T, suffix), math.nan)
+        fwd = attn_ms.get("fast_attention_T%d%s" % (T, suffix), math.nan)
+        for label, a, call in (("backward" + suffix.replace("_", " "), bwd, backward),
+                               ("forward + backward" + suffix.replace("_", " "), fwd + bwd, forward_backward)):
+            ms = time_call(call, repetitions, min_time)
+            print("%-26s %10.2f %10.2f %10.2f" % (label, a, ms, ms / a))
+
+
 # ---- the table
 
 
@@ -600,6 +648,7 @@ def main():
                 if "note" in r:
                     print("note: %s %s" % (case, r["note"]))
     print("\nThe benchmark program's own tables (the same medians):\n" + bench_tables)
+    backward_against_torch(args.program, args.repetitions, args.min_time)
     if args.part == "all":
         load_before = load()
         report, rows = training_table(training_program, args.training_batches, args.repetitions)
