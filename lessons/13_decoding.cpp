@@ -310,6 +310,35 @@ Mat first_block_input(const nn::EncoderDecoder& m, const std::vector<std::size_t
     return nn::layer_norm(nn::embedded_inputs(m.E_tgt, m.P_tgt, in), n.gain, n.bias, n.eps).output;
 }
 
+// The checks of step [mask]: the cached step's T_q rows r against the uncached pass's rows `full`.
+void record_mask_checks(Trace& trace, const nn::AttentionResult& r, const Mat& full, std::size_t offset) {
+    const std::size_t T_q = r.weights.shape(0), T_k = r.weights.shape(1);
+    trace.check("the cached step's outputs equal the uncached pass's last T_q rows, bit for bit (entries that differ)",
+                [&] {
+                    double n = 0.0;
+                    for (std::size_t i = 0; i < T_q; ++i)
+                        n += differing_bits(nn::row_of(r.output, i), nn::row_of(full, offset + i));
+                    return n;
+                }(),
+                0.0);
+    trace.check("every query of the cached step reads every key up to its own position (weights above 0)",
+                [&] {
+                    double zeros = 0.0;
+                    for (std::size_t i = 0; i < T_q; ++i)
+                        for (std::size_t j = 0; j <= offset + i; ++j) zeros += r.weights(i, j) > 0.0 ? 0.0 : 1.0;
+                    return zeros;
+                }(),
+                0.0);
+    trace.check("and none after it (largest weight past its position)",
+                [&] {
+                    double largest = 0.0;
+                    for (std::size_t i = 0; i < T_q; ++i)
+                        for (std::size_t j = offset + i + 1; j < T_k; ++j) largest = std::max(largest, r.weights(i, j));
+                    return largest;
+                }(),
+                0.0);
+}
+
 void record_mask(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, const Pair& p, std::size_t T_q_wanted) {
     // the first block's first head on the reference's decoder inputs, as the uncached pass sees them
     const std::vector<std::size_t> in = decoder_inputs(p);
@@ -363,32 +392,8 @@ void record_mask(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, con
     trace.tensor("wrong", "what the wrong masks change, per query", wrong, queries,
                  {"weight hidden by top-left", "its output error", "weight on the future, no mask",
                   "its output error"});
-    trace.check("the cached step's outputs equal the uncached pass's last T_q rows, bit for bit (entries that differ)",
-                [&] {
-                    double n = 0.0;
-                    for (std::size_t i = 0; i < T_q; ++i)
-                        n += differing_bits(nn::row_of(r.output, i), nn::row_of(full, offset + i));
-                    return n;
-                }(),
-                0.0);
-    trace.check("every query of the cached step reads every key up to its own position (weights above 0)",
-                [&] {
-                    double zeros = 0.0;
-                    for (std::size_t i = 0; i < T_q; ++i)
-                        for (std::size_t j = 0; j <= offset + i; ++j) zeros += r.weights(i, j) > 0.0 ? 0.0 : 1.0;
-                    return zeros;
-                }(),
-                0.0);
-    trace.check("and none after it (largest weight past its position)",
-                [&] {
-                    double largest = 0.0;
-                    for (std::size_t i = 0; i < T_q; ++i)
-                        for (std::size_t j = offset + i + 1; j < T_k; ++j) largest = std::max(largest, r.weights(i, j));
-                    return largest;
-                }(),
-                0.0);
+    record_mask_checks(trace, r, full, offset);
 }
-
 
 // ---------------------------------------------------------------- step [kv-heads]
 

@@ -19,6 +19,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <cstddef>
@@ -444,7 +445,7 @@ TEST_CASE("language_model_backward against central differences on every trained 
     for (std::size_t k = 0; k < params.size(); ++k) {
         INFO(params[k].name);
         CHECK(worst_error(params[k].data, g[k].data, params[k].size, loss) <= tolerance);
-        CHECK(nn::max_abs_of(Vec(xt::adapt(g[k].data, g[k].size, xt::no_ownership(), std::vector<std::size_t>{g[k].size}))) > 0.0);
+        CHECK(std::any_of(g[k].data, g[k].data + g[k].size, [](double x) { return x != 0.0; }));  // not a zero tensor
     }
     // word 5 never appears: its embedding gets nothing; position 6 is past the sentence
     for (std::size_t c = 0; c < 4; ++c) CHECK(grads.E(5, c) == 0.0);
