@@ -55,7 +55,7 @@ const Param beam{"beam", 4, 2, 12, "step [beam]: the beam width k"};
 const Param long_count{"long", 40, 5, 400, "step [beam]: sentences longer than the corpus's (24 to 40 words, every length as often) decoded"};
 const Param top_k{"top_k", 3, 1, 10, "step [sampling]: the k words top-k sampling keeps"};
 const Param top_p{"top_p", 90, 1, 100, "step [sampling]: the mass top-p sampling keeps, in percent"};
-const Param lm_steps{"lm_steps", 150, 100, 3000, "step [language-model]: Adam steps of the decoder-only language model"};
+const Param lm_steps{"lm_steps", 100, 100, 1000, "step [language-model]: Adam steps of the decoder-only language model"};
 }  // namespace param
 
 // Lesson 12's configuration: its defaults with this lesson's seed and training settings.
@@ -72,7 +72,7 @@ std::string limits(const Config&) { return ""; }
 // lesson 12's training at a load of 2; 2 s on the safe side, growing with the test set.
 constexpr double seconds_at_default = 2.0;
 // Step [language-model]: 1000 Adam steps of the language model took 3.6 s of CPU at a load of 7 on
-// two cores, so its default 150 about 0.55 s; 1 s on the safe side, growing with lm_steps.
+// two cores, so its default 100 about 0.4 s; 1 s on the safe side, growing with lm_steps.
 constexpr double lm_seconds_at_default = 1.0;
 
 TimeEstimate time_estimate(const Config& c) {
@@ -83,7 +83,7 @@ TimeEstimate time_estimate(const Config& c) {
     const double own = seconds_at_default *
                        (as_double(c.size(param::test)) / 200.0 +
                         as_double(c.size(param::beam)) / 4.0 * (as_double(c.size(param::test)) + 4.0 * as_double(c.size(param::long_count))) / 360.0);
-    const double language_model = lm_seconds_at_default * as_double(c.size(param::lm_steps)) / 150.0;
+    const double language_model = lm_seconds_at_default * as_double(c.size(param::lm_steps)) / 100.0;
     return {training + own + language_model, "training (lesson 12's race), decoding and the language model",
             fmt::format("lesson 12's race, then the test set decoded with and without the cache and by beam search, "
                         "{:.0f} s at the defaults, growing with test, beam and long, and the language model's "
@@ -929,7 +929,7 @@ Lesson decoding_lesson() {
                        {param::epochs, param::sentences, param::test, param::queries, param::beam, param::long_count,
                         param::top_k, param::top_p, param::lm_steps},
                        limits, time_estimate, lesson_decoding,
-                       {{"epochs", 1}, {"sentences", 50}, {"test", 20}, {"long", 5}, {"lm_steps", 100}});
+                       {{"epochs", 1}, {"sentences", 50}, {"test", 20}, {"long", 5}});
 }
 
 }  // namespace attn

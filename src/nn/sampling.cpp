@@ -4,6 +4,7 @@
 #include "core/portable_math.hpp"
 
 #include <algorithm>
+#include <sstream>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,13 @@
 namespace attn::nn {
 
 namespace {
+
+// x in a message, with 6 significant digits ("1e-300", "-0.5", "nan").
+std::string shown(double x) {
+    std::ostringstream out;
+    out << x;
+    return out.str();
+}
 
 void expect_distribution(const Vec& p, const char* who) {
     double sum = 0.0;
@@ -38,7 +46,7 @@ Vec kept_on(const Vec& p, const std::vector<std::size_t>& order, std::size_t kep
 Vec with_temperature(const Vec& p, double temperature) {
     if (!(temperature > 0.0) || !std::isfinite(temperature))
         throw std::invalid_argument("temperature: T must be a finite number above 0, not " +
-                                    std::to_string(temperature));
+                                    shown(temperature));
     expect_distribution(p, "temperature");
     const double top = portable::log(p(ranked(p)[0]));
     Vec q = xt::empty<double>({p.size()});
@@ -69,7 +77,7 @@ Vec top_k(const Vec& p, std::size_t k) {
 Vec top_p(const Vec& p, double mass) {
     expect_distribution(p, "top-p");
     if (!(mass > 0.0 && mass <= 1.0))
-        throw std::invalid_argument("top-p: the mass p = " + std::to_string(mass) + " must be in (0, 1]");
+        throw std::invalid_argument("top-p: the mass p = " + shown(mass) + " must be in (0, 1]");
     const std::vector<std::size_t> order = ranked(p);
     double cumulative = 0.0;
     std::size_t kept = 0;
@@ -79,7 +87,7 @@ Vec top_p(const Vec& p, double mass) {
 
 std::size_t sampled(const Vec& p, double u) {
     expect_distribution(p, "sampling");
-    if (!(u >= 0.0 && u < 1.0)) throw std::invalid_argument("sampling: u must be in [0, 1)");
+    if (!(u >= 0.0 && u < 1.0)) throw std::invalid_argument("sampling: u = " + shown(u) + " must be in [0, 1)");
     double cumulative = 0.0;
     std::size_t last = 0;
     for (std::size_t j = 0; j < p.size(); ++j) {
