@@ -1,7 +1,8 @@
 // Lesson 13: decoding. Lesson 12's trained Transformer produces its translations one word at a
 // time: first by re-running the decoder over the whole prefix for every word, then with a
 // key-value cache that changes no bit, with the causal mask aligned for fewer queries than keys,
-// then by beam search; last, BLEU, and lesson 12's three models scored by it against source length.
+// with fewer key-value heads, by beam search and by sampling; BLEU, and lesson 12's three models
+// scored by it against source length; then its decoder alone, trained as a language model.
 // T = decoder positions, T_q / T_k = queries / keys, T_x = source words, d = d_model, h = heads,
 // L = decoder blocks, V = target vocabulary.
 #include "registry.hpp"
@@ -14,9 +15,12 @@
 #include "nn/beam_search.hpp"
 #include "nn/bleu.hpp"
 #include "nn/encoder_decoder.hpp"
+#include "nn/grouped_query.hpp"
 #include "nn/kv_cache.hpp"
+#include "nn/language_model.hpp"
 #include "nn/linalg.hpp"
 #include "nn/reductions.hpp"
+#include "nn/sampling.hpp"
 #include "nn/self_attention.hpp"
 #include "nn/softmax.hpp"
 
@@ -26,6 +30,9 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <limits>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +55,9 @@ const Param test{"test", 200, 20, 2000, "lesson 12's held-out test set, decoded 
 const Param queries{"queries", 2, 1, 8, "step [mask]: new positions T_q attending to the cache at once"};
 const Param beam{"beam", 4, 2, 12, "step [beam]: the beam width k"};
 const Param long_count{"long", 40, 5, 400, "step [beam]: sentences longer than the corpus's (24 to 40 words, every length as often) decoded"};
+const Param top_k{"top_k", 3, 1, 10, "step [sampling]: the k words top-k sampling keeps"};
+const Param top_p{"top_p", 90, 1, 100, "step [sampling]: the mass top-p sampling keeps, in percent"};
+const Param lm_steps{"lm_steps", 100, 100, 1000, "step [language-model]: Adam steps of the decoder-only language model"};
 }  // namespace param
 
 // Lesson 12's configuration: its defaults with this lesson's seed and training settings.
@@ -64,6 +74,9 @@ std::string limits(const Config&) { return ""; }
 // lesson 12's training at a load of 2; 2 s on the safe side, growing with the test set. Step [bleu]'s
 // greedy decodings (three models, the test set and the longer sentences) added 0.2 s of CPU.
 constexpr double seconds_at_default = 2.0;
+// Step [language-model]: 1000 Adam steps of the language model took 3.6 s of CPU at a load of 7 on
+// two cores, so its default 100 about 0.4 s; 1 s on the safe side, growing with lm_steps.
+constexpr double lm_seconds_at_default = 1.0;
 
 TimeEstimate time_estimate(const Config& c) {
     // lesson 12's estimate covers its training twice over (step [chaos] retrains the Transformer):
@@ -73,12 +86,14 @@ TimeEstimate time_estimate(const Config& c) {
     const double own = seconds_at_default *
                        (as_double(c.size(param::test)) / 200.0 +
                         as_double(c.size(param::beam)) / 4.0 * (as_double(c.size(param::test)) + 4.0 * as_double(c.size(param::long_count))) / 360.0);
-    return {training + own, "training (lesson 12's race) and decoding",
+    const double language_model = lm_seconds_at_default * as_double(c.size(param::lm_steps)) / 100.0;
+    return {training + own + language_model, "training (lesson 12's race), decoding and the language model",
             fmt::format("lesson 12's race, then the test set decoded with and without the cache and by beam search, "
-                        "{:.0f} s at the defaults, growing with test, beam and long",
-                        seconds_at_default),
+                        "{:.0f} s at the defaults, growing with test, beam and long, and the language model's "
+                        "training, {:.0f} s at the defaults, growing with lm_steps",
+                        seconds_at_default, lm_seconds_at_default),
             {{&param::epochs, 1.0}, {&param::sentences, 1.0}, {&param::test, 1.0}, {&param::beam, 1.0},
-             {&param::long_count, 1.0}}};
+             {&param::long_count, 1.0}, {&param::lm_steps, 1.0}}};
 }
 
 // ---------------------------------------------------------------- decoding, both ways
@@ -128,11 +143,13 @@ Decoded cached(const nn::EncoderDecoder& m, const Mat& H, std::size_t max_words)
 }
 
 // The entries of a and b whose bits differ (-0 and +0 differ, two equal NaNs do not), and every
-// entry when the lengths differ.
-double differing_bits(const Vec& a, const Vec& b) {
-    if (a.size() != b.size()) return as_double(std::max(a.size(), b.size()));
+// entry when the shapes differ.
+template <class Tensor>
+double differing_bits(const Tensor& a, const Tensor& b) {
+    if (a.shape() != b.shape()) return as_double(std::max(a.size(), b.size()));
     double n = 0.0;
-    for (std::size_t j = 0; j < a.size(); ++j) n += std::memcmp(&a(j), &b(j), sizeof(double)) == 0 ? 0.0 : 1.0;
+    for (std::size_t j = 0; j < a.size(); ++j)
+        n += std::memcmp(a.data() + j, b.data() + j, sizeof(double)) == 0 ? 0.0 : 1.0;
     return n;
 }
 
@@ -290,15 +307,48 @@ Mat wrong_alignments(const Mat& right, const Mat& top_left, const Mat& none, con
     return wrong;
 }
 
+// LN_1 of the decoder's inputs E[in] sqrt(d) + PE in the first block: what its self-attention reads.
+Mat first_block_input(const nn::EncoderDecoder& m, const std::vector<std::size_t>& in) {
+    const nn::LayerNormParams& n = m.decoder[0].norm_1;
+    return nn::layer_norm(nn::embedded_inputs(m.E_tgt, m.P_tgt, in), n.gain, n.bias, n.eps).output;
+}
+
+// The checks of step [mask]: the cached step's T_q rows r against the uncached pass's rows `full`.
+void record_mask_checks(Trace& trace, const nn::AttentionResult& r, const Mat& full, std::size_t offset) {
+    const std::size_t T_q = r.weights.shape(0), T_k = r.weights.shape(1);
+    trace.check("the cached step's outputs equal the uncached pass's last T_q rows, bit for bit (entries that differ)",
+                [&] {
+                    double n = 0.0;
+                    for (std::size_t i = 0; i < T_q; ++i)
+                        n += differing_bits(nn::row_of(r.output, i), nn::row_of(full, offset + i));
+                    return n;
+                }(),
+                0.0);
+    trace.check("every query of the cached step reads every key up to its own position (weights above 0)",
+                [&] {
+                    double zeros = 0.0;
+                    for (std::size_t i = 0; i < T_q; ++i)
+                        for (std::size_t j = 0; j <= offset + i; ++j) zeros += r.weights(i, j) > 0.0 ? 0.0 : 1.0;
+                    return zeros;
+                }(),
+                0.0);
+    trace.check("and none after it (largest weight past its position)",
+                [&] {
+                    double largest = 0.0;
+                    for (std::size_t i = 0; i < T_q; ++i)
+                        for (std::size_t j = offset + i + 1; j < T_k; ++j) largest = std::max(largest, r.weights(i, j));
+                    return largest;
+                }(),
+                0.0);
+}
+
 void record_mask(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, const Pair& p, std::size_t T_q_wanted) {
     // the first block's first head on the reference's decoder inputs, as the uncached pass sees them
     const std::vector<std::size_t> in = decoder_inputs(p);
     const std::size_t T_k = in.size(), T_q = std::min(T_q_wanted, T_k), offset = T_k - T_q;
     const std::size_t dm = m.E_tgt.shape(1), d_k = dm / m.heads;
     const nn::DecoderBlockParams& b = m.decoder[0];
-    const Mat n_1 = nn::layer_norm(nn::embedded_inputs(m.E_tgt, m.P_tgt, in), b.norm_1.gain, b.norm_1.bias,
-                                   b.norm_1.eps)
-                        .output;
+    const Mat n_1 = first_block_input(m, in);
     Mat W_Q = nn::columns_of(b.self_attention.W_Q, 0, d_k);
     for (std::size_t k = 0; k < W_Q.size(); ++k) W_Q.data()[k] = W_Q.data()[k] / std::sqrt(as_double(d_k));
     const Mat Q = nn::matmul(n_1, W_Q, "X W_1^Q / sqrt(d_k)");
@@ -345,32 +395,91 @@ void record_mask(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, con
     trace.tensor("wrong", "what the wrong masks change, per query", wrong, queries,
                  {"weight hidden by top-left", "its output error", "weight on the future, no mask",
                   "its output error"});
-    trace.check("the cached step's outputs equal the uncached pass's last T_q rows, bit for bit (entries that differ)",
-                [&] {
-                    double n = 0.0;
-                    for (std::size_t i = 0; i < T_q; ++i)
-                        n += differing_bits(nn::row_of(r.output, i), nn::row_of(full, offset + i));
-                    return n;
-                }(),
-                0.0);
-    trace.check("every query of the cached step reads every key up to its own position (weights above 0)",
-                [&] {
-                    double zeros = 0.0;
-                    for (std::size_t i = 0; i < T_q; ++i)
-                        for (std::size_t j = 0; j <= offset + i; ++j) zeros += r.weights(i, j) > 0.0 ? 0.0 : 1.0;
-                    return zeros;
-                }(),
-                0.0);
-    trace.check("and none after it (largest weight past its position)",
-                [&] {
-                    double largest = 0.0;
-                    for (std::size_t i = 0; i < T_q; ++i)
-                        for (std::size_t j = offset + i + 1; j < T_k; ++j) largest = std::max(largest, r.weights(i, j));
-                    return largest;
-                }(),
-                0.0);
+    record_mask_checks(trace, r, full, offset);
 }
 
+// ---------------------------------------------------------------- step [kv-heads]
+
+// W_kv's key-value heads (d_k columns each) laid out as h heads for multi-head attention: head i is
+// a copy of key-value head group(i).
+Mat copied_heads(const Mat& W_kv, std::size_t h, std::size_t d_k, const std::function<std::size_t(std::size_t)>& group) {
+    Mat out = xt::empty<double>({W_kv.shape(0), h * d_k});
+    for (std::size_t i = 0; i < h; ++i) nn::set_columns(out, i * d_k, nn::columns_of(W_kv, group(i) * d_k, (group(i) + 1) * d_k));
+    return out;
+}
+
+// Lesson 6's multi-head attention with its W^K and W^V made of the grouped layer's heads, copied
+// so that query head i reads key-value head group(i): what the grouped layer must compute.
+Mat as_multi_head(const Mat& X, const nn::MultiHeadParams& mha, const nn::GroupedQueryParams& g, std::size_t h,
+                  const std::function<std::size_t(std::size_t)>& group, const Mat& causal) {
+    const std::size_t d_k = X.shape(1) / h;
+    nn::MultiHeadParams p = mha;
+    p.W_K = copied_heads(g.W_K, h, d_k, group), p.W_V = copied_heads(g.W_V, h, d_k, group);
+    return nn::multi_head_attention(X, X, p, h, &causal).output;
+}
+
+// n_kv = h, h / 2 and 1, each once (h = 1: only 1).
+std::vector<std::size_t> kv_head_counts(std::size_t h) {
+    std::vector<std::size_t> n = {h};
+    if (h % 2 == 0 && h / 2 > 1) n.push_back(h / 2);
+    if (h > 1) n.push_back(1);
+    return n;
+}
+
+void record_kv_heads(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, const Pair& p) {
+    const std::vector<std::size_t> in = decoder_inputs(p);
+    const std::size_t h = m.heads, L = m.decoder.size(), dm = m.E_tgt.shape(1), d_k = dm / h;
+    const Mat X = first_block_input(m, in), causal = nn::causal_mask(in.size());
+    const nn::MultiHeadParams& mha = m.decoder[0].self_attention;
+    const nn::MultiHeadResult full = nn::multi_head_attention(X, X, mha, h, &causal);
+    trace.step("kv-heads", "Fewer key-value heads: multi-query and grouped-query attention",
+               "head_i = Attention(X W_i^Q, X W_g^K, X W_g^V),  g = floor(i / (h / n_kv)),  cache: 2 L n_kv d_k "
+               "numbers per token",
+               fmt::format(
+                   "The cache holds a key and a value per head, block and position; at serving time reading it "
+                   "dominates each step. Shazeer 2019 (multi-query attention) lets all h query heads share one "
+                   "key-value head; Ainslie et al. 2023 (grouped-query attention) take the middle way: n_kv "
+                   "key-value heads, each shared by a group of h / n_kv consecutive query heads, so query head i "
+                   "reads key-value head floor(i / (h / n_kv)) (nn::grouped_query_attention). The cache shrinks by "
+                   "h / n_kv. Ainslie et al. start such a model from a multi-head one by averaging the key and "
+                   "value projections of each group (nn::mean_pooled_heads), then train it a little more; here "
+                   "the averaged heads are used untrained, on the first decoder block's self-attention over the "
+                   "reference \"{}\", so the output moves (the last column). With n_kv = h nothing is shared and "
+                   "the layer is lesson 6's multi-head attention, to the bit: the products and the softmax are the "
+                   "same ones. Numbering the groups the other way (query head i reading head i mod n_kv) also "
+                   "shares every key-value head h / n_kv times, but between other heads: for h = {} and n_kv = {} "
+                   "it differs, and the checks tell. L = {}, d_k = {}.",
+                   joined(c.target, p.tgt), h, h / 2, L, d_k));
+    const std::vector<std::size_t> counts = kv_head_counts(h);
+    Mat table = xt::empty<double>({counts.size(), std::size_t{5}});
+    std::vector<std::string> rows;
+    double as_lesson_6 = 0.0, grouped = 0.0, modular = -1.0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+        const std::size_t n_kv = counts[r];
+        const nn::GroupedQueryParams g = nn::grouped_query_params(mha, h, n_kv);
+        const nn::MultiHeadResult gqa = nn::grouped_query_attention(X, X, g, h, n_kv, &causal);
+        if (n_kv == h) as_lesson_6 = differing_bits(gqa.output, full.output) + differing_bits(gqa.weights, full.weights);
+        // the grouping written out again: query heads i n_kv / h share a head
+        grouped += differing_bits(gqa.output, as_multi_head(X, mha, g, h, [&](std::size_t i) { return i * n_kv / h; }, causal));
+        if (n_kv > 1 && n_kv < h)
+            modular = differing_bits(gqa.output, as_multi_head(X, mha, g, h, [&](std::size_t i) { return i % n_kv; }, causal));
+        table(r, 0) = as_double(n_kv), table(r, 1) = as_double(h / n_kv), table(r, 2) = as_double(2 * L * n_kv * d_k);
+        table(r, 3) = 8.0 * table(r, 2), table(r, 4) = xt::amax(xt::abs(gqa.output - full.output))();
+        rows.push_back(n_kv == h ? "multi-head" : n_kv == 1 ? "multi-query" : "grouped-query");
+    }
+    trace.tensor("kv_heads", "the cache per token, and the output's change by mean-pooled heads", table, rows,
+                 {"n_kv", "query heads per kv head", "numbers per token", "bytes per token", "max |GQA - MHA|"});
+    trace.check("with n_kv = h grouped-query attention is lesson 6's multi-head attention, bit for bit (entries of "
+                "the output and the weights that differ)",
+                as_lesson_6, 0.0);
+    trace.check("query head i reads key-value head floor(i n_kv / h): the layer equals multi-head attention with "
+                "the key-value heads copied so, bit for bit, for every n_kv (entries that differ)",
+                grouped, 0.0);
+    if (modular >= 0.0)
+        trace.check(fmt::format("the grouping i mod n_kv gives another output at n_kv = {} (1 when it gives the same)",
+                                h / 2),
+                    modular > 0.0 ? 0.0 : 1.0, 0.0);
+}
 
 // ---------------------------------------------------------------- step [beam]
 
@@ -457,7 +566,6 @@ void record_beam(Trace& trace, const nn::EncoderDecoder& m, const std::vector<Pa
 
 
 // ---------------------------------------------------------------- step [bleu]
-// (issue 31's step [sampling] is to come between [beam] and this one)
 
 using Sentences = std::vector<std::vector<std::size_t>>;
 
@@ -613,6 +721,322 @@ void record_bleu(Trace& trace, const transformer::RaceModels& models, const std:
                     std::abs(nn::bleu(references, references).bleu - 1.0), 0.0);
 }
 
+// ---------------------------------------------------------------- step [sampling]
+
+// The step of a decoding whose next-word distribution is the least certain (the largest entropy,
+// the first of equal ones): where the ways of sampling differ most.
+std::size_t least_certain(const Decoded& d) {
+    std::size_t best = 0;
+    double largest = -1.0;
+    for (std::size_t t = 0; t < d.probabilities.size(); ++t) {
+        double entropy = 0.0;
+        for (const double p : d.probabilities[t]) entropy -= p > 0.0 ? p * portable::log(p) : 0.0;
+        if (entropy > largest) largest = entropy, best = t;
+    }
+    return best;
+}
+
+// A translation drawn word by word with the cache, each word from pick(the step's distribution).
+std::vector<std::size_t> sampled_translation(const nn::EncoderDecoder& m, const Mat& H, std::size_t max_words,
+                                             const std::function<Vec(const Vec&)>& pick, Rng& rng) {
+    nn::DecodingWork work;
+    nn::DecoderCache cache = nn::start_decoder_cache(m, H, work);
+    std::vector<std::size_t> words;
+    std::size_t word = sos;
+    while (words.size() < max_words) {
+        word = nn::sampled(pick(nn::cached_decoder_step(m, cache, word, work)), rng.uniform());
+        if (word == eos) break;
+        words.push_back(word);
+    }
+    return words;
+}
+
+// The largest |sum_j q_j - 1| of the distributions.
+double worst_sum(const std::vector<Vec>& qs) {
+    double worst = 0.0;
+    for (const Vec& q : qs) worst = std::max(worst, std::abs(xt::sum(q)() - 1.0));
+    return worst;
+}
+
+// Rows: the `shown` most likely words of p, then all the others together; a column per distribution.
+Mat shown_words(const std::vector<Vec>& qs, const std::vector<std::size_t>& order, std::size_t shown) {
+    Mat table = xt::zeros<double>({shown + 1, qs.size()});
+    for (std::size_t c = 0; c < qs.size(); ++c)
+        for (std::size_t r = 0; r < order.size(); ++r) table(std::min(r, shown), c) += qs[c](order[r]);
+    return table;
+}
+
+// The checks of step [sampling] on the distributions qs = {p, T = 0.5, T = 2, top-k, top-p} of step t.
+void record_sampling_checks(Trace& trace, std::size_t t, const std::vector<Vec>& qs,
+                            const std::vector<std::size_t>& order, std::size_t k, double mass) {
+    const Vec& P = qs[0];
+    const std::size_t V = P.size(), greedy = nn::most_likely(P);
+    trace.check("each distribution sums to 1 (largest |sum - 1|, against V eps)", worst_sum(qs),
+                as_double(V) * std::numeric_limits<double>::epsilon());
+    trace.check("T = 1 gives p back (largest difference)", xt::amax(xt::abs(nn::with_temperature(P, 1.0) - P))(), 1e-13);
+    // cooling: the greedy word's weight never falls as T falls, and T = 1e-300 leaves it all
+    double fall = 0.0, before = 0.0;
+    for (const double T : {1.0, 0.1, 0.01, 0.001, 1e-300}) {
+        const double w = nn::with_temperature(P, T)(greedy);
+        fall = std::max(fall, before - w), before = w;
+    }
+    trace.check("as T falls through 1, 0.1, 0.01, 0.001 the greedy word's weight never falls (largest fall)", fall, 0.0);
+    trace.check(fmt::format("T -> 0 (1e-300) puts all weight on greedy's word at step {} (|1 - its weight|)", t + 1),
+                std::abs(1.0 - before), 0.0);
+    // top-k: exactly k kept, none dropped more likely than one kept
+    double kept = 0.0, least_kept = 1.0, most_dropped = 0.0;
+    for (std::size_t j = 0; j < V; ++j) {
+        if (qs[3](j) > 0.0) kept += 1.0, least_kept = std::min(least_kept, P(j));
+        else most_dropped = std::max(most_dropped, P(j));
+    }
+    trace.check(fmt::format("top-k keeps exactly k = {} words (kept minus k)", k), std::abs(kept - as_double(k)), 0.0);
+    trace.check("and no word it drops is more likely than one it keeps", std::max(0.0, most_dropped - least_kept), 0.0);
+    // top-p: the kept words are the first n of the ranking, their mass reaches p, the first n - 1 do not
+    std::size_t n = 0, prefix = 0, positive = 0;
+    for (std::size_t r = 0; r < V; ++r) {
+        n += qs[4](order[r]) > 0.0 ? 1 : 0, positive += P(order[r]) > 0.0 ? 1 : 0;
+        if (prefix == r && qs[4](order[r]) > 0.0) prefix = r + 1;
+    }
+    double reached = 0.0, short_of = 0.0;
+    for (std::size_t r = 0; r < n; ++r) reached += P(order[r]), short_of += r + 1 < n ? P(order[r]) : 0.0;
+    trace.check(fmt::format("top-p keeps the most likely words, whose mass (summed in rank order) reaches p = {} "
+                            "or is everything (p - mass, plus words kept out of rank order)",
+                            mass),
+                (reached >= mass || n == positive ? 0.0 : mass - reached) + as_double(n - prefix), 0.0);
+    trace.check("and the fewest such: without its least likely word the mass stays below p (1 when not)",
+                n >= 1 && short_of < mass ? 0.0 : 1.0, 0.0);
+}
+
+// Translations of p drawn whole with the cache: at T -> 0 (checked to be greedy's), then from p itself
+// and from its top-p reshaping.
+void record_sampled_translations(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, const Pair& p,
+                                 const Decoded& d, std::size_t max_words, Rng& rng, double mass) {
+    const Mat H = nn::encoder_output(m, p.src);
+    const auto cold = [](const Vec& q) { return nn::with_temperature(q, 1e-300); };
+    const auto itself = [](const Vec& q) { return q; };
+    const auto nucleus = [mass](const Vec& q) { return nn::top_p(q, mass); };
+    const std::vector<std::size_t> frozen = sampled_translation(m, H, max_words, cold, rng);
+    constexpr std::size_t each = 3;
+    Mat table = xt::empty<double>({2 * each, std::size_t{2}});
+    std::vector<std::string> rows;
+    for (std::size_t r = 0; r < 2 * each; ++r) {
+        const std::vector<std::size_t> w =
+            sampled_translation(m, H, max_words, r < each ? std::function<Vec(const Vec&)>(itself) : nucleus, rng);
+        table(r, 0) = as_double(w.size()), table(r, 1) = w == p.tgt ? 1.0 : 0.0;
+        rows.push_back(fmt::format("{}: {}", r < each ? "p" : "top-p", joined(c.target, w)));
+    }
+    trace.tensor("translations", "whole translations drawn from p and from top-p", table, rows,
+                 {"words", "the reference"});
+    trace.check("a translation drawn at T -> 0 is greedy's, word for word (1 when not)", frozen == d.words ? 0.0 : 1.0,
+                0.0);
+}
+
+void record_sampling(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, const Pair& p, const Decoded& d,
+                     const Config& config, std::size_t max_words) {
+    const std::size_t t = least_certain(d), k = config.size(param::top_k);
+    const double mass = as_double(config.size(param::top_p)) / 100.0;
+    const Vec& P = d.probabilities[t];
+    const std::vector<std::size_t> order = nn::ranked(P);
+    const std::vector<Vec> qs = {P, nn::with_temperature(P, 0.5), nn::with_temperature(P, 2.0), nn::top_k(P, k),
+                                 nn::top_p(P, mass)};
+    const std::vector<std::string> names = {"p", "T = 0.5", "T = 2", fmt::format("top-k, k = {}", k),
+                                            fmt::format("top-p, p = {}", mass)};
+    trace.step("sampling", "Sampling: temperature, top-k and top-p",
+               "q_j = p_j^(1/T) / sum_k p_k^(1/T);  top-k: p on the k largest / their mass;  top-p: p on the "
+               "fewest largest with mass >= p / that mass",
+               fmt::format(
+                   "Greedy decoding and beam search look for the most likely translation; a system that should "
+                   "vary (a dialogue, a story) draws each word from the distribution instead. Drawn as it is, a "
+                   "rare word is drawn now and then and derails the rest, so the distribution is reshaped first: "
+                   "a temperature T (q = softmax(log p / T): below 1 sharper, above 1 flatter, towards 0 all "
+                   "weight on the greedy word); top-k (Fan et al. 2018) keeps the k most likely words; top-p or "
+                   "nucleus sampling (Holtzman et al. 2020) keeps the fewest most likely words whose mass reaches "
+                   "p, as many as the model's doubt needs. Each is renormalised to sum to 1; equal probabilities "
+                   "are ranked by word id, so top-k keeps exactly k. Here step {} of the greedy translation of "
+                   "\"{}\", the step where the model is least certain (largest entropy). Draws use the inverse "
+                   "of the cumulative distribution on uniform numbers from the lesson's seed (nn::sampled, the "
+                   "project's own generator): the same words on every machine.",
+                   t + 1, joined(c.source, p.src)));
+    const std::size_t shown = std::min<std::size_t>(8, P.size());
+    std::vector<std::string> rows;
+    for (std::size_t r = 0; r < shown; ++r) rows.push_back(c.target.words[order[r]]);
+    rows.push_back("all others");
+    trace.tensor("distributions", "p and its reshapings at this step", shown_words(qs, order, shown), rows, names);
+    Rng rng(config.seed ^ 0x53414D504C45ULL);
+    std::vector<Vec> drawn(qs.size(), Vec(xt::zeros<double>({P.size()})));
+    constexpr std::size_t draws = 1000;
+    for (std::size_t q = 0; q < qs.size(); ++q)
+        for (std::size_t n = 0; n < draws; ++n) drawn[q](nn::sampled(qs[q], rng.uniform())) += 1.0 / as_double(draws);
+    trace.tensor("frequencies", fmt::format("shares of {} draws from each", draws), shown_words(drawn, order, shown),
+                 rows, names);
+    record_sampling_checks(trace, t, qs, order, k, mass);
+    record_sampled_translations(trace, c, m, p, d, max_words, rng, mass);
+}
+
+// ---------------------------------------------------------------- step [language-model]
+
+// steps x batch sentence pairs drawn by lesson 9's rules within lesson 12's lengths, none with the
+// source of a test pair or of the two shown pairs: the language model's stream, each seen once.
+std::vector<Pair> fresh_pairs(Rng& rng, Corpus& c, std::size_t count, const Config& race) {
+    std::set<std::vector<std::size_t>> held_out;
+    for (const Pair& p : c.test) held_out.insert(p.src);
+    held_out.insert(ids_of(c.source, lights_src)), held_out.insert(ids_of(c.source, pickup_src));
+    const auto fewest = static_cast<std::size_t>(race.get("min_len")), most = static_cast<std::size_t>(race.get("max_len"));
+    std::vector<Pair> out;
+    while (out.size() < count) {
+        const Sentence s = sentence(rng);
+        if (s.src.size() < fewest || s.src.size() > most) continue;
+        Pair p{ids_of(c.source, s.src), ids_of(c.target, s.tgt), s.partners};
+        if (held_out.count(p.src) == 0) out.push_back(std::move(p));
+    }
+    return out;
+}
+
+// The language model trained `steps` Adam steps on the target sentences of `stream`, in minibatches
+// of lesson 12's size taken in order, at lesson 12's warmed-up rate.
+nn::LanguageModel trained_language_model(Trace& trace, const nn::LanguageModel& start, const std::vector<Pair>& stream,
+                                         std::size_t steps, const Config& race) {
+    auto t = trainer(start);
+    std::vector<std::size_t> order(stream.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    double words = 0.0;
+    for (std::size_t step = 0; step < steps; ++step) {
+        const std::size_t first = std::min(order.size(), step * batch), last = std::min(order.size(), first + batch);
+        train_batch(t, stream, order, first, last, words, transformer::transformer_adam(step + 1, race));
+        if ((step + 1) % 25 == 0)
+            trace.progress(fmt::format("training the language model: step {} of {}", step + 1, steps));
+    }
+    return t.model;
+}
+
+// Per-word scores of a model on the test targets (every word and <eos>): the probability given
+// to each, in order, and the sum of their negative logs.
+struct WordScores {
+    std::vector<double> p;
+    double nll = 0.0;
+    double perplexity() const { return portable::exp(nll / as_double(p.size())); }
+};
+
+WordScores language_model_scores(const nn::LanguageModel& m, const std::vector<Pair>& pairs) {
+    WordScores s;
+    for (const Pair& pair : pairs) {
+        const std::vector<std::size_t> out = decoder_outputs(pair);
+        const nn::LanguageModelPass pass = nn::language_model_forward(m, decoder_inputs(pair), out);
+        s.nll += pass.loss;
+        for (std::size_t t = 0; t < out.size(); ++t) s.p.push_back(pass.P(t, out[t]));
+    }
+    return s;
+}
+
+// The unigram model of the targets of `train` (each word's and <eos>'s count plus 1, over all V
+// words) scored on the test targets.
+WordScores unigram_scores(const std::vector<Pair>& train, const std::vector<Pair>& test, std::size_t V) {
+    std::vector<double> count(V, 1.0);
+    double total = as_double(V);
+    for (const Pair& p : train)
+        for (const std::size_t w : decoder_outputs(p)) count[w] += 1.0, total += 1.0;
+    WordScores s;
+    for (const Pair& p : test)
+        for (const std::size_t w : decoder_outputs(p)) {
+            s.p.push_back(count[w] / total);
+            s.nll -= portable::log(s.p.back());
+        }
+    return s;
+}
+
+// The perplexity again, from the product of the probabilities (kept as a mantissa and a power of
+// 2, so that it never underflows) instead of the sum of their logs.
+double perplexity_from_product(const std::vector<double>& p) {
+    double mantissa = 1.0;
+    int exponent = 0;
+    for (const double q : p) {
+        int e = 0;
+        mantissa = std::frexp(mantissa * q, &e);
+        exponent += e;
+    }
+    const double log_product = portable::log(mantissa) + static_cast<double>(exponent) * portable::log(2.0);
+    return portable::exp(-log_product / as_double(p.size()));
+}
+
+// A sentence drawn from the language model word by word from <sos>, until <eos> or max_words.
+std::vector<std::size_t> sampled_sentence(const nn::LanguageModel& m, std::size_t max_words, Rng& rng) {
+    std::vector<std::size_t> in = {sos};
+    while (in.size() <= max_words) {
+        const Mat P = nn::next_word_probabilities(m, in);
+        const std::size_t y = nn::sampled(nn::row_of(P, in.size() - 1), rng.uniform());
+        if (y == eos) break;
+        in.push_back(y);
+    }
+    return std::vector<std::size_t>(in.begin() + 1, in.end());
+}
+
+// A few sentences drawn from the trained language model, each with its length and whether it is
+// one of the sentences it was trained on.
+void record_sampled_sentences(Trace& trace, const Corpus& c, const nn::LanguageModel& lm,
+                              const std::vector<Pair>& trained_on, std::size_t max_words, Rng& rng) {
+    std::set<std::vector<std::size_t>> seen;
+    for (const Pair& p : trained_on) seen.insert(p.tgt);
+    constexpr std::size_t count = 5;
+    Mat table = xt::empty<double>({count, std::size_t{2}});
+    std::vector<std::string> rows;
+    for (std::size_t r = 0; r < count; ++r) {
+        const std::vector<std::size_t> w = sampled_sentence(lm, max_words, rng);
+        table(r, 0) = as_double(w.size()), table(r, 1) = seen.count(w) > 0 ? 1.0 : 0.0;
+        rows.push_back(joined(c.target, w));
+    }
+    trace.tensor("sentences", "drawn from the trained language model", table, rows, {"words", "trained on"});
+}
+
+void record_language_model(Trace& trace, Corpus& c, const nn::EncoderDecoder& drawn, const Config& config,
+                           const Config& race, std::size_t max_words) {
+    const std::size_t steps = config.size(param::lm_steps), V = drawn.W_o.shape(0);
+    trace.need_next_step();  // the training below is this step's alone
+    Rng rng(config.seed ^ 0x4C414E47ULL);
+    const nn::LanguageModel start = nn::decoder_only(drawn);
+    const std::vector<Pair> stream = fresh_pairs(rng, c, steps * batch, race);
+    const nn::LanguageModel lm = trained_language_model(trace, start, stream, steps, race);
+    const WordScores before = language_model_scores(start, c.test), after = language_model_scores(lm, c.test);
+    const WordScores unigram = unigram_scores(stream, c.test, V);
+    trace.step("language-model", "A decoder alone is a language model",
+               "p(w_1 .. w_T) = prod_t p(w_t | w_<t),  perplexity = exp(-(1/N) sum_t log p(w_t | w_<t))",
+               fmt::format(
+                   "Take away the cross-attention and the decoder reads only its own words: each block is lesson "
+                   "11's pre-LN block under the causal mask, and the output at position t is a distribution over "
+                   "the word after w_1 .. w_t, a language model (the decoder-only models of Radford et al. 2018 "
+                   "are such stacks). This one is lesson 12's decoder as drawn (the same initial weights, its "
+                   "cross-attention removed: nn::decoder_only), trained here on target sentences alone, {} Adam "
+                   "steps of {} sentences at lesson 12's warmed-up rate. Its sentences are drawn afresh from lesson "
+                   "9's rules (never a test pair's), each seen once: on lesson 12's training set it would learn "
+                   "those sentences by heart within a few hundred steps when the set is small, and its perplexity "
+                   "on new ones would rise. The backward pass is assembled from lesson 11's stack and the output "
+                   "layer's (nn::language_model_backward, checked against central differences in "
+                   "tests/test_encoder_decoder.cpp). Its perplexity "
+                   "on the {} test targets ({} words with <eos>) is exp of the mean negative log-likelihood per "
+                   "word: the number of words a uniform choice would have to pick among to be as surprised. A "
+                   "uniform distribution over the V = {} words has perplexity V; a unigram model (each word's "
+                   "frequency in the same sentences, plus one) knows which words are common but not where. "
+                   "Sentences drawn from the trained model (inverse cumulative distribution, the lesson's seed) "
+                   "show what it learnt of the target language's order: the verb last, postpositions after "
+                   "their nouns.",
+                   steps, batch, c.test.size(), after.p.size(), V));
+    const Mat table = {{before.nll / as_double(before.p.size()), before.perplexity()},
+                       {after.nll / as_double(after.p.size()), after.perplexity()},
+                       {unigram.nll / as_double(unigram.p.size()), unigram.perplexity()},
+                       {portable::log(as_double(V)), as_double(V)}};
+    trace.tensor("perplexity", "on the test targets", table,
+                 {"decoder alone, as drawn", "decoder alone, trained", "unigram", "uniform"},
+                 {"mean -log p per word", "perplexity"});
+    const double again = perplexity_from_product(after.p);
+    trace.check("perplexity = exp(mean NLL): the same from the product of the test words' probabilities "
+                "(relative difference)",
+                std::abs(again - after.perplexity()) / after.perplexity(), 1e-12);
+    trace.check(fmt::format("the trained language model's perplexity is below the uniform one's, V = {} "
+                            "(its perplexity minus V when not)",
+                            V),
+                std::max(0.0, after.perplexity() - as_double(V)), 0.0);
+    record_sampled_sentences(trace, c, lm, stream, max_words, rng);
+}
+
 // ---------------------------------------------------------------- the lesson
 
 void lesson_decoding(Trace& trace, const Config& config) {
@@ -640,14 +1064,18 @@ void lesson_decoding(Trace& trace, const Config& config) {
     }
     record_cache(trace, corpus, m, shown, plain, fast, differing, steps, corpus.test.size());
     // "turn off the lights" -> "lait band karo": short enough to show every key
-    record_mask(trace, corpus, m, pair_of(start.corpus, lights_src, lights_tgt), config.size(param::queries));
+    const Pair lights = pair_of(start.corpus, lights_src, lights_tgt);
+    record_mask(trace, corpus, m, lights, config.size(param::queries));
+    record_kv_heads(trace, corpus, m, lights);
     // sentences of 3 to 7 phrases, longer than the corpus's, from a generator of their own
     Rng rng(config.seed ^ 0x5DEECE66DULL);
     const std::vector<Pair> longer = long_pairs(rng, start.corpus, config.size(param::long_count), 24, 40);
     record_beam(trace, m, corpus.test, longer, config.size(param::beam), max_words, 2 * 40 + 4);
-    // [sampling] will come here
+    record_sampling(trace, corpus, m, shown, fast, config, max_words);
     record_bleu(trace, trained->trained, corpus.test, longer, static_cast<std::size_t>(race.get("min_len")),
                 static_cast<std::size_t>(race.get("max_len")), max_words, 2 * 40 + 4);
+    // lesson 12's decoder as drawn, without cross-attention, trained on the target sentences alone
+    record_language_model(trace, start.corpus, start.start.transformer, config, race, max_words);
 }
 
 }  // namespace
@@ -656,11 +1084,15 @@ void lesson_decoding(Trace& trace, const Config& config) {
 Lesson decoding_lesson() {
     using namespace decoding;
     return make_lesson(13, "decoding",
-                       "Decoding: a key-value cache that changes no bit, the mask it needs, beam search, and BLEU",
-                       "Sutskever et al. 2014; Wu et al. 2016; Vaswani et al. 2017; Pope et al. 2023; Papineni et al. "
-                       "2002; Bahdanau et al. 2015",
-                       {param::epochs, param::sentences, param::test, param::queries, param::beam, param::long_count}, limits, time_estimate,
-                       lesson_decoding, {{"epochs", 1}, {"sentences", 50}, {"test", 20}, {"long", 5}});
+                       "Decoding: a key-value cache that changes no bit, the mask it needs, fewer key-value heads, "
+                       "beam search, sampling, BLEU, and a decoder alone as a language model",
+                       "Sutskever et al. 2014; Wu et al. 2016; Vaswani et al. 2017; Pope et al. 2023; Shazeer 2019; "
+                       "Ainslie et al. 2023; Fan et al. 2018; Holtzman et al. 2020; Papineni et al. 2002; "
+                       "Bahdanau et al. 2015; Radford et al. 2018",
+                       {param::epochs, param::sentences, param::test, param::queries, param::beam, param::long_count,
+                        param::top_k, param::top_p, param::lm_steps},
+                       limits, time_estimate, lesson_decoding,
+                       {{"epochs", 1}, {"sentences", 50}, {"test", 20}, {"long", 5}});
 }
 
 }  // namespace attn

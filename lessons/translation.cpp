@@ -2,6 +2,7 @@
 // pass of any model.
 #include "translation.hpp"
 
+#include "nn/kv_cache.hpp"
 #include "nn/reductions.hpp"
 
 #include <fmt/format.h>
@@ -303,6 +304,17 @@ double backward_into(const nn::Seq2Seq& m, const Pair& p, nn::Seq2Seq& grads) {
 
 double backward_into(const nn::EncoderDecoder& m, const Pair& p, nn::EncoderDecoder& grads) {
     return nn::encoder_decoder_backward(m, p.src, decoder_inputs(p), decoder_outputs(p), grads).loss;
+}
+
+Forward teacher_forced(const nn::LanguageModel& m, const Pair& p) {
+    const nn::LanguageModelPass pass = nn::language_model_forward(m, decoder_inputs(p), decoder_outputs(p));
+    Forward f{pass.loss, {}};
+    for (std::size_t t = 0; t < pass.P.shape(0); ++t) f.predicted.push_back(nn::most_likely(nn::row_of(pass.P, t)));
+    return f;
+}
+
+double backward_into(const nn::LanguageModel& m, const Pair& p, nn::LanguageModel& grads) {
+    return nn::language_model_backward(m, decoder_inputs(p), decoder_outputs(p), grads);
 }
 
 std::vector<std::size_t> greedy(const nn::Seq2Seq& m, const Pair& p, std::size_t max_words) {

@@ -12,6 +12,7 @@
 #include "core/rng.hpp"
 #include "core/trace.hpp"
 #include "nn/encoder_decoder.hpp"
+#include "nn/language_model.hpp"
 #include "nn/optimizer.hpp"
 #include "nn/seq2seq.hpp"
 
@@ -112,6 +113,9 @@ Forward teacher_forced(const nn::Seq2Seq& m, const Pair& p);
 Forward teacher_forced(const nn::EncoderDecoder& m, const Pair& p);
 double backward_into(const nn::Seq2Seq& m, const Pair& p, nn::Seq2Seq& grads);  // returns the loss
 double backward_into(const nn::EncoderDecoder& m, const Pair& p, nn::EncoderDecoder& grads);
+// A language model (lesson 13) reads the target side alone: <sos> y_1 .. y_T, predicting y_1 .. <eos>.
+Forward teacher_forced(const nn::LanguageModel& m, const Pair& p);
+double backward_into(const nn::LanguageModel& m, const Pair& p, nn::LanguageModel& grads);
 std::vector<std::size_t> greedy(const nn::Seq2Seq& m, const Pair& p, std::size_t max_words);
 std::vector<std::size_t> greedy(const nn::EncoderDecoder& m, const Pair& p, std::size_t max_words);
 

@@ -3,13 +3,15 @@
 // the decoder block, the whole model's loss) against central differences; the decoder's causality;
 // greedy decoding against the teacher-forced pass; the warm-up schedule against its equation; lesson
 // 13's decoding: the key-value cache against the uncached pass to the bit (sinusoidal and learned
-// positions), the aligned causal mask, beam search against greedy decoding and an exhaustive search.
+// positions), the aligned causal mask, beam search against greedy decoding and an exhaustive search;
+// the decoder alone as a language model: its backward against central differences, its causality.
 // T_y = decoder tokens, T_x = encoder tokens, d = model width, h = heads.
 #include "core/rng.hpp"
 #include "nn/beam_search.hpp"
 #include "nn/bleu.hpp"
 #include "nn/encoder_decoder.hpp"
 #include "nn/kv_cache.hpp"
+#include "nn/language_model.hpp"
 #include "nn/linalg.hpp"
 #include "nn/finite_differences.hpp"
 #include "nn/positional.hpp"
@@ -18,6 +20,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <cstddef>
@@ -427,6 +430,71 @@ TEST_CASE("bleu: Papineni et al.'s examples, the limits and a bad corpus", "[dec
     const std::vector<std::vector<std::size_t>> cands_swapped = {cands[1], cands[0]}, refs_swapped = {refs[1], refs[0]};
     CHECK(nn::bleu(cands, refs).bleu == nn::bleu(cands_swapped, refs_swapped).bleu);
     CHECK_THROWS_AS(nn::bleu({{0}}, {}), ShapeError);
+}
+
+TEST_CASE("decoder_only keeps the decoder's self-attention, LN_1, LN_3 and network and drops the cross-attention",
+          "[encoder_decoder]") {
+    Rng rng(41);
+    const nn::EncoderDecoder m = random_model(rng, 7, 6, 4, 2);
+    const nn::LanguageModel lm = nn::decoder_only(m);
+    REQUIRE(lm.blocks.size() == 2);
+    CHECK(lm.heads == 2);
+    for (std::size_t l = 0; l < 2; ++l) {
+        CHECK(lm.blocks[l].attention.W_K == m.decoder[l].self_attention.W_K);
+        CHECK(lm.blocks[l].norm_1.gain == m.decoder[l].norm_1.gain);
+        CHECK(lm.blocks[l].norm_2.bias == m.decoder[l].norm_3.bias);  // LN_3 becomes the block's second norm
+        CHECK(lm.blocks[l].feed_forward.W_2 == m.decoder[l].feed_forward.W_2);
+    }
+    CHECK(lm.E == m.E_tgt);
+    CHECK(lm.W_o == m.W_o);
+    // 1 (E) + 2 blocks of 12 + the last norm's 2 + W_o, b_o
+    nn::LanguageModel copy = lm;
+    CHECK(nn::named_tensors(copy).size() == 1 + 24 + 2 + 2);
+}
+
+// The step and tolerance are this file's (fd_step, tolerance above): the loss is a sum of about 5
+// log-probabilities of order 1, where h = 1e-6 keeps truncation near 1e-12 and rounding near 1e-9.
+TEST_CASE("language_model_backward against central differences on every trained tensor, learned positions "
+          "included; gradients add up",
+          "[encoder_decoder]") {
+    Rng rng(42);
+    nn::LanguageModel lm = nn::decoder_only(random_model(rng, 7, 6, 4, 2));
+    lm.P = rng.normal_mat(6, 4, 0.5);
+    const std::vector<std::size_t> in = {0, 2, 4, 3, 2}, out = {2, 4, 3, 2, 1};
+    nn::LanguageModel grads = nn::zeros_like(lm);
+    const double L = nn::language_model_backward(lm, in, out, grads);
+    const auto loss = [&] { return nn::language_model_forward(lm, in, out).loss; };
+    CHECK(L == loss());
+    const auto params = nn::named_tensors(lm), g = nn::named_tensors(grads);
+    REQUIRE(params.size() == 1 + 1 + 24 + 2 + 2);
+    for (std::size_t k = 0; k < params.size(); ++k) {
+        INFO(params[k].name);
+        CHECK(worst_error(params[k].data, g[k].data, params[k].size, loss) <= tolerance);
+        CHECK(std::any_of(g[k].data, g[k].data + g[k].size, [](double x) { return x != 0.0; }));  // not a zero tensor
+    }
+    // word 5 never appears: its embedding gets nothing; position 6 is past the sentence
+    for (std::size_t c = 0; c < 4; ++c) CHECK(grads.E(5, c) == 0.0);
+    for (std::size_t c = 0; c < 4; ++c) CHECK(grads.P(5, c) == 0.0);
+    nn::LanguageModel twice = grads;
+    nn::language_model_backward(lm, in, out, twice);
+    CHECK(twice.W_o(1, 2) == 2.0 * grads.W_o(1, 2));
+}
+
+TEST_CASE("the language model is causal: position t's distribution does not read later words; bad inputs refused",
+          "[encoder_decoder]") {
+    Rng rng(43);
+    const nn::LanguageModel lm = nn::decoder_only(random_model(rng, 7, 6, 4, 2));
+    const Mat a = nn::next_word_probabilities(lm, {0, 2, 4, 3}), b = nn::next_word_probabilities(lm, {0, 2, 4, 5});
+    for (std::size_t t = 0; t < 3; ++t)
+        for (std::size_t j = 0; j < 6; ++j) CHECK(a(t, j) == b(t, j));
+    CHECK(nn::max_abs_of(nn::row_of(Mat(a - b), 3)) > 1e-6);
+    const nn::LanguageModelPass pass = nn::language_model_forward(lm, {0, 2}, {2, 1});
+    CHECK_THAT(pass.loss, Catch::WithinRel(-std::log(a(0, 2)) - std::log(a(1, 1)), 1e-14));
+    CHECK_THROWS_AS(nn::next_word_probabilities(lm, {}), ShapeError);
+    CHECK_THROWS_WITH(nn::language_model_forward(lm, {0, 2}, {2, 6}), Catch::Contains("word 6"));
+    CHECK_THROWS_AS(nn::language_model_forward(lm, {0, 2}, {2}), ShapeError);
+    nn::LanguageModel grads = nn::zeros_like(lm);
+    CHECK_THROWS_AS(nn::language_model_backward(lm, {0, 2}, {2, 9}, grads), ShapeError);
 }
 
 }  // namespace test_encoder_decoder

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 namespace attn::nn {
 
@@ -162,6 +163,35 @@ Mat embedded_inputs(const Mat& table, const Mat& positions, const std::vector<st
     return X;
 }
 
+Mat output_logits(const Mat& Z, const Mat& W_o, const Vec& b_o) {
+    Mat logits = matmul(Z, transposed(W_o), "Z W_o^T");
+    for (std::size_t i = 0; i < logits.shape(0); ++i) add_to_row(logits, i, b_o);
+    return logits;
+}
+
+OutputLayerGrads output_layer_backward(const Mat& P, const std::vector<std::size_t>& targets, const Mat& Z,
+                                       const Mat& W_o) {
+    if (targets.size() != P.shape(0)) throw ShapeError("output layer backward: one target per row of P is needed");
+    for (const std::size_t y : targets)
+        if (y >= P.shape(1))
+            throw ShapeError("output layer backward: target " + std::to_string(y) + " is not among the " +
+                             std::to_string(P.shape(1)) + " words");
+    Mat d_logits = P;
+    for (std::size_t i = 0; i < targets.size(); ++i) d_logits(i, targets[i]) -= 1.0;
+    OutputLayerGrads g;
+    g.dW_o = matmul(transposed(d_logits), Z, "dlogits^T Z");
+    g.db_o = column_sums(d_logits);
+    g.dZ = matmul(d_logits, W_o, "dlogits W_o");
+    return g;
+}
+
+void add_embedding_grads(Mat& dE, Mat& dP, const std::vector<std::size_t>& ids, const Mat& dX) {
+    const double scale = std::sqrt(static_cast<double>(dX.shape(1)));
+    for (std::size_t t = 0; t < ids.size(); ++t) add_scaled_to_row(dE, ids[t], scale, row_of(dX, t));
+    if (dP.size() > 0)
+        for (std::size_t t = 0; t < ids.size(); ++t) add_scaled_to_row(dP, t, 1.0, row_of(dX, t));
+}
+
 namespace {
 
 // Everything the backward needs of one pass.
@@ -173,12 +203,6 @@ struct Pass {
     Mat P;             // T_y x V_tgt, softmax(Z W_o^T + b_o)
 };
 
-Mat logits_of(const EncoderDecoder& m, const Mat& Z) {
-    Mat logits = matmul(Z, transposed(m.W_o), "Z W_o^T");
-    for (std::size_t i = 0; i < logits.shape(0); ++i) add_to_row(logits, i, m.b_o);
-    return logits;
-}
-
 // The decoder stack on the encoder's output H: its blocks, then the final norm.
 void decode(const EncoderDecoder& m, const Mat& H, const std::vector<std::size_t>& dec_in, Pass& pass) {
     pass.X_tgt = embedded_inputs(m.E_tgt, m.P_tgt, dec_in);
@@ -189,7 +213,7 @@ void decode(const EncoderDecoder& m, const Mat& H, const std::vector<std::size_t
         stream = pass.decoder.back().output;
     }
     pass.final_norm = layer_norm(stream, m.decoder_norm.gain, m.decoder_norm.bias, m.decoder_norm.eps);
-    pass.P = softmax_rows(logits_of(m, pass.final_norm.output));
+    pass.P = softmax_rows(output_logits(pass.final_norm.output, m.W_o, m.b_o));
 }
 
 Pass run(const EncoderDecoder& m, const std::vector<std::size_t>& src, const std::vector<std::size_t>& dec_in) {
@@ -221,15 +245,6 @@ EncoderDecoderPass summary(const Pass& pass, const std::vector<std::size_t>& dec
     return out;
 }
 
-// dE[id_t] += sqrt(d_model) dX_t: the inputs are E[ids] sqrt(d_model) + PE; with learned positions
-// also dP[t] += dX_t
-void add_embedding_grads(Mat& dE, Mat& dP, const std::vector<std::size_t>& ids, const Mat& dX) {
-    const double scale = std::sqrt(static_cast<double>(dX.shape(1)));
-    for (std::size_t t = 0; t < ids.size(); ++t) add_scaled_to_row(dE, ids[t], scale, row_of(dX, t));
-    if (dP.size() > 0)
-        for (std::size_t t = 0; t < ids.size(); ++t) add_scaled_to_row(dP, t, 1.0, row_of(dX, t));
-}
-
 }  // namespace
 
 EncoderDecoderPass encoder_decoder_forward(const EncoderDecoder& m, const std::vector<std::size_t>& src,
@@ -245,12 +260,10 @@ EncoderDecoderPass encoder_decoder_backward(const EncoderDecoder& m, const std::
     const EncoderDecoderPass out = summary(pass, dec_out);
     EncoderDecoder g = zeros_like(m);
     // 1. L = -sum_i log P_{i, y_i}: dlogits = P - onehot(y)
-    Mat d_logits = pass.P;
-    for (std::size_t i = 0; i < dec_out.size(); ++i) d_logits(i, dec_out[i]) -= 1.0;
-    g.W_o = matmul(transposed(d_logits), pass.final_norm.output, "dlogits^T Z");
-    g.b_o = column_sums(d_logits);
-    const Mat dZ = matmul(d_logits, m.W_o, "dlogits W_o");
-    const LayerNormGrads final_norm = layer_norm_backward(pass.final_norm, m.decoder_norm.gain, dZ);
+    OutputLayerGrads out_layer = output_layer_backward(pass.P, dec_out, pass.final_norm.output, m.W_o);
+    g.W_o = std::move(out_layer.dW_o);
+    g.b_o = std::move(out_layer.db_o);
+    const LayerNormGrads final_norm = layer_norm_backward(pass.final_norm, m.decoder_norm.gain, out_layer.dZ);
     g.decoder_norm.gain = final_norm.dgain;
     g.decoder_norm.bias = final_norm.dbias;
     // 2. the decoder blocks, last first; every block's cross-attention sends a gradient to H

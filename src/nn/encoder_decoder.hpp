@@ -123,6 +123,23 @@ EncoderDecoder zeros_like(const EncoderDecoder& m);
 // empty, else plus its rows 0 .. T-1 (ShapeError when T exceeds them). T x d_model.
 Mat embedded_inputs(const Mat& table, const Mat& positions, const std::vector<std::size_t>& ids);
 
+// The output layer Z W_o^T + b_o (T x V) of the normalised stream Z (T x d_model).
+Mat output_logits(const Mat& Z, const Mat& W_o, const Vec& b_o);
+
+// The backward of the loss -sum_i log P_{i, targets_i} through P = softmax(Z W_o^T + b_o): dlogits =
+// P - onehot(targets), dW_o = dlogits^T Z, db_o = its column sums, dZ = dlogits W_o.
+struct OutputLayerGrads {
+    Mat dW_o;
+    Vec db_o;
+    Mat dZ;
+};
+OutputLayerGrads output_layer_backward(const Mat& P, const std::vector<std::size_t>& targets, const Mat& Z,
+                                       const Mat& W_o);
+
+// The inputs' backward: dE[ids_t] += sqrt(d_model) dX_t (the inputs are E[ids] sqrt(d_model) + PE);
+// with learned positions (dP not empty) also dP[t] += dX_t.
+void add_embedding_grads(Mat& dE, Mat& dP, const std::vector<std::size_t>& ids, const Mat& dX);
+
 // One sentence pair with teacher forcing, as nn::seq2seq_forward: the decoder reads <sos>, y_1, ..,
 // y_{T_y - 1} (dec_in) and predicts y_1, .., <eos> (dec_out), all positions at once.
 struct EncoderDecoderPass {
