@@ -693,7 +693,7 @@ struct Audit {
 };
 
 std::vector<nn::NamedEntries> with_input(Mat& X, nn::BlockParams& p) {
-    std::vector<nn::NamedEntries> all = {{"X", X.data(), X.size()}};
+    std::vector<nn::NamedEntries> all = {nn::named_entries("X", X)};
     for (const auto& e : nn::block_tensors(p)) all.push_back(e);
     return all;
 }

@@ -98,27 +98,21 @@ DecoderBlockGrads decoder_block_backward(const Mat& H, const DecoderBlockParams&
 }
 
 std::vector<NamedEntries> decoder_block_tensors(DecoderBlockParams& p) {
-    const auto entries = [](const char* name, auto& t) {
-        return NamedEntries{name, t.data(), t.size(), {t.shape().begin(), t.shape().end()}};
-    };
-    return {entries("g_1", p.norm_1.gain),           entries("b_1", p.norm_1.bias),
-            entries("W_Q", p.self_attention.W_Q),    entries("W_K", p.self_attention.W_K),
-            entries("W_V", p.self_attention.W_V),    entries("W_O", p.self_attention.W_O),
-            entries("g_2", p.norm_2.gain),           entries("b_2", p.norm_2.bias),
-            entries("X_Q", p.cross_attention.W_Q),   entries("X_K", p.cross_attention.W_K),
-            entries("X_V", p.cross_attention.W_V),   entries("X_O", p.cross_attention.W_O),
-            entries("g_3", p.norm_3.gain),           entries("b_3", p.norm_3.bias),
-            entries("W_1", p.feed_forward.W_1),      entries("b_ff1", p.feed_forward.b_1),
-            entries("W_2", p.feed_forward.W_2),      entries("b_ff2", p.feed_forward.b_2)};
+    return {named_entries("g_1", p.norm_1.gain),           named_entries("b_1", p.norm_1.bias),
+            named_entries("W_Q", p.self_attention.W_Q),    named_entries("W_K", p.self_attention.W_K),
+            named_entries("W_V", p.self_attention.W_V),    named_entries("W_O", p.self_attention.W_O),
+            named_entries("g_2", p.norm_2.gain),           named_entries("b_2", p.norm_2.bias),
+            named_entries("X_Q", p.cross_attention.W_Q),   named_entries("X_K", p.cross_attention.W_K),
+            named_entries("X_V", p.cross_attention.W_V),   named_entries("X_O", p.cross_attention.W_O),
+            named_entries("g_3", p.norm_3.gain),           named_entries("b_3", p.norm_3.bias),
+            named_entries("W_1", p.feed_forward.W_1),      named_entries("b_ff1", p.feed_forward.b_1),
+            named_entries("W_2", p.feed_forward.W_2),      named_entries("b_ff2", p.feed_forward.b_2)};
 }
 
 std::vector<NamedEntries> named_tensors(EncoderDecoder& m) {
-    const auto entries = [](std::string name, auto& t) {
-        return NamedEntries{std::move(name), t.data(), t.size(), {t.shape().begin(), t.shape().end()}};
-    };
-    std::vector<NamedEntries> out = {entries("E_src", m.E_src), entries("E_tgt", m.E_tgt)};
-    if (m.P_src.size() > 0) out.push_back(entries("P_src", m.P_src));
-    if (m.P_tgt.size() > 0) out.push_back(entries("P_tgt", m.P_tgt));
+    std::vector<NamedEntries> out = {named_entries("E_src", m.E_src), named_entries("E_tgt", m.E_tgt)};
+    if (m.P_src.size() > 0) out.push_back(named_entries("P_src", m.P_src));
+    if (m.P_tgt.size() > 0) out.push_back(named_entries("P_tgt", m.P_tgt));
     const auto add = [&](const std::string& prefix, std::vector<NamedEntries> part) {
         for (NamedEntries& e : part) {
             e.name = prefix + "." + e.name;
@@ -126,14 +120,14 @@ std::vector<NamedEntries> named_tensors(EncoderDecoder& m) {
         }
     };
     for (std::size_t l = 0; l < m.encoder.size(); ++l) add("enc" + std::to_string(l + 1), block_tensors(m.encoder[l]));
-    out.push_back(entries("enc.g", m.encoder_norm.gain));
-    out.push_back(entries("enc.b", m.encoder_norm.bias));
+    out.push_back(named_entries("enc.g", m.encoder_norm.gain));
+    out.push_back(named_entries("enc.b", m.encoder_norm.bias));
     for (std::size_t l = 0; l < m.decoder.size(); ++l)
         add("dec" + std::to_string(l + 1), decoder_block_tensors(m.decoder[l]));
-    out.push_back(entries("dec.g", m.decoder_norm.gain));
-    out.push_back(entries("dec.b", m.decoder_norm.bias));
-    out.push_back(entries("W_o", m.W_o));
-    out.push_back(entries("b_o", m.b_o));
+    out.push_back(named_entries("dec.g", m.decoder_norm.gain));
+    out.push_back(named_entries("dec.b", m.decoder_norm.bias));
+    out.push_back(named_entries("W_o", m.W_o));
+    out.push_back(named_entries("b_o", m.b_o));
     return out;
 }
 

@@ -25,17 +25,17 @@ LanguageModel decoder_only(const EncoderDecoder& m) {
 }
 
 std::vector<NamedEntries> named_tensors(LanguageModel& m) {
-    std::vector<NamedEntries> out = {{"E", m.E.data(), m.E.size()}};
-    if (m.P.size() > 0) out.push_back({"P", m.P.data(), m.P.size()});
+    std::vector<NamedEntries> out = {named_entries("E", m.E)};
+    if (m.P.size() > 0) out.push_back(named_entries("P", m.P));
     for (std::size_t l = 0; l < m.blocks.size(); ++l)
         for (NamedEntries e : block_tensors(m.blocks[l])) {
             e.name = "blk" + std::to_string(l + 1) + "." + e.name;
             out.push_back(e);
         }
-    out.push_back({"g", m.norm.gain.data(), m.norm.gain.size()});
-    out.push_back({"b", m.norm.bias.data(), m.norm.bias.size()});
-    out.push_back({"W_o", m.W_o.data(), m.W_o.size()});
-    out.push_back({"b_o", m.b_o.data(), m.b_o.size()});
+    out.push_back(named_entries("g", m.norm.gain));
+    out.push_back(named_entries("b", m.norm.bias));
+    out.push_back(named_entries("W_o", m.W_o));
+    out.push_back(named_entries("b_o", m.b_o));
     return out;
 }
 

@@ -77,15 +77,12 @@ BlockGrads transformer_block_backward(BlockKind kind, const Mat& X, const BlockP
 }
 
 std::vector<NamedEntries> block_tensors(BlockParams& p) {
-    const auto entries = [](const char* name, auto& t) {
-        return NamedEntries{name, t.data(), t.size(), {t.shape().begin(), t.shape().end()}};
-    };
-    return {entries("g_1", p.norm_1.gain),          entries("b_1", p.norm_1.bias),
-            entries("W_Q", p.attention.W_Q),        entries("W_K", p.attention.W_K),
-            entries("W_V", p.attention.W_V),        entries("W_O", p.attention.W_O),
-            entries("g_2", p.norm_2.gain),          entries("b_2", p.norm_2.bias),
-            entries("W_1", p.feed_forward.W_1),     entries("b_ff1", p.feed_forward.b_1),
-            entries("W_2", p.feed_forward.W_2),     entries("b_ff2", p.feed_forward.b_2)};
+    return {named_entries("g_1", p.norm_1.gain),          named_entries("b_1", p.norm_1.bias),
+            named_entries("W_Q", p.attention.W_Q),        named_entries("W_K", p.attention.W_K),
+            named_entries("W_V", p.attention.W_V),        named_entries("W_O", p.attention.W_O),
+            named_entries("g_2", p.norm_2.gain),          named_entries("b_2", p.norm_2.bias),
+            named_entries("W_1", p.feed_forward.W_1),     named_entries("b_ff1", p.feed_forward.b_1),
+            named_entries("W_2", p.feed_forward.W_2),     named_entries("b_ff2", p.feed_forward.b_2)};
 }
 
 StackForward transformer_stack(BlockKind kind, const Mat& X, const std::vector<BlockParams>& blocks,

@@ -12,6 +12,7 @@
 #include "nn/unroll.hpp"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attn::nn {
@@ -77,8 +78,14 @@ struct NamedEntries {
     std::string name;  // "W_Q", "g_1", "b_ff1", ...
     double* data;
     std::size_t size;
-    std::vector<std::size_t> shape{};  // the tensor's shape (where named_tensors and block_tensors give it)
+    std::vector<std::size_t> shape{};  // the tensor's shape
 };
+
+// The entries of tensor t (a Mat or a Vec of one of the models) under `name`, with its shape.
+template <class Tensor>
+NamedEntries named_entries(std::string name, Tensor& t) {
+    return NamedEntries{std::move(name), t.data(), t.size(), {t.shape().begin(), t.shape().end()}};
+}
 
 // The twelve parameter tensors of a block in a fixed order: g_1, b_1, W_Q, W_K, W_V, W_O, g_2, b_2,
 // W_1, b_ff1, W_2, b_ff2.

@@ -126,6 +126,15 @@ Timing timed_training(const Model& model, const std::vector<Pair>& pairs, const 
     return {median(seconds), median(cpu), tokens};
 }
 
+// A run's timing fields: the median pass's seconds and tokens, by the wall clock and by processor time.
+void add_timing(nlohmann::json& run, const Timing& t) {
+    run.update({{"seconds_per_pass", t.seconds},
+                {"cpu_seconds_per_pass", t.cpu_seconds},
+                {"tokens_per_pass", t.tokens},
+                {"tokens_per_second", t.tokens / t.seconds},
+                {"tokens_per_cpu_second", t.tokens / t.cpu_seconds}});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -168,12 +177,8 @@ int main(int argc, char** argv) {
                         {"width", c.get("width")},
                         {"adam", {translation::adam.learning_rate, translation::adam.beta1, translation::adam.beta2,
                                   translation::adam.epsilon}},
-                        {"parameters", translation::parameter_count(r.start.with)},
-                        {"seconds_per_pass", t.seconds},
-                        {"cpu_seconds_per_pass", t.cpu_seconds},
-                        {"tokens_per_pass", t.tokens},
-                        {"tokens_per_second", t.tokens / t.seconds},
-                        {"tokens_per_cpu_second", t.tokens / t.cpu_seconds}});
+                        {"parameters", translation::parameter_count(r.start.with)}});
+            add_timing(run, t);
             out["runs"].push_back(run);
         }
         if (o.model != "gru") {
@@ -187,12 +192,8 @@ int main(int argc, char** argv) {
                         {"heads", c.get("heads")},
                         {"layers", c.get("layers")},
                         {"warmup", c.get("warmup")},
-                        {"parameters", translation::parameter_count(r.start.transformer)},
-                        {"seconds_per_pass", t.seconds},
-                        {"cpu_seconds_per_pass", t.cpu_seconds},
-                        {"tokens_per_pass", t.tokens},
-                        {"tokens_per_second", t.tokens / t.seconds},
-                        {"tokens_per_cpu_second", t.tokens / t.cpu_seconds}});
+                        {"parameters", translation::parameter_count(r.start.transformer)}});
+            add_timing(run, t);
             out["runs"].push_back(run);
         }
     }
