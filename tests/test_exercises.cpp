@@ -727,10 +727,17 @@ TEST_CASE("the instructor check holds", "[exercises]") {
                                          "starters after it, it waits for causal-mask, as it declares"));
     CHECK_THAT(r.output, Catch::Contains("OK      causal-mask: with the references of exercises 1 to 8 and the "
                                          "starters after it, it passes; scaled-attention passes with it"));
-    // no undeclared dependency: each exercise passes while any one exercise it does not declare is
-    // a starter (the starters' runs read per exercise)
-    CHECK_THAT(r.output, Catch::Contains("OK      scaled-attention: passes in each of the "));
-    CHECK_THAT(r.output, Catch::Contains("OK      adam-step: not asked with other starters"));
+    // with a starter, what declares it waits for it
+    CHECK_THAT(r.output, Catch::Contains("OK      softmax: with its starter, the 21 exercises that declare it pass or "
+                                         "wait for it"));
+    CHECK_THAT(r.output, Catch::Contains("OK      beam-step: with its starter, the exercise that declares it passes or "
+                                         "waits for it"));
+    // no undeclared dependency: each exercise passes while every one it does not declare is a starter
+    CHECK_THAT(r.output, Catch::Contains("OK      scaled-attention: passes while the 19 exercises it does not declare "
+                                         "are wrong at once (their starters)"));
+    CHECK_THAT(r.output, Catch::Contains("OK      adam-step: passes while the 26 exercises it does not declare are "
+                                         "wrong at once"));
+    CHECK_THAT(r.output, Catch::Contains("OK      bleu: passes while the 2 exercises"));
 
     SECTION("and catches a starter that ships solved or broken") {
         // attn-wrong-softmax stands in for two starters: its gru-step is solved, its softmax wrong
@@ -739,15 +746,18 @@ TEST_CASE("the instructor check holds", "[exercises]") {
         fs::remove_all(dir);
         fs::create_directories(dir);
         for (const auto& id : table_ids()) {
-            // and positional's: a program where an exercise that does not declare positional
-            // (context) fails, as if it called positional's function undeclared
-            fs::create_symlink(id == "gru-step" || id == "softmax" || id == "positional" ? env("ATTN_WRONG_SOFTMAX_BIN")
-                                                                                         : starter_program(id).string(),
+            fs::create_symlink(id == "gru-step" || id == "softmax" ? env("ATTN_WRONG_SOFTMAX_BIN")
+                                                               : starter_program(id).string(),
                                dir / ("attn-starter-" + id));
             // and the order's programs: the one through softmax has the wrong softmax
             const fs::path through = starter_program(id).parent_path() / ("attn-through-" + id);
             fs::create_symlink(id == "softmax" ? fs::path(env("ATTN_WRONG_SOFTMAX_BIN")) : through,
                                dir / ("attn-through-" + id));
+            // and the programs of one exercise alone: context's runs a wrong function (as if it called
+            // one it does not declare)
+            const fs::path alone = starter_program(id).parent_path() / ("attn-alone-" + id);
+            fs::create_symlink(id == "context" ? fs::path(env("ATTN_WRONG_SOFTMAX_BIN")) : alone,
+                               dir / ("attn-alone-" + id));
         }
         const Result bad = run(env("ATTN_BIN"), "instructor-check --starters '" + dir.string() + "'");
         fs::remove_all(dir);
@@ -759,8 +769,9 @@ TEST_CASE("the instructor check holds", "[exercises]") {
         CHECK_THAT(bad.output, Catch::Contains("NOT OK  softmax: with the references of exercises 1 to 2 and the "
                                                "starters after it, it does not pass: fails its unit case 'three logits'"));
         CHECK_THAT(bad.output, Catch::Contains("OK      context: with the references of exercises 1 to 4"));
-        CHECK_THAT(bad.output, Catch::Contains("NOT OK  context: passes in each of the "));
-        CHECK_THAT(bad.output, Catch::Contains("with positional's starter "));
+        CHECK_THAT(bad.output, Catch::Contains("NOT OK  context: passes while the 23 exercises it does not declare "
+                                               "are wrong at once (their starters): "));
+        CHECK_THAT(bad.output, Catch::Contains("OK      dot-scores: passes while the 22 exercises"));
     }
 }
 

@@ -2,6 +2,8 @@
 #include "exercises/program.hpp"
 #include "cli/program_record.hpp"
 
+#include <sstream>
+
 namespace attn {
 
 namespace {
@@ -12,11 +14,26 @@ std::vector<std::string> strings_until_null(const char* const* items) {
     return out;
 }
 
+// "id a b ..." per item: id -> {id, a, b, ...}
+std::map<std::string, std::set<std::string>> id_lists(const char* const* items) {
+    std::map<std::string, std::set<std::string>> out;
+    for (const auto& item : strings_until_null(items)) {
+        std::istringstream words(item);
+        std::string id, word;
+        words >> id;
+        std::set<std::string>& listed = out[id];
+        listed.insert(id);
+        while (words >> word) listed.insert(word);
+    }
+    return out;
+}
+
 }  // namespace
 
 const Program& this_program() {
-    static const Program program{program_record.name, program_record.exercise_build, program_record.exercises_dir,
-                                 program_record.source_dir, program_record.build_dir};
+    static const Program program{program_record.name,       program_record.exercise_build,
+                                 program_record.exercises_dir, program_record.source_dir,
+                                 program_record.build_dir,  id_lists(program_record.alone_references)};
     return program;
 }
 

@@ -20,6 +20,8 @@ struct ProgramRecord {
     const char* const* kit_pch;
     const char* const* kit_reference;
     const char* const* kit_starter;
+    // per exercise, "<id> <declared> <declared> ...": the references attn-alone-<id> links
+    const char* const* alone_references;
 };
 
 // Defined by the generated file of the program being linked.

@@ -447,70 +447,102 @@ std::set<std::string> declared_by(const std::string& id) {
     return out;
 }
 
+// What `<program> check <ids> --format json --golden <golden>` says of each exercise asked, by id;
+// throws when the program did not answer for every one of them.
+std::map<std::string, nlohmann::json> exercises_checked_by(const std::filesystem::path& program,
+                                                            const std::vector<std::string>& ids,
+                                                            const std::filesystem::path& golden_dir) {
+    const auto output = output_of(shell_quoted(program.string()) + " check " + fmt::format("{}", fmt::join(ids, " ")) +
+                                  " --format json --golden " + shell_quoted(golden_dir.string()));
+    const nlohmann::json doc = nlohmann::json::parse(output.value_or(""));
+    std::map<std::string, nlohmann::json> entries;
+    for (const auto& e : doc.at("exercises")) entries[e.value("id", "")] = e;
+    for (const auto& id : ids)
+        if (!entries.count(id)) throw std::runtime_error("not the exercises asked for");
+    return entries;
+}
+
+std::string did_not_answer(const std::filesystem::path& program, const std::vector<std::string>& ids) {
+    return fmt::format("{} did not answer 'check {} --format json' (meson compile {} builds it)", program.string(),
+                       fmt::join(ids, " "), program.filename().string());
+}
+
 // Each exercise's untouched starter, linked with the reference for everything else, must stop
 // its lesson with exactly its not-done message: "not started", not "passed" nor "diverges". And
-// every other exercise must pass, or wait for it only where it declares it (Exercise::uses, its
-// unit cases' calls): a function run undeclared would put the starter's blame on it. (Lesson 9
-// trains for seconds: its exercise is asked about only with its own starter or one it uses.)
+// every exercise that declares it (Exercise::uses, its unit cases' calls) must pass or wait for
+// it. The others are not asked here: check_alone shows that they never run its function.
 void check_starters(Verdicts& verdict, const InstructorOptions& o) {
-    const Exercise& adam = *find_exercise("adam-step");
-    // the same runs read the other way: per exercise, the programs whose starter it does not declare,
-    // and those of them where it did not pass
-    std::map<std::string, std::size_t> asked;
-    std::map<std::string, std::vector<std::string>> undeclared;
     for (const auto& x : all_exercises()) {
         const auto program = o.starters_dir / ("attn-starter-" + x.id);
-        const bool stops_lesson_9 = x.id == adam.id || std::count(adam.uses.begin(), adam.uses.end(), x.id) > 0;
-        std::string ids = " " + x.id;
+        std::vector<std::string> ids = {x.id};
         for (const auto& other : all_exercises())
-            if (other.id != x.id && (other.lesson != adam.lesson || stops_lesson_9)) ids += " " + other.id;
-        const auto output = output_of(shell_quoted(program.string()) + " check" + ids + " --format json --golden " +
-                                      shell_quoted(o.golden_dir.string()));
-        nlohmann::json entries, entry;
+            if (other.id != x.id && declared_by(other.id).count(x.id)) ids.push_back(other.id);
+        std::map<std::string, nlohmann::json> entries;
         try {
-            entries = nlohmann::json::parse(output.value_or("")).at("exercises");
-            for (const auto& e : entries)
-                if (e.value("id", "") == x.id) entry = e;
-            if (!entry.is_object()) throw std::runtime_error("not the exercises asked for");
+            entries = exercises_checked_by(program, ids, o.golden_dir);
         } catch (const std::exception&) {
-            verdict(false, fmt::format("{}: {} did not answer 'check {} --format json' (meson compile attn-starter-{} "
-                                       "builds it)",
-                                       x.id, program.string(), x.id, x.id));
+            verdict(false, x.id + ": " + did_not_answer(program, ids));
             continue;
         }
+        const nlohmann::json& entry = entries.at(x.id);
         const std::string file = entry.value("file", ""), message = entry.value("message", "");
         const std::string status = entry.value("status", "");
         const bool holds = status == "not_started" && std::filesystem::path(file).filename() == exercise_file(x) &&
                            message == fmt::format("exercise {} is not done yet: write it in {}", x.id, file);
         verdict(holds, fmt::format("{}: the untouched starter says \"{}\"{}", x.id, message,
                                    holds ? "" : " (status " + status + ")"));
+        if (ids.size() == 1) continue;
         std::vector<std::string> blamed;
-        for (const auto& e : entries) {
-            const std::string id = e.value("id", ""), state = e.value("status", "");
-            const bool waits = state == "blocked" && e.value("waiting_for", "") == x.id;
-            if (id != x.id && state != "passed" && !(waits && declared_by(id).count(x.id)))
+        for (const auto& [id, e] : entries) {
+            const std::string state = e.value("status", "");
+            if (id != x.id && state != "passed" && !(state == "blocked" && e.value("waiting_for", "") == x.id))
                 blamed.push_back(fmt::format("{} {}", id, e.value("description", state)));
-            if (id == x.id || declared_by(id).count(x.id)) continue;
-            ++asked[id];
-            if (state != "passed") undeclared[id].push_back(fmt::format("with {}'s starter {}", x.id, e.value("description", state)));
         }
-        verdict(blamed.empty(), fmt::format("{}: with its starter, the others pass or wait for it where they declare "
-                                            "it{}",
-                                            x.id, blamed.empty() ? "" : ": " + fmt::format("{}", fmt::join(blamed, "; "))));
+        verdict(blamed.empty(),
+                fmt::format("{}: with its starter, {} pass{} or wait{} for it{}", x.id,
+                            ids.size() == 2 ? "the exercise that declares it"
+                                            : fmt::format("the {} exercises that declare it", ids.size() - 1),
+                            ids.size() == 2 ? "es" : "", ids.size() == 2 ? "s" : "",
+                            blamed.empty() ? "" : ": " + fmt::format("{}", fmt::join(blamed, "; "))));
     }
-    // Every exercise passes while any one exercise it does not declare is not written: nothing it
-    // runs (unit cases, lesson steps) calls an undeclared exercise's function, since a call to a
-    // starter throws. So a wrong answer elsewhere can only block it where it says so (issue 32,
-    // section 8). Lesson 9's exercise is asked only where its lesson stops anyway (it trains).
-    for (const auto& z : all_exercises()) {
-        const std::vector<std::string>& failed = undeclared[z.id];
-        if (asked[z.id] == 0) {
-            verdict(true, fmt::format("{}: not asked with other starters (lesson {} trains for seconds)", z.id, z.lesson));
+}
+
+// Every exercise passes while every exercise it does not declare is wrong, all at once: a wrong
+// file elsewhere can then block it only where it says so (issue 32, section 8). attn-alone-<id>
+// links its reference, the references of what it declares (followed through what those declare)
+// and the starter of every other exercise. A starter is the wrong answer nothing can miss: any call
+// to it throws, so a function the exercise's unit cases or lesson steps ran undeclared would stop
+// them. The program's list (meson.build's exercise_declares) must be the table's.
+void check_alone(Verdicts& verdict, const InstructorOptions& o) {
+    const auto& linked = this_program().alone_references;
+    for (const auto& x : all_exercises()) {
+        std::set<std::string> declared = declared_by(x.id);
+        declared.insert(x.id);
+        const auto found = linked.find(x.id);
+        if (found == linked.end() || found->second != declared) {
+            verdict(false, fmt::format("{}: attn-alone-{} links the references of {}, but {} declares {} (make "
+                                       "exercise_declares in meson.build follow src/exercises/table.cpp and the unit "
+                                       "cases' calls)",
+                                       x.id, x.id,
+                                       found == linked.end() ? "nothing" : fmt::format("{}", fmt::join(found->second, ", ")),
+                                       x.id, fmt::join(declared, ", ")));
             continue;
         }
-        verdict(failed.empty(), fmt::format("{}: passes in each of the {} programs where one exercise it does not "
-                                            "declare is a starter{}",
-                                            z.id, asked[z.id], failed.empty() ? "" : ": " + fmt::format("{}", fmt::join(failed, "; "))));
+        const auto program = o.starters_dir / ("attn-alone-" + x.id);
+        nlohmann::json entry;
+        try {
+            entry = exercises_checked_by(program, {x.id}, o.golden_dir).at(x.id);
+        } catch (const std::exception&) {
+            verdict(false, x.id + ": " + did_not_answer(program, {x.id}));
+            continue;
+        }
+        const std::size_t wrong = all_exercises().size() - declared.size();
+        const std::string state = entry.value("status", "");
+        verdict(state == "passed",
+                fmt::format("{}: passes while the {} exercise{} it does not declare {} wrong at once (their "
+                            "starters){}",
+                            x.id, wrong, wrong == 1 ? "" : "s", wrong == 1 ? "is" : "are",
+                            state == "passed" ? "" : ": " + entry.value("description", state)));
     }
 }
 
@@ -537,18 +569,9 @@ void check_order(Verdicts& verdict, const InstructorOptions& o) {
                                             {"unmet", st.unmet}};
         }
         try {
-            if (k + 1 < table.size()) {
-                const auto output =
-                    output_of(shell_quoted(program.string()) + " check " + fmt::format("{}", fmt::join(asked, " ")) +
-                              " --format json --golden " + shell_quoted(o.golden_dir.string()));
-                const nlohmann::json doc = nlohmann::json::parse(output.value_or(""));
-                for (const auto& e : doc.at("exercises")) entries[e.value("id", "")] = e;
-            }
-            for (const auto& id : asked)
-                if (!entries.count(id)) throw std::runtime_error("not the exercises asked for");
+            if (k + 1 < table.size()) entries = exercises_checked_by(program, asked, o.golden_dir);
         } catch (const std::exception&) {
-            verdict(false, fmt::format("{}: {} did not answer 'check {} --format json' (meson compile {} builds it)",
-                                       x.id, program.string(), fmt::join(asked, " "), program.filename().string()));
+            verdict(false, x.id + ": " + did_not_answer(program, asked));
             continue;
         }
         const auto& mine = entries.at(x.id);
@@ -917,7 +940,9 @@ int cmd_instructor_check(const InstructorOptions& o) {
                             fmt::join(s.exercise->steps, ", ")));
     // 2. no exercise ships solved or broken: every untouched starter reports itself not done
     check_starters(verdict, o);
-    // 3. the order: each exercise passes before the next is written
+    // 3. no undeclared dependency: each exercise passes while all it does not declare are wrong
+    check_alone(verdict, o);
+    // 4. the order: each exercise passes before the next is written
     check_order(verdict, o);
     fmt::print("\ninstructor check: {} of {} hold\n", verdict.held, verdict.held + verdict.failed);
     return verdict.failed == 0 ? exit_ok : exit_mismatch;

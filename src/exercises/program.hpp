@@ -6,6 +6,8 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,9 @@ struct Program {
     std::filesystem::path exercises_dir;  // where those files come from (empty for the reference)
     std::filesystem::path source_dir;     // the source tree it was built from
     std::filesystem::path build_dir;      // the build directory it lives in
+    // per exercise, the exercises whose references attn-alone-<id> links (meson.build builds it with
+    // their references and every other exercise's starter); <id> itself included
+    std::map<std::string, std::set<std::string>> alone_references;
 };
 
 const Program& this_program();
