@@ -267,6 +267,24 @@ TEST_CASE("the student edition builds without the references' sources, and attn-
     INFO(first.output);
     CHECK(first.code == 1);
     CHECK_THAT(first.output, Catch::Contains("exercise " + all_exercises().front().id + " is not done yet"));
+
+    // watch follows the first exercise; when the student saves a right answer (the reference's file
+    // of this tree), it rebuilds, sees it pass and moves on to the next at once
+    const std::string x = all_exercises()[0].id, next = all_exercises()[1].id;
+    const fs::path answer = fs::path(source) / "src/nn/rnn_gru_step.cpp";
+    REQUIRE(x == "gru-step");
+    const Result watched = run_command("(sleep 5; cp '" + answer.string() + "' '" +
+                                       (edition / "lessons/exercises/gru_step.cpp").string() + "') & timeout 900 '" +
+                                       (edition / "build/attn-student").string() +
+                                       "' watch --runs 3 2>&1; code=$?; wait; exit $code");
+    INFO(watched.output);
+    CHECK(watched.code == 1);  // the last check, of the next exercise: not started
+    CHECK_THAT(watched.output, Catch::Contains("Next: " + x + ". Watching it"));
+    CHECK_THAT(watched.output, Catch::Contains("gru_step.cpp changed since the last build: rebuilding"));
+    CHECK_THAT(watched.output, Catch::Contains(x + " passes: on to " + next + "."));
+    const auto last = watched.output.find("── check of " + next + " at");
+    REQUIRE(last != std::string::npos);
+    CHECK_THAT(watched.output.substr(last), Catch::Contains("exercise " + next + " is not done yet"));
 }
 
 // The grader's kit is built as the edition is: a student's file that calls a withheld function is
