@@ -739,6 +739,12 @@ TEST_CASE("the instructor check holds", "[exercises]") {
                                          "wrong at once"));
     CHECK_THAT(r.output, Catch::Contains("OK      bleu: passes while the 2 exercises"));
 
+    SECTION("an unknown exercise is a usage error") {
+        const Result unknown = run(env("ATTN_BIN"), "instructor-check softmax no-such-exercise");
+        CHECK(unknown.code == 2);
+        CHECK_THAT(unknown.output, Catch::Contains("unknown exercise 'no-such-exercise'"));
+        CHECK(unknown.output.find("OK ") == std::string::npos);
+    }
     SECTION("and catches a starter that ships solved or broken") {
         // attn-wrong-softmax stands in for two starters: its gru-step is solved, its softmax wrong
         // one directory per process: test runs of other build directories may run at the same time
@@ -759,9 +765,14 @@ TEST_CASE("the instructor check holds", "[exercises]") {
             fs::create_symlink(id == "context" ? fs::path(env("ATTN_WRONG_SOFTMAX_BIN")) : alone,
                                dir / ("attn-alone-" + id));
         }
-        const Result bad = run(env("ATTN_BIN"), "instructor-check --starters '" + dir.string() + "'");
+        // the rows of the four exercises these programs concern (the others' rows are what the
+        // check above holds)
+        const Result bad = run(env("ATTN_BIN"), "instructor-check gru-step softmax context dot-scores --starters '" +
+                                                    dir.string() + "'");
         fs::remove_all(dir);
         CHECK(bad.code == 1);
+        CHECK(bad.output.find("additive-score:") == std::string::npos);  // not asked about
+        CHECK(bad.output.find("lesson 4 ") == std::string::npos);
         CHECK_THAT(bad.output, Catch::Contains("NOT OK  gru-step: the untouched starter says \"\" (status passed)"));
         CHECK_THAT(bad.output, Catch::Contains("NOT OK  softmax: the untouched starter says"));
         CHECK_THAT(bad.output, Catch::Contains("(status diverges)"));

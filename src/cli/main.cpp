@@ -218,7 +218,7 @@ int run_main(int argc, char** argv) {
     CLI::App* reset_cmd = nullptr;
     ResetOptions reset;
     std::string hint_exercise;
-    InstructorOptions instructor{ATTN_GOLDEN_DIR, program.build_dir};
+    InstructorOptions instructor{ATTN_GOLDEN_DIR, program.build_dir, {}};
     if (program.exercise_build) {
         exercises_cmd = app.add_subcommand("exercises", "The exercises: status, and the file to edit for each");
         hint_cmd = app.add_subcommand("hint", "The next hint for an exercise, one at a time");
@@ -239,6 +239,8 @@ int run_main(int argc, char** argv) {
         instructor_cmd->add_option("--starters", instructor.starters_dir,
                                    "Directory of the attn-starter-<exercise> programs (default: the build directory)");
         instructor_cmd->add_option("--golden", instructor.golden_dir, "Directory of the golden files");
+        instructor_cmd->add_option("exercises", instructor.exercises,
+                                   "Exercise ids: only their rows, and their lessons (default: every exercise)");
     }
 
     try {

@@ -400,9 +400,20 @@ std::string table_problems() {
     return fmt::format("{}", fmt::join(problems, "; "));
 }
 
-// What `attn check` checks: every lesson matches its golden file, and its identity checks hold.
-void check_reference_lessons(Verdicts& verdict, const std::filesystem::path& golden_dir) {
+// Whether the instructor asked about exercise `id` (every one when none was named).
+bool asked_about(const InstructorOptions& o, const std::string& id) {
+    return o.exercises.empty() || std::count(o.exercises.begin(), o.exercises.end(), id) > 0;
+}
+
+// What `attn check` checks: every lesson matches its golden file, and its identity checks hold; of
+// the lessons of the exercises asked about.
+void check_reference_lessons(Verdicts& verdict, const InstructorOptions& o) {
+    const std::filesystem::path& golden_dir = o.golden_dir;
     for (const auto& l : all_lessons()) {
+        const bool wanted = std::any_of(all_exercises().begin(), all_exercises().end(), [&](const Exercise& x) {
+            return x.lesson == l.slug && asked_about(o, x.id);
+        });
+        if (!o.exercises.empty() && !wanted) continue;
         const std::string what = fmt::format("lesson {} {}: the reference matches its golden file", l.number, l.slug);
         try {
             const Trace actual = run_lesson(l, l.defaults);
@@ -473,6 +484,7 @@ std::string did_not_answer(const std::filesystem::path& program, const std::vect
 // it. The others are not asked here: check_alone shows that they never run its function.
 void check_starters(Verdicts& verdict, const InstructorOptions& o) {
     for (const auto& x : all_exercises()) {
+        if (!asked_about(o, x.id)) continue;
         const auto program = o.starters_dir / ("attn-starter-" + x.id);
         std::vector<std::string> ids = {x.id};
         for (const auto& other : all_exercises())
@@ -516,6 +528,7 @@ void check_starters(Verdicts& verdict, const InstructorOptions& o) {
 void check_alone(Verdicts& verdict, const InstructorOptions& o) {
     const auto& linked = this_program().alone_references;
     for (const auto& x : all_exercises()) {
+        if (!asked_about(o, x.id)) continue;
         std::set<std::string> declared = declared_by(x.id);
         declared.insert(x.id);
         const auto found = linked.find(x.id);
@@ -559,6 +572,8 @@ void check_order(Verdicts& verdict, const InstructorOptions& o) {
         const Exercise& x = table[k];
         const auto program = o.starters_dir / ("attn-through-" + x.id);
         std::vector<std::string> asked = deferred[x.id];
+        // a row asked about, or the row of the later exercise one asked about waits for
+        if (!asked_about(o, x.id) && asked.empty()) continue;
         asked.push_back(x.id);
         std::map<std::string, nlohmann::json> entries;
         if (k + 1 == table.size()) {  // every reference: this program
@@ -926,18 +941,22 @@ int cmd_reset(const ResetOptions& o) {
 }
 
 int cmd_instructor_check(const InstructorOptions& o) {
-    fmt::print("instructor check · golden files in {} · starter programs in {}\n\n", o.golden_dir.string(),
-               o.starters_dir.string());
+    std::vector<const Exercise*> wanted;
+    if (!resolve_exercises(o.exercises, wanted)) return exit_usage;
+    fmt::print("instructor check · golden files in {} · starter programs in {}{}\n\n", o.golden_dir.string(),
+               o.starters_dir.string(),
+               o.exercises.empty() ? "" : fmt::format(" · exercises {} only", fmt::join(o.exercises, ", ")));
     Verdicts verdict;
     const std::string problems = table_problems();
     verdict(problems.empty(), problems.empty() ? fmt::format("the exercise table: {} exercises", all_exercises().size())
                                                : "the exercise table: " + problems);
     // 1. the reference passes: every lesson matches its golden file, and so does every exercise
-    check_reference_lessons(verdict, o.golden_dir);
-    for (const auto& s : evaluate_exercises(o.golden_dir, "", Tolerance{}, true))
-        verdict(s.state == ExerciseState::passed,
-                fmt::format("{}: the reference {} (lesson {}, {})", s.exercise->id, describe(s), s.exercise->lesson,
-                            fmt::join(s.exercise->steps, ", ")));
+    check_reference_lessons(verdict, o);
+    for (const auto& s : evaluate_exercises(o.golden_dir, "", Tolerance{}, true, wanted))
+        if (asked_about(o, s.exercise->id))
+            verdict(s.state == ExerciseState::passed,
+                    fmt::format("{}: the reference {} (lesson {}, {})", s.exercise->id, describe(s),
+                                s.exercise->lesson, fmt::join(s.exercise->steps, ", ")));
     // 2. no exercise ships solved or broken: every untouched starter reports itself not done
     check_starters(verdict, o);
     // 3. no undeclared dependency: each exercise passes while all it does not declare are wrong

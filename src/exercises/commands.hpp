@@ -29,7 +29,9 @@ struct ResetOptions {
 struct InstructorOptions {
     std::filesystem::path golden_dir;
     std::filesystem::path starters_dir;  // holds attn-starter-<id> (the reference with exercise <id>'s untouched
-                                         // starter) and attn-through-<id> (the references up to <id>)
+                                         // starter), attn-through-<id> (the references up to <id>) and
+                                         // attn-alone-<id> (<id> and what it declares, the rest starters)
+    std::vector<std::string> exercises;  // only these exercises' rows and lessons (every exercise when empty)
 };
 
 int cmd_exercises(const ExerciseOptions& options);        // the exercises, their status, the file to edit
