@@ -479,16 +479,32 @@ std::string did_not_answer(const std::filesystem::path& program, const std::vect
 }
 
 // Each exercise's untouched starter, linked with the reference for everything else, must stop
-// its lesson with exactly its not-done message: "not started", not "passed" nor "diverges". And
+// its lesson with exactly its not-done message: "not started", not "passed" nor "diverges". Then
 // every exercise that declares it (Exercise::uses, its unit cases' calls) must pass or wait for
-// it. The others are not asked here: check_alone shows that they never run its function.
+// it (asked in a second run, and only where the starter is what it should be). The others are not
+// asked here: check_alone shows that they never run its function.
 void check_starters(Verdicts& verdict, const InstructorOptions& o) {
     for (const auto& x : all_exercises()) {
         if (!asked_about(o, x.id)) continue;
         const auto program = o.starters_dir / ("attn-starter-" + x.id);
-        std::vector<std::string> ids = {x.id};
+        nlohmann::json entry;
+        try {
+            entry = exercises_checked_by(program, {x.id}, o.golden_dir).at(x.id);
+        } catch (const std::exception&) {
+            verdict(false, x.id + ": " + did_not_answer(program, {x.id}));
+            continue;
+        }
+        const std::string file = entry.value("file", ""), message = entry.value("message", "");
+        const std::string status = entry.value("status", "");
+        const bool holds = status == "not_started" && std::filesystem::path(file).filename() == exercise_file(x) &&
+                           message == fmt::format("exercise {} is not done yet: write it in {}", x.id, file);
+        verdict(holds, fmt::format("{}: the untouched starter says \"{}\"{}", x.id, message,
+                                   holds ? "" : " (status " + status + ")"));
+        // what declares it, asked only of a program whose starter is what it should be
+        std::vector<std::string> ids;
         for (const auto& other : all_exercises())
             if (other.id != x.id && declared_by(other.id).count(x.id)) ids.push_back(other.id);
+        if (!holds || ids.empty()) continue;
         std::map<std::string, nlohmann::json> entries;
         try {
             entries = exercises_checked_by(program, ids, o.golden_dir);
@@ -496,25 +512,17 @@ void check_starters(Verdicts& verdict, const InstructorOptions& o) {
             verdict(false, x.id + ": " + did_not_answer(program, ids));
             continue;
         }
-        const nlohmann::json& entry = entries.at(x.id);
-        const std::string file = entry.value("file", ""), message = entry.value("message", "");
-        const std::string status = entry.value("status", "");
-        const bool holds = status == "not_started" && std::filesystem::path(file).filename() == exercise_file(x) &&
-                           message == fmt::format("exercise {} is not done yet: write it in {}", x.id, file);
-        verdict(holds, fmt::format("{}: the untouched starter says \"{}\"{}", x.id, message,
-                                   holds ? "" : " (status " + status + ")"));
-        if (ids.size() == 1) continue;
         std::vector<std::string> blamed;
         for (const auto& [id, e] : entries) {
             const std::string state = e.value("status", "");
-            if (id != x.id && state != "passed" && !(state == "blocked" && e.value("waiting_for", "") == x.id))
+            if (state != "passed" && !(state == "blocked" && e.value("waiting_for", "") == x.id))
                 blamed.push_back(fmt::format("{} {}", id, e.value("description", state)));
         }
         verdict(blamed.empty(),
                 fmt::format("{}: with its starter, {} pass{} or wait{} for it{}", x.id,
-                            ids.size() == 2 ? "the exercise that declares it"
-                                            : fmt::format("the {} exercises that declare it", ids.size() - 1),
-                            ids.size() == 2 ? "es" : "", ids.size() == 2 ? "s" : "",
+                            ids.size() == 1 ? "the exercise that declares it"
+                                            : fmt::format("the {} exercises that declare it", ids.size()),
+                            ids.size() == 1 ? "es" : "", ids.size() == 1 ? "s" : "",
                             blamed.empty() ? "" : ": " + fmt::format("{}", fmt::join(blamed, "; "))));
     }
 }
