@@ -57,33 +57,36 @@ ATTN_ALWAYS_INLINE void matmul_tile(const double* ATTN_RESTRICT A, std::size_t l
                                     std::size_t k, double* ATTN_RESTRICT C, std::size_t ldc, bool from_C,
                                     std::size_t panel_stride = 0) {
     constexpr std::size_t NR = matmul_panel_width;
-    double acc[MR][NP * NR];
+    double acc[MR][NP][NR];
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < MR; ++r)
-#pragma GCC unroll 32
-        for (std::size_t c = 0; c < NP * NR; ++c) acc[r][c] = from_C ? C[r * ldc + c] : 0.0;
-    for (std::size_t p = 0; p < k; ++p) {
-        double b[NP * NR];
 #pragma GCC unroll 4
         for (std::size_t v = 0; v < NP; ++v)
 #pragma GCC unroll 16
-            for (std::size_t c = 0; c < NR; ++c) b[v * NR + c] = panel[v * panel_stride + p * NR + c];
+            for (std::size_t c = 0; c < NR; ++c) acc[r][v][c] = from_C ? C[r * ldc + v * NR + c] : 0.0;
+    for (std::size_t p = 0; p < k; ++p) {
 #pragma GCC unroll 16
         for (std::size_t r = 0; r < MR; ++r) {
             const double a = A[r * lda + p];
-#pragma GCC unroll 32
-            for (std::size_t c = 0; c < NP * NR; ++c) {
-                if constexpr (Fused)
-                    acc[r][c] = std::fma(a, b[c], acc[r][c]);
-                else
-                    acc[r][c] += a * b[c];
+#pragma GCC unroll 4
+            for (std::size_t v = 0; v < NP; ++v) {
+                const double* ATTN_RESTRICT b = panel + v * panel_stride + p * NR;
+#pragma GCC unroll 16
+                for (std::size_t c = 0; c < NR; ++c) {
+                    if constexpr (Fused)
+                        acc[r][v][c] = std::fma(a, b[c], acc[r][v][c]);
+                    else
+                        acc[r][v][c] += a * b[c];
+                }
             }
         }
     }
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < MR; ++r)
-#pragma GCC unroll 32
-        for (std::size_t c = 0; c < NP * NR; ++c) C[r * ldc + c] = acc[r][c];
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < NP; ++v)
+#pragma GCC unroll 16
+            for (std::size_t c = 0; c < NR; ++c) C[r * ldc + v * NR + c] = acc[r][v][c];
 }
 
 // The last panel when it is short (cols < 8 columns of C): one row at a time through an 8-wide
