@@ -242,7 +242,7 @@ void backward_tile(const BackwardPrepared& b, BackwardTiles& t, std::size_t i0, 
         double* s = t.S.data() + a * cols;
         double* dp = t.dP.data() + a * cols;
         for (std::size_t c = 0; c < seen; ++c) s[c] -= b.L[i];
-        exp_span(s, s, seen);
+        exp_span(s, s, seen, b.arithmetic);
         for (std::size_t c = 0; c < seen; ++c) dp[c] = s[c] * (dp[c] - b.D[i]);
         for (std::size_t c = seen; c < cols; ++c) s[c] = dp[c] = 0.0;
         for (std::size_t c = 0; c < cols; ++c) {

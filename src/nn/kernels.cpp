@@ -289,6 +289,12 @@ ATTN_ALWAYS_INLINE double online_softmax_row_fused_body(double* s, std::size_t n
     return total != total ? std::numeric_limits<double>::quiet_NaN() : factor;
 }
 
+// exp_body's result by the fused exp: clamped first, in a loop of its own, as there.
+ATTN_ALWAYS_INLINE void exp_fused_body(const double* x, double* out, std::size_t n) {
+    for (std::size_t j = 0; j < n; ++j) out[j] = portable::exp_input(x[j]);
+    for (std::size_t j = 0; j < n; ++j) out[j] = fused_exp_of_clamped(out[j]);
+}
+
 // One copy of every kernel, for one vector width.
 struct Kernels {
     void (*exp)(const double*, double*, std::size_t);
@@ -300,6 +306,7 @@ struct Kernels {
     void (*matmul_packed_fused)(const double*, std::size_t, const double*, std::size_t, double*, std::size_t,
                                 std::size_t, std::size_t, std::size_t, bool) = nullptr;
     double (*online_softmax_row_fused)(double*, std::size_t, double&, double&) = nullptr;
+    void (*exp_fused)(const double*, double*, std::size_t) = nullptr;
 };
 
 #define ATTN_KERNEL_COPY(suffix, attributes, tile_rows)                                                       \
@@ -328,12 +335,15 @@ struct Kernels {
     attributes double online_softmax_row_fused_##suffix(double* s, std::size_t n, double& running_max,       \
                                                         double& running_sum) {                                \
         return online_softmax_row_fused_body<lanes>(s, n, running_max, running_sum);                          \
+    }                                                                                                         \
+    attributes void exp_fused_##suffix(const double* x, double* out, std::size_t n) {                          \
+        exp_fused_body(x, out, n);                                                                            \
     }
 
-#define ATTN_KERNELS_OF(suffix, fused_matmul, fused_softmax_row)                                        \
+#define ATTN_KERNELS_OF(suffix, fused_matmul, fused_softmax_row, fused_exp)                            \
     constexpr Kernels kernels_##suffix{exp_##suffix,                                                      \
                                        matmul_packed_##suffix, matmul_narrow_##suffix, online_softmax_row_##suffix, \
-                                       fused_matmul,           fused_softmax_row};
+                                       fused_matmul,           fused_softmax_row,      fused_exp};
 
 // Tiles of 2 x 8 in SSE2's sixteen 2-wide registers, 4 x 8 with AVX2 and AVX-512 (8 accumulators of 4
 // or 4 of 8 doubles, and room for the row of B and the broadcast a). The fused tiles: 4 x 8 with AVX2
@@ -345,14 +355,14 @@ struct Kernels {
 // as fast, 8 x 24, 12 x 16, 6 x 16 and 4 x 24 slower. With AVX2 4 x 8 runs at the processor's peak
 // there (two 256-bit FMAs per cycle); 6 x 8 was 3% slower, 3 x 16 4% and 5 x 8 6%.
 ATTN_KERNEL_COPY(baseline, ATTN_BASELINE_COPY, 2)
-ATTN_KERNELS_OF(baseline, nullptr, nullptr)
+ATTN_KERNELS_OF(baseline, nullptr, nullptr, nullptr)
 #if ATTN_WIDE_COPIES
 ATTN_KERNEL_COPY(avx2, ATTN_AVX2_COPY, 4)
 ATTN_FUSED_COPY(avx2, ATTN_AVX2_FMA_COPY, 4, 1, 4)
-ATTN_KERNELS_OF(avx2, matmul_packed_fused_avx2, online_softmax_row_fused_avx2)
+ATTN_KERNELS_OF(avx2, matmul_packed_fused_avx2, online_softmax_row_fused_avx2, exp_fused_avx2)
 ATTN_KERNEL_COPY(avx512, ATTN_AVX512_COPY, 4)
 ATTN_FUSED_COPY(avx512, ATTN_AVX512_FMA_COPY, 8, 2, 8)
-ATTN_KERNELS_OF(avx512, matmul_packed_fused_avx512, online_softmax_row_fused_avx512)
+ATTN_KERNELS_OF(avx512, matmul_packed_fused_avx512, online_softmax_row_fused_avx512, exp_fused_avx512)
 #endif
 
 const Kernels& kernels_of(KernelPath path) {
@@ -450,7 +460,6 @@ void use_kernel_path(KernelPath path) {
     current_path().store(path);
 }
 
-void exp_span(const double* x, double* out, std::size_t n) { active().exp(x, out, n); }
 
 
 namespace {
@@ -521,6 +530,11 @@ void matmul_span(const double* A, const double* B, double* C, std::size_t m, std
                     false);
         });
     }
+}
+
+void exp_span(const double* x, double* out, std::size_t n, Arithmetic arithmetic) {
+    const Kernels& kernels = active();
+    (fused(arithmetic) ? kernels.exp_fused : kernels.exp)(x, out, n);
 }
 
 double online_softmax_row(double* s, std::size_t n, double& running_max, double& running_sum,

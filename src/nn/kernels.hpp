@@ -47,9 +47,6 @@ std::string kernel_path_problem();
 // processor cannot run it.
 void use_kernel_path(KernelPath path);
 
-// out_j = exp(x_j) for n values (`out` may be `x`), by portable::exp (core/portable_math.hpp).
-void exp_span(const double* x, double* out, std::size_t n);
-
 // How the kernels of the fast path (nn::fast_attention: matmul_span, matmul_packed, online_softmax_row)
 // round.
 //   portable  as every kernel here: the same bits on every x86-64 processor, whichever copy runs.
@@ -71,6 +68,10 @@ enum class Arithmetic { portable, native };
 
 // Whether Arithmetic::native runs the fused copies here (FMA and the avx2 or avx512 copy in use).
 bool native_is_fused();
+
+// out_j = exp(x_j) for n values (`out` may be `x`), by portable::exp (core/portable_math.hpp); with
+// Arithmetic::native by the fused exp of the online softmax (within 1 ulp of exp) where it runs.
+void exp_span(const double* x, double* out, std::size_t n, Arithmetic arithmetic = Arithmetic::portable);
 
 // C = A B for row-major A (m x k), B (k x n) and C (m x n, not overlapping A or B):
 // C_ij = (((0 + A_i0 B_0j) + A_i1 B_1j) + ...) + A_i,k-1 B_k-1,j, the products added in the order
