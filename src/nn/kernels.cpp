@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <system_error>
@@ -39,10 +40,11 @@ ATTN_ALWAYS_INLINE void exp_body(const double* x, double* out, std::size_t n) {
     for (std::size_t j = 0; j < n; ++j) out[j] = portable::exp_of_clamped(out[j]);
 }
 
-// C = A B by register blocks: a tile of MR rows x 8 columns of C is held in MR x 8 local
+// C = A B by register blocks: a tile of MR rows x 8 NP columns of C is held in MR x 8 NP local
 // accumulators (vector registers once the compiler unrolls the inner loops) while p runs over the
 // k products, so that C is written once per tile instead of once per product. B comes packed
-// (matmul_pack): the 8 columns of a tile as one contiguous k x 8 block, read straight through.
+// (matmul_pack): each 8 columns of a tile as one contiguous k x 8 block, read straight through (NP
+// neighbouring panels, panel_stride apart; each a of the tile then feeds NP vectors' products).
 // Every c_ij is still 0, then + a_i0 b_0j, + a_i1 b_1j, ..., in the order of p, in one accumulator
 // of its own: the numbers of the textbook triple loop, whatever MR, the vector width or the blocks
 // of k (a partial sum stored in C and loaded again is the same double).
@@ -50,33 +52,41 @@ ATTN_ALWAYS_INLINE void exp_body(const double* x, double* out, std::size_t n) {
 // `Fused` (the native copies only, compiled for FMA): c_ij = fma(a_ip, b_pj, c_ij), one rounding per
 // product instead of two, in the same order of p. Not the textbook loop's bits: never for a number
 // a lesson records.
-template <std::size_t MR, bool Fused = false>
+template <std::size_t MR, bool Fused = false, std::size_t NP = 1>
 ATTN_ALWAYS_INLINE void matmul_tile(const double* ATTN_RESTRICT A, std::size_t lda, const double* ATTN_RESTRICT panel,
-                                    std::size_t k, double* ATTN_RESTRICT C, std::size_t ldc, bool from_C) {
+                                    std::size_t k, double* ATTN_RESTRICT C, std::size_t ldc, bool from_C,
+                                    std::size_t panel_stride = 0) {
     constexpr std::size_t NR = matmul_panel_width;
-    double acc[MR][NR];
+    double acc[MR][NP][NR];
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < NP; ++v)
 #pragma GCC unroll 16
-        for (std::size_t c = 0; c < NR; ++c) acc[r][c] = from_C ? C[r * ldc + c] : 0.0;
+            for (std::size_t c = 0; c < NR; ++c) acc[r][v][c] = from_C ? C[r * ldc + v * NR + c] : 0.0;
     for (std::size_t p = 0; p < k; ++p) {
-        const double* ATTN_RESTRICT b = panel + p * NR;
 #pragma GCC unroll 16
         for (std::size_t r = 0; r < MR; ++r) {
             const double a = A[r * lda + p];
+#pragma GCC unroll 4
+            for (std::size_t v = 0; v < NP; ++v) {
+                const double* ATTN_RESTRICT b = panel + v * panel_stride + p * NR;
 #pragma GCC unroll 16
-            for (std::size_t c = 0; c < NR; ++c) {
-                if constexpr (Fused)
-                    acc[r][c] = std::fma(a, b[c], acc[r][c]);
-                else
-                    acc[r][c] += a * b[c];
+                for (std::size_t c = 0; c < NR; ++c) {
+                    if constexpr (Fused)
+                        acc[r][v][c] = std::fma(a, b[c], acc[r][v][c]);
+                    else
+                        acc[r][v][c] += a * b[c];
+                }
             }
         }
     }
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < NP; ++v)
 #pragma GCC unroll 16
-        for (std::size_t c = 0; c < NR; ++c) C[r * ldc + c] = acc[r][c];
+            for (std::size_t c = 0; c < NR; ++c) C[r * ldc + v * NR + c] = acc[r][v][c];
 }
 
 // The last panel when it is short (cols < 8 columns of C): one row at a time through an 8-wide
@@ -96,9 +106,9 @@ ATTN_ALWAYS_INLINE void matmul_short_tile(const double* A, std::size_t lda, cons
 // C (rows x n, row stride ldc) = A (rows x k, row stride lda) times the packed B (see
 // matmul_packed in nn/kernels.hpp), or C += A B with `accumulate`. Blocks of 64 rows, and in each
 // the products in blocks of 128 values of p (the block of A stays in the second-level cache, a
-// panel's slice in the first), panel by panel, MR rows at a time and the last rows one by one;
-// each entry's sum runs on from the block before.
-template <std::size_t MR, bool Fused = false>
+// panel's slice in the first), NP panels at a time (then the rest panel by panel), MR rows at a time
+// and the last rows one by one; each entry's sum runs on from the block before.
+template <std::size_t MR, bool Fused = false, std::size_t NP = 1>
 ATTN_ALWAYS_INLINE void matmul_packed_body(const double* A, std::size_t lda, const double* panels,
                                            std::size_t panel_stride, double* C, std::size_t ldc, std::size_t rows,
                                            std::size_t k, std::size_t n, bool accumulate) {
@@ -115,7 +125,19 @@ ATTN_ALWAYS_INLINE void matmul_packed_body(const double* A, std::size_t lda, con
         for (std::size_t p0 = 0; p0 < k; p0 += k_block) {
             const std::size_t depth = std::min(k_block, k - p0);
             const bool from_C = accumulate || p0 > 0;
-            for (std::size_t j0 = 0; j0 < n; j0 += NR) {
+            std::size_t j0 = 0;
+            if constexpr (NP > 1)
+                for (; j0 + NP * NR <= n; j0 += NP * NR) {
+                    const double* panel = panels + (j0 / NR) * panel_stride + p0 * NR;
+                    std::size_t i = 0;
+                    for (; i + MR <= block_rows; i += MR)
+                        matmul_tile<MR, Fused, NP>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0,
+                                                   ldc, from_C, panel_stride);
+                    for (; i < block_rows; ++i)
+                        matmul_tile<1, Fused, NP>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0,
+                                                  ldc, from_C, panel_stride);
+                }
+            for (; j0 < n; j0 += NR) {
                 const double* panel = panels + (j0 / NR) * panel_stride + p0 * NR;
                 if (n - j0 < NR) {
                     matmul_short_tile<Fused>(A_block + p0, lda, panel, depth, C_block + j0, ldc, block_rows, n - j0,
@@ -173,46 +195,73 @@ ATTN_ALWAYS_INLINE double online_softmax_row_body(double* s, std::size_t n, doub
 
 // exp(x) for x in [-746, 710] or NaN (portable::exp_input's clamp first), as portable::exp_of_clamped
 // computes it but with fused multiply-adds: the reduction x = k ln2 + r in three fused steps, and
-// exp(r) by its Taylor polynomial of degree 12 in Horner form, 12 fused steps where the portable exp
-// takes 14 multiplications and 14 additions. The term left out, |r|^13 / 13! <= 1.7e-16 for |r| <= ln2 / 2,
-// is below an ulp; with the roundings the result is within about 2 ulp of exp(x)
-// (tests/test_online_softmax.cpp compares the fast path with the plain form).
+// exp(r) by a polynomial of degree 11 in Horner form, 11 fused steps where the portable exp takes 14
+// multiplications and 14 additions. The polynomial is the minimax one for the relative error on
+// |r| <= ln2 / 2 (tests/bench/fused_exp_remez.py: Remez exchange in 60-digit arithmetic; the
+// constant and linear coefficients round to exactly 1, so exp(0) = 1): within 2.3e-17 of exp(r) with
+// its coefficients rounded to doubles, where the Taylor polynomial of degree 12 that it replaced left
+// out up to |r|^13 / 13! = 1.7e-16 (most of an ulp) for one more step. With the roundings the result
+// is within 1 ulp of exp(x) (2 ulp with the Taylor polynomial) on 4 million points from -746 to 0
+// (tests/test_online_softmax.cpp holds it to that; it also compares the fast path with the plain form).
 ATTN_ALWAYS_INLINE double fused_exp_of_clamped(double x) {
     constexpr double log2e = 1.4426950408889634;
     const double shifted = std::fma(x, log2e, portable::detail::round_shifter);
     const double k = shifted - portable::detail::round_shifter;
     const double r = std::fma(-k, portable::detail::ln2_lo, std::fma(-k, portable::detail::ln2_hi, x));
-    double p = 1.0 / 479001600.0;
-    p = std::fma(p, r, 1.0 / 39916800.0);
-    p = std::fma(p, r, 1.0 / 3628800.0);
-    p = std::fma(p, r, 1.0 / 362880.0);
-    p = std::fma(p, r, 1.0 / 40320.0);
-    p = std::fma(p, r, 1.0 / 5040.0);
-    p = std::fma(p, r, 1.0 / 720.0);
-    p = std::fma(p, r, 1.0 / 120.0);
-    p = std::fma(p, r, 1.0 / 24.0);
-    p = std::fma(p, r, 1.0 / 6.0);
-    p = std::fma(p, r, 0.5);
+    double p = 2.4994304242588155e-08;
+    p = std::fma(p, r, 2.763229328352441e-07);
+    p = std::fma(p, r, 2.755762253283541e-06);
+    p = std::fma(p, r, 2.4801486521416967e-05);
+    p = std::fma(p, r, 0.0001984126943267712);
+    p = std::fma(p, r, 0.0013888888951223996);
+    p = std::fma(p, r, 0.008333333333559272);
+    p = std::fma(p, r, 0.04166666666649277);
+    p = std::fma(p, r, 0.1666666666666617);
+    p = std::fma(p, r, 0.5000000000000018);
     p = std::fma(p, r, 1.0);
     p = std::fma(p, r, 1.0);
     // exp(r) 2^k, as portable::exp_of_clamped (subnormal and zero results rounded once)
     return portable::detail::times_power_of_two(p, shifted);
 }
 
+#if ATTN_WIDE_COPIES  // GCC's and Clang's vector extension, and only the fused copies use it
+// W doubles as one value of GCC's and Clang's vector extension, compared and selected lane by lane:
+// W = 8 is one register with AVX-512, W = 4 one with AVX2 (an 8-wide value there is slower than two
+// 4-wide ones).
+template <std::size_t W>
+struct VectorOf;
+template <>
+struct VectorOf<4> {
+    typedef double type __attribute__((vector_size(4 * sizeof(double))));
+};
+template <>
+struct VectorOf<8> {
+    typedef double type __attribute__((vector_size(8 * sizeof(double))));
+};
+template <std::size_t W>
+using Doubles = typename VectorOf<W>::type;
+
 // online_softmax_row_body's result by the fused exp, in two passes over s: the maximum as eight
-// running maxima side by side (one or two vectors: the vectoriser does not reduce a maximum of
-// doubles, as NaN is honoured), then the exponentials with their sum. A NaN is passed over by the
+// running maxima side by side (held as 8 / W vectors of W lanes: the vectoriser left this loop
+// scalar, as NaN is honoured), then the exponentials with their sum. A NaN is passed over by the
 // maxima and caught by the sum instead: exp(NaN) makes the total NaN.
+template <std::size_t W>
 ATTN_ALWAYS_INLINE double online_softmax_row_fused_body(double* s, std::size_t n, double& running_max,
                                                         double& running_sum) {
     const double minus_inf = -std::numeric_limits<double>::infinity();
-    double lane_max[8] = {minus_inf, minus_inf, minus_inf, minus_inf, minus_inf, minus_inf, minus_inf, minus_inf};
+    Doubles<W> lane_max[8 / W];
+    for (auto& m : lane_max)
+        for (std::size_t lane = 0; lane < W; ++lane) m[lane] = minus_inf;
     std::size_t j = 0;
     for (; j + 8 <= n; j += 8)
-        for (std::size_t lane = 0; lane < 8; ++lane)
-            lane_max[lane] = s[j + lane] > lane_max[lane] ? s[j + lane] : lane_max[lane];
+        for (std::size_t v = 0; v < 8 / W; ++v) {
+            Doubles<W> x;
+            std::memcpy(&x, s + j + v * W, sizeof x);
+            lane_max[v] = x > lane_max[v] ? x : lane_max[v];
+        }
     double largest = running_max;
-    for (const double m : lane_max) largest = std::max(largest, m);
+    for (const auto& m : lane_max)
+        for (std::size_t lane = 0; lane < W; ++lane) largest = std::max(largest, m[lane]);
     for (; j < n; ++j) largest = std::max(largest, s[j]);
     if (largest == minus_inf) {  // nothing seen yet but masked keys: nothing to add, nothing to rescale
         std::fill(s, s + n, 0.0);
@@ -241,6 +290,14 @@ ATTN_ALWAYS_INLINE double online_softmax_row_fused_body(double* s, std::size_t n
     return total != total ? std::numeric_limits<double>::quiet_NaN() : factor;
 }
 
+#endif
+
+// exp_body's result by the fused exp: clamped first, in a loop of its own, as there.
+ATTN_ALWAYS_INLINE void exp_fused_body(const double* x, double* out, std::size_t n) {
+    for (std::size_t j = 0; j < n; ++j) out[j] = portable::exp_input(x[j]);
+    for (std::size_t j = 0; j < n; ++j) out[j] = fused_exp_of_clamped(out[j]);
+}
+
 // One copy of every kernel, for one vector width.
 struct Kernels {
     void (*exp)(const double*, double*, std::size_t);
@@ -252,6 +309,7 @@ struct Kernels {
     void (*matmul_packed_fused)(const double*, std::size_t, const double*, std::size_t, double*, std::size_t,
                                 std::size_t, std::size_t, std::size_t, bool) = nullptr;
     double (*online_softmax_row_fused)(double*, std::size_t, double&, double&) = nullptr;
+    void (*exp_fused)(const double*, double*, std::size_t) = nullptr;
 };
 
 #define ATTN_KERNEL_COPY(suffix, attributes, tile_rows)                                                       \
@@ -271,35 +329,51 @@ struct Kernels {
     }
 
 // The fused kernels of one vector width (Arithmetic::native), compiled for FMA.
-#define ATTN_FUSED_COPY(suffix, attributes, tile_rows)                                                       \
+#define ATTN_FUSED_COPY(suffix, attributes, tile_rows, tile_panels, lanes)                                                       \
     attributes ATTN_NO_LOOP_VECTORIZE void matmul_packed_fused_##suffix(                                     \
         const double* A, std::size_t lda, const double* panels, std::size_t panel_stride, double* C,          \
         std::size_t ldc, std::size_t rows, std::size_t k, std::size_t n, bool accumulate) {                    \
-        matmul_packed_body<tile_rows, true>(A, lda, panels, panel_stride, C, ldc, rows, k, n, accumulate);    \
+        matmul_packed_body<tile_rows, true, tile_panels>(A, lda, panels, panel_stride, C, ldc, rows, k, n, accumulate);    \
     }                                                                                                         \
     attributes double online_softmax_row_fused_##suffix(double* s, std::size_t n, double& running_max,       \
                                                         double& running_sum) {                                \
-        return online_softmax_row_fused_body(s, n, running_max, running_sum);                                 \
+        return online_softmax_row_fused_body<lanes>(s, n, running_max, running_sum);                          \
+    }                                                                                                         \
+    attributes void exp_fused_##suffix(const double* x, double* out, std::size_t n) {                          \
+        exp_fused_body(x, out, n);                                                                            \
     }
 
-#define ATTN_KERNELS_OF(suffix, fused_matmul, fused_softmax_row)                                        \
+#define ATTN_KERNELS_OF(suffix, fused_matmul, fused_softmax_row, fused_exp)                            \
     constexpr Kernels kernels_##suffix{exp_##suffix,                                                      \
                                        matmul_packed_##suffix, matmul_narrow_##suffix, online_softmax_row_##suffix, \
-                                       fused_matmul,           fused_softmax_row};
+                                       fused_matmul,           fused_softmax_row,      fused_exp};
 
 // Tiles of 2 x 8 in SSE2's sixteen 2-wide registers, 4 x 8 with AVX2 and AVX-512 (8 accumulators of 4
 // or 4 of 8 doubles, and room for the row of B and the broadcast a). The fused tiles: 4 x 8 with AVX2
-// and 8 x 8 with AVX-512, 8 accumulators to cover a fused multiply-add's latency (on the project's AMD
-// EPYC, 4 rows of 8 were no faster and 6 or 12 rows slower; with AVX2, 6 rows slower).
+// (8 accumulators of 4 doubles in its sixteen registers), 8 x 16 with AVX-512 (two panels: 16
+// accumulators of 8 doubles in its 32, each broadcast a feeding two fused multiply-adds; enough
+// products in flight for two FMA units of latency 4, as Intel's AVX-512 processors have). On the
+// project's AMD EPYC (Zen 5), one thread at T = 1024, d = 64 (Q K^T and P V in fast_attention's
+// tiles): 8 x 16 took 2.05 ms where 8 x 8 took 2.75 (OpenBLAS's Cooperlake dgemm 2.82); 4 x 32 was
+// as fast, 8 x 24, 12 x 16, 6 x 16 and 4 x 24 slower. With AVX2 4 x 8 runs at the processor's peak
+// there (two 256-bit FMAs per cycle); 6 x 8 was 3% slower, 3 x 16 4% and 5 x 8 6%.
+// These figures are GCC 12's. Clang 14 compiles the two-panel tile with its accumulators copied from
+// register to register at every step: 4.8 ms, where its 8 x 8 tile takes 3.2 ms (as before the wider
+// tile); so a Clang build keeps one panel (the same sums in the same order: the same bits).
+#if defined(__clang__)
+constexpr std::size_t avx512_fused_panels = 1;
+#else
+constexpr std::size_t avx512_fused_panels = 2;
+#endif
 ATTN_KERNEL_COPY(baseline, ATTN_BASELINE_COPY, 2)
-ATTN_KERNELS_OF(baseline, nullptr, nullptr)
+ATTN_KERNELS_OF(baseline, nullptr, nullptr, nullptr)
 #if ATTN_WIDE_COPIES
 ATTN_KERNEL_COPY(avx2, ATTN_AVX2_COPY, 4)
-ATTN_FUSED_COPY(avx2, ATTN_AVX2_FMA_COPY, 4)
-ATTN_KERNELS_OF(avx2, matmul_packed_fused_avx2, online_softmax_row_fused_avx2)
+ATTN_FUSED_COPY(avx2, ATTN_AVX2_FMA_COPY, 4, 1, 4)
+ATTN_KERNELS_OF(avx2, matmul_packed_fused_avx2, online_softmax_row_fused_avx2, exp_fused_avx2)
 ATTN_KERNEL_COPY(avx512, ATTN_AVX512_COPY, 4)
-ATTN_FUSED_COPY(avx512, ATTN_AVX512_FMA_COPY, 8)
-ATTN_KERNELS_OF(avx512, matmul_packed_fused_avx512, online_softmax_row_fused_avx512)
+ATTN_FUSED_COPY(avx512, ATTN_AVX512_FMA_COPY, 8, avx512_fused_panels, 8)
+ATTN_KERNELS_OF(avx512, matmul_packed_fused_avx512, online_softmax_row_fused_avx512, exp_fused_avx512)
 #endif
 
 const Kernels& kernels_of(KernelPath path) {
@@ -397,7 +471,6 @@ void use_kernel_path(KernelPath path) {
     current_path().store(path);
 }
 
-void exp_span(const double* x, double* out, std::size_t n) { active().exp(x, out, n); }
 
 
 namespace {
@@ -468,6 +541,11 @@ void matmul_span(const double* A, const double* B, double* C, std::size_t m, std
                     false);
         });
     }
+}
+
+void exp_span(const double* x, double* out, std::size_t n, Arithmetic arithmetic) {
+    const Kernels& kernels = active();
+    (fused(arithmetic) ? kernels.exp_fused : kernels.exp)(x, out, n);
 }
 
 double online_softmax_row(double* s, std::size_t n, double& running_max, double& running_sum,

@@ -47,25 +47,31 @@ std::string kernel_path_problem();
 // processor cannot run it.
 void use_kernel_path(KernelPath path);
 
-// out_j = exp(x_j) for n values (`out` may be `x`), by portable::exp (core/portable_math.hpp).
-void exp_span(const double* x, double* out, std::size_t n);
-
 // How the kernels of the fast path (nn::fast_attention: matmul_span, matmul_packed, online_softmax_row)
 // round.
 //   portable  as every kernel here: the same bits on every x86-64 processor, whichever copy runs.
 //   native    where the processor has FMA and the copy in use is avx2 or avx512, the fused copies:
 //             each product's sums c = fma(a, b, c) (one rounding instead of two, the same order of
-//             k) and the online softmax's exp with fused multiply-adds (a Taylor polynomial one
-//             degree shorter, its sum in the same pass). Otherwise (the baseline copy, a processor
-//             without FMA) the same as portable. On the project's AMD EPYC the products ran about
-//             1.4 times as fast and the online softmax rows 1.5 times; the results are within a few
-//             ulp of portable's, but not the same bits, and not the same on a processor without FMA
-//             as on one with it (the fused AVX2 and AVX-512 copies agree with each other: a fused
-//             multiply-add rounds once, exactly): never for a number a lesson records.
+//             k; the AVX-512 copy in wider register tiles) and the online softmax's exp with fused
+//             multiply-adds (a minimax polynomial of degree 11 where portable::exp has a Taylor
+//             polynomial of degree 13, within 1 ulp of exp; its sum in the same pass), and
+//             nn::fast_attention divides its output rows by multiplying by the reciprocal of their
+//             sums. Otherwise (the baseline copy, a processor without FMA) the same as portable. On
+//             the project's AMD EPYC (AVX-512, one thread, T = 1024, d = 64) the products ran 1.6
+//             times as fast and the online softmax rows 2.3 times; the results are within a few ulp
+//             of portable's, but not the same bits, and not the same on a processor without FMA as
+//             on one with it (the fused AVX2 and AVX-512 copies agree with each other: a fused
+//             multiply-add rounds once, exactly, the sums of each c_ij run in the same order of k
+//             whatever the tile, and both copies evaluate the same exp lane by lane): never for a
+//             number a lesson records.
 enum class Arithmetic { portable, native };
 
 // Whether Arithmetic::native runs the fused copies here (FMA and the avx2 or avx512 copy in use).
 bool native_is_fused();
+
+// out_j = exp(x_j) for n values (`out` may be `x`), by portable::exp (core/portable_math.hpp); with
+// Arithmetic::native by the fused exp of the online softmax (within 1 ulp of exp) where it runs.
+void exp_span(const double* x, double* out, std::size_t n, Arithmetic arithmetic = Arithmetic::portable);
 
 // C = A B for row-major A (m x k), B (k x n) and C (m x n, not overlapping A or B):
 // C_ij = (((0 + A_i0 B_0j) + A_i1 B_1j) + ...) + A_i,k-1 B_k-1,j, the products added in the order
