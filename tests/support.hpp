@@ -9,6 +9,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -165,6 +168,29 @@ inline std::string failed_checks(const Trace& trace) {
 // with lesson 12's models. Tests that run every lesson at its defaults leave them to check_exact.
 inline bool trains(const std::string& slug) {
     return slug == "learning-to-align" || slug == "transformer" || slug == "decoding";
+}
+
+// How many doubles apart two results >= 0 are (ulp, subnormal ones too): the difference of their
+// bit patterns, whose order is the doubles' order there.
+inline std::uint64_t ulps_apart(double a, double b) {
+    std::uint64_t a_bits = 0, b_bits = 0;
+    std::memcpy(&a_bits, &a, sizeof a);
+    std::memcpy(&b_bits, &b, sizeof b);
+    return a_bits > b_bits ? a_bits - b_bits : b_bits - a_bits;
+}
+
+// The largest distance in ulp between exp_x[i] and std::exp(x[i]), and the x where it is.
+struct UlpDistance {
+    std::uint64_t ulps = 0;
+    double at = 0.0;
+};
+inline UlpDistance farthest_from_exp(const std::vector<double>& x, const std::vector<double>& exp_x) {
+    UlpDistance worst;
+    for (std::size_t i = 0; i < x.size() && i < exp_x.size(); ++i) {
+        const std::uint64_t apart = ulps_apart(exp_x[i], std::exp(x[i]));
+        if (apart > worst.ulps) worst = {apart, x[i]};
+    }
+    return worst;
 }
 
 }  // namespace attn::test

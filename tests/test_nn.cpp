@@ -7,6 +7,7 @@
 #include "nn/self_attention.hpp"
 #include "nn/softmax.hpp"
 #include "nn/kernels.hpp"
+#include "support.hpp"
 
 #include <catch2/catch.hpp>
 #include <xtensor/xadapt.hpp>
@@ -122,14 +123,6 @@ TEST_CASE("softmax survives huge logits, masks and fully masked rows", "[nn][sof
 TEST_CASE("exp_span is within 2 ulp of std::exp over the whole range (native: 1 ulp), and exact at the special values",
           "[nn][softmax]") {
     const double inf = std::numeric_limits<double>::infinity();
-    // Results are >= 0, where the order of the bit patterns is the order of the doubles: the
-    // difference of the patterns counts the doubles between two results (ulp, also subnormal ones).
-    const auto ulps_apart = [](double a, double b) {
-        std::uint64_t a_bits = 0, b_bits = 0;
-        std::memcpy(&a_bits, &a, sizeof a);
-        std::memcpy(&b_bits, &b, sizeof b);
-        return a_bits > b_bits ? a_bits - b_bits : b_bits - a_bits;
-    };
     // 2^21 points over [-745, 710] (glibc's exp underflows to 0 below about -745.13 and overflows
     // above 709.78), one at a random place in each of 2^21 equal intervals, then 2^20 points in
     // [-1, 1], where softmax's exps mostly fall.
@@ -148,17 +141,9 @@ TEST_CASE("exp_span is within 2 ulp of std::exp over the whole range (native: 1 
     const auto check = [&](nn::Arithmetic arithmetic, std::uint64_t most) {
         std::vector<double> ours(x.size());
         nn::exp_span(x.data(), ours.data(), x.size(), arithmetic);
-        std::uint64_t worst = 0;
-        double worst_at = 0;
-        for (std::size_t i = 0; i < x.size(); ++i) {
-            const std::uint64_t apart = ulps_apart(ours[i], std::exp(x[i]));
-            if (apart > worst) {
-                worst = apart;
-                worst_at = x[i];
-            }
-        }
-        INFO("largest difference " << worst << " ulp, at x = " << worst_at);
-        CHECK(worst <= most);
+        const test::UlpDistance worst = test::farthest_from_exp(x, ours);
+        INFO("largest difference " << worst.ulps << " ulp, at x = " << worst.at);
+        CHECK(worst.ulps <= most);
 
         const std::vector<double> special = {-inf, inf, std::nan(""), -1e308, 1e308, 0.0};
         std::vector<double> out(special.size());

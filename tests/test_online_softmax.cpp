@@ -13,13 +13,13 @@
 #include "nn/self_attention.hpp"
 #include "nn/softmax.hpp"
 #include "nn/tiled_attention.hpp"
+#include "support.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -337,12 +337,6 @@ TEST_CASE("the fused exp of the native online softmax is within 1 ulp of exp fro
     // a softmax's exponentials fall. The distance in ulp is the difference of the bit patterns (both
     // results are >= 0; subnormals count as ulp too). The Taylor polynomial of degree 12 that the fused
     // exp had before its minimax one of degree 11 was 2 ulp off at x = -1.035456116501049.
-    const auto ulps_apart = [](double a, double b) {
-        std::uint64_t a_bits = 0, b_bits = 0;
-        std::memcpy(&a_bits, &a, sizeof a);
-        std::memcpy(&b_bits, &b, sizeof b);
-        return a_bits > b_bits ? a_bits - b_bits : b_bits - a_bits;
-    };
     Rng rng(43);
     const std::size_t n = std::size_t{1} << 19;
     std::vector<double> x;
@@ -364,17 +358,9 @@ TEST_CASE("the fused exp of the native online softmax is within 1 ulp of exp fro
             double m = 0.0, l = 0.0;
             CHECK(nn::online_softmax_row(e.data() + i, 11, m, l, nn::Arithmetic::native) == 1.0);
         }
-        std::uint64_t worst = 0;
-        double worst_at = 0.0;
-        for (std::size_t i = 0; i < x.size(); ++i) {
-            const std::uint64_t apart = ulps_apart(e[i], std::exp(x[i]));
-            if (apart > worst) {
-                worst = apart;
-                worst_at = x[i];
-            }
-        }
-        INFO("largest difference " << worst << " ulp, at x = " << worst_at);
-        CHECK(worst <= 1);
+        const test::UlpDistance worst = test::farthest_from_exp(x, e);
+        INFO("largest difference " << worst.ulps << " ulp, at x = " << worst.at);
+        CHECK(worst.ulps <= 1);
         // exp(0) = 1 exactly (a row's maximum weighs 1), and exp(-746) underflows to 0
         CHECK(e[2 * n + 1] == 1.0);
         CHECK(e[2 * n + 2] == 0.0);
