@@ -909,15 +909,24 @@ RaceStart race_start(const Config& config) {
 std::shared_ptr<const Race> trained_race(const Config& config, Trace& trace) {
     static std::mutex guard;
     static Config kept_config;
+    static std::filesystem::path kept_from;  // the file it was loaded from, or empty when trained here
     static std::shared_ptr<const Race> kept;
+    const std::filesystem::path file = config == kept_race_config() ? kept_race_file() : std::filesystem::path();
     {
         const std::lock_guard<std::mutex> lock(guard);
-        if (kept && kept_config == config) return kept;
+        if (kept && kept_config == config && kept_from == file) return kept;
     }
-    RaceStart r = race_start(config);
-    auto race = std::make_shared<const Race>(train_three(trace, r.rng, r.corpus, r.start, config));
+    std::shared_ptr<const Race> race;
+    if (!file.empty()) {
+        trace.progress("loading the reference's trained race");
+        race = std::make_shared<const Race>(read_kept_race(file, config));
+    } else {
+        RaceStart r = race_start(config);
+        race = std::make_shared<const Race>(train_three(trace, r.rng, r.corpus, r.start, config));
+    }
     const std::lock_guard<std::mutex> lock(guard);
     kept_config = config;
+    kept_from = file;
     kept = race;
     return race;
 }

@@ -17,7 +17,11 @@
 
 #include <array>
 #include <cstddef>
+#include <filesystem>
 #include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 
 namespace attn::transformer {
 
@@ -48,6 +52,48 @@ RaceStart race_start(const Config& config);
 // The race trained from race_start(config), or the process's kept result for that configuration.
 // Training shows its progress on `trace`.
 std::shared_ptr<const Race> trained_race(const Config& config, Trace& trace);
+
+// ---- the race kept in a file
+//
+// Training turns a difference in the last bit into another trajectory (lesson 12, step [chaos]), so a
+// student's softmax that is right but rounds otherwise would train other models, and lesson 13's
+// exercises would be compared on models the golden file never saw. The programs that check
+// exercises therefore decode with the reference's race, trained once per build by `attn keep-race`
+// and loaded. The file names the code that trained it (a digest meson takes of the sources of the
+// engine and the lessons, race_code.hpp) and the configuration, and ends with a digest of its own
+// bytes: a file that is stale, damaged or for another configuration is refused, never used.
+
+struct RaceFileError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// The name of the file under the build directory: "transformer-race.bin".
+inline constexpr const char* kept_race_name = "transformer-race.bin";
+
+// The digest of the sources that trained this program's race (meson's race_code.hpp).
+std::string race_code_digest();
+
+// The file's bytes for `race`, trained from race_start(config).
+std::string kept_race_bytes(const Config& config, const Race& race);
+
+// The race in `bytes` (from kept_race_bytes), read into the shapes of race_start(config); throws
+// RaceFileError naming `source` and what is wrong: another format, code or configuration, a length
+// or digest that does not match.
+Race parse_kept_race(std::string_view bytes, const Config& config, const std::string& source);
+
+// Reads `file` as parse_kept_race does (RaceFileError when it is missing or unreadable too).
+Race read_kept_race(const std::filesystem::path& file, const Config& config);
+
+// From now on this process's trained_race(config) loads `file` for the configuration the file was
+// written for (lesson 12's defaults) instead of training; other configurations still train. Set by
+// the exercise checks, never by `attn run`: the lessons a user runs train in front of them.
+void decode_with_kept_race(std::filesystem::path file);
+
+// The file decode_with_kept_race named, or an empty path.
+std::filesystem::path kept_race_file();
+
+// Lesson 12's default configuration: the one `attn keep-race` trains and the exercise checks load.
+Config kept_race_config();
 
 // Adam as Vaswani et al. 2017, section 5.3: beta1 0.9, beta2 0.98, eps 1e-9, the rate warmed up
 // (nn::warmup_learning_rate at lesson 12's d_model and warm-up).

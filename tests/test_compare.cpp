@@ -168,14 +168,14 @@ TEST_CASE("export-only data is never compared, on either side, whole or partial"
         const auto cmp = compare_traces(run, golden, Tolerance{});
         CHECK_FALSE(cmp.ok);
         CHECK_THAT(cmp.report, Catch::Contains("tensor 'corpus' [1, 2] is new"));
-        const auto partial = compare_traces(run, golden, Tolerance{}, true);
+        const auto partial = compare_traces(run, golden, Tolerance{}, Whose::student);
         CHECK_FALSE(partial.ok);
         CHECK_THAT(partial.report, Catch::Contains("tensor 'corpus' is not a tensor of this step"));
     }
     SECTION("flagged, a run's data is skipped, and so is a golden file's") {
         run.steps()[1].tensors.back().export_only = true;
-        for (const bool partial : {false, true}) {
-            const auto cmp = compare_traces(run, golden, Tolerance{}, partial);
+        for (const Whose whose : {Whose::attn, Whose::student}) {
+            const auto cmp = compare_traces(run, golden, Tolerance{}, whose);
             INFO(cmp.report);
             CHECK(cmp.ok);
             CHECK(cmp.tensors_compared == 3);
@@ -205,6 +205,70 @@ TEST_CASE("the tensors of a diverging step are listed by where they first differ
     REQUIRE(update != std::string::npos);
     CHECK(candidate < update);
     CHECK_THAT(cmp.report, Catch::Contains("2 tensors differ; the first listed differs earliest (row 0"));
+}
+
+TEST_CASE("numbers not attn's are compared as each golden tensor declares; attn's own at the tolerance asked",
+          "[compare]") {
+    // A golden step with three tensors: one at the tolerance asked, central differences whose
+    // rounding earns atol 1e-8, and a count of differing bits that is only shown.
+    const auto make = [](double weight, double difference, double bits) {
+        Trace t("demo", Config{1, {}});
+        t.step("gradients", "Gradients", "", "");
+        t.tensor("dW", "", Array{0.25, weight});
+        t.tensor("numeric", "", Array{difference, 0.5}).foreign_tolerance(0.0, 1e-8, "central differences at h = 1e-6");
+        t.tensor("bits", "", Array{bits}).foreign_shown("a count of differing bits");
+        return t;
+    };
+    const Trace golden = make(0.75, 1.0, 3.0);
+    SECTION("a right answer written another way: noise in the declared tensors passes") {
+        const Trace other = make(0.75, 1.0 + 5e-9, 40.0);
+        const auto cmp = compare_traces(other, golden, Tolerance{}, Whose::student);
+        INFO(cmp.report);
+        CHECK(cmp.ok);
+        CHECK(cmp.tensors_compared == 2);
+        CHECK(cmp.tensors_shown == 1);
+        // attn's own bits are held at the tolerance asked, whatever the tensors declare
+        const auto own = compare_traces(other, golden, Tolerance{});
+        CHECK_FALSE(own.ok);
+        CHECK_THAT(own.report, Catch::Contains("tensor 'numeric'"));
+        CHECK_THAT(own.report, Catch::Contains("tensor 'bits'"));
+    }
+    SECTION("a wrong answer still fails: beyond the declared tolerance, or in an undeclared tensor") {
+        const auto beyond = compare_traces(make(0.75, 1.0 + 5e-8, 3.0), golden, Tolerance{}, Whose::student);
+        CHECK_FALSE(beyond.ok);
+        CHECK_THAT(beyond.report, Catch::Contains("tensor 'numeric' [2] (its tolerance: central differences"));
+        CHECK_THAT(beyond.report, Catch::Contains("rtol=1e-09, atol=1e-08"));
+        const auto undeclared = compare_traces(make(0.75 + 1e-8, 1.0, 3.0), golden, Tolerance{}, Whose::student);
+        CHECK_FALSE(undeclared.ok);
+        CHECK_THAT(undeclared.report, Catch::Contains("tensor 'dW'"));
+    }
+    SECTION("a looser tolerance asked wins over a declared one, component by component") {
+        const Tolerance asked{1e-3, 0.0};
+        const Tolerance both = foreign_tolerance(golden.steps()[0].tensors[1].foreign, asked);
+        CHECK(both.rtol == 1e-3);
+        CHECK(both.atol == 1e-8);
+        CHECK(compare_traces(make(0.75, 1.0005, 3.0), golden, asked, Whose::student).ok);
+    }
+    SECTION("a tensor of attn's trained models: compared for a student's functions (the models are loaded), "
+            "shown for a peer's numbers (its own training made them)") {
+        Trace golden_trained = golden, other = make(0.75, 1.0, 3.0);
+        golden_trained.steps()[0].tensors[0].foreign_trained("decoded with lesson 12's trained models");
+        other.steps()[0].tensors[0].value(1) = 0.5;
+        const auto student = compare_traces(other, golden_trained, Tolerance{}, Whose::student);
+        CHECK_FALSE(student.ok);
+        CHECK_THAT(student.report, Catch::Contains("tensor 'dW'"));
+        const auto peer = compare_traces(other, golden_trained, Tolerance{}, Whose::peer);
+        INFO(peer.report);
+        CHECK(peer.ok);
+        CHECK(peer.tensors_shown == 2);
+    }
+    SECTION("a shown tensor of the wrong shape is still reported") {
+        Trace other = make(0.75, 1.0, 3.0);
+        other.steps()[0].tensors[2].value = Array{1.0, 2.0};
+        const auto cmp = compare_traces(other, golden, Tolerance{}, Whose::student);
+        CHECK_FALSE(cmp.ok);
+        CHECK_THAT(cmp.report, Catch::Contains("Shapes differ"));
+    }
 }
 
 }  // namespace test_compare

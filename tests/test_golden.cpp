@@ -87,6 +87,38 @@ TEST_CASE("write then read gives bit-identical doubles and intact UTF-8 labels",
     CHECK(to_golden_json(loaded) == text);  // a second round trip is a fixed point
 }
 
+TEST_CASE("a golden tensor's word on how others' numbers are compared survives the file; a submission's is not read",
+          "[golden]") {
+    Trace t = sample_trace(5);
+    t.tensor("numeric", "", Array{1.0, 2.0}).foreign_tolerance(0.0, 2.5e-8, "central differences at h = 1e-6");
+    t.tensor("bits", "", Array{3.0}).foreign_shown("a count of differing bits");
+    const std::string text = to_golden_json(t);
+    const Trace loaded = parse_golden_json(text, "memory");
+    const auto& tensors = loaded.steps()[1].tensors;
+    REQUIRE(tensors.size() == 2);
+    CHECK(tensors[0].foreign == t.steps()[1].tensors[0].foreign);
+    CHECK(tensors[0].foreign.atol == 2.5e-8);
+    CHECK(tensors[1].foreign.kind == ForeignComparison::Kind::shown);
+    CHECK(tensors[1].foreign.why == "a count of differing bits");
+    CHECK(to_golden_json(loaded) == text);
+    // a student who declares every tensor shown declares nothing
+    const Submission sub = parse_submission_json(text, "student.json");
+    for (const auto& tensor : sub.trace.steps()[1].tensors) CHECK(tensor.foreign.kind == ForeignComparison::Kind::asked);
+    // a malformed declaration is refused, naming the tensor
+    const auto refused = [&](const std::string& from, const std::string& to) {
+        std::string bad = text;
+        const auto at = bad.find(from);
+        REQUIRE(at != std::string::npos);
+        bad.replace(at, from.size(), to);
+        CHECK_THROWS_WITH(parse_golden_json(bad, "golden/99_test.json"),
+                          Catch::Contains("tensor 'numeric'") || Catch::Contains("tensor 'bits'"));
+    };
+    refused("\"atol\": 2.5e-08", "\"atol\": -1");
+    refused("\"shown\": true", "\"shown\": false");
+    refused("\"shown\": true", "\"shown\": true, \"rtol\": 1");
+    refused("\"atol\": 2.5e-08, \"why\": \"central differences at h = 1e-6\"", "\"atol\": 2.5e-08");
+}
+
 TEST_CASE("export-only and measured tensors keep their flags through a file; golden files get neither",
           "[golden]") {
     Trace t = sample_trace(3);

@@ -11,6 +11,7 @@
 #include "exercises/program.hpp"
 #include "exercises/table.hpp"
 #include "registry.hpp"
+#include "transformer_race.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -623,7 +624,7 @@ Verdict judge(const std::filesystem::path& submission, const Lesson& l, const St
                                                    fmt::join(choice.steps, ", ")), true};
         sub.trace = chosen;
     }
-    const LessonComparison cmp = compare_traces(sub.trace, golden, tol, true);
+    const LessonComparison cmp = compare_traces(sub.trace, golden, tol, Whose::peer);
     if (!cmp.ok) return {exit_mismatch, cmp.diverging_step, cmp.report};
     if (cmp.tensors_compared == 0)
         return {exit_mismatch, "", fmt::format("{} holds no tensor of lesson '{}'", submission.string(), l.slug)};
@@ -791,6 +792,30 @@ int cmd_grade(const GradeOptions& o) {
         print_grade_line(rows, first, exercises.size());
     }
     return write_grade_reports(rows, exercises, options);
+}
+
+int cmd_keep_race(const std::filesystem::path& file) {
+    using namespace transformer;
+    const Config config = kept_race_config();
+    try {
+        (void)read_kept_race(file, config);
+        std::filesystem::last_write_time(file, std::filesystem::file_time_type::clock::now());
+        fmt::print("keep-race: {} holds this code's race already\n", file.string());
+        return exit_ok;
+    } catch (const RaceFileError& e) {
+        std::error_code ec;
+        if (std::filesystem::exists(file, ec)) fmt::print("keep-race: {}; training it again\n", e.what());
+    }
+    Trace trace("transformer", config);
+    const std::shared_ptr<const Race> race = trained_race(config, trace);
+    try {
+        write_file_atomic(file, kept_race_bytes(config, *race));
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "{}: cannot write the race: {}\n", this_program().name, e.what());
+        return exit_golden;
+    }
+    fmt::print("keep-race: wrote {} (lesson 12's race at {})\n", file.string(), config_text(config));
+    return exit_ok;
 }
 
 }  // namespace attn

@@ -85,5 +85,8 @@ int cmd_bless(const GoldenOptions& options);
 int cmd_export(const ExportOptions& options);
 int cmd_compare(const CompareOptions& options);
 int cmd_grade(const GradeOptions& options);
+// keep-race: lesson 12's race at its defaults, trained and written to `file` (transformer_race.hpp),
+// unless `file` already holds this code's race (then only its time is refreshed, for the build).
+int cmd_keep_race(const std::filesystem::path& file);
 
 }  // namespace attn

@@ -24,6 +24,7 @@
 #include "exercises/cases.hpp"
 #include "exercises/observations.hpp"
 #include "exercises/status.hpp"
+#include "transformer_race.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -325,6 +326,7 @@ std::string folder_name(std::size_t index, const std::string& student) {
 
 struct Kit {
     fs::path dir, include, pch, lib, obj;
+    fs::path race;  // a folder of its own holding the reference's trained race, which the checks read
     std::vector<fs::path> libraries;
 };
 
@@ -486,10 +488,12 @@ private:
         const Exercise* x = find_exercise(row.exercise);
         const auto needed = exercises_needed({x});
         const fs::path build = dir_ / "build";
-        SandboxCommand c = command({build}, fs::path(), remaining());  // no kit: the references' objects are in it
+        // no kit: the references' objects are in it; only the race lesson 13 decodes with
+        SandboxCommand c = command({build, kit_.race}, fs::path(), remaining());
         c.workdir = "/tmp";
         c.report_pipe = true;
-        c.argv = {(build / ("attn-observe-" + x->id)).string(), x->id};
+        c.argv = {(build / ("attn-observe-" + x->id)).string(),
+                  "--race=" + (kit_.race / transformer::kept_race_name).string(), x->id};
         for (const auto& [lesson, steps] : steps_to_run(o_.golden_dir, needed))
             c.argv.push_back(fmt::format("{}={}", lesson, steps));
         const SandboxResult r = run(c);
@@ -539,6 +543,23 @@ public:
     SourceGrader(const GradeOptions& o, std::vector<const Exercise*> exercises, fs::path work, fs::path compiler)
         : o_(o), exercises_(std::move(exercises)), work_(std::move(work)), compiler_(std::move(compiler)) {}
 
+    // The reference's trained race (transformer_race.hpp), checked, into the kit: lesson 13's checks
+    // decode with it, so a student's last bits never change what they are compared with. A race
+    // file that is missing, stale or damaged stops the grading (RaceFileError, exit 3).
+    void copy_race() {
+        const fs::path from = this_program().build_dir / transformer::kept_race_name;
+        try {
+            (void)transformer::read_kept_race(from, transformer::kept_race_config());
+        } catch (const transformer::RaceFileError& e) {
+            throw transformer::RaceFileError(fmt::format(
+                "{}\nLesson 13's exercises are checked on the reference's trained race, which the build writes: "
+                "run 'meson compile -C {}' and grade again.",
+                e.what(), this_program().build_dir.string()));
+        }
+        make_folder(kit_.race, 0700);
+        fs::copy_file(from, kit_.race / transformer::kept_race_name);
+    }
+
     // Copies the headers, libraries and objects into the kit and precompiles the header; false
     // after printing why it failed.
     bool prepare_kit() {
@@ -555,6 +576,7 @@ public:
                      kit_.obj);
         }
         fs::copy_file(kit.pch.at(0), kit_.pch / "xtensor_pch.hpp");
+        copy_race();
         share_tree(kit_.dir);
         share(kit_.pch, true);
         ::chmod(kit_.pch.c_str(), 0700);
@@ -605,6 +627,7 @@ private:
         kit_.pch = kit_.dir / "pch";
         kit_.lib = kit_.dir / "lib";
         kit_.obj = kit_.dir / "obj";
+        kit_.race = kit_.dir / "race";
     }
 
     // Every header of the source tree's src/ (no source file: the references are not to be read),

@@ -7,6 +7,7 @@
 #include "core/golden.hpp"
 #include "nn/kernels.hpp"
 #include "exercises/program.hpp"
+#include "transformer_race.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -215,6 +216,8 @@ int run_main(int argc, char** argv) {
     CLI::App* watch_cmd = nullptr;
     std::string watch_runs;  // checked after parsing: a whole number from 1 up
     CLI::App* instructor_cmd = nullptr;
+    CLI::App* keep_race_cmd = nullptr;
+    std::filesystem::path keep_race_file;
     CLI::App* reset_cmd = nullptr;
     ResetOptions reset;
     std::string hint_exercise;
@@ -234,6 +237,11 @@ int run_main(int argc, char** argv) {
         reset_cmd->add_option("--folder", reset.folder,
                               "The exercise folder (default: the one this program was built from)");
     } else {
+        keep_race_cmd = app.add_subcommand(
+            "keep-race", "For the build: train lesson 12's race at its defaults into FILE, which the exercise "
+                         "checks load (nothing to do when FILE holds this code's race)");
+        keep_race_cmd->add_option("--out", keep_race_file, "The file (the build writes build/transformer-race.bin)")
+            ->required();
         instructor_cmd = app.add_subcommand(
             "instructor-check", "For teachers: the reference passes every exercise and every untouched starter fails");
         instructor_cmd->add_option("--starters", instructor.starters_dir,
@@ -298,10 +306,14 @@ int run_main(int argc, char** argv) {
             return cmd_watch(exercise_check, runs);
         }
         if (instructor_cmd && app.got_subcommand(instructor_cmd)) return cmd_instructor_check(instructor);
+        if (keep_race_cmd && app.got_subcommand(keep_race_cmd)) return cmd_keep_race(keep_race_file);
         if (app.got_subcommand(bless_cmd)) return cmd_bless(bless);
         if (app.got_subcommand(export_cmd)) return cmd_export(exporting);
         if (app.got_subcommand(compare_cmd)) return cmd_compare(compare);
         if (app.got_subcommand(grade_cmd)) return cmd_grade(grade);
+    } catch (const transformer::RaceFileError& e) {
+        fmt::print(stderr, "{}: {}\n", program.name, e.what());
+        return exit_golden;
     } catch (const std::system_error& e) {
         if (is_write_failure(e)) throw;  // main's: the output, not a bug
         fmt::print(stderr, "{}: internal error: {}\n", program.name, e.what());

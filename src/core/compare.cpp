@@ -34,8 +34,9 @@ std::string join_labels(const std::vector<std::string>& labels) {
 }
 
 // Everything wrong with one step, or "" when it matches.
-std::string compare_step(const Step& actual, const Step& golden, const Tolerance& tol, bool partial,
-                         std::size_t& tensors_compared) {
+std::string compare_step(const Step& actual, const Step& golden, const Tolerance& asked, Whose whose,
+                         LessonComparison& counts) {
+    const bool partial = whose != Whose::attn;
     std::string report;
     // The tensors that differ, listed by where they first differ: the row of their first mismatch
     // (the position or time step a lesson computes row by row), then the order the step records
@@ -51,13 +52,20 @@ std::string compare_step(const Step& actual, const Step& golden, const Tolerance
                                   shape_string(g.shape()));
             continue;
         }
-        ++tensors_compared;
+        const bool own_rule = partial && g.foreign.kind == ForeignComparison::Kind::tolerance;
+        if (!compared(g.foreign, whose) && shape_of(a->value) == g.shape()) {
+            ++counts.tensors_shown;  // noise, or the fruit of a training run: shown, never compared
+            continue;
+        }
+        ++counts.tensors_compared;
+        const Tolerance tol = partial ? foreign_tolerance(g.foreign, asked) : asked;
         const TensorDiff d = compare_tensor(a->value, g.value, tol);
         if (!d.ok()) {
             const std::size_t row = d.shape_matches && !d.first.empty() && !d.first.front().index.empty()
                                         ? d.first.front().index.front()
                                         : 0;
-            differing.emplace_back(row, fmt::format("  tensor '{}' {}\n{}\n", g.name, shape_string(g.shape()),
+            differing.emplace_back(row, fmt::format("  tensor '{}' {}{}\n{}\n", g.name, shape_string(g.shape()),
+                                                    own_rule ? " (its tolerance: " + g.foreign.why + ")" : "",
                                                     tensor_diff_report(d, tol)));
         }
         if (!partial && a->rows != g.rows)
@@ -159,7 +167,35 @@ std::string tensor_diff_report(const TensorDiff& d, const Tolerance& tol) {
     return out;
 }
 
-LessonComparison compare_traces(const Trace& actual, const Trace& golden, const Tolerance& tol, bool partial) {
+std::string foreign_text(const ForeignComparison& f) {
+    switch (f.kind) {
+        case ForeignComparison::Kind::tolerance:
+            return fmt::format("at rtol {:g}, atol {:g} at least ({})", f.rtol, f.atol, f.why);
+        case ForeignComparison::Kind::shown: return fmt::format("not compared, shown ({})", f.why);
+        case ForeignComparison::Kind::trained:
+            return fmt::format("compared only where attn's trained models are loaded ({})", f.why);
+        case ForeignComparison::Kind::asked: break;
+    }
+    return "at the tolerance asked";
+}
+
+bool compared(const ForeignComparison& f, Whose whose) {
+    switch (f.kind) {
+        case ForeignComparison::Kind::shown: return whose == Whose::attn;
+        case ForeignComparison::Kind::trained: return whose != Whose::peer;
+        case ForeignComparison::Kind::asked:
+        case ForeignComparison::Kind::tolerance: break;
+    }
+    return true;
+}
+
+Tolerance foreign_tolerance(const ForeignComparison& f, const Tolerance& asked) {
+    if (f.kind != ForeignComparison::Kind::tolerance) return asked;
+    return {std::max(f.rtol, asked.rtol), std::max(f.atol, asked.atol)};
+}
+
+LessonComparison compare_traces(const Trace& actual, const Trace& golden, const Tolerance& tol, Whose whose) {
+    const bool partial = whose != Whose::attn;
     LessonComparison result;
     const std::string lesson = golden.lesson();
     if (!partial && actual.lesson() != golden.lesson()) {
@@ -179,7 +215,7 @@ LessonComparison compare_traces(const Trace& actual, const Trace& golden, const 
         const Step& g = steps[i];
         const Step* a = actual.find_step(g.id);
         if (!a && partial) continue;
-        std::string why = a ? compare_step(*a, g, tol, partial, result.tensors_compared)
+        std::string why = a ? compare_step(*a, g, tol, whose, result)
                             : "  the lesson no longer has this step\n";
         if (why.empty()) {
             ++result.steps_compared;
@@ -244,6 +280,9 @@ std::vector<std::string> describe_changes(const Trace& old, const Trace& now) {
                                           d.max_abs, d.max_rel));
             text_changed = text_changed || ot.equation != nt->equation || ot.rows != nt->rows || ot.cols != nt->cols ||
                            ot.view != nt->view;
+            if (ot.foreign != nt->foreign)
+                out.push_back(fmt::format("{}.{}: compared with numbers not attn's {} (was {})", o.id, ot.name,
+                                          foreign_text(nt->foreign), foreign_text(ot.foreign)));
         }
         for (const auto& nt : n->tensors)
             if (!find_tensor(o, nt.name))

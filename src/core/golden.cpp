@@ -80,6 +80,17 @@ const char* view_name(View v) {
     return "numbers";
 }
 
+// "foreign": how numbers not attn's are compared with the tensor, when not at the tolerance asked.
+void write_foreign(std::ostringstream& out, const ForeignComparison& f, const std::string& in) {
+    using Kind = ForeignComparison::Kind;
+    if (f.kind == Kind::asked) return;
+    out << in << "  \"foreign\": {";
+    if (f.kind == Kind::shown) out << "\"shown\": true";
+    else if (f.kind == Kind::trained) out << "\"trained\": true";
+    else out << "\"rtol\": " << number_text(f.rtol) << ", \"atol\": " << number_text(f.atol);
+    out << ", \"why\": " << json_quoted(f.why) << "},\n";
+}
+
 void write_tensor(std::ostringstream& out, const TensorRecord& t) {
     const std::string in = "        ";
     out << in << "{\n";
@@ -91,6 +102,7 @@ void write_tensor(std::ostringstream& out, const TensorRecord& t) {
     if (t.view != View::numbers) out << in << "  \"view\": \"" << view_name(t.view) << "\",\n";
     if (t.measured) out << in << "  \"measured\": true,\n";
     if (t.export_only) out << in << "  \"export_only\": true,\n";
+    write_foreign(out, t.foreign, in);
     out << in << "  \"data\": ";
     const Array contiguous = t.value;  // row-major copy, whatever the source layout
     const double* p = contiguous.data();
@@ -202,6 +214,27 @@ json inferred_shape(const json& data) {
     return shape;
 }
 
+ForeignComparison parse_foreign(const json& f, const std::string& where, const std::string& source) {
+    const std::string here = where + ", \"foreign\"";
+    if (!f.is_object()) fail_reading(source, here + " must be an object");
+    ForeignComparison out;
+    out.why = string_member(f, "why", here, source);
+    for (const auto& [key, kind] : {std::pair<const char*, ForeignComparison::Kind>{"shown", ForeignComparison::Kind::shown},
+                                    std::pair<const char*, ForeignComparison::Kind>{"trained", ForeignComparison::Kind::trained}}) {
+        if (!f.contains(key)) continue;
+        if (f.size() != 2 || f[key] != true)
+            fail_reading(source, here + ": \"" + key + "\" must be true, with nothing but \"why\" beside it");
+        out.kind = kind;
+        return out;
+    }
+    out.kind = ForeignComparison::Kind::tolerance;
+    out.rtol = number_value(member(f, "rtol", here, source), here + " rtol", source);
+    out.atol = number_value(member(f, "atol", here, source), here + " atol", source);
+    if (!(out.rtol >= 0 && out.atol >= 0 && std::isfinite(out.rtol) && std::isfinite(out.atol)) || f.size() != 3)
+        fail_reading(source, here + ": \"rtol\" and \"atol\" must be finite numbers >= 0, with \"why\" beside them");
+    return out;
+}
+
 TensorRecord parse_tensor(const json& t, const std::string& where, const std::string& source, bool partial) {
     TensorRecord rec;
     rec.name = string_member(t, "name", where, source);
@@ -236,6 +269,9 @@ TensorRecord parse_tensor(const json& t, const std::string& where, const std::st
     if (!rec.cols.empty() && (shape.size() < 2 || rec.cols.size() != shape[1]))
         fail_reading(source, here + ": " + std::to_string(rec.cols.size()) + " column labels for shape " + shape_string(shape));
     rec.view = parse_view(string_member(t, "view", here, source, true), here, source);
+    // A golden file's own word on how others' numbers are compared; a submission's is never read (its
+    // author would declare its tensors shown).
+    if (!partial && t.contains("foreign")) rec.foreign = parse_foreign(t["foreign"], here, source);
     for (const auto& [key, flag] : {std::pair<const char*, bool*>{"measured", &rec.measured},
                                     std::pair<const char*, bool*>{"export_only", &rec.export_only}}) {
         if (!t.contains(key)) continue;

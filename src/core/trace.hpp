@@ -26,6 +26,31 @@ enum class View {
     plot,     // a table whose rows are x values (labels) and columns series: also drawn as a log-log line plot
 };
 
+// How numbers that attn did not compute are compared with a tensor: a student's functions run in
+// the lessons (attn-student check, attn grade --sources) or a peer's numbers (attn compare, attn
+// grade). attn's own runs are compared at the tolerance asked whatever this says (attn check,
+// bit for bit in the tests): the bits are attn's own promise.
+struct ForeignComparison {
+    enum class Kind {
+        asked,      // at the tolerance asked (default rtol 1e-9, atol 1e-12): a right answer gets these bits
+        tolerance,  // at least at rtol and atol (the looser of these and those asked): the quantity
+                    // amplifies the last bits of a right answer written another way, by about this much
+        shown,      // not compared: noise (a count of differing bits), or what a training run in the
+                    // same process made of the last bits of everything before it
+        trained,    // computed from models attn trained: compared at the tolerance asked where the program
+                    // checked decodes with attn's own trained models, loaded (the exercise checks); only
+                    // shown for a peer's numbers, whose models its own training made
+    };
+    Kind kind = Kind::asked;
+    double rtol = 0.0, atol = 0.0;  // kind tolerance
+    std::string why;                // why, in a sentence a report quotes (kinds tolerance and shown)
+};
+
+inline bool operator==(const ForeignComparison& a, const ForeignComparison& b) {
+    return a.kind == b.kind && a.rtol == b.rtol && a.atol == b.atol && a.why == b.why;
+}
+inline bool operator!=(const ForeignComparison& a, const ForeignComparison& b) { return !(a == b); }
+
 struct TensorRecord {
     std::string name;      // "H", "alpha"
     std::string equation;  // "h_t = z_t * h_{t-1} + (1 - z_t) * h~_t"; may be empty
@@ -48,6 +73,23 @@ struct TensorRecord {
     // What the rows and the columns of a heatmap are ("target word", "source word"): the axis
     // titles of its SVG and a line under its terminal picture. Presentation only, like `view`.
     std::string row_axis{}, col_axis{};
+    ForeignComparison foreign{};
+
+    // Numbers not attn's are compared with this tensor at rtol and atol at least (ForeignComparison).
+    TensorRecord& foreign_tolerance(double rtol, double atol, std::string why) {
+        foreign = {ForeignComparison::Kind::tolerance, rtol, atol, std::move(why)};
+        return *this;
+    }
+    // Numbers not attn's are not compared with this tensor, only shown (ForeignComparison).
+    TensorRecord& foreign_shown(std::string why) {
+        foreign = {ForeignComparison::Kind::shown, 0.0, 0.0, std::move(why)};
+        return *this;
+    }
+    // Computed from attn's trained models: compared where those are loaded, else shown (ForeignComparison).
+    TensorRecord& foreign_trained(std::string why) {
+        foreign = {ForeignComparison::Kind::trained, 0.0, 0.0, std::move(why)};
+        return *this;
+    }
 
     TensorRecord& axes(std::string rows_are, std::string cols_are) {
         row_axis = std::move(rows_are);

@@ -4,10 +4,12 @@
 
 #include "attn_config.hpp"
 #include "exercises/command_support.hpp"
+#include "core/digest.hpp"
 #include "core/golden.hpp"
 #include "core/render.hpp"
 #include "core/side_by_side.hpp"
 #include "exercises/program.hpp"
+#include "transformer_race.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -78,16 +80,13 @@ std::filesystem::path exercise_path(const Exercise& x) { return this_program().e
 std::string content_hash(const std::filesystem::path& file) {
     std::ifstream in(file, std::ios::binary);
     if (!in) return "";
-    std::uint64_t hash = 14695981039346656037ULL;
+    std::uint64_t hash = fnv1a64({});
     char buffer[65536];
     while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-        for (std::streamsize i = 0; i < in.gcount(); ++i) {
-            hash ^= static_cast<unsigned char>(buffer[i]);
-            hash *= 1099511628211ULL;
-        }
+        hash = fnv1a64(std::string_view(buffer, static_cast<std::size_t>(in.gcount())), hash);
         if (in.eof()) break;
     }
-    return fmt::format("{:016x}", hash);
+    return digest_text(hash);
 }
 
 // The record of the last rebuild that attn-student started, in the build directory: the program it
@@ -222,7 +221,27 @@ std::string file_to_edit(const Exercise& x) {
     return shown + " (missing: copy it from lessons/exercises/, then meson setup --reconfigure)";
 }
 
+// The exercise checks decode lesson 13 with the reference's race, trained once per build
+// (transformer_race.hpp): a student's last bits never change what lesson 13 is compared with. When an
+// exercise of `wanted` (all when empty) needs it, a race file that is missing, stale or damaged
+// stops the check before any lesson runs (RaceFileError, exit 3): no exercise is blamed for it.
+void use_reference_race(const std::vector<const Exercise*>& wanted) {
+    const std::filesystem::path file = this_program().build_dir / transformer::kept_race_name;
+    transformer::decode_with_kept_race(file);
+    const auto needed = exercises_needed(wanted);
+    if (std::none_of(needed.begin(), needed.end(), [](const Exercise* x) { return x->lesson == "decoding"; })) return;
+    try {
+        (void)transformer::read_kept_race(file, transformer::kept_race_config());
+    } catch (const transformer::RaceFileError& e) {
+        throw transformer::RaceFileError(fmt::format(
+            "{}\nThe checks of lesson 13's exercises decode with the reference's trained race, which the build "
+            "writes: run 'meson compile -C {}' and check again.",
+            e.what(), shown_path(this_program().build_dir)));
+    }
+}
+
 std::vector<ExerciseStatus> evaluate(const ExerciseOptions& o, const std::vector<const Exercise*>& wanted = {}) {
+    use_reference_race(wanted);
     return evaluate_exercises(o.golden_dir, shown_path(this_program().exercises_dir), o.tolerance, true, wanted);
 }
 
@@ -960,6 +979,7 @@ int cmd_instructor_check(const InstructorOptions& o) {
                                                : "the exercise table: " + problems);
     // 1. the reference passes: every lesson matches its golden file, and so does every exercise
     check_reference_lessons(verdict, o);
+    use_reference_race(wanted);
     for (const auto& s : evaluate_exercises(o.golden_dir, "", Tolerance{}, true, wanted))
         if (asked_about(o, s.exercise->id))
             verdict(s.state == ExerciseState::passed,

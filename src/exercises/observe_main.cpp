@@ -1,8 +1,9 @@
 // attn-observe: the program `attn grade --sources` builds from one student's exercise files and
 // runs inside that student's sandbox, once per exercise graded:
 //
-//     attn-observe <exercise> [<lesson>=<steps> ...]
+//     attn-observe [--race=FILE] <exercise> [<lesson>=<steps> ...]
 //
+// FILE is the reference's trained race (lessons/transformer_race.hpp), which lesson 13 decodes with.
 // It runs the exercise's unit cases and its lesson (as far as the steps given, which attn read
 // from the golden files, which the sandbox does not hold) with the student's functions, and writes
 // what they computed (exercises/observations.hpp) to file descriptor 3, a pipe to attn. It
@@ -10,6 +11,7 @@
 // prints goes to stdout and stderr, which attn keeps apart from the report.
 #include "core/allocator.hpp"
 #include "exercises/observations.hpp"
+#include "transformer_race.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -38,13 +40,18 @@ bool write_report(const std::string& text) {
 int main(int argc, char** argv) {
     using namespace attn;
     tune_allocator_for_tensors();
-    const Exercise* x = argc >= 2 ? find_exercise(argv[1]) : nullptr;
+    // --race=FILE: lesson 13 decodes with the reference's trained race, read from FILE
+    const std::string race_flag = "--race=";
+    int first = 1;
+    if (argc > first && std::string(argv[first]).rfind(race_flag, 0) == 0)
+        transformer::decode_with_kept_race(std::string(argv[first++]).substr(race_flag.size()));
+    const Exercise* x = argc > first ? find_exercise(argv[first]) : nullptr;
     if (!x) {
-        std::fprintf(stderr, "attn-observe: usage: attn-observe <exercise> [<lesson>=<steps> ...]\n");
+        std::fprintf(stderr, "attn-observe: usage: attn-observe [--race=FILE] <exercise> [<lesson>=<steps> ...]\n");
         return 2;
     }
     std::map<std::string, std::size_t> steps;
-    for (int i = 2; i < argc; ++i) {
+    for (int i = first + 1; i < argc; ++i) {
         const std::string arg = argv[i];
         const auto eq = arg.find('=');
         if (eq == std::string::npos) {

@@ -106,7 +106,7 @@ std::size_t steps_done(const Exercise& x, const Trace& done) {
 // Fills in where `done` first departs from the golden file: a tensor that differs, or else an
 // identity check that fails. False when everything matches.
 bool find_divergence(ExerciseStatus& s, const Trace& done, const Trace& golden, const Tolerance& tol) {
-    const LessonComparison cmp = compare_traces(done, golden, tol, true);
+    const LessonComparison cmp = compare_traces(done, golden, tol, Whose::student);
     if (!cmp.ok) {
         s.state = ExerciseState::diverges;
         s.step = cmp.diverging_step;
