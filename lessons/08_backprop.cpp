@@ -864,7 +864,9 @@ void record_gradient_table(Trace& trace, const std::string& name, const std::str
                            const std::vector<GradientCheck>& rows) {
     Mat table = xt::empty<double>({rows.size(), std::size_t{4}});
     std::vector<std::string> names;
+    double widest = 0.0;  // the largest tolerance of the table's rows
     for (std::size_t k = 0; k < rows.size(); ++k) {
+        widest = std::max(widest, rows[k].tolerance);
         table(k, 0) = rows[k].entries;
         table(k, 1) = rows[k].largest;
         table(k, 2) = rows[k].error;
@@ -873,7 +875,8 @@ void record_gradient_table(Trace& trace, const std::string& name, const std::str
     }
     trace.tensor(name,
                  what + ": entries, max |analytic|, worst |analytic - numeric| / max(1, |numeric|), tolerance", table,
-                 names, std::vector<std::string>{"entries", "max |grad|", "worst error", "tolerance"});
+                 names, std::vector<std::string>{"entries", "max |grad|", "worst error", "tolerance"})
+        .foreign_tolerance(widest, widest, central_difference_noise());
 }
 
 // The explanation of step [finite-differences]; decade names the last decade of h in which truncation
@@ -965,8 +968,11 @@ void record_finite_differences(Trace& trace, const AttentionProblem& attention, 
     record_gradient_table(trace, "fd_additive", "step [additive-backward]", groups[1]);
     record_gradient_table(trace, "fd_gru", "step [gru-backward]", groups[2]);
     trace.tensor("fd_curve", "|central difference - dQ| for dQ[lights, 1] as h shrinks", curve, step_labels(),
-                 std::vector<std::string>{"|error|", "eps |L| / h"}, View::plot);
-    trace.tensor("dS_numeric", "dS by central differences, h = 1e-6", dS_numeric, sentence, sentence);
+                 std::vector<std::string>{"|error|", "eps |L| / h"}, View::plot)
+        .foreign_shown("below h = 1e-6 the error of a central difference is rounding, eps |L| / h, up to 2e-6 |L| at "
+                       "h = 1e-10, which right answers rounding otherwise do not share: shown, not compared");
+    trace.tensor("dS_numeric", "dS by central differences, h = 1e-6", dS_numeric, sentence, sentence)
+        .foreign_tolerance(wrong_bound, wrong_bound, central_difference_noise());
     trace.tensor("dS_wrong", "the wrong way: dS = P * dP", dS_wrong, sentence, sentence);
     for (const auto& group : groups)
         for (const auto& r : group)

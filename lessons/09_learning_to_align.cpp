@@ -337,8 +337,10 @@ void record_gradients(Trace& trace, Corpus& c, const nn::Seq2Seq& without, const
                    "losses leave in their difference ({:.2g} and {:.2g}); a wrong term is off by the size of the "
                    "gradient itself.",
                    loss_without, loss_with, tol_without, tol_with);
-    trace.tensor("without", "analytic, numeric, error", a, block_names(without), {"analytic", "numeric", "error"});
-    trace.tensor("with", "analytic, numeric, error", b, block_names(with), {"analytic", "numeric", "error"});
+    trace.tensor("without", "analytic, numeric, error", a, block_names(without), {"analytic", "numeric", "error"})
+        .foreign_tolerance(tol_without, tol_without, central_difference_noise());
+    trace.tensor("with", "analytic, numeric, error", b, block_names(with), {"analytic", "numeric", "error"})
+        .foreign_tolerance(tol_with, tol_with, central_difference_noise());
     trace.check("the backward pass of the model without attention matches central differences", worst(a, 2),
                 tol_without);
     trace.check("the backward pass of the model with attention matches central differences", worst(b, 2), tol_with);
@@ -375,10 +377,13 @@ void record_training(Trace& trace, const Training& t) {
                    t.clipped_with, t.steps, 100.0 * t.curves(E, 0) / first_without,
                    100.0 * t.curves(E, 2) / first_with));
     trace.tensor("losses", "nats per target word", t.curves, numbered("epoch ", 0, E + 1),
-                 {"without, train", "without, test", "with, train", "with, test"}, View::plot);
+                 {"without, train", "without, test", "with, train", "with, test"}, View::plot)
+        .foreign_shown(trained_here());
     trace.tensor("digest_without", "sqrt(sum w^2) of each trained tensor", block_norms(t.without),
-                 block_names(t.without));
-    trace.tensor("digest_with", "sqrt(sum w^2) of each trained tensor", block_norms(t.with), block_names(t.with));
+                 block_names(t.without))
+        .foreign_shown(trained_here());
+    trace.tensor("digest_with", "sqrt(sum w^2) of each trained tensor", block_norms(t.with), block_names(t.with))
+        .foreign_shown(trained_here());
     export_orders(trace, t.orders);
 }
 
@@ -430,12 +435,18 @@ void record_alignment(Trace& trace, const Training& t) {
                    as_double(lights_partner.size()) - misses, lights_partner.size(), uthao_on_verb,
                    pickup(2, 0), pickup(2, 1), many_to_one(pickup(2, 0), pickup(2, 1))));
     const std::array<const char*, 3> when = {"init", "early", "final"};
-    for (std::size_t k = 0; k < 3; ++k)
-        trace.tensor(fmt::format("lights_{}", when[k]), "alpha, teacher-forced", t.lights[k], with_eos(lights_tgt),
-                     lights_src, View::heatmap).axes("target word", "source word");
-    for (std::size_t k = 0; k < 3; ++k)
-        trace.tensor(fmt::format("pickup_{}", when[k]), "alpha, teacher-forced", t.pickup[k], with_eos(pickup_tgt),
-                     pickup_src, View::heatmap).axes("target word", "source word");
+    for (std::size_t k = 0; k < 3; ++k) {
+        TensorRecord& lights = trace.tensor(fmt::format("lights_{}", when[k]), "alpha, teacher-forced", t.lights[k],
+                                            with_eos(lights_tgt), lights_src, View::heatmap)
+                                   .axes("target word", "source word");
+        if (k > 0) lights.foreign_shown(trained_here());
+    }
+    for (std::size_t k = 0; k < 3; ++k) {
+        TensorRecord& pickup = trace.tensor(fmt::format("pickup_{}", when[k]), "alpha, teacher-forced", t.pickup[k],
+                                            with_eos(pickup_tgt), pickup_src, View::heatmap)
+                                   .axes("target word", "source word");
+        if (k > 0) pickup.foreign_shown(trained_here());
+    }
 }
 
 // Step [decoding].
@@ -460,7 +471,8 @@ void record_decoding(Trace& trace, const Corpus& c, const Scores& without, const
     const Mat table = {{without.teacher_forced, without.free_tokens, without.exact},
                        {with.teacher_forced, with.free_tokens, with.exact}};
     trace.tensor("accuracy", "share right on the test set", table, {"without attention", "with attention"},
-                 {"teacher-forced words", "free-running words", "exact sentences"});
+                 {"teacher-forced words", "free-running words", "exact sentences"})
+        .foreign_shown(trained_here());
 }
 
 // Step [length]: the test set by source length, in about five bins of equal width.
@@ -500,7 +512,8 @@ void record_length(Trace& trace, const Corpus& c, const Scores& without, const S
                    labels.front(), table(0, 0), table(0, 1), table(0, 2), table(0, 3), labels.back(), count(last),
                    table(last, 0), table(last, 1), table(last, 2), table(last, 3), u));
     trace.tensor("by_length", "share right, test set", table, labels,
-                 {"exact, without", "exact, with", "words, without", "words, with"}, View::plot);
+                 {"exact, without", "exact, with", "words, without", "words, with"}, View::plot)
+        .foreign_shown(trained_here());
     trace.tensor("pairs", "test pairs per bin", count, labels, {}, View::bars);
 }
 

@@ -317,7 +317,8 @@ void record_gradients(Trace& trace, nn::EncoderDecoder m, const Pair& p) {
         "(the one with the largest gradient) is moved by +-h and the loss recomputed. The tolerance is lesson "
         "8's: 100 eps max(1, |L|) / h = {:.2g}.",
         loss, w.size(), tol);
-    trace.tensor("gradients", "analytic, numeric, error", table, names, {"analytic", "numeric", "error"});
+    trace.tensor("gradients", "analytic, numeric, error", table, names, {"analytic", "numeric", "error"})
+        .foreign_tolerance(tol, tol, central_difference_noise());
     trace.check("the Transformer's backward pass matches central differences on every tensor", worst, tol);
 }
 
@@ -394,7 +395,8 @@ void record_race(Trace& trace, const Race& r) {
     trace.tensor("losses", "nats per target word", r.curves, numbered("epoch ", 0, E + 1),
                  {"without, train", "without, test", "with, train", "with, test", "Transformer, train",
                   "Transformer, test"},
-                 View::plot);
+                 View::plot)
+        .foreign_trained(decoded_with_race());
 }
 
 // ---------------------------------------------------------------- the cost of a pair
@@ -472,7 +474,8 @@ void record_accuracy(Trace& trace, const Corpus& c, const std::array<Scores, 3>&
     for (std::size_t k = 0; k < 3; ++k) nn::set_row(table, k, Vec{s[k].teacher_forced, s[k].free_tokens, s[k].exact});
     trace.tensor("accuracy", "share right on the test set", table,
                  {"without attention", "with attention", "Transformer"},
-                 {"teacher-forced words", "free-running words", "exact sentences"});
+                 {"teacher-forced words", "free-running words", "exact sentences"})
+        .foreign_trained(decoded_with_race());
 }
 
 // Step [length]: the test set by source length, in about five bins of equal width.
@@ -510,7 +513,8 @@ void record_length(Trace& trace, const Corpus& c, const std::array<Scores, 3>& s
     trace.tensor("by_length", "share right, test set", table, labels,
                  {"exact, without", "exact, with", "exact, Transformer", "words, without", "words, with",
                   "words, Transformer"},
-                 View::plot);
+                 View::plot)
+        .foreign_trained(decoded_with_race());
     trace.tensor("pairs", "test pairs per bin", count, labels, {}, View::bars);
 }
 
@@ -557,17 +561,20 @@ void record_maps(Trace& trace, const Models& m, const Pair& lights, const Pair& 
         for (std::size_t k = 0; k < h; ++k)
             trace.tensor(fmt::format("lights_layer{}_head{}", l + 1, k + 1), "A^(l,k), teacher-forced",
                          nn::slice_of(pass.cross_weights[l], k), with_eos(lights_tgt), lights_src, View::heatmap)
-                .axes("target word", "source word");
+                .axes("target word", "source word")
+                .foreign_trained(decoded_with_race());
     const nn::EncoderDecoderPass many =
         nn::encoder_decoder_forward(m.transformer, pickup.src, decoder_inputs(pickup), decoder_outputs(pickup));
     for (std::size_t l = 0; l < L; ++l)
         for (std::size_t k = 0; k < h; ++k)
             trace.tensor(fmt::format("pickup_layer{}_head{}", l + 1, k + 1), "A^(l,k), teacher-forced",
                          nn::slice_of(many.cross_weights[l], k), with_eos(pickup_tgt), pickup_src, View::heatmap)
-                .axes("target word", "source word");
+                .axes("target word", "source word")
+                .foreign_trained(decoded_with_race());
     for (const auto& w : many.cross_weights) sums = std::max(sums, row_sum_error(w));
     trace.tensor("alignment", "share of target words on their partner", score, numbered("layer ", 1, L),
-                 numbered("head ", 1, h));
+                 numbered("head ", 1, h))
+        .foreign_trained(decoded_with_race());
     trace.check("every row of every head's map sums to 1 over the source words", sums, 1e-12);
 }
 
@@ -650,9 +657,11 @@ void record_chaos(Trace& trace, const Race& r, const Retrained& moved, const std
                               : std::string("After every epoch the test losses still agree to 1e-6."),
                    distance, s[0].exact, s[1].exact, s[0].free_tokens, s[1].free_tokens));
     trace.tensor("test_loss", "nats per target word", loss, numbered("epoch ", 0, E + 1),
-                 {"as trained", "moved one ulp", "|difference|"});
+                 {"as trained", "moved one ulp", "|difference|"})
+        .foreign_shown(trained_here());
     trace.tensor("outcome", "test set, greedy", Mat{{s[0].exact, s[0].free_tokens}, {s[1].exact, s[1].free_tokens}},
-                 {"as trained", "moved one ulp"}, {"exact sentences", "free-running words"});
+                 {"as trained", "moved one ulp"}, {"exact sentences", "free-running words"})
+        .foreign_shown(trained_here());
     // one ulp of every weight moves the loss by about eps sum_w |w dL/dw|, far below 1e-10 of it for
     // these models; a perturbation much larger than one ulp (1e-8) would fail this
     trace.check("before training, one ulp changes the test loss by less than 1e-10 of it", loss(0, 2) / loss(0, 0),
@@ -715,9 +724,11 @@ void record_heads(Trace& trace, const Models& m, const Corpus& c) {
                    aligned, L * h));
     trace.tensor("partner_weight", "a^(l,k), test set", score, numbered("layer ", 1, L), numbered("head ", 1, h),
                  View::heatmap)
-        .axes("decoder block", "head");
+        .axes("decoder block", "head")
+        .foreign_trained(decoded_with_race());
     trace.tensor("references", "the same measure", Vec{bahdanau, uniform},
-                 {"lesson 9, with attention", "uniform map"}, {}, View::bars);
+                 {"lesson 9, with attention", "uniform map"}, {}, View::bars)
+        .foreign_trained(decoded_with_race());
     trace.check("every test target word's partners are source words it translates (the lexicon, verbs crossed)",
                 as_double(wrong_partners(c, c.test)), 0.0);
 }
@@ -838,7 +849,8 @@ void record_longer(Trace& trace, const Config& config, const Corpus& c, const Lo
                  table, labels,
                  {"exact, GRU + attention", "exact, sinusoidal", "exact, learned", "words, GRU + attention",
                   "words, sinusoidal", "words, learned"},
-                 View::plot);
+                 View::plot)
+        .foreign_shown(trained_here());
     trace.tensor("pairs", "test pairs per bin (test set, then the long set)", count, labels, {}, View::bars);
     trace.check("every long test source is longer than every training source",
                 as_double(train_src >= shortest_long ? train_src - shortest_long + 1 : 0), 0.0);

@@ -194,7 +194,8 @@ void record_uncached(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m,
     Vec ids = xt::empty<double>({d.words.size()});
     std::vector<std::string> words;
     for (std::size_t k = 0; k < d.words.size(); ++k) ids(k) = as_double(d.words[k]), words.push_back(c.target.words[d.words[k]]);
-    trace.tensor("output", "greedy, uncached: word ids", ids, words);
+    trace.tensor("output", "greedy, uncached: word ids", ids, words)
+        .foreign_trained(decoded_with_race());
     trace.tensor("work", "multiply-adds of the products", work, step_labels(c, d.words, T),
                  {"step", "attention", "total so far"});
     const std::vector<std::size_t> greedy = nn::encoder_decoder_greedy(m, p.src, sos, eos, max_words);
@@ -386,15 +387,19 @@ void record_mask(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, con
                  keys, View::heatmap)
         .axes("new queries", "cached keys");
     trace.tensor("weights", "softmax(Q K^T + M), the cached step", r.weights, queries, keys, View::heatmap)
-        .axes("new queries", "cached keys");
+        .axes("new queries", "cached keys")
+        .foreign_trained(decoded_with_race());
     trace.tensor("top_left", "softmax(Q K^T + M), M aligned to the top left", top_left, queries, keys, View::heatmap)
-        .axes("new queries", "cached keys");
+        .axes("new queries", "cached keys")
+        .foreign_trained(decoded_with_race());
     trace.tensor("no_mask", "softmax(Q K^T), no mask", none, queries, keys, View::heatmap)
-        .axes("new queries", "cached keys");
+        .axes("new queries", "cached keys")
+        .foreign_trained(decoded_with_race());
     const Mat wrong = wrong_alignments(r.weights, top_left, none, V, full, offset);
     trace.tensor("wrong", "what the wrong masks change, per query", wrong, queries,
                  {"weight hidden by top-left", "its output error", "weight on the future, no mask",
-                  "its output error"});
+                  "its output error"})
+        .foreign_trained(decoded_with_race());
     record_mask_checks(trace, r, full, offset);
 }
 
@@ -468,7 +473,8 @@ void record_kv_heads(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m,
         rows.push_back(n_kv == h ? "multi-head" : n_kv == 1 ? "multi-query" : "grouped-query");
     }
     trace.tensor("kv_heads", "the cache per token, and the output's change by mean-pooled heads", table, rows,
-                 {"n_kv", "query heads per kv head", "numbers per token", "bytes per token", "max |GQA - MHA|"});
+                 {"n_kv", "query heads per kv head", "numbers per token", "bytes per token", "max |GQA - MHA|"})
+        .foreign_trained(decoded_with_race());
     trace.check("with n_kv = h grouped-query attention is lesson 6's multi-head attention, bit for bit (entries of "
                 "the output and the weights that differ)",
                 as_lesson_6, 0.0);
@@ -557,7 +563,8 @@ void record_beam(Trace& trace, const nn::EncoderDecoder& m, const std::vector<Pa
     trace.tensor("beam", "exact matches (shares), sentences, mean log p", table,
                  {fmt::format("test ({})", test.size()), fmt::format("long ({})", longer.size())},
                  {"greedy", fmt::format("beam {}", k), fmt::format("beam {}, alpha 0.6", k), "beam log p below greedy",
-                  "greedy log p", "beam log p"});
+                  "greedy log p", "beam log p"})
+        .foreign_trained(decoded_with_race());
     trace.check("beam search of width 1 gives greedy decoding's words on every sentence (sentences that differ)",
                 a.width1_words + b.width1_words, 0.0);
     trace.check("and greedy's log-probability, summed in the same order (largest difference)",
@@ -706,9 +713,11 @@ void record_bleu(Trace& trace, const transformer::RaceModels& models, const std:
     }
     step.explanation = bleu_explanation(whole, table, labels, test_bins);
     trace.tensor("test", "the test set, each model's greedy translations", whole,
-                 {"without attention", "with attention", "Transformer"}, {"p_1", "p_2", "p_3", "p_4", "BP", "BLEU"});
+                 {"without attention", "with attention", "Transformer"}, {"p_1", "p_2", "p_3", "p_4", "BP", "BLEU"})
+        .foreign_trained(decoded_with_race());
     trace.tensor("by_length", fmt::format("BLEU by source length; from {} on longer than any training sentence", labels[test_bins]),
-                 table, labels, {"without attention", "with attention", "Transformer"}, View::plot);
+                 table, labels, {"without attention", "with attention", "Transformer"}, View::plot)
+        .foreign_trained(decoded_with_race());
     trace.tensor("pairs", "pairs per bin", count, labels, {}, View::bars);
     trace.check("corpus level: each model's counts and lengths over the test set are the sums of its bins' (largest "
                 "difference)",
@@ -826,7 +835,8 @@ void record_sampled_translations(Trace& trace, const Corpus& c, const nn::Encode
         rows.push_back(fmt::format("{}: {}", r < each ? "p" : "top-p", joined(c.target, w)));
     }
     trace.tensor("translations", "whole translations drawn from p and from top-p", table, rows,
-                 {"words", "the reference"});
+                 {"words", "the reference"})
+        .foreign_trained(decoded_with_race());
     trace.check("a translation drawn at T -> 0 is greedy's, word for word (1 when not)", frozen == d.words ? 0.0 : 1.0,
                 0.0);
 }
@@ -861,14 +871,16 @@ void record_sampling(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m,
     std::vector<std::string> rows;
     for (std::size_t r = 0; r < shown; ++r) rows.push_back(c.target.words[order[r]]);
     rows.push_back("all others");
-    trace.tensor("distributions", "p and its reshapings at this step", shown_words(qs, order, shown), rows, names);
+    trace.tensor("distributions", "p and its reshapings at this step", shown_words(qs, order, shown), rows, names)
+        .foreign_trained(decoded_with_race());
     Rng rng(config.seed ^ 0x53414D504C45ULL);
     std::vector<Vec> drawn(qs.size(), Vec(xt::zeros<double>({P.size()})));
     constexpr std::size_t draws = 1000;
     for (std::size_t q = 0; q < qs.size(); ++q)
         for (std::size_t n = 0; n < draws; ++n) drawn[q](nn::sampled(qs[q], rng.uniform())) += 1.0 / as_double(draws);
     trace.tensor("frequencies", fmt::format("shares of {} draws from each", draws), shown_words(drawn, order, shown),
-                 rows, names);
+                 rows, names)
+        .foreign_trained(decoded_with_race());
     record_sampling_checks(trace, t, qs, order, k, mass);
     record_sampled_translations(trace, c, m, p, d, max_words, rng, mass);
 }
@@ -984,7 +996,8 @@ void record_sampled_sentences(Trace& trace, const Corpus& c, const nn::LanguageM
         table(r, 0) = as_double(w.size()), table(r, 1) = seen.count(w) > 0 ? 1.0 : 0.0;
         rows.push_back(joined(c.target, w));
     }
-    trace.tensor("sentences", "drawn from the trained language model", table, rows, {"words", "trained on"});
+    trace.tensor("sentences", "drawn from the trained language model", table, rows, {"words", "trained on"})
+        .foreign_shown(trained_here());
 }
 
 void record_language_model(Trace& trace, Corpus& c, const nn::EncoderDecoder& drawn, const Config& config,
@@ -1025,7 +1038,8 @@ void record_language_model(Trace& trace, Corpus& c, const nn::EncoderDecoder& dr
                        {portable::log(as_double(V)), as_double(V)}};
     trace.tensor("perplexity", "on the test targets", table,
                  {"decoder alone, as drawn", "decoder alone, trained", "unigram", "uniform"},
-                 {"mean -log p per word", "perplexity"});
+                 {"mean -log p per word", "perplexity"})
+        .foreign_shown(trained_here());
     const double again = perplexity_from_product(after.p);
     trace.check("perplexity = exp(mean NLL): the same from the product of the test words' probabilities "
                 "(relative difference)",

@@ -66,4 +66,20 @@ Mat row_averages_two_ways(const Mat& P, const Mat& dP, const Mat& O, const Mat& 
     return out;
 }
 
+std::string central_difference_noise() {
+    return "central differences at h = 1e-6 carry the rounding of the loss, about eps |L| / h, which right answers "
+           "rounding otherwise do not share: compared at the lesson's tolerance for them, 100 eps max(1, |L|) / h or "
+           "its own where it says so";
+}
+
+std::string trained_here() {
+    return "made by a training run, which turns a difference in the last bit of anything before it into another "
+           "trajectory (lesson 12, step [chaos]): shown, not compared";
+}
+
+std::string decoded_with_race() {
+    return "computed with lesson 12's trained models: compared where they are loaded (the exercise checks), shown "
+           "for numbers from a training of their own";
+}
+
 }  // namespace attn

@@ -12,6 +12,18 @@ namespace attn {
 
 inline double as_double(std::size_t n) { return static_cast<double>(n); }
 
+// Why numbers not attn's (a student's functions, a peer's numbers) are compared with central
+// differences and their errors at the lesson's tolerance for them, not at 1e-9: TensorRecord::foreign.
+std::string central_difference_noise();
+
+// Why numbers not attn's are not compared with what a training run in the same program made: it turns a
+// difference in the last bit into another trajectory (lesson 12, step [chaos]).
+std::string trained_here();
+
+// Why numbers not attn's are compared with what lesson 12's trained models compute only where those
+// models are loaded (the exercise checks), and shown for a peer's numbers.
+std::string decoded_with_race();
+
 // {prefix + first, prefix + (first + 1), ...}, count labels: numbered("h_", 1, 3) = h_1 h_2 h_3.
 std::vector<std::string> numbered(const std::string& prefix, std::size_t first, std::size_t count);
 

@@ -629,8 +629,12 @@ Verdict judge(const std::filesystem::path& submission, const Lesson& l, const St
     if (cmp.tensors_compared == 0)
         return {exit_mismatch, "", fmt::format("{} holds no tensor of lesson '{}'", submission.string(), l.slug)};
     return {exit_ok, "",
-            fmt::format("ok  {:<16} {} tensors in {} steps match (rtol {:g}, atol {:g})", l.slug, cmp.tensors_compared,
-                        cmp.steps_compared, tol.rtol, tol.atol)};
+            fmt::format("ok  {:<16} {} tensors in {} steps match (rtol {:g}, atol {:g}, or the tensor's own where it "
+                        "declares one){}",
+                        l.slug, cmp.tensors_compared, cmp.steps_compared, tol.rtol, tol.atol,
+                        cmp.tensors_shown == 0 ? ""
+                                               : fmt::format("; {} shown, not compared (the golden file says why)",
+                                                             cmp.tensors_shown))};
 }
 
 }  // namespace

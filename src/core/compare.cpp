@@ -167,16 +167,18 @@ std::string tensor_diff_report(const TensorDiff& d, const Tolerance& tol) {
     return out;
 }
 
-std::string foreign_text(const ForeignComparison& f) {
+std::string foreign_rule(const ForeignComparison& f) {
     switch (f.kind) {
-        case ForeignComparison::Kind::tolerance:
-            return fmt::format("at rtol {:g}, atol {:g} at least ({})", f.rtol, f.atol, f.why);
-        case ForeignComparison::Kind::shown: return fmt::format("not compared, shown ({})", f.why);
-        case ForeignComparison::Kind::trained:
-            return fmt::format("compared only where attn's trained models are loaded ({})", f.why);
+        case ForeignComparison::Kind::tolerance: return fmt::format("at rtol {:g}, atol {:g} at least", f.rtol, f.atol);
+        case ForeignComparison::Kind::shown: return "never, only shown";
+        case ForeignComparison::Kind::trained: return "only where attn's trained models are loaded";
         case ForeignComparison::Kind::asked: break;
     }
     return "at the tolerance asked";
+}
+
+std::string foreign_text(const ForeignComparison& f) {
+    return f.kind == ForeignComparison::Kind::asked ? foreign_rule(f) : fmt::format("{} ({})", foreign_rule(f), f.why);
 }
 
 bool compared(const ForeignComparison& f, Whose whose) {
@@ -281,8 +283,8 @@ std::vector<std::string> describe_changes(const Trace& old, const Trace& now) {
             text_changed = text_changed || ot.equation != nt->equation || ot.rows != nt->rows || ot.cols != nt->cols ||
                            ot.view != nt->view;
             if (ot.foreign != nt->foreign)
-                out.push_back(fmt::format("{}.{}: compared with numbers not attn's {} (was {})", o.id, ot.name,
-                                          foreign_text(nt->foreign), foreign_text(ot.foreign)));
+                out.push_back(fmt::format("{}.{}: numbers not attn's compared {} (was {})", o.id, ot.name,
+                                          foreign_rule(nt->foreign), foreign_rule(ot.foreign)));
         }
         for (const auto& nt : n->tensors)
             if (!find_tensor(o, nt.name))
