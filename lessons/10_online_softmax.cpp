@@ -342,7 +342,10 @@ void record_tiles(Trace& trace, const Inputs& in, std::size_t B_r, std::size_t B
                  std::vector<std::string>{"tiles", "exponentials e^{s - m}", "rescalings"});
     trace.check("O_tiled equals the plain softmax(Q K^T / sqrt(d_k)) V", max_abs_difference(tiled.output, O_plain),
                 attention_tolerance);
-    trace.check("m_i is the largest score of row i, exactly", row_max_error(tiled, plain.scores), 0.0);
+    // exactly for attn, whose scores are the tiles' own products; a student's scaled-attention sums them in
+    // another order, one rounding apart (2.2e-16 measured)
+    trace.check("m_i is the largest score of row i, exactly (to 1e-12 where a student's functions ran)",
+                row_max_error(tiled, plain.scores), 0.0, 1e-12);
     trace.check("l_i equals sum_j e^{s_ij - m_i} from the plain scores (relative error)",
                 normaliser_error(tiled, plain.scores), 1e-14);
     trace.check(fmt::format("every score is exponentiated once: T^2 = {}", T * T),

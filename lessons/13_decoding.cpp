@@ -153,6 +153,22 @@ double differing_bits(const Tensor& a, const Tensor& b) {
     return n;
 }
 
+// The largest |a - b| over the entries; infinite when the shapes differ.
+template <class Tensor>
+double largest_difference(const Tensor& a, const Tensor& b) {
+    if (a.shape() != b.shape()) return std::numeric_limits<double>::infinity();
+    double largest = 0.0;
+    for (std::size_t j = 0; j < a.size(); ++j) largest = std::max(largest, std::abs(a.data()[j] - b.data()[j]));
+    return largest;
+}
+
+// A claim of attn's own bits (entries that differ, tolerance 0) holds only for attn's arithmetic; where
+// a student's functions ran, its companion with the largest difference holds them to rounding: 1e-12
+// for probabilities and attention outputs of order 1, a thousand times what a right answer written
+// another way leaves (about 1e-15 measured), far below what a mistake moves.
+constexpr double others_rounding = 1e-12;
+constexpr double attn_bits_only = std::numeric_limits<double>::infinity();
+
 std::vector<std::string> step_labels(const Corpus& c, const std::vector<std::size_t>& words, std::size_t steps) {
     std::vector<std::string> labels;
     for (std::size_t t = 0; t < steps; ++t)
@@ -223,7 +239,8 @@ struct Published {
 };
 
 void record_cache(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, const Pair& p, const Decoded& plain,
-                  const Decoded& fast, double bits_differing, std::size_t steps_checked, std::size_t sentences) {
+                  const Decoded& fast, double bits_differing, double largest, std::size_t steps_checked,
+                  std::size_t sentences) {
     const std::size_t T = fast.work.size(), L = m.decoder.size(), dm = m.E_tgt.shape(1);
     const double T_x = as_double(p.src.size());
     trace.step("cache", "The key-value cache: one row of work per word, the same bits",
@@ -254,7 +271,9 @@ void record_cache(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, co
                  {"uncached", "cached", "of it, the encoder's keys and values"});
     trace.check("at every step of every test sentence the cached probabilities equal the uncached pass's last row, "
                 "bit for bit (entries that differ)",
-                bits_differing, 0.0);
+                bits_differing, 0.0, attn_bits_only);
+    trace.check("and where a student's functions ran, to rounding (largest |difference|; 0 here, 1e-12 there)", largest,
+                0.0, others_rounding);
     double counted_error = 0.0;
     for (std::size_t t = 0; t < T; ++t)
         counted_error = std::max(counted_error, std::abs(fast.work[t].attention -
@@ -317,14 +336,15 @@ Mat first_block_input(const nn::EncoderDecoder& m, const std::vector<std::size_t
 // The checks of step [mask]: the cached step's T_q rows r against the uncached pass's rows `full`.
 void record_mask_checks(Trace& trace, const nn::AttentionResult& r, const Mat& full, std::size_t offset) {
     const std::size_t T_q = r.weights.shape(0), T_k = r.weights.shape(1);
+    double bits = 0.0, largest = 0.0;
+    for (std::size_t i = 0; i < T_q; ++i) {
+        bits += differing_bits(nn::row_of(r.output, i), nn::row_of(full, offset + i));
+        largest = std::max(largest, largest_difference(Vec(nn::row_of(r.output, i)), Vec(nn::row_of(full, offset + i))));
+    }
     trace.check("the cached step's outputs equal the uncached pass's last T_q rows, bit for bit (entries that differ)",
-                [&] {
-                    double n = 0.0;
-                    for (std::size_t i = 0; i < T_q; ++i)
-                        n += differing_bits(nn::row_of(r.output, i), nn::row_of(full, offset + i));
-                    return n;
-                }(),
-                0.0);
+                bits, 0.0, attn_bits_only);
+    trace.check("and where a student's functions ran, to rounding (largest |difference|; 0 here, 1e-12 there)", largest,
+                0.0, others_rounding);
     trace.check("every query of the cached step reads every key up to its own position (weights above 0)",
                 [&] {
                     double zeros = 0.0;
@@ -458,14 +478,20 @@ void record_kv_heads(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m,
     const std::vector<std::size_t> counts = kv_head_counts(h);
     Mat table = xt::empty<double>({counts.size(), std::size_t{5}});
     std::vector<std::string> rows;
-    double as_lesson_6 = 0.0, grouped = 0.0, modular = -1.0;
+    double as_lesson_6 = 0.0, grouped = 0.0, modular = -1.0, largest = 0.0;
     for (std::size_t r = 0; r < counts.size(); ++r) {
         const std::size_t n_kv = counts[r];
         const nn::GroupedQueryParams g = nn::grouped_query_params(mha, h, n_kv);
         const nn::MultiHeadResult gqa = nn::grouped_query_attention(X, X, g, h, n_kv, &causal);
-        if (n_kv == h) as_lesson_6 = differing_bits(gqa.output, full.output) + differing_bits(gqa.weights, full.weights);
+        if (n_kv == h) {
+            as_lesson_6 = differing_bits(gqa.output, full.output) + differing_bits(gqa.weights, full.weights);
+            largest = std::max({largest, largest_difference(gqa.output, full.output),
+                                largest_difference(gqa.weights, full.weights)});
+        }
         // the grouping written out again: query heads i n_kv / h share a head
-        grouped += differing_bits(gqa.output, as_multi_head(X, mha, g, h, [&](std::size_t i) { return i * n_kv / h; }, causal));
+        const Mat copied = as_multi_head(X, mha, g, h, [&](std::size_t i) { return i * n_kv / h; }, causal);
+        grouped += differing_bits(gqa.output, copied);
+        largest = std::max(largest, largest_difference(gqa.output, copied));
         if (n_kv > 1 && n_kv < h)
             modular = differing_bits(gqa.output, as_multi_head(X, mha, g, h, [&](std::size_t i) { return i % n_kv; }, causal));
         table(r, 0) = as_double(n_kv), table(r, 1) = as_double(h / n_kv), table(r, 2) = as_double(2 * L * n_kv * d_k);
@@ -477,10 +503,12 @@ void record_kv_heads(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m,
         .foreign_trained(decoded_with_race());
     trace.check("with n_kv = h grouped-query attention is lesson 6's multi-head attention, bit for bit (entries of "
                 "the output and the weights that differ)",
-                as_lesson_6, 0.0);
+                as_lesson_6, 0.0, attn_bits_only);
     trace.check("query head i reads key-value head floor(i n_kv / h): the layer equals multi-head attention with "
                 "the key-value heads copied so, bit for bit, for every n_kv (entries that differ)",
-                grouped, 0.0);
+                grouped, 0.0, attn_bits_only);
+    trace.check("both, where a student's functions ran, to rounding (largest |difference|; 0 here, 1e-12 there)",
+                largest, 0.0, others_rounding);
     if (modular >= 0.0)
         trace.check(fmt::format("the grouping i mod n_kv gives another output at n_kv = {} (1 when it gives the same)",
                                 h / 2),
@@ -568,7 +596,7 @@ void record_beam(Trace& trace, const nn::EncoderDecoder& m, const std::vector<Pa
     trace.check("beam search of width 1 gives greedy decoding's words on every sentence (sentences that differ)",
                 a.width1_words + b.width1_words, 0.0);
     trace.check("and greedy's log-probability, summed in the same order (largest difference)",
-                std::max(a.width1_log_p, b.width1_log_p), 0.0);
+                std::max(a.width1_log_p, b.width1_log_p), 0.0, 1e-9);
 }
 
 
@@ -727,7 +755,7 @@ void record_bleu(Trace& trace, const transformer::RaceModels& models, const std:
     // (a set whose references are all shorter than 4 words has no 4-gram: BLEU 0, by the definition)
     if (std::any_of(references.begin(), references.end(), [](const auto& r) { return r.size() >= 4; }))
         trace.check("the test set's references against themselves score BLEU 1 (difference)",
-                    std::abs(nn::bleu(references, references).bleu - 1.0), 0.0);
+                    std::abs(nn::bleu(references, references).bleu - 1.0), 0.0, others_rounding);
 }
 
 // ---------------------------------------------------------------- step [sampling]
@@ -1066,17 +1094,20 @@ void lesson_decoding(Trace& trace, const Config& config) {
     const Decoded plain = uncached(m, H, max_words), fast = cached(m, H, max_words);
     record_uncached(trace, corpus, m, shown, plain, max_words);
     // the bit-for-bit check at every step of every test sentence
-    double differing = 0.0;
+    double differing = 0.0, largest = 0.0;
     std::size_t steps = 0;
     for (const Pair& p : corpus.test) {
         const Mat H_p = nn::encoder_output(m, p.src);
         const Decoded a = uncached(m, H_p, max_words), b = cached(m, H_p, max_words);
         steps += a.probabilities.size();
-        if (a.probabilities.size() != b.probabilities.size()) differing += 1.0;
-        for (std::size_t t = 0; t < std::min(a.probabilities.size(), b.probabilities.size()); ++t)
+        if (a.probabilities.size() != b.probabilities.size())
+            differing += 1.0, largest = std::numeric_limits<double>::infinity();
+        for (std::size_t t = 0; t < std::min(a.probabilities.size(), b.probabilities.size()); ++t) {
             differing += differing_bits(a.probabilities[t], b.probabilities[t]);
+            largest = std::max(largest, largest_difference(a.probabilities[t], b.probabilities[t]));
+        }
     }
-    record_cache(trace, corpus, m, shown, plain, fast, differing, steps, corpus.test.size());
+    record_cache(trace, corpus, m, shown, plain, fast, differing, largest, steps, corpus.test.size());
     // "turn off the lights" -> "lait band karo": short enough to show every key
     const Pair lights = pair_of(start.corpus, lights_src, lights_tgt);
     record_mask(trace, corpus, m, lights, config.size(param::queries));

@@ -263,7 +263,8 @@ std::vector<std::string> describe_changes(const Trace& old, const Trace& now) {
         bool text_changed = o.title != n->title || o.equation != n->equation || o.explanation != n->explanation ||
                             o.checks.size() != n->checks.size();
         for (std::size_t i = 0; !text_changed && i < o.checks.size(); ++i)
-            text_changed = o.checks[i].claim != n->checks[i].claim || o.checks[i].tolerance != n->checks[i].tolerance;
+            text_changed = o.checks[i].claim != n->checks[i].claim || o.checks[i].tolerance != n->checks[i].tolerance ||
+                           o.checks[i].tolerance_for_others() != n->checks[i].tolerance_for_others();
         for (const auto& ot : o.tensors) {
             const TensorRecord* nt = find_tensor(*n, ot.name);
             if (!nt) {

@@ -112,8 +112,9 @@ void write_tensor(std::ostringstream& out, const TensorRecord& t) {
 
 void write_check(std::ostringstream& out, const CheckRecord& c) {
     out << "        {\"claim\": " << json_quoted(c.claim) << ", \"max_abs_error\": " << number_text(c.max_abs_error)
-        << ", \"tolerance\": " << number_text(c.tolerance) << ", \"holds\": " << (c.holds ? "true" : "false")
-        << "}";
+        << ", \"tolerance\": " << number_text(c.tolerance) << ", \"holds\": " << (c.holds ? "true" : "false");
+    if (!std::isnan(c.foreign_tolerance)) out << ", \"foreign_tolerance\": " << number_text(c.foreign_tolerance);
+    out << "}";
 }
 
 // ---- reading ---------------------------------------------------------------
@@ -294,6 +295,11 @@ CheckRecord parse_check(const json& c, const std::string& where, const std::stri
         fail_reading(source, where + ": \"holds\" is " + (rec.holds ? "true" : "false") + ", but max_abs_error " +
                          number_text(rec.max_abs_error) + " <= tolerance " + number_text(rec.tolerance) + " is " +
                          (rec.holds ? "false" : "true"));
+    if (c.contains("foreign_tolerance")) {
+        rec.foreign_tolerance = number_value(c["foreign_tolerance"], where + " foreign_tolerance", source);
+        if (!(rec.foreign_tolerance >= 0))  // NaN too
+            fail_reading(source, where + ": \"foreign_tolerance\" must be a number >= 0 (or \"inf\")");
+    }
     return rec;
 }
 

@@ -58,6 +58,12 @@ bool Trace::check(std::string claim, double max_abs_error, double tolerance) {
     return holds;
 }
 
+bool Trace::check(std::string claim, double max_abs_error, double tolerance, double foreign_tolerance) {
+    const bool holds = check(std::move(claim), max_abs_error, tolerance);
+    steps_.back().checks.back().foreign_tolerance = foreign_tolerance;
+    return holds;
+}
+
 const Array* Trace::supplied_input(const std::string& name, const Shape& drawn_shape) {
     if (std::find(input_names_.begin(), input_names_.end(), name) == input_names_.end()) input_names_.push_back(name);
     const Array* chosen = nullptr;

@@ -5,7 +5,9 @@
 
 #include "tensor.hpp"
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <functional>
 #include <map>
 #include <set>
@@ -107,6 +109,14 @@ struct CheckRecord {
     double max_abs_error = 0.0;
     double tolerance = 0.0;
     bool holds = false;  // max_abs_error <= tolerance (false when the error is NaN)
+    // The tolerance where a student's functions ran (attn-student check, attn grade --sources), when
+    // it is not `tolerance`: a claim of attn's own bits (equal bit for bit, exactly the largest)
+    // holds there to the rounding of a right answer written another way; +inf when the claim is
+    // attn's alone (a count of differing bits) and a companion check with a tolerance judges the rest.
+    // NaN: the same as `tolerance`.
+    double foreign_tolerance = std::numeric_limits<double>::quiet_NaN();
+
+    double tolerance_for_others() const { return std::isnan(foreign_tolerance) ? tolerance : foreign_tolerance; }
 };
 
 struct Step {
@@ -180,6 +190,8 @@ public:
 
     // Records an identity check in the current step; returns whether it holds.
     bool check(std::string claim, double max_abs_error, double tolerance);
+    // The same, with another tolerance where a student's functions ran (CheckRecord::foreign_tolerance).
+    bool check(std::string claim, double max_abs_error, double tolerance, double foreign_tolerance);
 
     // --input: tensors the user supplies in place of the inputs and parameters the lesson would
     // draw, keyed "<tensor>" or "<step>.<tensor>" (the step is any step: it only tells apart

@@ -58,8 +58,9 @@ LessonRun run_until(const Lesson& lesson, std::size_t steps, bool catch_errors) 
 }
 
 // Whether each identity check of the run holds, decided here: against the tolerance the golden
-// file gives the same claim in the same step (a run observed elsewhere may claim anything). A
-// check the golden step lacks does not hold.
+// file gives the same claim in the same step for a student's functions (CheckRecord::
+// tolerance_for_others; a run observed elsewhere may claim anything). A check the golden step lacks
+// does not hold.
 void judge_checks(Trace& done, const Trace& golden) {
     for (auto& step : done.steps()) {
         const Step* g = golden.find_step(step.id);
@@ -68,8 +69,8 @@ void judge_checks(Trace& done, const Trace& golden) {
             if (g)
                 for (const auto& k : g->checks)
                     if (k.claim == c.claim) known = &k;
-            c.tolerance = known ? known->tolerance : 0.0;
-            c.holds = known && c.max_abs_error <= known->tolerance;  // false for NaN
+            c.tolerance = known ? known->tolerance_for_others() : 0.0;
+            c.holds = known && c.max_abs_error <= c.tolerance;  // false for NaN
             if (!known) c.claim += " (not a check of this step in the golden file)";
         }
     }
