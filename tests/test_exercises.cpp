@@ -96,6 +96,18 @@ TEST_CASE("the reference passes every exercise", "[exercises]") {
     }
 }
 
+// Issue 40: every field of every result is held to its equation by a unit case, so the reference must pass
+// them all (in this process: no lesson runs, a second or two).
+TEST_CASE("the reference passes every unit case of every exercise", "[exercises]") {
+    for (const auto& x : all_exercises()) {
+        const UnitCheck check = check_unit_cases(x.id, Tolerance{});
+        INFO(x.id << ": " << check.failed_case << "\n" << check.report);
+        CHECK(check.cases >= 1);
+        CHECK(check.not_done.empty());
+        CHECK(check.passed == check.cases);
+    }
+}
+
 TEST_CASE("each untouched starter stops its lesson with its message", "[exercises]") {
     const std::string id = GENERATE(from_range(table_ids()));
     const Exercise& x = *find_exercise(id);
@@ -238,7 +250,7 @@ TEST_CASE("typical mistakes fail their own exercise's unit case, and nothing els
         CHECK_THAT(r.output, Catch::Contains("every mismatch is NaN or infinite"));
         // causal-mask's own case passes; its lesson runs softmax, so it waits rather than fails
         CHECK_THAT(r.output, Catch::Contains("block causal-mask  blocked by softmax (unmet: softmax, scaled-attention; "
-                                             "unit cases 1/1 pass)"));
+                                             "unit cases 2/2 pass)"));
     }
     SECTION("with the reference softmax, causal-mask passes") {
         // (this program's softmax and causal masks are the reference's)
@@ -283,6 +295,37 @@ TEST_CASE("typical mistakes fail their own exercise's unit case, and nothing els
         CHECK(r.code == 1);
         CHECK_THAT(r.output, Catch::Contains("FAIL  kv-cache-step  fails its unit case 'two new queries against a "
                                              "cache of three'"));
+    }
+    SECTION("a layer norm whose inv_std holds the standard deviation") {
+        // issue 40, section 2: mean, variance, normalized and output are right, so only the unit case of every
+        // field catches it; layer-norm-backward (the reference), which reads forward.inv_std in lesson 11,
+        // and pre-ln-block, whose last case calls layer_norm, wait for it instead of failing
+        const std::string bin = env("ATTN_LAYER_NORM_MISTAKES_BIN");
+        const Result r = run(bin, "check layer-norm layer-norm-backward pre-ln-block");
+        INFO(r.output);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Catch::Contains("\nFAIL  layer-norm           fails its unit case 'every field: mean, "
+                                             "variance, inv_std, normalized'\n"));
+        CHECK_THAT(r.output, Catch::Contains("the result, inv_std [1, 2]:"));
+        CHECK_THAT(r.output, Catch::Contains("\nblock layer-norm-backward  blocked by layer-norm (unmet: layer-norm; "
+                                             "unit cases 2/2 pass)\n"));
+        CHECK_THAT(r.output, Catch::Contains("\nblock pre-ln-block         blocked by layer-norm (unmet: layer-norm, "
+                                             "layer-norm-backward; unit cases 2/3 pass)\n"));
+        // and nothing else fails: every other exercise passes or waits for layer-norm
+        const Result j = run(bin, "check --format json", false);
+        CHECK(j.code == 1);
+        const auto doc = nlohmann::json::parse(j.output);
+        for (const auto& x : doc.at("exercises")) {
+            INFO(x.dump());
+            const std::string id = x.at("id"), status = x.at("status");
+            if (id == "layer-norm") {
+                CHECK(status == "diverges");
+                CHECK(x.at("unit_case") == "every field: mean, variance, inv_std, normalized");
+            } else if (status != "passed") {
+                CHECK(status == "blocked");
+                CHECK(x.at("blocked_by") == "layer-norm");
+            }
+        }
     }
     SECTION("BLEU's four typical mistakes, each at the unit case made for it") {
         // one program holds the four (tests/fixtures/bleu_mistakes/bleu.cpp); ATTN_BLEU_MISTAKE picks one
