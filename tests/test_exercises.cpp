@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -106,6 +107,49 @@ TEST_CASE("the reference passes every unit case of every exercise", "[exercises]
         CHECK(check.not_done.empty());
         CHECK(check.passed == check.cases);
     }
+}
+
+// Issue 40, section 3: the calls an exercise's file may make (Exercise::may_call and the helpers) are
+// enough for the references and the starters; the objects this build compiled are listed by nm as
+// `attn grade --sources` lists a student's.
+TEST_CASE("every reference and starter calls only what its exercise may", "[exercises]") {
+    std::ifstream meson_file(fs::path(env("ATTN_SOURCE_DIR")) / "meson.build");
+    std::stringstream meson;
+    meson << meson_file.rdbuf();
+    const std::string text = meson.str();
+    const std::regex row("\\['([a-z-]+)', '(src/nn/[a-z_]+\\.cpp)'\\]");
+    std::map<std::string, std::string> reference_of;
+    for (auto m = std::sregex_iterator(text.begin(), text.end(), row); m != std::sregex_iterator(); ++m)
+        reference_of[(*m)[1]] = (*m)[2];
+    REQUIRE(reference_of.size() == all_exercises().size());
+    const fs::path build = fs::path(env("ATTN_BIN")).parent_path();
+    for (const auto& x : all_exercises()) {
+        const std::string source = reference_of.at(x.id);
+        const bool fast = source == "src/nn/softmax.cpp" || source == "src/nn/multi_head_attention.cpp";
+        const fs::path reference = build / (fast ? "libattn_reference_fast.a.p" : "libattn_exercise_code.a.p") /
+                                   (std::regex_replace(source, std::regex("/"), "_") + ".o");
+        const fs::path starter = build / "libattn_exercise_code.a.p" / ("lessons_exercises_" + exercise_file(x) + ".o");
+        for (const fs::path& object : {reference, starter}) {
+            REQUIRE(fs::is_regular_file(object));
+            const Result nm = run_command("nm -u -C '" + object.string() + "'");
+            REQUIRE(nm.code == 0);
+            INFO(x.id << ": " << object << "\n" << nm.output);
+            CHECK(forbidden_calls(x, nm.output).empty());
+        }
+    }
+    // what a student's object that calls the engine's attention looks like to the check
+    const std::string listed = "                 U vtable for attn::ShapeError\n"
+                               "                 U attn::shape_string[abi:cxx11](std::vector<unsigned long> const&)\n"
+                               "                 U attn::nn::fast_attention(xt::xtensor<double, 2ul> const&, bool)\n"
+                               "                 U attn::nn::softmax_rows(xt::xtensor<double, 2ul> const&)\n"
+                               "                 U attn::nn::fast_attention(xt::xtensor<double, 2ul> const&, int)\n"
+                               "                 U std::__throw_bad_alloc()\n"
+                               "                 U attn::nn::multi_head_attention(attn::nn::MultiHeadParams const&)\n";
+    const Exercise& scaled = *find_exercise("scaled-attention");
+    CHECK(forbidden_calls(scaled, listed) == std::vector<std::string>{"nn::fast_attention", "nn::multi_head_attention"});
+    CHECK(forbidden_calls_message(scaled, {"nn::fast_attention"}).rfind(
+              "scaled_attention.cpp calls nn::fast_attention, which exercise scaled-attention may not use", 0) == 0);
+    CHECK(forbidden_calls(*find_exercise("multi-head"), listed) == std::vector<std::string>{"nn::fast_attention"});
 }
 
 TEST_CASE("each untouched starter stops its lesson with its message", "[exercises]") {

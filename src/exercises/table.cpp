@@ -363,7 +363,8 @@ const std::vector<Exercise>& all_exercises() {
 
 const std::vector<std::string>& helper_functions() {
     // No helper computes an exercise's answer: products, transposes, sums, maxima, rows and columns,
-    // zeros and ones, concatenation, shapes (nn/linalg.hpp, nn/reductions.hpp, core/tensor.hpp).
+    // zeros and ones, concatenation, shapes (nn/linalg.hpp, nn/reductions.hpp, core/tensor.hpp), and
+    // running a function on every row on the threads (nn/kernels.hpp).
     static const std::vector<std::string> helpers = {
         "nn::matmul", "nn::matvec", "nn::matvec_transposed", "nn::add_outer_product", "nn::transposed",
         "nn::head_width", "nn::gather_rows", "nn::ascending_indices", "nn::descending_indices", "nn::sum_of",
@@ -373,7 +374,9 @@ const std::vector<std::string>& helper_functions() {
         "nn::columns_of", "nn::slice_of", "nn::set_row", "nn::set_column", "nn::set_entries", "nn::set_rows",
         "nn::set_columns", "nn::set_slice", "nn::add_to_row", "nn::add_scaled_to_row", "nn::zeros", "nn::ones",
         "nn::identity", "nn::concatenated", "nn::concatenated_rows", "shape_string", "expect_shape",
-        "max_abs_difference", "rows_are_distributions"};
+        "max_abs_difference", "rows_are_distributions",
+        // nn/kernels.hpp: rows dealt to the threads, and which copy of the row kernels runs
+        "nn::for_each_row", "nn::kernel_path"};
     return helpers;
 }
 

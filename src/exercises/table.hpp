@@ -36,7 +36,8 @@ struct Exercise {
 };
 
 // The helpers every exercise's file may call: the matrix and reduction helpers of nn/linalg.hpp and
-// nn/reductions.hpp, and the shape helpers of core/tensor.hpp ("nn::matmul", "expect_shape").
+// nn/reductions.hpp, the shape helpers of core/tensor.hpp ("nn::matmul", "expect_shape"), and
+// nn::for_each_row and nn::kernel_path of nn/kernels.hpp.
 const std::vector<std::string>& helper_functions();
 
 // The functions of namespace attn that the object of exercise `x`'s file calls (its undefined
