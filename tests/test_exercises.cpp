@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -94,6 +95,61 @@ TEST_CASE("the reference passes every exercise", "[exercises]") {
         INFO("exercise " << s.exercise->id << ": " << describe(s) << "\n" << s.message);
         CHECK(s.state == ExerciseState::passed);
     }
+}
+
+// Issue 40: every field of every result is held to its equation by a unit case, so the reference must pass
+// them all (in this process: no lesson runs, a second or two).
+TEST_CASE("the reference passes every unit case of every exercise", "[exercises]") {
+    for (const auto& x : all_exercises()) {
+        const UnitCheck check = check_unit_cases(x.id, Tolerance{});
+        INFO(x.id << ": " << check.failed_case << "\n" << check.report);
+        CHECK(check.cases >= 1);
+        CHECK(check.not_done.empty());
+        CHECK(check.passed == check.cases);
+    }
+}
+
+// Issue 40, section 3: the calls an exercise's file may make (Exercise::may_call and the helpers) are
+// enough for the references and the starters; the objects this build compiled are listed by nm as
+// `attn grade --sources` lists a student's.
+TEST_CASE("every reference and starter calls only what its exercise may", "[exercises]") {
+    std::ifstream meson_file(fs::path(env("ATTN_SOURCE_DIR")) / "meson.build");
+    std::stringstream meson;
+    meson << meson_file.rdbuf();
+    const std::string text = meson.str();
+    const std::regex row("\\['([a-z-]+)', '(src/nn/[a-z_]+\\.cpp)'\\]");
+    std::map<std::string, std::string> reference_of;
+    for (auto m = std::sregex_iterator(text.begin(), text.end(), row); m != std::sregex_iterator(); ++m)
+        reference_of[(*m)[1]] = (*m)[2];
+    REQUIRE(reference_of.size() == all_exercises().size());
+    const fs::path build = fs::path(env("ATTN_BIN")).parent_path();
+    for (const auto& x : all_exercises()) {
+        const std::string source = reference_of.at(x.id);
+        const bool fast = source == "src/nn/softmax.cpp" || source == "src/nn/multi_head_attention.cpp";
+        const fs::path reference = build / (fast ? "libattn_reference_fast.a.p" : "libattn_exercise_code.a.p") /
+                                   (std::regex_replace(source, std::regex("/"), "_") + ".o");
+        const fs::path starter = build / "libattn_exercise_code.a.p" / ("lessons_exercises_" + exercise_file(x) + ".o");
+        for (const fs::path& object : {reference, starter}) {
+            REQUIRE(fs::is_regular_file(object));
+            const Result nm = run_command("nm -u -C '" + object.string() + "'");
+            REQUIRE(nm.code == 0);
+            INFO(x.id << ": " << object << "\n" << nm.output);
+            CHECK(forbidden_calls(x, nm.output).empty());
+        }
+    }
+    // what a student's object that calls the engine's attention looks like to the check
+    const std::string listed = "                 U vtable for attn::ShapeError\n"
+                               "                 U attn::shape_string[abi:cxx11](std::vector<unsigned long> const&)\n"
+                               "                 U attn::nn::fast_attention(xt::xtensor<double, 2ul> const&, bool)\n"
+                               "                 U attn::nn::softmax_rows(xt::xtensor<double, 2ul> const&)\n"
+                               "                 U attn::nn::fast_attention(xt::xtensor<double, 2ul> const&, int)\n"
+                               "                 U std::__throw_bad_alloc()\n"
+                               "                 U attn::nn::multi_head_attention(attn::nn::MultiHeadParams const&)\n";
+    const Exercise& scaled = *find_exercise("scaled-attention");
+    CHECK(forbidden_calls(scaled, listed) == std::vector<std::string>{"nn::fast_attention", "nn::multi_head_attention"});
+    CHECK(forbidden_calls_message(scaled, {"nn::fast_attention"}).rfind(
+              "scaled_attention.cpp calls nn::fast_attention, which exercise scaled-attention may not use", 0) == 0);
+    CHECK(forbidden_calls(*find_exercise("multi-head"), listed) == std::vector<std::string>{"nn::fast_attention"});
 }
 
 TEST_CASE("each untouched starter stops its lesson with its message", "[exercises]") {
@@ -238,7 +294,7 @@ TEST_CASE("typical mistakes fail their own exercise's unit case, and nothing els
         CHECK_THAT(r.output, Catch::Contains("every mismatch is NaN or infinite"));
         // causal-mask's own case passes; its lesson runs softmax, so it waits rather than fails
         CHECK_THAT(r.output, Catch::Contains("block causal-mask  blocked by softmax (unmet: softmax, scaled-attention; "
-                                             "unit cases 1/1 pass)"));
+                                             "unit cases 2/2 pass)"));
     }
     SECTION("with the reference softmax, causal-mask passes") {
         // (this program's softmax and causal masks are the reference's)
@@ -283,6 +339,37 @@ TEST_CASE("typical mistakes fail their own exercise's unit case, and nothing els
         CHECK(r.code == 1);
         CHECK_THAT(r.output, Catch::Contains("FAIL  kv-cache-step  fails its unit case 'two new queries against a "
                                              "cache of three'"));
+    }
+    SECTION("a layer norm whose inv_std holds the standard deviation") {
+        // issue 40, section 2: mean, variance, normalized and output are right, so only the unit case of every
+        // field catches it; layer-norm-backward (the reference), which reads forward.inv_std in lesson 11,
+        // and pre-ln-block, whose last case calls layer_norm, wait for it instead of failing
+        const std::string bin = env("ATTN_LAYER_NORM_MISTAKES_BIN");
+        const Result r = run(bin, "check layer-norm layer-norm-backward pre-ln-block");
+        INFO(r.output);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Catch::Contains("\nFAIL  layer-norm           fails its unit case 'every field: mean, "
+                                             "variance, inv_std, normalized'\n"));
+        CHECK_THAT(r.output, Catch::Contains("the result, inv_std [1, 2]:"));
+        CHECK_THAT(r.output, Catch::Contains("\nblock layer-norm-backward  blocked by layer-norm (unmet: layer-norm; "
+                                             "unit cases 2/2 pass)\n"));
+        CHECK_THAT(r.output, Catch::Contains("\nblock pre-ln-block         blocked by layer-norm (unmet: layer-norm, "
+                                             "layer-norm-backward; unit cases 2/3 pass)\n"));
+        // and nothing else fails: every other exercise passes or waits for layer-norm
+        const Result j = run(bin, "check --format json", false);
+        CHECK(j.code == 1);
+        const auto doc = nlohmann::json::parse(j.output);
+        for (const auto& x : doc.at("exercises")) {
+            INFO(x.dump());
+            const std::string id = x.at("id"), status = x.at("status");
+            if (id == "layer-norm") {
+                CHECK(status == "diverges");
+                CHECK(x.at("unit_case") == "every field: mean, variance, inv_std, normalized");
+            } else if (status != "passed") {
+                CHECK(status == "blocked");
+                CHECK(x.at("blocked_by") == "layer-norm");
+            }
+        }
     }
     SECTION("BLEU's four typical mistakes, each at the unit case made for it") {
         // one program holds the four (tests/fixtures/bleu_mistakes/bleu.cpp); ATTN_BLEU_MISTAKE picks one

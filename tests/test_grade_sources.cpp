@@ -335,3 +335,64 @@ TEST_CASE("grade --sources: each mistake once unseen fails the unit case made fo
 }
 
 }  // namespace test_grade_sources
+
+namespace test_grade_sources {
+
+// Issue 40, section 3: the engine's answers are not the student's. A scaled_attention.cpp that returns
+// nn::fast_attention's output (which once earned 2 of scaled-attention's 4 points) gets 0, with the call
+// named; so does a flash_backward_tile.cpp that calls nn::fast_attention_backward. Alice's reference
+// copies, which call only what their exercises may, pass the same check.
+TEST_CASE("grade --sources: a file that calls the engine's answer gets 0 points, the call named", "[grade_sources]") {
+    Class c;
+    if (run_attn("grade --sources /nonexistent --out " + c.q("probe")).output.find("none can be created") !=
+        std::string::npos) {
+        WARN("skipped: no sandbox can be created here");
+        return;
+    }
+    c.reference("alice", "scaled_attention.cpp", "self_attention_scaled.cpp");
+    c.reference("alice", "flash_backward_tile.cpp", "tiled_attention_backward_tile.cpp");
+    c.write("mallory", "scaled_attention.cpp",
+            "#include \"nn/self_attention.hpp\"\n#include \"nn/fast_attention.hpp\"\n#include \"nn/scores.hpp\"\n"
+            "#include \"nn/softmax.hpp\"\n"
+            "namespace attn::nn {\n"
+            "AttentionResult scaled_dot_product_attention(const Mat& Q, const Mat& K, const Mat& V) {\n"
+            "    AttentionResult r;\n"
+            "    r.scores = scaled_dot_scores(Q, K);\n"
+            "    r.weights = softmax_rows(r.scores);\n"
+            "    r.output = fast_attention(Q, K, V, false, Arithmetic::portable);\n"
+            "    return r;\n}\n"
+            "AttentionResult scaled_dot_product_attention(const Mat& Q, const Mat& K, const Mat& V, const Mat&) {\n"
+            "    return scaled_dot_product_attention(Q, K, V);\n}\n"
+            "}  // namespace attn::nn\n");
+    c.write("mallory", "flash_backward_tile.cpp",
+            "#include \"nn/tiled_attention.hpp\"\n#include \"nn/fast_attention.hpp\"\n"
+            "namespace attn::nn {\n"
+            "void flash_backward_tile(const Mat& Q, const Mat& K, const Mat& V, const Mat& dO, const Vec&, const Vec&,\n"
+            "                         const TileSpan&, bool causal, Mat& dQ, Mat& dK, Mat& dV) {\n"
+            "    const FastAttentionForward f = fast_attention_forward(Q, K, V, causal, Arithmetic::portable);\n"
+            "    const FastAttentionGrads g = fast_attention_backward(Q, K, V, f.output, f.L, dO, causal, "
+            "Arithmetic::portable);\n"
+            "    dQ += g.dQ, dK += g.dK, dV += g.dV;\n}\n"
+            "}  // namespace attn::nn\n");
+    const Result r = run_attn("grade --sources " + c.q("alice") + " " + c.q("mallory") +
+                              " --exercise scaled-attention --exercise flash-backward-tile --cpu-limit 120 --out " +
+                              c.q("report"));
+    INFO(r.output);
+    const std::string details = read_file(c.dir / "report.long.csv");
+    INFO(details);
+    CHECK(r.code == 1);
+    const int scaled_max = static_cast<int>(unit_case_names("scaled-attention").size()) + 1;
+    const int tile_max = static_cast<int>(unit_case_names("flash-backward-tile").size()) + 1;
+    CHECK_THAT(details, Catch::Contains("alice,self-attention,scaled-attention,pass," + std::to_string(scaled_max)));
+    CHECK_THAT(details, Catch::Contains("alice,online-softmax,flash-backward-tile,pass," + std::to_string(tile_max)));
+    CHECK_THAT(details, Catch::Contains("mallory,self-attention,scaled-attention,fail,0," + std::to_string(scaled_max) +
+                                        ",,\"scaled_attention.cpp calls nn::fast_attention, which exercise scaled-attention "
+                                        "may not use"));
+    // both calls named, in the order nm lists them
+    CHECK_THAT(details, Catch::Contains("mallory,online-softmax,flash-backward-tile,fail,0," + std::to_string(tile_max) +
+                                        ",,\"flash_backward_tile.cpp calls nn::fast_attention_"));
+    CHECK_THAT(details, Catch::Contains("nn::fast_attention_backward") && Catch::Contains("nn::fast_attention_forward") &&
+                            Catch::Contains(", which exercise flash-backward-tile may not use"));
+}
+
+}  // namespace test_grade_sources

@@ -414,7 +414,7 @@ private:
     void compile_all(const HandedIn& handed) {
         for (const Exercise* x : exercises_)
             if (handed.files.count(x->id) && row_of(x->id)->result.empty()) {
-                compile(*x, grade_kit());
+                if (compile(*x, grade_kit())) check_calls(*x);
                 if (fatal_) return;
             }
     }
@@ -481,6 +481,29 @@ private:
         return false;
     }
 
+    // The functions of attn that exercise x's object calls, listed by nm in the sandbox (attn reads back
+    // only its pipe): a call that x may not make (Exercise::may_call; nn::fast_attention from
+    // scaled_attention.cpp) settles its row, fail with 0 points, before anything is linked (issue 40).
+    void check_calls(const Exercise& x) {
+        GradeRow* row = row_of(x.id);
+        if (row == nullptr || !row->result.empty()) return;
+        if (nm_.empty())
+            return settle(*row, "error", "cannot list the functions " + exercise_file(x) +
+                                             " calls: nm (GNU binutils) is not on PATH");
+        if (remaining() <= 0) return settle(*row, "error", budget_spent("listing the calls"));
+        const fs::path build = dir_ / "build";
+        SandboxCommand c = command({build}, fs::path(), remaining());
+        c.workdir = "/tmp";
+        c.argv = {nm_.string(), "-u", "-C", (build / (x.id + ".o")).string()};
+        const SandboxResult r = run(c);
+        const std::string abnormal = abnormal_end(r, o_, c.limits);
+        if (!abnormal.empty() || r.exit_code != 0)
+            return settle(*row, "error", "cannot list the functions " + exercise_file(x) + " calls: nm " +
+                                             (!abnormal.empty() ? abnormal : fmt::format("exited {}", r.exit_code)));
+        const std::vector<std::string> calls = forbidden_calls(x, r.out);
+        if (!calls.empty()) settle(*row, "fail", forbidden_calls_message(x, calls));
+    }
+
     // attn-observe for one exercise, in the sandbox (its build folder read-only now); its report
     // judged here.
     void check(GradeRow& row) {
@@ -532,6 +555,7 @@ private:
     std::vector<const Exercise*> exercises_;
     const Kit& kit_;
     const fs::path& compiler_;
+    const fs::path nm_ = compiler_path("nm").value_or(fs::path());  // lists the calls of a student's object
     fs::path dir_;
     std::vector<GradeRow> rows_;
     double used_ = 0;

@@ -71,6 +71,17 @@ std::vector<CasePart> parts_of(const std::vector<std::pair<std::string, Shape>>&
     return out;
 }
 
+// The entries of the matrices one after another: a case's several results in one tensor.
+Vec flattened(const std::vector<Mat>& parts) {
+    std::size_t n = 0;
+    for (const auto& m : parts) n += m.size();
+    Vec out = xt::empty<double>({n});
+    std::size_t at = 0;
+    for (const auto& m : parts)
+        for (double x : m) out(at++) = x;
+    return out;
+}
+
 struct UnitCase {
     std::string exercise;
     std::string name;                // "a row of all -inf"
@@ -148,9 +159,12 @@ Mat scaled_scores_oracle(const Mat& Q, const Mat& K) {
     return S;
 }
 
+// Every field of the AttentionResult, one after another: the scores (scaled, and masked: -inf wherever
+// the mask is), the weights and the output.
 CaseResult attention_case(const Mat& Q, const Mat& K, const Mat& V, const Mat* mask = nullptr) {
     const std::size_t T_q = Q.shape(0), T_k = K.shape(0), d_v = V.shape(1);
-    const Mat A = softmax_rows_oracle(mask ? Mat(scaled_scores_oracle(Q, K) + *mask) : scaled_scores_oracle(Q, K));
+    const Mat S = mask ? Mat(scaled_scores_oracle(Q, K) + *mask) : scaled_scores_oracle(Q, K);
+    const Mat A = softmax_rows_oracle(S);
     Mat O = xt::empty<double>({T_q, d_v});
     for (std::size_t i = 0; i < T_q; ++i)
         for (std::size_t c = 0; c < d_v; ++c) {
@@ -158,15 +172,18 @@ CaseResult attention_case(const Mat& Q, const Mat& K, const Mat& V, const Mat* m
             for (std::size_t j = 0; j < T_k; ++j) sum += static_cast<long double>(A(i, j)) * V(j, c);
             O(i, c) = static_cast<double>(sum);
         }
-    if (mask)
-        return {{{"Q", Q}, {"K", K}, {"V", V}, {"mask", *mask}},
-                shaped(nn::scaled_dot_product_attention(Q, K, V, *mask).output, T_q, d_v,
-                       "nn::scaled_dot_product_attention(Q, K, V, mask)'s output is"),
-                O};
-    return {{{"Q", Q}, {"K", K}, {"V", V}},
-            shaped(nn::scaled_dot_product_attention(Q, K, V).output, T_q, d_v,
-                   "nn::scaled_dot_product_attention(Q, K, V)'s output is"),
-            O};
+    const nn::AttentionResult r = mask ? nn::scaled_dot_product_attention(Q, K, V, *mask)
+                                       : nn::scaled_dot_product_attention(Q, K, V);
+    const std::string call = mask ? "nn::scaled_dot_product_attention(Q, K, V, mask)'s" : "nn::scaled_dot_product_attention(Q, K, V)'s";
+    std::vector<std::pair<std::string, Array>> inputs = {{"Q", Q}, {"K", K}, {"V", V}};
+    if (mask) inputs.push_back({"mask", *mask});
+    return CaseResult{inputs,
+                      flattened({shaped(r.scores, T_q, T_k, call + " scores are"),
+                                 shaped(r.weights, T_q, T_k, call + " weights are"),
+                                 shaped(r.output, T_q, d_v, call + " output is")}),
+                      flattened({S, A, O}),
+                      parts_of({{mask ? "scores (Q K^T / sqrt(d_k) + M)" : "scores (Q K^T / sqrt(d_k))", {T_q, T_k}},
+                                {"weights", {T_q, T_k}}, {"output", {T_q, d_v}}})};
 }
 
 Mat causal_oracle(std::size_t T) {
@@ -282,17 +299,6 @@ long double attention_loss(const Mat& Q, const Mat& K, const Mat& V, const Mat& 
     return total;
 }
 
-// The entries of the matrices one after another: a case's several results in one tensor.
-Vec flattened(const std::vector<Mat>& parts) {
-    std::size_t n = 0;
-    for (const auto& m : parts) n += m.size();
-    Vec out = xt::empty<double>({n});
-    std::size_t at = 0;
-    for (const auto& m : parts)
-        for (double x : m) out(at++) = x;
-    return out;
-}
-
 // A vector as a 1 x n matrix.
 Mat as_row(const Vec& v) {
     Mat out = xt::empty<double>({std::size_t{1}, v.size()});
@@ -364,11 +370,16 @@ CaseResult layer_norm_backward_case(const Mat& X, const Vec& g, const Vec& b, do
         [&](const Mat& M) { return layer_norm_loss(X, Vec(xt::row(M, 0)), b, eps, G); }, as_row(g), h);
     const Mat db = central_differences(
         [&](const Mat& M) { return layer_norm_loss(X, g, Vec(xt::row(M, 0)), eps, G); }, as_row(b), h);
+    Mat dnormalized = xt::empty<double>({T, d});  // dx^ = dY * g, from its equation
+    for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t j = 0; j < d; ++j) dnormalized(t, j) = G(t, j) * g(j);
     return CaseResult{{{"X", X}, {"g", g}, {"b", b}, {"eps", Vec{eps}}, {"dL/dY", G}},
                       flattened({shaped(grads.dX, T, d, "nn::layer_norm_backward's dX is"),
                                  shaped(as_row(grads.dgain), 1, d, "its dgain (as a row) is"),
-                                 shaped(as_row(grads.dbias), 1, d, "its dbias (as a row) is")}),
-                      flattened({dX, dg, db}), parts_of({{"dX", {T, d}}, {"dgain", {1, d}}, {"dbias", {1, d}}})};
+                                 shaped(as_row(grads.dbias), 1, d, "its dbias (as a row) is"),
+                                 shaped(grads.dnormalized, T, d, "its dnormalized is")}),
+                      flattened({dX, dg, db, dnormalized}),
+                      parts_of({{"dX", {T, d}}, {"dgain", {1, d}}, {"dbias", {1, d}}, {"dnormalized = dY * g", {T, d}}})};
 }
 
 // One tile of FlashAttention's backward (exercise flash-backward-tile): Q, K, V, dO and the tile, the
@@ -444,25 +455,38 @@ CaseResult flash_tile_case(const FlashTile& c) {
                       flattened({as_mat(dQ, T_q, d_k), as_mat(dK, T_k, d_k), as_mat(dV, T_k, d_v)})};
 }
 
-// Multi-head self-attention from Vaswani et al. 2017, section 3.2.2, in long double sums: head i
-// on columns [i d_k, (i+1) d_k) of W^Q, W^K, W^V, scores scaled by 1 / sqrt(d_k), the mask added.
-Mat multi_head_oracle(const Mat& X, const nn::MultiHeadParams& p, std::size_t heads, const Mat* mask) {
-    const std::size_t T = X.shape(0), d = X.shape(1), d_k = d / heads;
-    Mat concat = xt::empty<double>({T, d});
+// Multi-head attention from Vaswani et al. 2017, section 3.2.2, in long double sums: head i on columns
+// [i d_k, (i+1) d_k) of W^Q, W^K, W^V, scores scaled by 1 / sqrt(d_k), the mask added. Every field of
+// the MultiHeadResult: each head's weights, Concat(head_1, ..., head_h) and the output.
+nn::MultiHeadResult multi_head_fields_oracle(const Mat& X_q, const Mat& X_kv, const nn::MultiHeadParams& p,
+                                             std::size_t heads, const Mat* mask) {
+    const std::size_t T_q = X_q.shape(0), T_k = X_kv.shape(0), d = X_q.shape(1), d_k = d / heads;
+    nn::MultiHeadResult r;
+    r.weights = xt::empty<double>({heads, T_q, T_k});
+    r.concat = xt::empty<double>({T_q, d});
     for (std::size_t i = 0; i < heads; ++i) {
         const auto block = [&](const Mat& W) {
             Mat out = xt::empty<double>({d, d_k});
-            for (std::size_t r = 0; r < d; ++r)
-                for (std::size_t c = 0; c < d_k; ++c) out(r, c) = W(r, i * d_k + c);
+            for (std::size_t row = 0; row < d; ++row)
+                for (std::size_t c = 0; c < d_k; ++c) out(row, c) = W(row, i * d_k + c);
             return out;
         };
-        Mat S = scaled_scores_oracle(product(X, block(p.W_Q)), product(X, block(p.W_K)));
+        Mat S = scaled_scores_oracle(product(X_q, block(p.W_Q)), product(X_kv, block(p.W_K)));
         if (mask) S += *mask;
-        const Mat head = product(softmax_rows_oracle(S), product(X, block(p.W_V)));
-        for (std::size_t t = 0; t < T; ++t)
-            for (std::size_t c = 0; c < d_k; ++c) concat(t, i * d_k + c) = head(t, c);
+        const Mat A = softmax_rows_oracle(S);
+        const Mat head = product(A, product(X_kv, block(p.W_V)));
+        for (std::size_t t = 0; t < T_q; ++t) {
+            for (std::size_t c = 0; c < d_k; ++c) r.concat(t, i * d_k + c) = head(t, c);
+            for (std::size_t j = 0; j < T_k; ++j) r.weights(i, t, j) = A(t, j);
+        }
     }
-    return product(concat, p.W_O);
+    r.output = product(r.concat, p.W_O);
+    return r;
+}
+
+// Multi-head self-attention's output (multi_head_fields_oracle with X_q = X_kv = X).
+Mat multi_head_oracle(const Mat& X, const nn::MultiHeadParams& p, std::size_t heads, const Mat* mask) {
+    return multi_head_fields_oracle(X, X, p, heads, mask).output;
 }
 
 // W_2 max(0, W_1 h + b_1) + b_2 for each row h of H — Vaswani et al. 2017, eq. 2.
@@ -511,6 +535,71 @@ CaseResult pre_ln_case(const Mat& X, const nn::BlockParams& p, const Mat* mask) 
                       pre_ln_oracle(X, p, 2, mask), parts_of({{"residual_1", {T, d}}, {"output", {T, d}}})};
 }
 
+// The h x T_q x T_k weights of a MultiHeadResult as (h T_q) x T_k rows, head after head; `what` names them
+// when their shape is wrong.
+Mat heads_as_rows(const nn::Heads& w, std::size_t heads, std::size_t T_q, std::size_t T_k, const std::string& what) {
+    const auto& kept = shaped_as(w, Shape{heads, T_q, T_k}, what);
+    Mat out = xt::empty<double>({heads * T_q, T_k});
+    std::copy(kept.begin(), kept.end(), out.begin());
+    return out;
+}
+
+// The fields of a LayerNormResult: mean, variance and inv_std as rows, normalized, output; `what`
+// names the result ("norm_1").
+std::vector<Mat> layer_norm_fields(const nn::LayerNormResult& r, std::size_t T, std::size_t d, const std::string& what) {
+    return {shaped(as_row(r.mean), 1, T, what + ".mean (as a row) is"),
+            shaped(as_row(r.variance), 1, T, what + ".variance (as a row) is"),
+            shaped(as_row(r.inv_std), 1, T, what + ".inv_std (as a row) is"),
+            shaped(r.normalized, T, d, what + ".normalized is"), shaped(r.output, T, d, what + ".output is")};
+}
+
+std::vector<std::pair<std::string, Shape>> layer_norm_parts(const std::string& what, std::size_t T, std::size_t d) {
+    return {{what + ".mean", {1, T}}, {what + ".variance", {1, T}}, {what + ".inv_std", {1, T}},
+            {what + ".normalized", {T, d}}, {what + ".output", {T, d}}};
+}
+
+// Every field of pre_ln_block's BlockForward (two heads), against the block's equations in long double:
+// norm_1 = LN_1(X), attention = MHA(norm_1.output) with every head's weights, residual_1 = X + its
+// output, norm_2 = LN_2(residual_1), feed_forward = FFN(norm_2.output), residual_2 = residual_1 +
+// feed_forward, output = residual_2.
+CaseResult pre_ln_fields_case(const Mat& X, const nn::BlockParams& p, const Mat* mask) {
+    const std::size_t T = X.shape(0), d = X.shape(1), heads = 2;
+    const nn::LayerNormResult n1 = layer_norm_forward_oracle(X, p.norm_1.gain, p.norm_1.bias, p.norm_1.eps);
+    const nn::MultiHeadResult a = multi_head_fields_oracle(n1.output, n1.output, p.attention, heads, mask);
+    const Mat r1 = X + a.output;
+    const nn::LayerNormResult n2 = layer_norm_forward_oracle(r1, p.norm_2.gain, p.norm_2.bias, p.norm_2.eps);
+    const Mat ff = feed_forward_oracle(p.feed_forward, n2.output);
+    const Mat r2 = r1 + ff;
+    const nn::BlockForward f = nn::pre_ln_block(X, p, heads, mask);
+    std::vector<Mat> actual = layer_norm_fields(f.norm_1, T, d, "nn::pre_ln_block's norm_1");
+    for (const Mat& m : {heads_as_rows(f.attention.weights, heads, T, T, "its attention.weights are"),
+                         shaped(f.attention.concat, T, d, "its attention.concat is"),
+                         shaped(f.attention.output, T, d, "its attention.output is"),
+                         shaped(f.residual_1, T, d, "its residual_1 is")})
+        actual.push_back(m);
+    for (const Mat& m : layer_norm_fields(f.norm_2, T, d, "its norm_2")) actual.push_back(m);
+    for (const Mat& m : {shaped(f.feed_forward, T, d, "its feed_forward is"), shaped(f.residual_2, T, d, "its residual_2 is"),
+                         shaped(f.output, T, d, "its output is")})
+        actual.push_back(m);
+    std::vector<Mat> expected = {as_row(n1.mean), as_row(n1.variance), as_row(n1.inv_std), n1.normalized, n1.output,
+                                 heads_as_rows(a.weights, heads, T, T, "the oracle's weights are"), a.concat, a.output, r1,
+                                 as_row(n2.mean), as_row(n2.variance), as_row(n2.inv_std), n2.normalized, n2.output,
+                                 ff, r2, r2};
+    std::vector<std::pair<std::string, Shape>> parts = layer_norm_parts("norm_1", T, d);
+    for (const auto& part : std::vector<std::pair<std::string, Shape>>{{"attention.weights (head 1, then head 2)", {heads * T, T}},
+                                                                       {"attention.concat", {T, d}},
+                                                                       {"attention.output", {T, d}},
+                                                                       {"residual_1", {T, d}}})
+        parts.push_back(part);
+    for (const auto& part : layer_norm_parts("norm_2", T, d)) parts.push_back(part);
+    for (const auto& part : std::vector<std::pair<std::string, Shape>>{{"feed_forward", {T, d}}, {"residual_2", {T, d}},
+                                                                       {"output", {T, d}}})
+        parts.push_back(part);
+    std::vector<std::pair<std::string, Array>> inputs = {{"X", X}, {"W_O", p.attention.W_O}, {"W_2", p.feed_forward.W_2}};
+    if (mask) inputs.push_back({"mask", *mask});
+    return CaseResult{inputs, flattened(actual), flattened(expected), parts_of(parts)};
+}
+
 // cross_attention(Y, H, p, 2) against its equation: queries Y W^Q, keys H W^K, values H W^V, two
 // heads of d_k = 2, no mask, in long double; the output, then both heads' T_y x T_x weights.
 CaseResult cross_attention_case(const Mat& Y, const Mat& H) {
@@ -540,9 +629,11 @@ CaseResult cross_attention_case(const Mat& Y, const Mat& H) {
     Mat actual_weights = xt::empty<double>({2 * T_y, T_x});
     for (std::size_t k = 0; k < actual_weights.size(); ++k) actual_weights.data()[k] = kept.data()[k];
     return CaseResult{{{"Y (decoder)", Y}, {"H (encoder)", H}, {"W_Q", p.W_Q}, {"W_K", p.W_K}},
-                      flattened({shaped(r.output, T_y, 4, "nn::cross_attention's output is"), actual_weights}),
-                      flattened({product(concat, p.W_O), weights}),
-                      parts_of({{"output", {T_y, 4}}, {"weights (head 1, then head 2)", {2 * T_y, T_x}}})};
+                      flattened({shaped(r.output, T_y, 4, "nn::cross_attention's output is"), actual_weights,
+                                 shaped(r.concat, T_y, 4, "nn::cross_attention's concat is")}),
+                      flattened({product(concat, p.W_O), weights, concat}),
+                      parts_of({{"output", {T_y, 4}}, {"weights (head 1, then head 2)", {2 * T_y, T_x}},
+                                {"concat", {T_y, 4}}})};
 }
 
 // warmup_learning_rate at the steps `at` against d^-0.5 min(s^-0.5, s w^-1.5) in long double.
@@ -578,10 +669,11 @@ CaseResult kv_cache_case(const Mat& K_old, const Mat& V_old, const Mat& Q, const
                       flattened({shaped(r.weights, T_q, T_k, "nn::kv_cache_step returned weights"),
                                  shaped(r.output, T_q, d_v, "nn::kv_cache_step returned an output"),
                                  shaped(cache.K, T_k, d_k, "the cache's K after the step is"),
-                                 shaped(cache.V, T_k, d_v, "the cache's V after the step is")}),
-                      flattened({A, product(A, V), K, V}),
+                                 shaped(cache.V, T_k, d_v, "the cache's V after the step is"),
+                                 shaped(r.scores, T_q, T_k, "nn::kv_cache_step returned scores")}),
+                      flattened({A, product(A, V), K, V, S}),
                       parts_of({{"weights", {T_q, T_k}}, {"output", {T_q, d_v}}, {"the cache's K after the step", {T_k, d_k}},
-                                {"the cache's V after the step", {T_k, d_v}}})};
+                                {"the cache's V after the step", {T_k, d_v}}, {"scores (Q K^T + M)", {T_q, T_k}}})};
 }
 
 // Hypotheses laid out in one row: per hypothesis its log-probability, finished (1 or 0), its number
@@ -742,27 +834,36 @@ const std::vector<UnitCase>& unit_cases() {
          {},
          [] { return softmax_rows_case(Mat{{-inf, -inf, -inf}, {0.0, -inf, 0.0}}); }},
         {"softmax", "one column, and ties",
-         "T = 1 (a single logit gets weight 1) and equal logits (equal weights)",
+         "T = 1 (a single logit gets weight 1) and equal logits (equal weights); and nn::softmax of a vector, "
+         "which the lessons call on its own, held to the same: equal logits, and logits of 1000 and -inf (row 5: "
+         "without the shift exp(1000) is inf)",
          {},
          [] {
              CaseResult one = softmax_rows_case(Mat{{-3.5}, {1e300}});
              CaseResult ties = softmax_rows_case(Mat{{2.0, 2.0, 2.0, 2.0}});
-             const Vec v = nn::softmax(Vec{4.0, 4.0});
-             Mat actual = xt::zeros<double>({std::size_t{4}, std::size_t{4}});
+             const Vec v = shaped_as(nn::softmax(Vec{4.0, 4.0}), Shape{2}, "nn::softmax(e) returned");
+             const Vec large_logits = {1000.0, 999.0, -inf, 0.0};
+             const Vec large = shaped_as(nn::softmax(large_logits), Shape{4}, "nn::softmax(e) returned");
+             const std::vector<double> large_expected = softmax_oracle({1000.0, 999.0, -inf, 0.0});
+             Mat actual = xt::zeros<double>({std::size_t{5}, std::size_t{4}});
              Mat expected = actual;
              actual(0, 0) = one.actual(0, 0), actual(1, 0) = one.actual(1, 0);
              expected(0, 0) = one.expected(0, 0), expected(1, 0) = one.expected(1, 0);
              for (std::size_t j = 0; j < 4; ++j) actual(2, j) = ties.actual(0, j), expected(2, j) = 0.25;
              actual(3, 0) = v(0), actual(3, 1) = v(1), expected(3, 0) = 0.5, expected(3, 1) = 0.5;
+             for (std::size_t j = 0; j < 4; ++j) actual(4, j) = large(j), expected(4, j) = large_expected[j];
              return CaseResult{{{"S (rows 1-2: one column each)", Mat{{-3.5}, {1e300}}},
                                 {"S (row 3)", Mat{{2.0, 2.0, 2.0, 2.0}}},
-                                {"softmax(e) for e", Vec{4.0, 4.0}}},
+                                {"softmax(e) for e (row 4)", Vec{4.0, 4.0}},
+                                {"softmax(e) for e (row 5)", large_logits}},
                                actual,
                                expected};
          }},
         // ---- scaled-attention
         {"scaled-attention", "d_v != d_k",
-         "the scale: 1 / sqrt(d_k), the width of the queries and keys (here 4), not of the values (here 2)",
+         "the scale: 1 / sqrt(d_k), the width of the queries and keys (here 4), not of the values (here 2); "
+         "every field of the AttentionResult is compared (the scaled scores, the weights that attention-backward "
+         "and the lessons read, the output), one after another",
          {"softmax", "dot-scores"},
          [] {
              return attention_case(Mat{{1.0, 0.5, -1.0, 2.0}, {0.0, 1.0, 1.0, -0.5}, {2.0, -1.0, 0.5, 0.0}},
@@ -802,6 +903,24 @@ const std::vector<UnitCase>& unit_cases() {
                  }
              return CaseResult{{{"T", Vec{1.0, 4.0}}}, actual, expected,
                                {{"causal_mask(1)", {1, 1}, 0}, {"causal_mask(4)", {4, 4}, 4}}};
+         }},
+        {"causal-mask", "both padding masks, T_q != T_k",
+         "padding_mask(T_q, T_k, L_k): -inf in the key columns j >= L_k of every row, 0 elsewhere; "
+         "padding_mask(T_q, T_k, L_q, L_k): the same plus whole rows of -inf for the padded queries i >= L_q. "
+         "Rows are queries (here 3), columns keys (here 4)",
+         {},
+         [] {
+             const Mat keys = shaped(nn::padding_mask(3, 4, 2), 3, 4, "nn::padding_mask(3, 4, 2) returned");
+             const Mat both = shaped(nn::padding_mask(3, 4, 2, 3), 3, 4, "nn::padding_mask(3, 4, 2, 3) returned");
+             Mat expected_keys = xt::zeros<double>({std::size_t{3}, std::size_t{4}}), expected_both = expected_keys;
+             for (std::size_t i = 0; i < 3; ++i)
+                 for (std::size_t j = 0; j < 4; ++j) {
+                     expected_keys(i, j) = j >= 2 ? -inf : 0.0;
+                     expected_both(i, j) = j >= 3 || i >= 2 ? -inf : 0.0;
+                 }
+             return CaseResult{{{"T_q, T_k, L_k", Vec{3.0, 4.0, 2.0}}, {"T_q, T_k, L_q, L_k", Vec{3.0, 4.0, 2.0, 3.0}}},
+                               flattened({keys, both}), flattened({expected_keys, expected_both}),
+                               parts_of({{"padding_mask(3, 4, 2)", {3, 4}}, {"padding_mask(3, 4, 2, 3)", {3, 4}}})};
          }},
         // ---- masked-softmax
         {"masked-softmax", "a fully masked row",
@@ -1119,7 +1238,8 @@ const std::vector<UnitCase>& unit_cases() {
         // ---- attention-backward
         {"attention-backward", "d_v != d_k, against central differences",
          "dQ = dS K / sqrt(d_k), dK = dS^T Q / sqrt(d_k), dV = P^T dO, with dS the softmax's backward of "
-         "dP = dO V^T; for L = sum dO * O, checked against (L(x + h) - L(x - h)) / 2h in long double",
+         "dP = dO V^T; for L = sum dO * O, checked against (L(x + h) - L(x - h)) / 2h in long double; then "
+         "the fields dP and dS themselves (the lessons read them), against their equations",
          {"softmax-backward"},
          [] {
              const Mat Q = {{0.5, -1.0, 0.3}, {1.2, 0.4, -0.7}};
@@ -1134,17 +1254,29 @@ const std::vector<UnitCase>& unit_cases() {
              const Mat dQ = central_differences([&](const Mat& X) { return attention_loss(X, K, V, G); }, Q);
              const Mat dK = central_differences([&](const Mat& X) { return attention_loss(Q, X, V, G); }, K);
              const Mat dV = central_differences([&](const Mat& X) { return attention_loss(Q, K, X, G); }, V);
+             // the intermediate gradients from their equations: dP = dO V^T, dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik)
+             const Mat dP = product(G, transpose_of(V));
+             Mat dS = xt::empty<double>({std::size_t{2}, std::size_t{3}});
+             for (std::size_t i = 0; i < 2; ++i) {
+                 long double D = 0.0L;
+                 for (std::size_t k = 0; k < 3; ++k) D += static_cast<long double>(forward.weights(i, k)) * dP(i, k);
+                 for (std::size_t j = 0; j < 3; ++j) dS(i, j) = static_cast<double>(forward.weights(i, j) * (dP(i, j) - D));
+             }
              return CaseResult{{{"Q", Q}, {"K", K}, {"V", V}, {"dO", G}},
                                flattened({shaped(g.dQ, 2, 3, "dQ is"), shaped(g.dK, 3, 3, "dK is"),
-                                          shaped(g.dV, 3, 2, "dV is")}),
-                               flattened({dQ, dK, dV}), parts_of({{"dQ", {2, 3}}, {"dK", {3, 3}}, {"dV", {3, 2}}})};
+                                          shaped(g.dV, 3, 2, "dV is"), shaped(g.dP, 2, 3, "dP is"),
+                                          shaped(g.dS, 2, 3, "dS is")}),
+                               flattened({dQ, dK, dV, dP, dS}),
+                               parts_of({{"dQ", {2, 3}}, {"dK", {3, 3}}, {"dV", {3, 2}}, {"dP = dO V^T", {2, 3}},
+                                         {"dS (the scores' gradient)", {2, 3}}})};
          },
          fd_tolerance},
         // ---- gru-step-backward
         {"gru-step-backward", "one step, against central differences",
-         "dx, dh_{t-1} (with the direct z * dh), dU_h (from r * h_{t-1}, not h_{t-1}), dW_z and db_r, each "
-         "added to what the gradients held before (here 1), for L = dh . h_t; the result is dx, dh_{t-1}, "
-         "dW_z, dU_h, db_r one after another, checked against central differences of the step in long double",
+         "dx, dh_{t-1} (with the direct z * dh), dU_h (from r * h_{t-1}, not h_{t-1}) and every other weight's "
+         "and bias's gradient, each added to what the gradients held before (here 1), for L = dh . h_t; the "
+         "result is dx, dh_{t-1}, then dW, dU, db of z, r and h one after another, checked against central "
+         "differences of the step in long double",
          {},
          [] {
              const nn::GruParams p = small_gru();
@@ -1161,9 +1293,9 @@ const std::vector<UnitCase>& unit_cases() {
              step.candidate = Vec{o(2, 0), o(2, 1)};
              step.state = Vec{o(3, 0), o(3, 1)};
              nn::GruGrads grads = nn::zero_gru_grads(p);
-             grads.dW_z += 1.0;  // "added to": what the gradients held before
-             grads.dU_h += 1.0;
-             grads.db_r += 1.0;
+             // "added to": what the gradients held before, 1 in every entry of the nine
+             for (Mat* m : {&grads.dW_z, &grads.dU_z, &grads.dW_r, &grads.dU_r, &grads.dW_h, &grads.dU_h}) *m += 1.0;
+             for (Vec* v : {&grads.db_z, &grads.db_r, &grads.db_h}) *v += 1.0;
              const nn::GruStepGrads g = nn::gru_step_backward(p, x, h, step, dh, grads);
              const Mat dx = central_differences([&](const Mat& X) { return loss(p, Vec(xt::row(X, 0)), h); }, as_row(x));
              const Mat dh_prev =
@@ -1178,34 +1310,48 @@ const std::vector<UnitCase>& unit_cases() {
                      p.*w);
                  return Mat(numeric + 1.0);
              };
-             const Mat db_r = central_differences(
-                                  [&](const Mat& X) {
-                                      nn::GruParams q = p;
-                                      q.b_r = xt::row(X, 0);
-                                      return loss(q, x, h);
-                                  },
-                                  as_row(p.b_r)) +
-                              1.0;
+             const auto bias = [&](Vec nn::GruParams::*b) {
+                 const Mat numeric = central_differences(
+                     [&](const Mat& X) {
+                         nn::GruParams q = p;
+                         q.*b = xt::row(X, 0);
+                         return loss(q, x, h);
+                     },
+                     as_row(p.*b));
+                 return Mat(numeric + 1.0);
+             };
              return CaseResult{{{"x_t", x}, {"h_{t-1}", h}, {"dL/dh_t", dh}},
                                flattened({shaped(as_row(g.dx), 1, 3, "dx (as a row) is"),
                                           shaped(as_row(g.dh_prev), 1, 2, "dh_prev (as a row) is"),
-                                          shaped(grads.dW_z, 2, 3, "dW_z is"), shaped(grads.dU_h, 2, 2, "dU_h is"),
-                                          shaped(as_row(grads.db_r), 1, 2, "db_r (as a row) is")}),
-                               flattened({dx, dh_prev, weight(&nn::GruParams::W_z), weight(&nn::GruParams::U_h), db_r}),
-                               parts_of({{"dx", {1, 3}}, {"dh_prev", {1, 2}}, {"dW_z", {2, 3}}, {"dU_h", {2, 2}},
-                                         {"db_r", {1, 2}}})};
+                                          shaped(grads.dW_z, 2, 3, "dW_z is"), shaped(grads.dU_z, 2, 2, "dU_z is"),
+                                          shaped(as_row(grads.db_z), 1, 2, "db_z (as a row) is"),
+                                          shaped(grads.dW_r, 2, 3, "dW_r is"), shaped(grads.dU_r, 2, 2, "dU_r is"),
+                                          shaped(as_row(grads.db_r), 1, 2, "db_r (as a row) is"),
+                                          shaped(grads.dW_h, 2, 3, "dW_h is"), shaped(grads.dU_h, 2, 2, "dU_h is"),
+                                          shaped(as_row(grads.db_h), 1, 2, "db_h (as a row) is")}),
+                               flattened({dx, dh_prev, weight(&nn::GruParams::W_z), weight(&nn::GruParams::U_z),
+                                          bias(&nn::GruParams::b_z), weight(&nn::GruParams::W_r),
+                                          weight(&nn::GruParams::U_r), bias(&nn::GruParams::b_r),
+                                          weight(&nn::GruParams::W_h), weight(&nn::GruParams::U_h),
+                                          bias(&nn::GruParams::b_h)}),
+                               parts_of({{"dx", {1, 3}}, {"dh_prev", {1, 2}}, {"dW_z", {2, 3}}, {"dU_z", {2, 2}},
+                                         {"db_z", {1, 2}}, {"dW_r", {2, 3}}, {"dU_r", {2, 2}}, {"db_r", {1, 2}},
+                                         {"dW_h", {2, 3}}, {"dU_h", {2, 2}}, {"db_h", {1, 2}}})};
          },
          fd_tolerance},
         // ---- adam-step
         {"adam-step", "two steps on three weights",
-         "the bias correction m / (1 - b1^t), v / (1 - b2^t), g^2 (not g) in v, and a step against the gradient",
+         "the bias correction m / (1 - b1^t), v / (1 - b2^t), g^2 (not g) in v, and a step against the gradient; "
+         "m and v as they are left for the next step (the moments themselves, not their bias-corrected m_hat "
+         "and v_hat): theta, m and v after each step",
          {},
          [] {
              const nn::AdamSettings s{0.1, 0.9, 0.999, 1e-8};
              const Mat g = {{0.5, -2.0, 0.0}, {0.25, 4.0, 0.0}};
              std::vector<double> theta = {1.0, -1.0, 0.5}, m(3, 0.0), v(3, 0.0);
              std::vector<long double> w = {1.0L, -1.0L, 0.5L}, mm(3, 0.0L), vv(3, 0.0L);
-             Mat actual = xt::empty<double>({std::size_t{2}, std::size_t{3}}), expected = actual;
+             // rows 0-1 theta after steps 1 and 2, rows 2-3 m, rows 4-5 v
+             Mat actual = xt::empty<double>({std::size_t{6}, std::size_t{3}}), expected = actual;
              long double b1 = 1.0L, b2 = 1.0L;
              for (std::size_t t = 0; t < 2; ++t) {
                  b1 *= s.beta1;
@@ -1217,12 +1363,15 @@ const std::vector<UnitCase>& unit_cases() {
                      mm[k] = s.beta1 * mm[k] + (1.0L - s.beta1) * grad[k];
                      vv[k] = s.beta2 * vv[k] + (1.0L - s.beta2) * grad[k] * grad[k];
                      w[k] -= s.learning_rate * (mm[k] / (1.0L - b1)) / (std::sqrt(vv[k] / (1.0L - b2)) + s.epsilon);
-                     actual(t, k) = theta[k];
+                     actual(t, k) = theta[k], actual(2 + t, k) = m[k], actual(4 + t, k) = v[k];
                      expected(t, k) = static_cast<double>(w[k]);
+                     expected(2 + t, k) = static_cast<double>(mm[k]), expected(4 + t, k) = static_cast<double>(vv[k]);
                  }
              }
              return CaseResult{{{"g (one row per step; lr 0.1)", g}, {"theta at the start", Vec{1.0, -1.0, 0.5}}},
-                               actual, expected};
+                               actual, expected,
+                               parts_of({{"theta (a row per step)", {2, 3}}, {"m (a row per step)", {2, 3}},
+                                         {"v (a row per step)", {2, 3}}})};
          }},
         // ---- online-softmax
         {"online-softmax", "logits of +-1e3",
@@ -1241,16 +1390,22 @@ const std::vector<UnitCase>& unit_cases() {
              return CaseResult{{{"S", S}}, nn::online_softmax_rows(S), softmax_rows_oracle(S)};
          }},
         {"online-softmax", "one entry, and ties",
-         "T = 1 (a single logit gets weight 1) and equal logits (equal weights, no rescale ever)",
+         "T = 1 (a single logit gets weight 1) and equal logits (equal weights, no rescale ever); and "
+         "online_softmax of a vector whose maximum comes last (row 3), held to the same rescale as the rows",
          {},
          [] {
              const Vec one = nn::online_softmax(Vec{-3.5});
              const Mat ties = nn::online_softmax_rows(Mat{{2.0, 2.0, 2.0, 2.0}});
-             Mat actual = xt::zeros<double>({std::size_t{2}, std::size_t{4}}), expected = actual;
+             const Vec growing = {0.5, -1.0, 3.0, 8.0};
+             const Vec late = shaped_as(nn::online_softmax(growing), Shape{4}, "nn::online_softmax(x) returned");
+             const std::vector<double> late_expected = softmax_oracle({0.5, -1.0, 3.0, 8.0});
+             Mat actual = xt::zeros<double>({std::size_t{3}, std::size_t{4}}), expected = actual;
              actual(0, 0) = one.size() == 1 ? one(0) : std::nan("");
              expected(0, 0) = 1.0;
              for (std::size_t j = 0; j < 4; ++j) actual(1, j) = ties(0, j), expected(1, j) = 0.25;
-             return CaseResult{{{"x (row 1)", Vec{-3.5}}, {"S (row 2)", Mat{{2.0, 2.0, 2.0, 2.0}}}}, actual, expected};
+             for (std::size_t j = 0; j < 4; ++j) actual(2, j) = late(j), expected(2, j) = late_expected[j];
+             return CaseResult{{{"x (row 1)", Vec{-3.5}}, {"S (row 2)", Mat{{2.0, 2.0, 2.0, 2.0}}}, {"x (row 3)", growing}},
+                               actual, expected};
          }},
         {"online-softmax", "a row of all -inf",
          "exp(m_{j-1} - m_j) while m is still -inf: exp(-inf - (-inf)) is NaN; a row of all -inf must give "
@@ -1379,11 +1534,33 @@ const std::vector<UnitCase>& unit_cases() {
              return CaseResult{{{"X", X}, {"g", g}, {"b", b}, {"eps", Vec{1e-5}}},
                                nn::layer_norm(X, g, b, 1e-5).output, layer_norm_oracle(X, g, b, 1e-5)};
          }},
+        {"layer-norm", "every field: mean, variance, inv_std, normalized",
+         "the fields that layer_norm_backward and the block's backward read besides the output: mean mu, the "
+         "biased variance sigma^2, inv_std = 1 / sqrt(sigma^2 + eps) (not sqrt(sigma^2 + eps), the standard "
+         "deviation) and normalized x^ = (x - mu) inv_std, each row's own; then the output",
+         {},
+         [] {
+             const Mat X = {{0.5, -1.5, 2.0}, {3.0, 2.5, -0.5}};
+             const Vec g = {1.2, 0.8, -0.5}, b = {0.0, 0.3, -0.1};
+             const double eps = 1e-3;
+             const nn::LayerNormResult f = nn::layer_norm(X, g, b, eps);
+             const nn::LayerNormResult want = layer_norm_forward_oracle(X, g, b, eps);
+             return CaseResult{{{"X", X}, {"g", g}, {"b", b}, {"eps", Vec{eps}}},
+                               flattened({shaped(as_row(f.mean), 1, 2, "nn::layer_norm's mean (as a row) is"),
+                                          shaped(as_row(f.variance), 1, 2, "its variance (as a row) is"),
+                                          shaped(as_row(f.inv_std), 1, 2, "its inv_std (as a row) is"),
+                                          shaped(f.normalized, 2, 3, "its normalized is"),
+                                          shaped(f.output, 2, 3, "its output is")}),
+                               flattened({as_row(want.mean), as_row(want.variance), as_row(want.inv_std),
+                                          want.normalized, want.output}),
+                               parts_of({{"mean", {1, 2}}, {"variance", {1, 2}}, {"inv_std", {1, 2}},
+                                         {"normalized", {2, 3}}, {"output", {2, 3}}})};
+         }},
         // ---- layer-norm-backward
         {"layer-norm-backward", "two rows, against central differences",
          "dx = r (dx^ - mean(dx^) - x^ mean(dx^ x^)) with dx^ = dy * g: the mean's path (-mean(dx^)) and the "
          "variance's; dg = sum_t dy_t x^_t, db = sum_t dy_t. dX, dg and db one after another, against "
-         "(L(x + h) - L(x - h)) / 2h in long double",
+         "(L(x + h) - L(x - h)) / 2h in long double, then the field dnormalized, dx^ = dy * g",
          {},
          [] {
              return layer_norm_backward_case(Mat{{1.0, -0.5, 2.0, 0.3}, {0.2, 0.9, -1.4, 0.6}}, Vec{1.2, 0.7, 1.0, 0.9},
@@ -1426,10 +1603,22 @@ const std::vector<UnitCase>& unit_cases() {
              const Mat mask = causal_oracle(3);
              return pre_ln_case(X, small_block(), &mask);
          }},
+        {"pre-ln-block", "every field of the block's result",
+         "what the block's backward and lesson 11 read besides H and Y: norm_1 (LN_1(X), every field), attention "
+         "(MHA(norm_1.output) under the mask, with every head's weights kept), norm_2 (LN_2 of residual_1, not of "
+         "X), feed_forward (FFN(norm_2.output)), residual_2 = residual_1 + feed_forward and output = residual_2; "
+         "three tokens under the causal mask, all seventeen fields one after another",
+         {"layer-norm", "multi-head"},
+         [] {
+             const Mat X = {{0.8, -1.1, 0.4, 1.5}, {-0.3, 0.6, 1.2, -0.9}, {1.0, 0.1, -0.7, 0.2}};
+             const Mat mask = causal_oracle(3);
+             return pre_ln_fields_case(X, small_block(), &mask);
+         }},
         // ---- cross-attention
         {"cross-attention", "two queries from the decoder, three keys from the encoder",
          "queries from the decoder's Y and keys and values from the encoder's H: with them swapped the result "
-         "has T_x = 3 rows, not T_y = 2, and other numbers; the weights are T_y x T_x",
+         "has T_x = 3 rows, not T_y = 2, and other numbers; the weights are T_y x T_x. Every field of the "
+         "MultiHeadResult: the output, the weights, and Concat(head_1, head_2) (the backward reads it)",
          {"multi-head"},
          [] {
              const Mat Y = {{1.0, 0.0, -1.0, 0.5}, {0.2, 0.8, 0.3, -0.4}};
@@ -1460,7 +1649,8 @@ const std::vector<UnitCase>& unit_cases() {
         {"kv-cache-step", "an empty cache, two new positions",
          "both keys and values kept in the cache, below what it held (the cache must hold 2 rows after the step); "
          "no second 1/sqrt(d_k) (the scale is already in Q); a causal mask (without one the first query reads the "
-         "second key). Here T_q = T_k, where both alignments of the mask agree",
+         "second key). Here T_q = T_k, where both alignments of the mask agree. Every field of the result: the "
+         "weights, the output, the cache's K and V, and the scores Q K^T + M (-inf where masked)",
          {"masked-softmax"},
          [] {
              const Mat Q = {{0.9, -0.4}, {0.3, 1.2}}, K = {{0.5, 1.0}, {-1.1, 0.6}};

@@ -18,7 +18,8 @@ const std::vector<Exercise>& all_exercises() {
           "Which state does z_t weigh? Here the old one: h_t = z_t * h_{t-1} +\n"
           "(1 - z_t) * h~_t. Swapping z_t and 1 - z_t is the usual mistake. Row 0\n"
           "of Z and R starts from h_0 = 0; if it matches and later rows do not,\n"
-          "the state update is where to look."}},
+          "the state update is where to look."},
+         {"nn::gru_step", "nn::check_gru_params"}},
         {"softmax", "Numerically stable softmax", "bottleneck", {"decoder"}, {"gru-step"},
          {"alpha_i = exp(e_i - m) / sum_k exp(e_k - m) with m = max_k e_k: positive\n"
           "weights that sum to 1. softmax_rows does this to each row of a matrix\n"
@@ -31,7 +32,8 @@ const std::vector<Exercise>& all_exercises() {
           "leaving out the max shift (exp(1000) = inf turns large logits into NaN\n"
           "weights: the unit case 'logits of +-1e308' catches it); and with\n"
           "xtensor 0.24, e / xt::sum(e, {1}, xt::keep_dims) in one expression\n"
-          "gives wrong numbers: evaluate the sum into a named tensor first."}},
+          "gives wrong numbers: evaluate the sum into a named tensor first."},
+         {"nn::softmax", "nn::softmax_rows"}},
         {"additive-score", "The additive (Bahdanau) score", "additive", {"scores"}, {"gru-step", "softmax"},
          {"e_ij = v^T tanh(W_q q_i + W_k k_j) (Bahdanau et al. 2015, appendix\n"
           "A.1.2): one number for each pair of query i and key j, so E is T_q x T_k.",
@@ -40,7 +42,8 @@ const std::vector<Exercise>& all_exercises() {
           "e_ij = sum_a v_a tanh(P_q(i, a) + P_k(j, a)): write both functions.",
           "The tanh goes on the sum, before v: v^T tanh(W_q q + W_k k), not\n"
           "v^T (tanh(W_q q) + tanh(W_k k)). And W_q maps a query to d_a features,\n"
-          "so with the queries in rows the projection is Q W_q^T, not Q W_q."}},
+          "so with the queries in rows the projection is Q W_q^T, not Q W_q."},
+         {"nn::additive_scores", "nn::additive_scores_projected"}},
         {"context", "Context vectors", "additive", {"context"}, {"gru-step", "softmax", "additive-score"},
          {"c_i = sum_j alpha_ij h_j (Bahdanau et al. 2015, eq. 5): row i of the\n"
           "result is the average of the rows of H weighted by row i of A.",
@@ -48,7 +51,8 @@ const std::vector<Exercise>& all_exercises() {
           "nn::matmul(weights, values, \"A H\") computes it in one line.",
           "Typical mistakes: summing over i instead of j (some notes write h_i\n"
           "inside the sum) or using A^T. Each c_i must lie between the smallest\n"
-          "and the largest h_j, coordinate by coordinate: the lesson checks that."}},
+          "and the largest h_j, coordinate by coordinate: the lesson checks that."},
+         {"nn::context_vectors"}},
         {"dot-scores", "Dot, general and scaled dot scores", "scores", {"dot", "general", "scaled"},
          {"softmax", "additive-score", "context"},
          {"Three scores of q_t against k_s: q_t^T k_s, q_t^T W k_s and\n"
@@ -61,7 +65,8 @@ const std::vector<Exercise>& all_exercises() {
           "the keys, K.shape(1).",
           "Typical mistakes: K Q^T (the transpose of the answer), dividing by d\n"
           "instead of sqrt(d), or by the square root of the number of keys\n"
-          "K.shape(0) or of the length |k| instead of the width d."}},
+          "K.shape(0) or of the length |k| instead of the width d."},
+         {"nn::dot_scores", "nn::general_scores", "nn::scaled_dot_scores"}},
         {"lin-penalty", "The Lin et al. penalty", "self-attention", {"penalty"}, {"gru-step", "softmax"},
          {"P = ||A A^T - I||_F^2 (Lin et al. 2017, eq. 8): the sum of the squares\n"
           "of all entries of A A^T - I. A is r x n, so A A^T is r x r.",
@@ -69,7 +74,8 @@ const std::vector<Exercise>& all_exercises() {
           "\"A A^T\"). Subtract 1 on the diagonal only, square every entry, sum.",
           "Typical mistakes: A^T A (n x n) instead of A A^T; subtracting 1 from\n"
           "every entry instead of the diagonal; the norm instead of its square\n"
-          "(no sqrt). One-hot rows on distinct tokens must give exactly 0."}},
+          "(no sqrt). One-hot rows on distinct tokens must give exactly 0."},
+         {"nn::redundancy_penalty"}},
         {"scaled-attention", "Scaled dot-product attention", "self-attention", {"attention", "causal"},
          {"gru-step", "softmax", "dot-scores", "lin-penalty", "causal-mask"},
          {"Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V (Vaswani et al. 2017,\n"
@@ -81,7 +87,8 @@ const std::vector<Exercise>& all_exercises() {
           "Typical mistakes: forgetting 1/sqrt(d_k), or dividing by sqrt(d_v) or\n"
           "by the number of keys; the softmax down the columns; applying the mask\n"
           "after the softmax (rows no longer sum to 1). If only M_causal differs,\n"
-          "the mask itself is wrong: that is exercise causal-mask."}},
+          "the mask itself is wrong: that is exercise causal-mask."},
+         {"nn::scaled_dot_product_attention", "nn::softmax", "nn::softmax_rows", "nn::dot_scores", "nn::general_scores", "nn::scaled_dot_scores", "nn::causal_mask", "nn::padding_mask"}},
         {"causal-mask", "The causal and padding masks", "self-attention", {"causal", "padding"},
          {"gru-step", "softmax", "dot-scores", "lin-penalty", "scaled-attention"},
          {"A mask holds 0 where query i may look at key j and -inf where not\n"
@@ -93,7 +100,8 @@ const std::vector<Exercise>& all_exercises() {
           "Typical mistakes: an off-by-one that also masks the diagonal (j >= i:\n"
           "the first row is then all -inf and its output 0); the transpose (-inf\n"
           "below the diagonal); a large negative number such as -1e9 instead of\n"
-          "-inf, which the golden file tells apart."}},
+          "-inf, which the golden file tells apart."},
+         {"nn::causal_mask", "nn::padding_mask"}},
         {"positional", "Sinusoidal positional encoding", "self-attention", {"positions"},
          {"gru-step", "softmax", "dot-scores", "lin-penalty", "scaled-attention", "causal-mask"},
          {"PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(the same\n"
@@ -102,7 +110,8 @@ const std::vector<Exercise>& all_exercises() {
           "column 2i and its cosine in column 2i + 1. Row 0 is [0, 1, 0, 1, ...].",
           "Typical mistakes: the exponent i/d instead of 2i/d (with i the pair);\n"
           "the exponent 2c/d with c the column, so the cosine gets its own angle;\n"
-          "integer division in 2 * i / d (always 0); sin and cos swapped."}},
+          "integer division in 2 * i / d (always 0); sin and cos swapped."},
+         {"nn::sinusoidal_encoding"}},
         {"unrolled-weights", "The unrolled GRU weights", "gru-to-attention", {"unroll"}, {"gru-step"},
          {"h_t = u_t * h_{t-1} + (1 - u_t) * h~_t, unrolled down to h_0: h~_i enters\n"
           "once with 1 - u_i, then every later step multiplies it by its u_j.\n"
@@ -113,7 +122,8 @@ const std::vector<Exercise>& all_exercises() {
           "Typical mistakes: the product from j = i instead of i + 1 (the step's\n"
           "own gate counted twice); starting at j = 1 for every i, as a popular\n"
           "write-up does; forgetting h_0's column. Lesson 5's step [wrong-range]\n"
-          "shows both wrong forms."}},
+          "shows both wrong forms."},
+         {"nn::unrolled_weights"}},
         {"masked-softmax", "Masked softmax", "gru-to-attention", {"free-weights"},
          {"gru-step", "softmax", "dot-scores", "scaled-attention", "causal-mask", "unrolled-weights"},
          {"A = softmax_j(S_ij + M_ij), row by row: the mask goes into the scores,\n"
@@ -123,7 +133,8 @@ const std::vector<Exercise>& all_exercises() {
           "get weight exactly 0 and the others still sum to 1.",
           "Typical mistakes: the softmax first and the masked weights set to 0\n"
           "after (rows sum to less than 1; lesson 4's step [wrong-way] shows it);\n"
-          "multiplying by the mask instead of adding it (0 * -inf is NaN)."}},
+          "multiplying by the mask instead of adding it (0 * -inf is NaN)."},
+         {"nn::masked_softmax", "nn::softmax", "nn::softmax_rows"}},
         {"heads", "Splitting and merging heads", "multi-head", {"batched", "concat"},
          {"softmax", "dot-scores", "scaled-attention", "multi-head"},
          {"split_heads: T x d_model -> h x T x d_k, head i gets columns\n"
@@ -134,7 +145,8 @@ const std::vector<Exercise>& all_exercises() {
           "the other, and the lesson checks merge_heads(split_heads(Q)) = Q.",
           "Typical mistakes: splitting along the rows (tokens) instead of the\n"
           "columns (features); interleaving, column c to head c % h, as a plain\n"
-          "reshape of the wrong axis order does; d_model / h mixed up with h."}},
+          "reshape of the wrong axis order does; d_model / h mixed up with h."},
+         {"nn::split_heads", "nn::merge_heads"}},
         {"multi-head", "Multi-head attention", "multi-head", {"concat", "one-head", "causal"},
          {"softmax", "dot-scores", "scaled-attention", "heads", "causal-mask"},
          {"MultiHead = Concat(head_1, ..., head_h) W^O, head_i = Attention(X_q\n"
@@ -145,7 +157,8 @@ const std::vector<Exercise>& all_exercises() {
           "each row, times V_i. Merge the heads, then multiply by W_O.",
           "Typical mistakes: dividing by sqrt(d_model) instead of sqrt(d_k) (the\n"
           "head's width); forgetting W^O; adding the mask after the softmax;\n"
-          "not filling weights (h x T_q x T_k) when keep is HeadWeights::keep."}},
+          "not filling weights (h x T_q x T_k) when keep is HeadWeights::keep."},
+         {"nn::multi_head_attention", "nn::split_heads", "nn::merge_heads", "nn::softmax", "nn::softmax_rows", "nn::dot_scores", "nn::scaled_dot_scores", "nn::scaled_dot_product_attention", "nn::causal_mask"}},
         {"softmax-backward", "The softmax backward, and its Jacobian", "backprop", {"softmax-backward"},
          {"softmax", "dot-scores", "scaled-attention", "causal-mask", "attention-backward"},
          {"p = softmax(s): J = diag(p) - p p^T, J_jk = dp_j / ds_k. For a loss\n"
@@ -158,7 +171,8 @@ const std::vector<Exercise>& all_exercises() {
           "Typical mistakes: dropping the -p p^T term (dS = P * dP, which lesson\n"
           "8's step [finite-differences] shows missing by far); summing D down a\n"
           "column instead of along the row; -0 instead of 0 at masked entries\n"
-          "(P * (dP - D) is -0 when dP - D < 0)."}},
+          "(P * (dP - D) is -0 when dP - D < 0)."},
+         {"nn::softmax_rows_backward", "nn::softmax_jacobian"}},
         {"attention-backward", "The backward of scaled dot-product attention", "backprop", {"attention-backward"},
          {"softmax", "dot-scores", "scaled-attention", "causal-mask", "softmax-backward"},
          {"With O = P V, P = softmax(S + M), S = Q K^T / sqrt(d_k): dV = P^T dO,\n"
@@ -169,7 +183,8 @@ const std::vector<Exercise>& all_exercises() {
           "mask is a constant: its effect is already in P, so it needs nothing.",
           "Typical mistakes: P dO instead of P^T dO for dV; dividing by sqrt(d_v)\n"
           "(the lesson has d_v = 3, d_k = 4, so it shows); forgetting the scale\n"
-          "on one of dQ, dK; dS Q instead of dS^T Q for the keys."}},
+          "on one of dQ, dK; dS Q instead of dS^T Q for the keys."},
+         {"nn::scaled_dot_product_attention_backward", "nn::softmax_rows_backward", "nn::softmax_jacobian"}},
         {"gru-step-backward", "One GRU step backwards", "backprop", {"gru-backward"},
          {"gru-step", "softmax", "dot-scores", "scaled-attention", "causal-mask", "masked-softmax", "additive-score",
           "softmax-backward", "attention-backward"},
@@ -182,7 +197,8 @@ const std::vector<Exercise>& all_exercises() {
           "r and h, where U_h multiplies r * h_prev.",
           "dh_prev collects four roads: z * dh directly, and through U_z, U_r\n"
           "and, scaled by r, U_h. Typical mistakes: forgetting the direct z * dh;\n"
-          "h_prev instead of r * h_prev in dU_h; assigning instead of adding."}},
+          "h_prev instead of r * h_prev in dU_h; assigning instead of adding."},
+         {"nn::gru_step_backward", "nn::gru_step", "nn::check_gru_params"}},
         {"adam-step", "One step of the Adam optimizer", "learning-to-align",
          {"adam"},
          {},
@@ -195,7 +211,8 @@ const std::vector<Exercise>& all_exercises() {
           "Typical mistakes: g instead of g^2 in v; forgetting the bias\n"
           "correction (the first step is then about 3x too large: m/sqrt(v) =\n"
           "0.1 g / sqrt(0.001 g^2) = 3.16 instead of 1); eps inside the sqrt;\n"
-          "adding the step instead of subtracting it (the loss rises)."}},
+          "adding the step instead of subtracting it (the loss rises)."},
+         {"nn::adam_step"}},
         {"online-softmax", "The online softmax", "online-softmax", {"online", "edges"},
          {"softmax", "dot-scores", "scaled-attention"},
          {"m_j = max(m_{j-1}, x_j), l_j = l_{j-1} exp(m_{j-1} - m_j) + exp(x_j - m_j)\n"
@@ -208,7 +225,8 @@ const std::vector<Exercise>& all_exercises() {
           "While every entry so far is -inf, m is -inf and exp(-inf - (-inf)) is\n"
           "NaN: add nothing until a finite entry arrives, and give a row that is\n"
           "-inf everywhere zeros. Use portable::exp as the reference does:\n"
-          "std::exp passes within tolerance, but not always to the bit."}},
+          "std::exp passes within tolerance, but not always to the bit."},
+         {"nn::online_normalizer_steps", "nn::online_softmax", "nn::online_softmax_rows"}},
         {"flash-backward-tile", "One tile of FlashAttention's backward pass", "online-softmax",
          {"backward-tiles", "backward-causal"},
          {"softmax", "dot-scores", "scaled-attention", "causal-mask", "softmax-backward", "attention-backward",
@@ -224,7 +242,8 @@ const std::vector<Exercise>& all_exercises() {
           "Typical mistakes: dP - D written D - dP (every gradient of Q and K\n"
           "flips sign); forgetting D (dS = P * dP); under the causal flag,\n"
           "comparing the tile's own indices (c <= a) instead of the positions\n"
-          "first_key + c <= first_query + a, which is wrong off the diagonal."}},
+          "first_key + c <= first_query + a, which is wrong off the diagonal."},
+         {"nn::flash_backward_tile", "nn::softmax_rows_backward"}},
         {"layer-norm", "Layer normalisation", "transformer-block", {"layer-norm"}, {"layer-norm-backward"},
          {"Ba et al. 2016, eqs. 3-4, for each row t (one token) on its own:\n"
           "mu = (1/d) sum_j x_j, sigma^2 = (1/d) sum_j (x_j - mu)^2,\n"
@@ -235,7 +254,8 @@ const std::vector<Exercise>& all_exercises() {
           "Typical mistakes: dividing the variance by d - 1 (the unbiased\n"
           "estimate; the normalised rows then have variance (d - 1) / d);\n"
           "eps outside the root, (x - mu) / (sigma + eps), which differs where\n"
-          "sigma^2 is near eps (step [layer-norm]'s last row); columns for rows."}},
+          "sigma^2 is near eps (step [layer-norm]'s last row); columns for rows."},
+         {"nn::layer_norm"}},
         {"layer-norm-backward", "The layer norm's backward pass", "transformer-block", {"layer-norm-backward"},
          {"layer-norm"},
          {"Through y = g * x^ + b first: dx^ = dy * g, dg = sum over rows of\n"
@@ -247,7 +267,8 @@ const std::vector<Exercise>& all_exercises() {
           "Typical mistakes: dropping the mean's path -mean(dx^) (each row of dx\n"
           "must sum to 0, and the lesson checks it); dropping the variance's path;\n"
           "forgetting the gain in dx^; assigning dg and db per row instead of\n"
-          "summing them over the rows."}},
+          "summing them over the rows."},
+         {"nn::layer_norm_backward", "nn::layer_norm"}},
         {"pre-ln-block", "One pre-LN Transformer block", "transformer-block", {"block"},
          {"layer-norm", "layer-norm-backward", "positional", "multi-head", "softmax-backward", "attention-backward"},
          {"Two sub-layers, each x + Sublayer(LN(x)) (Xiong et al. 2020): H = X +\n"
@@ -259,7 +280,8 @@ const std::vector<Exercise>& all_exercises() {
           "Typical mistakes: post-LN wiring, LN(x + Sublayer(x)), which\n"
           "normalises the stream itself; adding the branch to LN(x) instead of\n"
           "to x; a missing residual (Y = FFN(...)). With W^O = 0 and W_2 = 0 the\n"
-          "block must return X exactly."}},
+          "block must return X exactly."},
+         {"nn::pre_ln_block", "nn::layer_norm", "nn::multi_head_attention", "nn::position_wise_feed_forward"}},
         {"cross-attention", "Cross-attention", "transformer",
          {"cross-attention", "gradients"},
          {"softmax", "causal-mask", "positional", "multi-head", "softmax-backward", "attention-backward",
@@ -272,7 +294,8 @@ const std::vector<Exercise>& all_exercises() {
           "are not square.",
           "Typical mistakes: Y and H swapped (the keys from the decoder: T_x rows\n"
           "come out); a causal mask, which hides the later source words from the\n"
-          "early target words (the source is known whole: no mask here)."}},
+          "early target words (the source is known whole: no mask here)."},
+         {"nn::cross_attention", "nn::multi_head_attention"}},
         {"warmup-schedule", "The warm-up learning rate", "transformer",
          {"schedule"},
          {"cross-attention"},
@@ -283,7 +306,8 @@ const std::vector<Exercise>& all_exercises() {
           "throw std::invalid_argument for a 0.",
           "Typical mistakes: counting the steps from 0 (the first rate is 0 and\n"
           "the peak moves); max instead of min; pow() where sqrt does (pow's\n"
-          "last bit is the library's, and training amplifies it)."}},
+          "last bit is the library's, and training amplifies it)."},
+         {"nn::warmup_learning_rate"}},
         {"kv-cache-step", "Attention with a key-value cache", "decoding",
          {"cache", "mask"},
          {"gru-step", "softmax", "additive-score", "context", "causal-mask", "positional", "masked-softmax",
@@ -298,7 +322,8 @@ const std::vector<Exercise>& all_exercises() {
           "Typical mistakes: the mask of T_q = T_k cut to T_q rows (aligned to\n"
           "the top left: a new query then reads only the first keys); dividing\n"
           "by sqrt(d_k) a second time; forgetting to keep K_new and V_new in\n"
-          "the cache, or putting them above the old rows."}},
+          "the cache, or putting them above the old rows."},
+         {"nn::kv_cache_step", "nn::masked_softmax", "nn::softmax", "nn::softmax_rows"}},
         {"beam-step", "One step of beam search", "decoding",
          {"beam"},
          {"gru-step", "softmax", "additive-score", "context", "causal-mask", "positional", "masked-softmax",
@@ -313,7 +338,8 @@ const std::vector<Exercise>& all_exercises() {
           "Typical mistakes: ranking by the new word's log-probability alone;\n"
           "keeping the best k of each hypothesis instead of all together;\n"
           "extending a finished hypothesis; multiplying probabilities (they\n"
-          "underflow to 0 and every candidate ties)."}},
+          "underflow to 0 and every candidate ties)."},
+         {"nn::beam_step"}},
         {"bleu", "Corpus-level BLEU", "decoding",
          {"bleu"},
          {"gru-step", "softmax", "additive-score", "context", "causal-mask", "positional", "masked-softmax",
@@ -329,9 +355,64 @@ const std::vector<Exercise>& all_exercises() {
           "Typical mistakes: unclipped counts (a word repeated matches every time);\n"
           "exp(1 - c/r) instead of exp(1 - r/c) (it rises above 1); the mean of\n"
           "the sentences' BLEU instead of the corpus's sums; (p_1 + .. + p_4) / 4\n"
-          "instead of exp of the mean of the logs; log 0 when a p_n is 0 (BLEU 0)."}},
+          "instead of exp of the mean of the logs; log 0 when a p_n is 0 (BLEU 0)."},
+         {"nn::bleu"}},
     };
     return exercises;
+}
+
+const std::vector<std::string>& helper_functions() {
+    // No helper computes an exercise's answer: products, transposes, sums, maxima, rows and columns,
+    // zeros and ones, concatenation, shapes (nn/linalg.hpp, nn/reductions.hpp, core/tensor.hpp), and
+    // running a function on every row on the threads (nn/kernels.hpp).
+    static const std::vector<std::string> helpers = {
+        "nn::matmul", "nn::matvec", "nn::matvec_transposed", "nn::add_outer_product", "nn::transposed",
+        "nn::head_width", "nn::gather_rows", "nn::ascending_indices", "nn::descending_indices", "nn::sum_of",
+        "nn::row_sums", "nn::column_sums", "nn::last_axis_sums", "nn::dot", "nn::norm_of", "nn::max_of",
+        "nn::min_of", "nn::max_abs_of", "nn::row_maxima", "nn::column_maxima", "nn::column_minima",
+        "nn::row_max_abs_differences", "nn::row_of", "nn::column_of", "nn::entries_of", "nn::rows_of",
+        "nn::columns_of", "nn::slice_of", "nn::set_row", "nn::set_column", "nn::set_entries", "nn::set_rows",
+        "nn::set_columns", "nn::set_slice", "nn::add_to_row", "nn::add_scaled_to_row", "nn::zeros", "nn::ones",
+        "nn::identity", "nn::concatenated", "nn::concatenated_rows", "shape_string", "expect_shape",
+        "max_abs_difference", "rows_are_distributions",
+        // nn/kernels.hpp: rows dealt to the threads, and which copy of the row kernels runs
+        "nn::for_each_row", "nn::kernel_path"};
+    return helpers;
+}
+
+std::vector<std::string> forbidden_calls(const Exercise& x, const std::string& nm_output) {
+    std::vector<std::string> out;
+    std::size_t at = 0;
+    while (at < nm_output.size()) {
+        const std::size_t end = std::min(nm_output.find('\n', at), nm_output.size());
+        std::string line = nm_output.substr(at, end - at);
+        at = end + 1;
+        // "                 U attn::nn::fast_attention(...)": an undefined symbol of namespace attn (a type's
+        // vtable or typeinfo, "vtable for attn::ShapeError", is no call)
+        const std::size_t u = line.find(" U ");
+        if (u == std::string::npos || line.compare(u + 3, 6, "attn::") != 0) continue;
+        std::string name = line.substr(u + 9);
+        std::size_t cut = name.size();  // the name alone: no parameters, template arguments or ABI tag
+        for (const char c : {'(', '<', '['}) cut = std::min(cut, name.find(c));
+        name = name.substr(0, cut);
+        const auto listed = [&](const std::vector<std::string>& names) {
+            return std::find(names.begin(), names.end(), name) != names.end();
+        };
+        if (name.empty() || listed(helper_functions()) || listed(x.may_call) || listed(out)) continue;
+        out.push_back(name);
+    }
+    return out;
+}
+
+std::string forbidden_calls_message(const Exercise& x, const std::vector<std::string>& calls) {
+    std::string names;
+    for (std::size_t i = 0; i < calls.size(); ++i)
+        names += (i == 0 ? "" : i + 1 == calls.size() ? " and " : ", ") + calls[i];
+    std::string allowed;
+    for (const auto& f : x.may_call) allowed += (allowed.empty() ? "" : ", ") + f;
+    return exercise_file(x) + " calls " + names + ", which exercise " + x.id + " may not use: a function of attn that is not on its list could "
+           "compute the exercise's own answer (it may call " + allowed +
+           ", the helpers of nn/linalg.hpp and nn/reductions.hpp, std:: and xtensor)";
 }
 
 const Exercise* find_exercise(const std::string& id) {

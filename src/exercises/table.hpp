@@ -28,7 +28,26 @@ struct Exercise {
     // passed yet; this one waits for it while its unit cases do not all pass.
     std::vector<std::string> uses;
     std::vector<std::string> hints;  // from "which equation" to "what typically goes wrong"; lines of <= 74 columns
+    // The functions of attn (besides helper_functions()) that the exercise's file may call, "nn::softmax_rows":
+    // its own, and those of the exercises it may build on. Any other function of namespace attn is refused,
+    // so that no engine function computing the exercise's answer (nn::fast_attention for scaled-attention)
+    // can stand in for the student's code (issue 40). std:: and xtensor are always allowed.
+    std::vector<std::string> may_call = {};
 };
+
+// The helpers every exercise's file may call: the matrix and reduction helpers of nn/linalg.hpp and
+// nn/reductions.hpp, the shape helpers of core/tensor.hpp ("nn::matmul", "expect_shape"), and
+// nn::for_each_row and nn::kernel_path of nn/kernels.hpp.
+const std::vector<std::string>& helper_functions();
+
+// The functions of namespace attn that the object of exercise `x`'s file calls (its undefined
+// symbols, as `nm -u -C` lists them in `nm_output`) and that `x` may not call, each once, in the
+// order listed, without "attn::" and without their parameters ("nn::fast_attention").
+std::vector<std::string> forbidden_calls(const Exercise& x, const std::string& nm_output);
+
+// What a student is told: "scaled_attention.cpp calls nn::fast_attention, which exercise
+// scaled-attention may not use: ...".
+std::string forbidden_calls_message(const Exercise& x, const std::vector<std::string>& calls);
 
 // Every exercise, in the order a student meets them in the lessons.
 const std::vector<Exercise>& all_exercises();
