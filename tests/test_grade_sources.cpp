@@ -201,6 +201,37 @@ TEST_CASE("grade --sources builds and checks every student in a sandbox of their
     CHECK(!fs::exists(c.dir / "alice" / "attn-graded"));
 }
 
+// Issue 40, 5c: a folder with nothing in it is said once, on standard error, and its feedback is one
+// line: not every exercise's message and hint.
+TEST_CASE("grade --sources: an empty folder gets one warning and a one-line feedback file", "[grade_sources]") {
+    Class c;
+    fs::create_directories(c.dir / "erin");
+    c.write("frank", "notes.txt", "I did not get to it\n");
+    const Result r = run_attn("grade --sources " + c.q("erin") + " " + c.q("frank") + " --out " + c.q("report"));
+    if (r.output.find("none can be created") != std::string::npos) {
+        WARN("skipped: no sandbox can be created here");
+        return;
+    }
+    CHECK(r.code == 1);
+    const auto count = [&](const std::string& text) {
+        std::size_t n = 0;
+        for (auto at = r.output.find(text); at != std::string::npos; at = r.output.find(text, at + 1)) ++n;
+        return n;
+    };
+    CHECK(count("warning") == 2);
+    CHECK(count("erin is empty: nothing handed in, every exercise is missing") == 1);
+    CHECK(count("frank holds no exercise file: nothing handed in, every exercise is missing") == 1);
+    for (const char* student : {"erin", "frank"}) {
+        const std::string feedback = read_file(c.dir / "report.feedback" / (std::string(student) + ".md"));
+        CHECK(feedback == fmt::format("{}: nothing was handed in for any of the {} exercises graded, 0 of {} points.\n",
+                                      student, all_exercises().size(), [] {
+                                          std::size_t points = 0;
+                                          for (const auto& x : all_exercises()) points += unit_case_names(x.id).size() + 1;
+                                          return points;
+                                      }()));
+    }
+}
+
 TEST_CASE("grade --sources refuses what it cannot do, clearly", "[grade_sources]") {
     Class c;
     c.write("alice", "softmax.cpp", softmax_with(""));
