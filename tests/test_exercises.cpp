@@ -539,6 +539,19 @@ TEST_CASE("attn-student watch checks, then rebuilds and checks again when a file
     CHECK(reference.code == 2);
 }
 
+// Issue 40, 5e: watch rebuilds by itself, so its checks do not tell the student to rebuild.
+TEST_CASE("attn-student watch does not tell the student to rebuild; check alone does", "[exercises]") {
+    const fs::path student = env("ATTN_STUDENT_BIN");
+    const Result alone = run(student, "check softmax");
+    CHECK(alone.code == 1);
+    CHECK_THAT(alone.output, Catch::Contains("After editing, rebuild and check again:"));
+    const Result watched = run(student, "watch softmax --runs 1");
+    INFO(watched.output);
+    CHECK(watched.code == 1);
+    CHECK_THAT(watched.output, Catch::Contains("exercise softmax is not done yet"));
+    CHECK_THAT(watched.output, !Catch::Contains("rebuild and check again"));
+}
+
 TEST_CASE("attn-student watch follows the first unfinished exercise, and clears a terminal's screen", "[exercises]") {
     const fs::path student = env("ATTN_STUDENT_BIN");
     const fs::path file = fs::path(env("ATTN_SOURCE_DIR")) / "lessons/exercises/gru_step.cpp";
@@ -714,6 +727,26 @@ TEST_CASE("hint shows the hints one at a time, then repeats the last", "[exercis
         CHECK_THAT(r.output, Catch::Contains("hint 1 of"));
     }
     CHECK(run(program, "hint nope").code == 2);
+    fs::remove(record);
+}
+
+// Issue 40, 5d: check's hint counter follows the hints already read with `hint`, not "hint 1" always.
+TEST_CASE("check shows the hint the student has reached", "[exercises]") {
+    const fs::path program = env("ATTN_WRONG_SOFTMAX_BIN");  // its softmax fails its first unit case
+    const fs::path record = program.parent_path() / "attn-wrong-softmax-hints.json";
+    fs::remove(record);
+    const auto& hints = find_exercise("softmax")->hints;
+    REQUIRE(hints.size() == 3);
+    for (std::size_t read = 0; read <= hints.size(); ++read) {
+        if (read > 0) REQUIRE(run(program, "hint softmax").code == 0);
+        const std::size_t shown = std::max<std::size_t>(read, 1);
+        const Result r = run(program, "check softmax");
+        INFO("hints read: " << read << "\n" << r.output);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Catch::Contains("hint " + std::to_string(shown) + " of 3:\n        " +
+                                             hints[shown - 1].substr(0, 40)));
+        CHECK((r.output.find("more: ") != std::string::npos) == (shown < 3));
+    }
     fs::remove(record);
 }
 
