@@ -768,6 +768,10 @@ TEST_CASE("the programs say who they are, and stop cleanly at a starter", "[exer
         const Result list = run(gru, "list");
         CHECK(list.code == 1);
         CHECK_THAT(list.output, Catch::Contains("? = the lesson stops early"));
+        // as README says: '?' where a lesson stops, the count where it runs through (lesson 3: no GRU)
+        CHECK_THAT(list.output, Catch::Contains(" 1  bottleneck             ?  "));
+        CHECK_THAT(list.output, Catch::Contains(" 3  scores                12  "));
+        CHECK_THAT(list.output, Catch::Contains("bottleneck: stopped early, in or after step 3 'encoder': " + not_done));
         const fs::path out = fs::temp_directory_path() / "attn_exercises_export";
         const Result exported = run(gru, "export 1 --out '" + out.string() + "'");
         CHECK(exported.code == 1);
