@@ -370,7 +370,9 @@ void record_layer_norm_backward(Trace& trace, Rng& rng, const NormProblem& n) {
     const NumericNormGrads numeric = numeric_norm_grads(n, G);
     const Mat identities = jacobian_identities(n.r, g, n.p.eps);
     const double tol = norm_fd_tolerance(n.r, absolute_terms(G, n.r.output), G, n.p.gain);
-    const double slip = nn::gradient_error(without_mean_path(n.r, g), numeric.dX);
+    const Mat without_mean = without_mean_path(n.r, g);
+    const double slip = nn::gradient_error(without_mean, numeric.dX);
+    const double slip_absolute = nn::max_abs_of(Mat(without_mean - numeric.dX));
     trace.step("layer-norm-backward", "The layer norm's backward pass",
                "dx^ = dy * g,  dx = (dx^ - mean_j(dx^) - x^ mean_j(dx^ * x^)) / sqrt(sigma^2 + eps)",
                fmt::format(
@@ -379,8 +381,9 @@ void record_layer_norm_backward(Trace& trace, Rng& rng, const NormProblem& n) {
                    "r depend on every x_k of the row. The direct path gives r dx^_j; the mean's, since dmu/dx_k "
                    "= 1/d, gives -r mean(dx^); the variance's, since dr/dx_k = -r^3 (x_k - mu) / d, gives -r x^_j "
                    "mean(dx^ x^). Forget the mean's path and the gradient is off by r mean(dx^) in every entry: "
-                   "{:.2g} here against central differences (dX_without_mean), where the full form is within "
-                   "{:.1e}.\n"
+                   "against central differences (dX_without_mean), by up to {:.3g} here, and by {:.2g} in the "
+                   "measure of the checks below, the error relative to the gradient, |dx - numeric| / max(1, "
+                   "|numeric|), where the full form is within {:.1e}.\n"
                    "Two identities follow. Moving every x_j of a row by the same amount changes nothing (step "
                    "[layer-norm]), so the gradient has no component along (1, ..., 1): each row of dx sums to 0. "
                    "Stretching a row about its mean, x -> mu + (1 + a)(x - mu), would change nothing either "
@@ -391,14 +394,13 @@ void record_layer_norm_backward(Trace& trace, Rng& rng, const NormProblem& n) {
                    "about h^2 / 6 times the third derivative, and each derivative of x^ brings a factor r, {:.0f} "
                    "there (dX is differenced at the centred rows x - mu, the same gradient, so that the nudges of "
                    "h = 1e-6 are not lost in the rounding of a row's offset).",
-                   slip, nn::gradient_error(g.dX, numeric.dX), tol, nn::max_of(n.r.inv_std)));
+                   slip_absolute, slip, nn::gradient_error(g.dX, numeric.dX), tol, nn::max_of(n.r.inv_std)));
     trace.tensor("G", "dL/dY", G, tokens(T));
     trace.tensor("dx_hat", "dY * g", g.dnormalized, tokens(T));
     trace.tensor("dX", "r (dx^ - mean(dx^) - x^ mean(dx^ x^))", g.dX, tokens(T));
     trace.tensor("dX_numeric", "central differences, h = 1e-6", numeric.dX, tokens(T))
         .foreign_tolerance(tol, tol, central_difference_noise());
-    trace.tensor("dX_without_mean", "r (dx^ - x^ mean(dx^ x^)): the mean's path forgotten", without_mean_path(n.r, g),
-                 tokens(T));
+    trace.tensor("dX_without_mean", "r (dx^ - x^ mean(dx^ x^)): the mean's path forgotten", without_mean, tokens(T));
     trace.tensor("dg", "sum_t dy_t * x^_t", g.dgain);
     trace.tensor("db", "sum_t dy_t", g.dbias);
     const double scale = nn::max_abs_of(g.dnormalized) * nn::max_of(n.r.inv_std) * as_double(d);
@@ -1015,6 +1017,17 @@ double hoeffding_excess(const Mat& mean, const Mat& S, double p, std::size_t n) 
     return std::max(0.0, worst);
 }
 
+// The smallest and largest a / b over the entries where b is not 0.
+std::pair<double, double> ratio_range(const Mat& a, const Mat& b) {
+    double low = std::numeric_limits<double>::infinity(), high = -low;
+    for (std::size_t k = 0; k < a.size(); ++k)
+        if (b.data()[k] != 0.0) {
+            low = std::min(low, a.data()[k] / b.data()[k]);
+            high = std::max(high, a.data()[k] / b.data()[k]);
+        }
+    return {low, high};
+}
+
 // Step [dropout]: inverted dropout on a sub-layer's output and on attention weights.
 void record_dropout(Trace& trace, Rng& rng, const nn::BlockForward& block, double p, std::size_t n) {
     const Mat& S = block.feed_forward;
@@ -1023,6 +1036,7 @@ void record_dropout(Trace& trace, Rng& rng, const nn::BlockForward& block, doubl
     const Mat keep = keep_mask(rng, T, S.shape(1), p), keep_A = keep_mask(rng, T, T, p);
     const Mat dropped = nn::inverted_dropout(S, keep, p), dropped_A = nn::inverted_dropout(A, keep_A, p);
     const DropoutMeans means = mean_over_masks(rng, S, p, n);
+    const auto ratios = ratio_range(means.unscaled, S);
     trace.step("dropout", "Dropout, where a Transformer applies it",
                "y = x * m / (1 - p),  m_ij = 1 with probability 1 - p, else 0;  E[y] = x",
                fmt::format(
@@ -1038,9 +1052,10 @@ void record_dropout(Trace& trace, Rng& rng, const nn::BlockForward& block, doubl
                    "the masks are drawn from the lesson's seed. The mean of {1} masked copies of the network's "
                    "output lies within Hoeffding's bound of the output (|x| / (1 - p) sqrt(ln(2 N / delta) / 2n) "
                    "per entry, delta = 1e-9 over all N entries at once); without the 1 / (1 - p) the mean is "
-                   "(1 - p) x instead, {2:.3f} times the output on average here. One mask on head 1's weights: a "
-                   "row of dropped weights no longer sums to 1, only on average.",
-                   p, n, inner(means.unscaled, S) / inner(S, S)));
+                   "(1 - p) x instead: here {2:.3f} x, c = <mean, x> / <x, x> being the factor that fits the mean "
+                   "best as c x by least squares (entry by entry, mean / x runs from {3:.3f} to {4:.3f}). One mask "
+                   "on head 1's weights: a row of dropped weights no longer sums to 1, only on average.",
+                   p, n, inner(means.unscaled, S) / inner(S, S), ratios.first, ratios.second));
     trace.tensor("S", "FFN output of step [block]'s pre-LN block, before the residual add", S, tokens(T));
     trace.tensor("m", "one keep mask", keep, tokens(T));
     trace.tensor("S_dropped", "S * m / (1 - p)", dropped, tokens(T));

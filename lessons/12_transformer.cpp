@@ -209,6 +209,18 @@ Mat cross_attention_by_heads(const Mat& Y, const Mat& H, const nn::MultiHeadPara
     return nn::matmul(concat, p.W_O, "Concat W^O");
 }
 
+// How many of t_y queries a causal mask over t_x keys hides the last key from: aligned to the top
+// left (key j hidden from query i when j > i) and to the bottom right (j > i + t_x - t_y, as lesson
+// 13's cache aligns it), for t_x >= t_y.
+std::pair<std::size_t, std::size_t> hidden_last_key(std::size_t t_y, std::size_t t_x) {
+    std::size_t top_left = 0, bottom_right = 0;
+    for (std::size_t i = 0; i < t_y; ++i) {
+        top_left += t_x - 1 > i ? 1 : 0;
+        bottom_right += t_x - 1 > i + (t_x - t_y) ? 1 : 0;
+    }
+    return {top_left, bottom_right};
+}
+
 // Step [cross-attention]: the first decoder block of the untrained Transformer on "pick up the red
 // box" -> "lal dibba uthao".
 void record_cross_attention(Trace& trace, const nn::EncoderDecoder& m, const Pair& pickup) {
@@ -218,6 +230,7 @@ void record_cross_attention(Trace& trace, const nn::EncoderDecoder& m, const Pai
     const nn::DecoderBlockForward f =
         nn::decoder_block(nn::transformer_inputs(m.E_tgt, in), H, m.decoder[0], m.heads, nn::causal_mask(in.size()));
     const Mat by_heads = cross_attention_by_heads(f.norm_2.output, H, m.decoder[0].cross_attention, m.heads);
+    const auto hidden = hidden_last_key(in.size(), pickup.src.size());
     trace.step("cross-attention", "Cross-attention: the decoder asks, the encoder answers",
                "CrossAttention(Y, H) = Concat(head_1..head_h) W^O,  head_i = softmax((Y W_i^Q)(H W_i^K)^T / sqrt(d_k)) "
                "H W_i^V",
@@ -230,9 +243,12 @@ void record_cross_attention(Trace& trace, const nn::EncoderDecoder& m, const Pai
                    "source is known whole; only the decoder's self-attention hides the future. Shown: the first "
                    "decoder block of the untrained Transformer, its queries LN_2 of the target stream of "
                    "\"<sos> lal dibba uthao\", its keys and values the encoder's output on \"pick up the red box\"; "
-                   "head 1's weights are near-flat at initialisation. A causal mask here would zero every weight "
-                   "above the diagonal (j > i), hiding 'box' from every word but the last.",
-                   in.size(), pickup.src.size()));
+                   "head 1's weights are near-flat at initialisation. A causal mask here would hide source words "
+                   "for no reason, and which ones depends on where it is aligned: aligned to the top left (key j "
+                   "hidden from query i when j > i) it hides '{}', the last source word, from {} of the {} target "
+                   "positions; aligned to the bottom right (j > i + T_x - T_y, as lesson 13's cache aligns it) "
+                   "from {} of them.",
+                   in.size(), pickup.src.size(), pickup_src.back(), hidden.first, in.size(), hidden.second));
     trace.tensor("H", "the encoder's output, keys and values come from it", H, pickup_src);
     trace.tensor("weights_head1", "softmax(Q_1 K_1^T / sqrt(d_k))", nn::slice_of(f.cross.weights, 0),
                  {"<sos>", "lal", "dibba", "uthao"}, pickup_src, View::heatmap)

@@ -7,7 +7,7 @@
 namespace attn {
 
 LessonRun run_lesson(const Lesson& lesson, Trace prepared, bool catch_errors) {
-    LessonRun run{std::move(prepared), "", ""};
+    LessonRun run{std::move(prepared), "", "", ""};
     const Config config = run.trace.config();
     try {
         lesson.fn(run.trace, config);
@@ -17,6 +17,7 @@ LessonRun run_lesson(const Lesson& lesson, Trace prepared, bool catch_errors) {
         throw;
     } catch (const ExerciseNotDone& e) {
         run.not_done = e.exercise;
+        run.not_done_function = e.function;
         run.error = e.what();
     } catch (const std::exception& e) {
         if (!catch_errors) throw;

@@ -13,6 +13,7 @@ namespace attn {
 struct LessonRun {
     Trace trace;           // the steps recorded; when stopped, the last one may be incomplete
     std::string not_done;  // the id of the exercise whose starter stopped it, if one did
+    std::string not_done_function;  // the function of that starter which stopped it ("softmax_rows")
     std::string error;     // why it stopped ("" when it ran to the end)
 
     bool stopped() const { return !error.empty(); }

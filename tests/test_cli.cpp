@@ -384,6 +384,16 @@ TEST_CASE("compare reports what is wrong with a submission", "[cli][compare]") {
     }
 }
 
+// Issue 40, 5b: the folder of feedback files is written beside the reports; --help says so.
+TEST_CASE("grade --help names every file the report writes, the feedback folder too", "[cli][grade]") {
+    const Result r = run_attn("grade --help");
+    CHECK(r.code == 0);
+    for (const char* file : {"OUT.csv", "OUT.long.csv", "OUT.json", "OUT.feedback/<student>.md"}) {
+        INFO(file);
+        CHECK_THAT(r.output, Catch::Contains(file));
+    }
+}
+
 TEST_CASE("grade writes one row per student and exercise, whatever the submissions hold", "[cli][grade]") {
     Scratch s;
     const Trace golden = read_golden(std::string(ATTN_GOLDEN_DIR) + "/01_bottleneck.json");

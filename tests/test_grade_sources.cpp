@@ -201,6 +201,65 @@ TEST_CASE("grade --sources builds and checks every student in a sandbox of their
     CHECK(!fs::exists(c.dir / "alice" / "attn-graded"));
 }
 
+// Issue 40, 5a: softmax_rows written and softmax left as the starter's: the row, observed in the
+// sandbox through the starter's weak object, names the function still to write.
+TEST_CASE("grade --sources: a not-finished exercise names the function still to write", "[grade_sources]") {
+    Class c;
+    std::ifstream row_file(source_dir() + "/tests/fixtures/student_softmax_row.inc");
+    const std::string row((std::istreambuf_iterator<char>(row_file)), std::istreambuf_iterator<char>());
+    c.write("gina", "softmax.cpp",
+            "#include \"nn/softmax.hpp\"\n#include \"core/portable_math.hpp\"\n#include \"exercises/not_done.hpp\"\n"
+            "#include <algorithm>\n#include <cmath>\n#include <limits>\n" + row +
+            "namespace attn::nn {\n"
+            "Vec softmax(const Vec&) { throw ExerciseNotDone(\"softmax\"); }\n"
+            "Mat softmax_rows(const Mat& logits) {\n"
+            "    const std::size_t rows = logits.shape(0), cols = logits.shape(1);\n"
+            "    Mat out = xt::empty<double>({rows, cols});\n"
+            "    for (std::size_t r = 0; r < rows; ++r) student_softmax_row(logits.data() + r * cols, out.data() + r * cols, cols);\n"
+            "    return out;\n}\n}  // namespace attn::nn\n");
+    const Result r = run_attn("grade --sources " + c.q("gina") + " --exercise softmax --out " + c.q("report"));
+    if (r.output.find("none can be created") != std::string::npos) {
+        WARN("skipped: no sandbox can be created here");
+        return;
+    }
+    INFO(r.output);
+    CHECK(r.code == 1);
+    const std::string report = read_file(c.dir / "report.long.csv");
+    INFO(report);
+    CHECK_THAT(report, Catch::Contains(",fail,") && Catch::Contains("not finished: nn::softmax is not written yet"));
+}
+
+// Issue 40, 5c: a folder with nothing in it is said once, on standard error, and its feedback is one
+// line: not every exercise's message and hint.
+TEST_CASE("grade --sources: an empty folder gets one warning and a one-line feedback file", "[grade_sources]") {
+    Class c;
+    fs::create_directories(c.dir / "erin");
+    c.write("frank", "notes.txt", "I did not get to it\n");
+    const Result r = run_attn("grade --sources " + c.q("erin") + " " + c.q("frank") + " --out " + c.q("report"));
+    if (r.output.find("none can be created") != std::string::npos) {
+        WARN("skipped: no sandbox can be created here");
+        return;
+    }
+    CHECK(r.code == 1);
+    const auto count = [&](const std::string& text) {
+        std::size_t n = 0;
+        for (auto at = r.output.find(text); at != std::string::npos; at = r.output.find(text, at + 1)) ++n;
+        return n;
+    };
+    CHECK(count("warning") == 2);
+    CHECK(count("erin is empty: nothing handed in, every exercise is missing") == 1);
+    CHECK(count("frank holds no exercise file: nothing handed in, every exercise is missing") == 1);
+    for (const char* student : {"erin", "frank"}) {
+        const std::string feedback = read_file(c.dir / "report.feedback" / (std::string(student) + ".md"));
+        CHECK(feedback == fmt::format("{}: nothing was handed in for any of the {} exercises graded, 0 of {} points.\n",
+                                      student, all_exercises().size(), [] {
+                                          std::size_t points = 0;
+                                          for (const auto& x : all_exercises()) points += unit_case_names(x.id).size() + 1;
+                                          return points;
+                                      }()));
+    }
+}
+
 TEST_CASE("grade --sources refuses what it cannot do, clearly", "[grade_sources]") {
     Class c;
     c.write("alice", "softmax.cpp", softmax_with(""));

@@ -369,6 +369,20 @@ TEST_CASE("sandbox: the wall-clock limit", "[sandbox]") {
     CHECK(seconds_since(start) < 20);  // not the command's 30 s
 }
 
+// Issue 40, 5g: bwrap's "Can't fork" is the process limit of the sandbox's user (as root, nobody,
+// shared by every grader), not user namespaces that may be off.
+TEST_CASE("sandbox: bwrap's Can't fork is said as the sandbox user's process limit", "[sandbox]") {
+    const std::string fork = bwrap_failure("bwrap: Can't fork: Resource temporarily unavailable");
+    CHECK_THAT(fork, Catch::StartsWith("the process limit of the sandbox's user was reached (bwrap: Can't fork: "
+                                       "Resource temporarily unavailable)"));
+    CHECK_THAT(fork, Catch::Contains("run by root") && Catch::Contains("nobody") && Catch::Contains("--jobs"));
+    CHECK_THAT(fork, !Catch::Contains("namespace"));
+    CHECK(bwrap_could_not_fork(fork));
+    const std::string other = "bwrap: Can't find source path /nonexistent/attn-test-path: No such file or directory";
+    CHECK(bwrap_failure(other) == other);
+    CHECK_FALSE(bwrap_could_not_fork(other));
+}
+
 TEST_CASE("sandbox: bwrap's own failure is said, not run", "[sandbox]") {
     if (!sandbox_here()) return;
     Folder folder;

@@ -248,7 +248,7 @@ TEST_CASE("lesson 9's export-only data replays its training to the bit", "[train
     // nor does what a student's lesson run reports from the sandbox of attn grade --sources: only
     // what the comparison reads
     ExerciseObservations seen;
-    seen.lessons["learning-to-align"] = LessonRun{t, "", ""};
+    seen.lessons["learning-to-align"] = LessonRun{t, "", "", ""};
     const ExerciseObservations back = parse_observations(observations_json(seen));
     const Trace& observed = back.lessons.at("learning-to-align").trace;
     CHECK(to_golden_json(observed) == golden);

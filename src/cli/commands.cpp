@@ -733,9 +733,27 @@ bool holds_exercise_file(const std::filesystem::path& dir) {
     });
 }
 
+// One warning for a folder of sources that holds no exercise file: its exercise files one folder
+// down (hand in that folder), or none at all (an empty folder, or other files only).
+void warn_about_no_exercise_file(const std::filesystem::path& dir) {
+    std::error_code ec;
+    bool empty = true;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+        empty = false;
+        if (e.is_directory(ec) && !e.is_symlink(ec) && holds_exercise_file(e.path())) {
+            fmt::print(stderr, "attn: warning: {} holds no exercise file, but {} does: hand in that folder "
+                               "(graded as it is, every exercise is missing)\n",
+                       printable_utf8(dir.string()), printable_utf8(e.path().string()));
+            return;
+        }
+    }
+    fmt::print(stderr, "attn: warning: {} {}: nothing handed in, every exercise is missing\n",
+               printable_utf8(dir.string()), empty ? "is empty" : "holds no exercise file");
+}
+
 // Drops what is not a student's folder (a stray file beside them, said so) and warns about folders
-// that look handed in wrong: exercise files one folder down, or .cpp files graded from numbers.
-// False (after saying so) when nothing is left to grade.
+// that look handed in wrong: no exercise file (none at all, or one folder down), or .cpp files
+// graded from numbers. False (after saying so) when nothing is left to grade.
 bool submissions_to_grade(GradeOptions& o) {
     std::vector<std::filesystem::path> kept;
     for (const auto& dir : o.submissions) {
@@ -747,12 +765,7 @@ bool submissions_to_grade(GradeOptions& o) {
         }
         kept.push_back(dir);
         if (!std::filesystem::is_directory(status)) continue;  // its rows say what is wrong
-        if (o.sources && !holds_exercise_file(dir))
-            for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-                if (e.is_directory(ec) && !e.is_symlink(ec) && holds_exercise_file(e.path()))
-                    fmt::print(stderr, "attn: warning: {} holds no exercise file, but {} does: hand in that folder "
-                                       "(graded as it is, every exercise is missing)\n",
-                               printable_utf8(dir.string()), printable_utf8(e.path().string()));
+        if (o.sources && !holds_exercise_file(dir)) warn_about_no_exercise_file(dir);
         if (!o.sources && holds_file_ending(dir, ".cpp"))
             fmt::print(stderr, "attn: warning: {} holds .cpp files, which grading from numbers does not read: add "
                                "--sources to build and check them\n",

@@ -259,6 +259,13 @@ std::string file_name_for(const std::string& student, std::set<std::string>& tak
 std::string feedback_text(const std::vector<GradeRow>& rows, std::size_t first, std::size_t count,
                           const nlohmann::ordered_json& meta) {
     const auto [points, max_points] = points_of(rows, first, count);
+    // nothing handed in: one line, not every exercise's message and hint
+    if (std::all_of(rows.begin() + static_cast<std::ptrdiff_t>(first),
+                    rows.begin() + static_cast<std::ptrdiff_t>(first + count),
+                    [](const GradeRow& r) { return r.result == "missing"; }))
+        return fmt::format("{}: nothing was handed in for {} graded, 0 of {} points.\n", rows[first].student,
+                           count == 1 ? "the exercise" : fmt::format("any of the {} exercises", count),
+                           points_text(max_points));
     std::string out = fmt::format("# Feedback for {}\n\nGraded by attn {} on {}: {} of {} points.\n\n",
                                   rows[first].student, ATTN_VERSION, meta["date"].get<std::string>(),
                                   points_text(points), points_text(max_points));

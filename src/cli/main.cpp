@@ -184,7 +184,8 @@ int run_main(int argc, char** argv) {
     grade.golden_dir = ATTN_GOLDEN_DIR;
     auto* grade_cmd = app.add_subcommand("grade", "Grade many submissions (one folder per student) into CSV and JSON");
     grade_cmd->add_option("submissions", grade.submissions, "One directory per student")->required();
-    grade_cmd->add_option("--out", grade.out, "Report path without extension: writes OUT.csv, OUT.long.csv and OUT.json")
+    grade_cmd->add_option("--out", grade.out, "Report path without extension: writes OUT.csv, OUT.long.csv, OUT.json, and "
+                          "OUT.feedback/<student>.md, one file per student to hand back")
         ->required();
     grade_cmd->add_option("--rtol", grade.tolerance.rtol, "Relative tolerance (default 1e-9)");
     grade_cmd->add_option("--atol", grade.tolerance.atol, "Absolute tolerance (default 1e-12)");

@@ -701,7 +701,7 @@ private:
             if (code == 1 && !killing_ && result_.err.rfind("bwrap:", 0) == 0) {
                 std::string message = result_.err.substr(0, 300);
                 while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-                result_.error = printable_utf8(message);
+                result_.error = bwrap_failure(printable_utf8(message));
                 return;
             }
             // bwrap passes on a signal that ended the command as 128 + its number
@@ -799,6 +799,16 @@ SandboxResult run_sandboxed(const SandboxCommand& command) {
     return run.go(*bwrap);
 }
 
+bool bwrap_could_not_fork(const std::string& message) { return message.find("Can't fork") != std::string::npos; }
+
+std::string bwrap_failure(const std::string& message) {
+    if (!bwrap_could_not_fork(message)) return message;
+    return fmt::format("the process limit of the sandbox's user was reached ({}): every process of that user "
+                       "counts, and every attn grade run by root runs its sandboxes as the same user, nobody; "
+                       "grade with fewer --jobs, or fewer graders at once",
+                       message);
+}
+
 std::optional<std::string> sandbox_unavailable() {
     if (!find_on_path("bwrap")) return std::string("bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)");
     char pattern[] = "/tmp/attn-sandbox-probe.XXXXXX";
@@ -817,7 +827,9 @@ std::optional<std::string> sandbox_unavailable() {
         const SandboxResult r = run_sandboxed(probe);
         // inside a container or a chroot, user namespaces are often off (kernel.unprivileged_userns_clone,
         // user.max_user_namespaces) or bwrap may not mount /proc
-        if (!r.ran)
+        if (!r.ran && bwrap_could_not_fork(r.error))
+            why = fmt::format("bwrap cannot create a sandbox here{} now: {}", as, r.error);
+        else if (!r.ran)
             why = fmt::format("bwrap cannot create a sandbox here{} ({}); inside a container or a chroot, user "
                               "namespaces are often disabled: check user.max_user_namespaces, or grade on the "
                               "host",

@@ -60,6 +60,13 @@ struct SandboxResult {
     std::string error;          // why it did not run; said by attn, never read from a file
 };
 
+// bwrap's own failure, its message on stderr ("bwrap: ..."), as attn reports it. "Can't fork" is
+// the process limit of the sandbox's user (RLIMIT_NPROC counts every process of that user, and every
+// attn grade run by root runs its sandboxes as the same user, nobody), not a sandbox that cannot be
+// made: said so, not put down to user namespaces.
+std::string bwrap_failure(const std::string& message);
+bool bwrap_could_not_fork(const std::string& message);
+
 // Why no sandbox can be created here (bwrap missing, user namespaces disabled, the sandbox user
 // unable to create one), or nothing when one can: tried once, with a trivial command.
 std::optional<std::string> sandbox_unavailable();

@@ -1808,6 +1808,7 @@ UnitOutcome outcome_of_exception() {
     } catch (const ExerciseNotDone& e) {
         o.kind = UnitOutcome::Kind::not_done;
         o.text = e.exercise;
+        o.function = e.function;
     } catch (const WrongShape& e) {
         o.kind = UnitOutcome::Kind::wrong_shape;
         o.text = e.what();
@@ -1842,7 +1843,10 @@ void judge_case(UnitCheck& check, const UnitCase& c, const UnitOutcome& o, const
             check.report = case_report(c, shown, d, used);
             break;
         }
-        case UnitOutcome::Kind::not_done: check.not_done = o.text; return;
+        case UnitOutcome::Kind::not_done:
+            check.not_done = o.text;
+            check.not_done_function = o.function;
+            return;
         case UnitOutcome::Kind::out_of_memory:
             check.out_of_memory = true;
             check.report = fmt::format("unit case '{}' of exercise {}: the function ran out of memory "
@@ -1875,7 +1879,7 @@ UnitCheck check_unit_cases(const std::string& id, const Tolerance& tol) {
         }
         try {
             const CaseResult r = c.run();
-            judge_case(check, c, UnitOutcome{UnitOutcome::Kind::value, r.actual, ""}, &r, tol);
+            judge_case(check, c, UnitOutcome{UnitOutcome::Kind::value, r.actual, "", ""}, &r, tol);
         } catch (...) {
             judge_case(check, c, outcome_of_exception(), nullptr, tol);
         }
@@ -1888,7 +1892,7 @@ std::vector<UnitOutcome> observe_unit_cases(const std::string& id) {
     for (const auto& c : unit_cases()) {
         if (c.exercise != id) continue;
         try {
-            out.push_back(UnitOutcome{UnitOutcome::Kind::value, c.run().actual, ""});
+            out.push_back(UnitOutcome{UnitOutcome::Kind::value, c.run().actual, "", ""});
         } catch (...) {
             out.push_back(outcome_of_exception());
         }
@@ -1901,7 +1905,7 @@ UnitCheck judge_unit_cases(const std::string& id, const std::vector<UnitOutcome>
     std::size_t i = 0;
     for (const auto& c : unit_cases()) {
         if (c.exercise != id) continue;
-        UnitOutcome o{UnitOutcome::Kind::threw, {}, "the program ended before this case gave a result"};
+        UnitOutcome o{UnitOutcome::Kind::threw, {}, "the program ended before this case gave a result", ""};
         if (i < observed.size()) o = observed[i];
         ++i;
         if (!check.failed_case.empty() || !check.not_done.empty()) {

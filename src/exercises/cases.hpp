@@ -18,6 +18,7 @@ struct UnitCheck {
     std::size_t cases = 0;      // the exercise's unit cases (0: it has none yet)
     std::size_t passed = 0;     // of them, passed before the first that did not
     std::string not_done;       // an exercise not done yet stopped a case: its id (this one or one it calls)
+    std::string not_done_function;  // and the function of it that did ("softmax_rows")
     std::string failed_case;    // the name of the case that failed ("" when none did)
     std::vector<std::string> calls;  // the exercises whose functions the failed case's code may call
     std::string report;         // the failed case: what it catches, its inputs, expected and actual values
@@ -37,6 +38,7 @@ struct UnitOutcome {
     // not_done: the exercise that is not done; threw: the exception's message; wrong_shape: which
     // result had which shape, and the shape expected ("nn::dot_scores(Q, K) returned [3, 2], expected [2, 3]")
     std::string text;
+    std::string function;  // not_done: the function that threw ("softmax_rows"; "" when unknown)
 };
 
 // Runs every unit case of exercise `id` with the functions linked into this program, in order.

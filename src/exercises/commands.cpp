@@ -292,9 +292,30 @@ std::string mark(ExerciseState state) {
     return "";
 }
 
+// The record of hints shown, or an empty one when there is none or it is unreadable.
+nlohmann::json read_hint_record(const std::filesystem::path& file) {
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) return nlohmann::json::object();
+    try {
+        nlohmann::json record = nlohmann::json::parse(read_file_bytes(file, "hint record"));
+        if (record.is_object()) return record;
+    } catch (const std::exception&) {
+        // reported below, like a record of the wrong shape
+    }
+    fmt::print(stderr, "{}: {} is not a record of hints shown; starting the hints over\n", this_program().name,
+               file.string());
+    return nlohmann::json::object();
+}
+
+std::size_t hints_shown(const nlohmann::json& record, const std::string& id) {
+    const auto found = record.find(id);
+    return found != record.end() && found->is_number_unsigned() ? found->get<std::size_t>() : 0;
+}
+
 // What a student needs beside a failure: where, the numbers, expected and actual side by side
-// for small tensors, and the first hint.
-std::string failure_details(const ExerciseStatus& s, const Tolerance& tol) {
+// for small tensors, and the hint reached: the last one `attn-student hint` showed (the first when
+// none was asked for), so that the counter agrees with the hints already read.
+std::string failure_details(const ExerciseStatus& s, const Tolerance& tol, const nlohmann::json& hints_read) {
     const Exercise& x = *s.exercise;
     std::string out = fmt::format("edit {}\n{}", file_to_edit(x), s.message);
     if (!out.empty() && out.back() != '\n') out += "\n";
@@ -307,8 +328,9 @@ std::string failure_details(const ExerciseStatus& s, const Tolerance& tol) {
         out += fmt::format("  '{}' {}:\n{}", m.name, shape_string(shape_of(m.expected)), table);
         ++shown;
     }
-    out += fmt::format("hint 1 of {}:\n{}", x.hints.size(), indented(x.hints.front(), 2));
-    if (x.hints.size() > 1) out += fmt::format("more: {} hint {}\n", program_command(), x.id);
+    const std::size_t hint = std::clamp<std::size_t>(hints_shown(hints_read, x.id), 1, x.hints.size());
+    out += fmt::format("hint {} of {}:\n{}", hint, x.hints.size(), indented(x.hints[hint - 1], 2));
+    if (hint < x.hints.size()) out += fmt::format("more: {} hint {}\n", program_command(), x.id);
     return out;
 }
 
@@ -317,11 +339,12 @@ void print_check_text(const std::vector<ExerciseStatus>& statuses, const Toleran
     fmt::print("{} check · exercise files in {}\n\n", p.name, shown_path(p.exercises_dir));
     std::size_t width = 0;
     for (const auto& s : statuses) width = std::max(width, s.exercise->id.size());
+    const nlohmann::json hints_read = read_hint_record(hint_record());
     for (const auto& s : statuses) {
         fmt::print("{:<5} {}  {}\n", mark(s.state), pad(s.exercise->id, width), describe(s));
         switch (s.state) {
             case ExerciseState::diverges:
-            case ExerciseState::error: fmt::print("{}", indented(failure_details(s, tol), 6)); break;
+            case ExerciseState::error: fmt::print("{}", indented(failure_details(s, tol, hints_read), 6)); break;
             case ExerciseState::not_started:
             case ExerciseState::not_finished:
             case ExerciseState::golden_problem: fmt::print("{}", indented(s.message, 6)); break;
@@ -331,7 +354,10 @@ void print_check_text(const std::vector<ExerciseStatus>& statuses, const Toleran
     }
     const std::size_t passed = count_state(statuses, ExerciseState::passed);
     fmt::print("\n{} of {} exercises passed.\n", passed, statuses.size());
-    if (passed < statuses.size()) fmt::print("After editing, rebuild and check again:\n  {}\n", rebuild_command());
+    // under watch (which sets ATTN_UNDER_WATCH for its checks) a save rebuilds and checks by itself
+    const char* watched = std::getenv("ATTN_UNDER_WATCH");
+    if (passed < statuses.size() && !(watched && *watched))
+        fmt::print("After editing, rebuild and check again:\n  {}\n", rebuild_command());
 }
 
 void print_check_json(const std::vector<ExerciseStatus>& statuses, const Tolerance& tol) {
@@ -364,26 +390,6 @@ void print_check_json(const std::vector<ExerciseStatus>& statuses, const Toleran
                                         {"total", statuses.size()},
                                         {"exercises", list}};
     fmt::print("{}\n", doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
-}
-
-// The record of hints shown, or an empty one when there is none or it is unreadable.
-nlohmann::json read_hint_record(const std::filesystem::path& file) {
-    std::error_code ec;
-    if (!std::filesystem::exists(file, ec)) return nlohmann::json::object();
-    try {
-        nlohmann::json record = nlohmann::json::parse(read_file_bytes(file, "hint record"));
-        if (record.is_object()) return record;
-    } catch (const std::exception&) {
-        // reported below, like a record of the wrong shape
-    }
-    fmt::print(stderr, "{}: {} is not a record of hints shown; starting the hints over\n", this_program().name,
-               file.string());
-    return nlohmann::json::object();
-}
-
-std::size_t hints_shown(const nlohmann::json& record, const std::string& id) {
-    const auto found = record.find(id);
-    return found != record.end() && found->is_number_unsigned() ? found->get<std::size_t>() : 0;
 }
 
 // ---------------------------------------------------------------- instructor check
@@ -788,6 +794,7 @@ int cmd_watch(const ExerciseOptions& o, std::size_t runs) {
     const bool follow = o.exercises.empty();
     const auto record = p.build_dir / "attn-student-watch.json";
     if (follow) ::setenv("ATTN_WATCH_RECORD", record.c_str(), 1);
+    ::setenv("ATTN_UNDER_WATCH", "1", 1);  // its checks leave out "rebuild and check again"
     std::map<std::string, std::pair<std::string, std::string>> known;  // id -> state, root when blocked
     std::string focus;
     const bool terminal = ::isatty(STDOUT_FILENO) == 1;

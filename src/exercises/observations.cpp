@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -50,6 +51,18 @@ std::string text_field(const json& object, const char* name, const std::string& 
     return field(object, name, json::value_t::string, where).get<std::string>();
 }
 
+// The function of a starter that stopped a case or a lesson: a C++ name, at most 64 bytes, or ""
+// (a student's program may say anything; only a name is shown).
+std::string function_field(const json& object, const char* name, const std::string& where) {
+    const std::string f = text_field(object, name, where);
+    const bool is_name = f.size() <= 64 && (f.empty() || !std::isdigit(static_cast<unsigned char>(f[0]))) &&
+                         std::all_of(f.begin(), f.end(), [](char c) {
+                             return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                         });
+    if (!is_name) wrong(fmt::format("\"{}\" of {} is not the name of a function", name, where));
+    return f;
+}
+
 double number_of(const json& x, const std::string& where) {
     if (x.is_number()) return x.get<double>();
     if (x.is_string()) {
@@ -92,6 +105,7 @@ UnitOutcome outcome_of(const json& o, const std::string& where) {
         out.kind = UnitOutcome::Kind::not_done;
         out.text = text_field(o, "exercise", where);
         if (!find_exercise(out.text)) wrong(where + " names an exercise that does not exist");
+        out.function = function_field(o, "function", where);
     } else if (kind == "out_of_memory") {
         out.kind = UnitOutcome::Kind::out_of_memory;
     } else if (kind == "threw" || kind == "wrong_shape") {
@@ -138,6 +152,7 @@ LessonRun run_of(const json& r, const Lesson& lesson) {
     if (run.trace.lesson() != lesson.slug) wrong(where + " holds the trace of another lesson");
     run.not_done = text_field(r, "not_done", where);
     if (!run.not_done.empty() && !find_exercise(run.not_done)) wrong(where + " names an exercise that does not exist");
+    run.not_done_function = function_field(r, "not_done_function", where);
     run.error = printable_utf8(text_field(r, "error", where).substr(0, max_text_bytes));
     return run;
 }
@@ -151,7 +166,9 @@ std::string observations_json(const ExerciseObservations& seen) {
         for (const auto& o : outcomes) {
             switch (o.kind) {
                 case UnitOutcome::Kind::value: list.push_back({{"kind", "value"}, {"actual", tensor_json(o.actual)}}); break;
-                case UnitOutcome::Kind::not_done: list.push_back({{"kind", "not_done"}, {"exercise", o.text}}); break;
+                case UnitOutcome::Kind::not_done:
+                    list.push_back({{"kind", "not_done"}, {"exercise", o.text}, {"function", o.function}});
+                    break;
                 case UnitOutcome::Kind::out_of_memory: list.push_back({{"kind", "out_of_memory"}}); break;
                 case UnitOutcome::Kind::threw: list.push_back({{"kind", "threw"}, {"message", o.text}}); break;
                 case UnitOutcome::Kind::wrong_shape: list.push_back({{"kind", "wrong_shape"}, {"message", o.text}}); break;
@@ -163,7 +180,7 @@ std::string observations_json(const ExerciseObservations& seen) {
     // corpus and weights) would only swell the report towards its size limit
     for (const auto& [slug, run] : seen.lessons)
         lessons[slug] = {{"trace", to_golden_json(run.trace.for_golden())}, {"not_done", run.not_done},
-                         {"error", run.error}};
+                         {"not_done_function", run.not_done_function}, {"error", run.error}};
     const json out = {{"format", "attn-observations"}, {"version", format_version}, {"unit", unit}, {"lessons", lessons}};
     // invalid UTF-8 in a message (an exception's text) is replaced, not a reason to fail
     return out.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -180,6 +180,7 @@ ExerciseStatus stopped_early(ExerciseStatus s, const Exercise& x, const LessonRu
                              const std::vector<std::string>& blockers, const std::filesystem::path& exercises_dir) {
     if (run.not_done == x.id) {
         s.state = steps_done(x, done) > 0 ? ExerciseState::not_finished : ExerciseState::not_started;
+        s.missing_function = run.not_done_function;
         s.message = not_done_message(x.id, exercises_dir);
         return s;
     }
@@ -216,6 +217,7 @@ bool decided_by_unit_cases(ExerciseStatus& s, const Exercise& x, const std::vect
     s.unit_cases_passed = unit.passed;
     if (unit.not_done == x.id) {
         s.state = unit.passed > 0 ? ExerciseState::not_finished : ExerciseState::not_started;
+        s.missing_function = unit.not_done_function;
         s.message = not_done_message(x.id, exercises_dir);
         return true;
     }
@@ -399,7 +401,7 @@ std::vector<ExerciseStatus> judge_exercises(const ExerciseObservations& seen, co
         [&](const Lesson& lesson, std::size_t) {
             const auto found = seen.lessons.find(lesson.slug);
             if (found != seen.lessons.end()) return found->second;
-            LessonRun missing{Trace(lesson.slug, lesson.defaults), "", "the program ended before it ran this lesson"};
+            LessonRun missing{Trace(lesson.slug, lesson.defaults), "", "", "the program ended before it ran this lesson"};
             return missing;
         });
 }
@@ -410,7 +412,10 @@ std::string describe(const ExerciseStatus& s) {
     switch (s.state) {
         case ExerciseState::passed: return "passed";
         case ExerciseState::not_started: return "not started";
-        case ExerciseState::not_finished: return "not finished";
+        case ExerciseState::not_finished:
+            // the function still the starter's; the others of the exercise are written
+            return s.missing_function.empty() ? "not finished"
+                                              : "not finished: nn::" + s.missing_function + " is not written yet";
         case ExerciseState::blocked: {
             std::string unmet;
             for (const auto& id : s.unmet) unmet += (unmet.empty() ? "" : ", ") + id;

@@ -44,6 +44,7 @@ struct ExerciseStatus {
     std::string unit_case;    // diverges: the unit case that failed (exercises/cases.hpp), before any lesson ran
     std::string step;         // diverges: the first step that differs; error: the last step recorded
     std::size_t step_number = 0, step_count = 0;  // that step's place in the lesson, 1-based
+    std::string missing_function;  // not started, not finished: the function of its starter that stopped it
     std::string message;  // not done: the not-done message; diverges: the mismatch report; error, golden_problem: why
     std::vector<TensorMismatch> mismatches;  // diverges: the differing tensors of `step`
     // Points, one per unit case passed (cases run in order and stop at the first that fails) and
