@@ -454,4 +454,26 @@ TEST_CASE("grade --sources: a file that calls the engine's answer gets 0 points,
                             Catch::Contains(", which exercise flash-backward-tile may not use"));
 }
 
+
+TEST_CASE("grade --sources: 27 right answers written from the equations get full points", "[grade_sources]") {
+    Class c;
+    if (run_attn("grade --sources /nonexistent --out " + c.q("probe")).output.find("none can be created") !=
+        std::string::npos) {
+        WARN("skipped: no sandbox can be created here");
+        return;
+    }
+    fs::create_directories(c.dir / "ada");
+    for (const auto& entry : fs::directory_iterator(source_dir() + "/tests/fixtures/from_equations"))
+        if (entry.path().extension() == ".cpp") fs::copy_file(entry.path(), c.dir / "ada" / entry.path().filename());
+    const Result r = run_attn("grade --sources " + c.q("ada") + " --cpu-limit 600 --out " + c.q("report"));
+    INFO(r.output);
+    const std::string details = read_file(c.dir / "report.long.csv");
+    INFO(details);
+    CHECK(r.code == 0);
+    const auto report = nlohmann::json::parse(read_file(c.dir / "report.json"));
+    const auto& ada = report.at("students").at(0);
+    CHECK(ada.at("points") == ada.at("max_points"));
+    CHECK(ada.at("passed") == all_exercises().size());
+}
+
 }  // namespace test_grade_sources
