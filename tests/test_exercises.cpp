@@ -981,4 +981,22 @@ TEST_CASE("27 right answers written from the equations pass every exercise: a ri
     CHECK(exact.code == 1);
 }
 
+
+TEST_CASE("attn-student check refuses a file that calls the engine's answer, naming the call", "[exercises]") {
+    // tests/fixtures/forbidden_call/scaled_attention.cpp: right scores and weights, the output from
+    // nn::fast_attention. Its numbers match; the call is what fails it, with no point.
+    const Result r = run(env("ATTN_FORBIDDEN_CALL_BIN"), "check scaled-attention --format json", false);
+    INFO(r.output);
+    CHECK(r.code == 1);
+    const auto doc = nlohmann::json::parse(r.output);
+    const auto& row = doc.at("exercises").at(0);
+    CHECK(row.at("id") == "scaled-attention");
+    CHECK(row.at("status") == "diverges");
+    CHECK_THAT(row.at("message").get<std::string>(),
+               Catch::StartsWith("scaled_attention.cpp calls nn::fast_attention, which exercise scaled-attention may "
+                                 "not use"));
+    const Result text = run(env("ATTN_FORBIDDEN_CALL_BIN"), "check scaled-attention");
+    CHECK_THAT(text.output, Catch::Contains("FAIL  scaled-attention  calls nn::fast_attention, which it may not use"));
+}
+
 }  // namespace test_exercises

@@ -33,7 +33,8 @@ std::map<std::string, std::set<std::string>> id_lists(const char* const* items) 
 const Program& this_program() {
     static const Program program{program_record.name,       program_record.exercise_build,
                                  program_record.exercises_dir, program_record.source_dir,
-                                 program_record.build_dir,  id_lists(program_record.alone_references)};
+                                 program_record.build_dir,  id_lists(program_record.alone_references),
+                                 program_record.exercise_library};
     return program;
 }
 

@@ -12,6 +12,7 @@ struct ProgramRecord {
     const char* exercises_dir;
     const char* source_dir;
     const char* build_dir;
+    const char* exercise_library;  // the static library holding its exercised functions ("" for the reference)
     // GradeKit's lists, each ended by a null pointer
     const char* const* kit_compiler;
     const char* const* kit_compile;

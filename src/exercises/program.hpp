@@ -22,6 +22,9 @@ struct Program {
     // per exercise, the exercises whose references attn-alone-<id> links (meson.build builds it with
     // their references and every other exercise's starter); <id> itself included
     std::map<std::string, std::set<std::string>> alone_references;
+    // the static library holding its exercised functions, whose objects' calls `check` lists (empty
+    // for the reference)
+    std::filesystem::path exercise_library;
 };
 
 const Program& this_program();

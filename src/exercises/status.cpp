@@ -423,6 +423,8 @@ std::string describe(const ExerciseStatus& s) {
                                s.unit_cases_passed, s.unit_cases);
         }
         case ExerciseState::diverges:
+            if (!s.refused_calls.empty())
+                return fmt::format("calls {}, which it may not use", fmt::join(s.refused_calls, ", "));
             if (!s.unit_case.empty()) return "fails its unit case '" + s.unit_case + "'";
             return s.step.empty() ? "diverges in " + where
                                   : fmt::format("diverges at step {}/{} '{}' of {}", s.step_number, s.step_count,

@@ -42,6 +42,7 @@ struct ExerciseStatus {
     std::string root;         // blocked: where the chain of blocked exercises ends, the one to fix first
     std::vector<std::string> unmet;  // blocked: every exercise it depends on that has not passed
     std::string unit_case;    // diverges: the unit case that failed (exercises/cases.hpp), before any lesson ran
+    std::vector<std::string> refused_calls;  // diverges: functions of attn its file calls and may not (issue 40)
     std::string step;         // diverges: the first step that differs; error: the last step recorded
     std::size_t step_number = 0, step_count = 0;  // that step's place in the lesson, 1-based
     std::string missing_function;  // not started, not finished: the function of its starter that stopped it
