@@ -472,6 +472,17 @@ TEST_CASE("a lesson whose function throws stops with its error, never past the c
     CHECK_THROWS_AS(run_lesson(broken, Trace(broken.slug, broken.defaults), false), ShapeError);
 }
 
+// An unknown --step is refused against the lesson's declared steps, before any of its code runs:
+// attn-student's starters would stop a run of lesson 13 at its first exercise not done, so a refusal
+// that needed a run (a quick one, as before) would say "not done yet" instead.
+TEST_CASE("attn-student run refuses a mistyped step before any of the lesson runs", "[exercises]") {
+    const Result r = run(env("ATTN_STUDENT_BIN"), "run 13 --step beams");
+    INFO(r.output);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains("lesson 'decoding' has no step 'beams'; did you mean 'beam'?"));
+    CHECK_THAT(r.output, !Catch::Contains("not done yet"));
+}
+
 TEST_CASE("attn-student watch checks, then rebuilds and checks again when a file changes", "[exercises]") {
     const fs::path student = env("ATTN_STUDENT_BIN");
     const fs::path file = fs::path(env("ATTN_SOURCE_DIR")) / "lessons/exercises/softmax.cpp";
