@@ -557,6 +557,33 @@ TEST_CASE("grade's long CSV shows a message of up to 500 bytes, cut on a charact
     CHECK(message_cell(read_file(s.dir / "lines.long.csv"), "bob") == report.substr(0, 497) + "…" + cut_note);
 }
 
+// Issue 40: a student's folder named with 250 bytes (legal: a name may have 255) made the feedback
+// file's name too long, and the whole grade exit 3. Long names are cut and marked with a hash of the
+// whole name: two names that share their first 200 bytes get two files, and every row is kept.
+TEST_CASE("grade keeps a student whose folder has a long name, with a feedback file of their own", "[cli][grade]") {
+    Scratch s;
+    const std::string first(250, 'a'), second = std::string(200, 'a') + std::string(50, 'b');
+    for (const auto& name : {first, second}) REQUIRE(run_attn("export 1 --out " + s.q(name)).code == 0);
+    const Result r = run_attn("grade " + s.q(first) + " " + s.q(second) + " --exercise softmax --out " + s.q("report"));
+    INFO(r.output);
+    CHECK(r.code == 0);  // both pass: 3 when a file name was too long
+    const std::string wide = read_file(s.dir / "report.csv");
+    CHECK_THAT(wide, Catch::Contains("\n" + first + ",pass,") && Catch::Contains("\n" + second + ",pass,"));
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(s.dir / "report.feedback")) files.push_back(e.path().filename().string());
+    std::sort(files.begin(), files.end());
+    std::string listing;
+    for (const auto& f : files) listing += f + "\n";
+    INFO(listing);
+    REQUIRE(files.size() == 2);
+    for (const auto& f : files) {
+        CHECK(f.size() <= 200);
+        CHECK_THAT(f, Catch::StartsWith(std::string(160, 'a')) && Catch::EndsWith(".md"));
+    }
+    CHECK_THAT(read_file(s.dir / "report.feedback" / files[0]) + read_file(s.dir / "report.feedback" / files[1]),
+               Catch::Contains("# Feedback for " + first + "\n") && Catch::Contains("# Feedback for " + second + "\n"));
+}
+
 TEST_CASE("grade --points sets what exercises are worth; a bad points file is refused", "[cli][grade]") {
     Scratch s;
     REQUIRE(run_attn("export 1 --out " + s.q("alice")).code == 0);

@@ -14,6 +14,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <ctime>
 #include <map>
 #include <set>
@@ -256,13 +257,27 @@ nlohmann::ordered_json report_meta(const GradeOptions& o, const std::vector<cons
     return meta;
 }
 
+// The most bytes of a student's name a feedback file's name keeps whole: with ".md", "-2" and the
+// temporary name of write_file_atomic (".<name>.tmp.<pid>.XXXXXX") it stays under the 255 bytes
+// of a file name.
+constexpr std::size_t file_name_bytes = 160;
+
+// FNV-1a, 64 bits: a long name's mark, the same on every machine and every run.
+std::uint64_t fnv1a(const std::string& text) {
+    std::uint64_t h = 14695981039346656037ull;
+    for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    return h;
+}
+
 // A student's name as a file name: letters, digits, '.', '-' and '_' (others become '_'), never
-// starting with a dot; `taken` makes it unique.
+// starting with a dot; a name longer than file_name_bytes cut there and marked with a hash of the
+// whole name (two long names that share their start get two files); `taken` makes it unique.
 std::string file_name_for(const std::string& student, std::set<std::string>& taken) {
     std::string name;
     for (const char c : student)
         name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ? c : '_';
     if (name.empty() || name[0] == '.') name = "_" + name;
+    if (name.size() > file_name_bytes) name = fmt::format("{}-{:016x}", name.substr(0, file_name_bytes), fnv1a(student));
     std::string unique = name;
     for (int n = 2; !taken.insert(unique).second; ++n) unique = fmt::format("{}-{}", name, n);
     return unique;
