@@ -335,3 +335,36 @@ TEST_CASE("grade --sources: each mistake once unseen fails the unit case made fo
 }
 
 }  // namespace test_grade_sources
+
+namespace test_grade_sources {
+
+namespace {
+
+// Whether grade --sources can create its sandbox here (else the tests below are skipped, said so).
+bool sandbox_here(const Class& c) {
+    if (run_attn("grade --sources /nonexistent --out " + c.q("probe")).output.find("none can be created") ==
+        std::string::npos)
+        return true;
+    WARN("skipped: no sandbox can be created here");
+    return false;
+}
+
+}  // namespace
+
+// Issue 40: a file that includes a header that does not exist ends GCC's JSON diagnostics with
+// "compilation terminated.", which once made the whole JSON the message.
+TEST_CASE("grade --sources: a missing header is reported as file:line:col: message", "[grade_sources]") {
+    Class c;
+    if (!sandbox_here(c)) return;
+    c.write("dora", "softmax.cpp", "#include \"no_such_header.hpp\"\n" + softmax_with(""));
+    const Result r = run_attn("grade --sources " + c.q("dora") + " --exercise softmax --out " + c.q("report"));
+    INFO(r.output);
+    CHECK(r.code == 1);
+    const std::string details = read_file(c.dir / "report.long.csv");
+    INFO(details);
+    CHECK_THAT(details, Catch::Contains(",does not compile: softmax.cpp:1:10: fatal error: no_such_header.hpp: No "
+                                        "such file or directory\n"));
+    CHECK_THAT(details, !Catch::Contains("\"kind\""));
+}
+
+}  // namespace test_grade_sources

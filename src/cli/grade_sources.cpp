@@ -40,6 +40,8 @@
 #include <mutex>
 #include <optional>
 #include <regex>
+#include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include <fcntl.h>
@@ -231,13 +233,23 @@ std::string run_tool(const std::vector<std::string>& argv, const fs::path& cwd) 
 
 // ---- what the compiler said
 
+// GCC's JSON diagnostics: the JSON array its standard error starts with, whatever follows it (a
+// fatal error, a missing header, is followed by "compilation terminated."). Throws when there is none.
+nlohmann::json gcc_diagnostics(const std::string& text) {
+    std::istringstream in(text);
+    nlohmann::json diagnostics;
+    in >> diagnostics;  // reads one JSON value and leaves the rest
+    if (!diagnostics.is_array()) throw std::runtime_error("not GCC's diagnostics");
+    return diagnostics;
+}
+
 // The compiler's first error ("softmax.cpp:12:5: error: ..."), from GCC's JSON diagnostics or, for
 // another compiler, the first line of the form file:line:col: error: (so that neither a note nor a
 // `#pragma message "error: ..."` is taken for it), the folder `strip` taken out of paths.
 std::string first_error(const std::string& text, const fs::path& strip) {
     std::string chosen;
     try {
-        const auto diagnostics = nlohmann::json::parse(text);
+        const auto diagnostics = gcc_diagnostics(text);
         for (const auto& d : diagnostics) {
             if (d.value("kind", "") != "error" && d.value("kind", "") != "fatal error") continue;
             std::string where;
