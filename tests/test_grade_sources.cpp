@@ -367,4 +367,28 @@ TEST_CASE("grade --sources: a missing header is reported as file:line:col: messa
     CHECK_THAT(details, !Catch::Contains("\"kind\""));
 }
 
+// Issue 40: the precompiled header, attn's own step, once had the students' wall clock (3 x
+// --cpu-limit + 30 s), and a loaded machine failed the whole class with "an endless wait?". A
+// machine that stalls the compiler is made here by stopping it (SIGSTOP) for longer than the
+// students' wall clock at --cpu-limit 5 (45 s): the teacher's step waits, and the class is graded.
+TEST_CASE("grade --sources: the teacher's precompiled header is not bound by the students' limits",
+          "[grade_sources]") {
+    Class c;
+    if (!sandbox_here(c)) return;
+    c.reference("alice", "softmax.cpp", "softmax.cpp");
+    fs::create_directories(c.dir / "tmp");
+    const std::string compiler = "'" + (c.dir / "tmp").string() + "/attn-grade\\..*xtensor_pch\\.hpp\\.gch'";
+    const Result r = run_command(
+        "export TMPDIR=" + c.q("tmp") + "; '" + std::string(std::getenv("ATTN_BIN")) + "' grade --sources " +
+        c.q("alice") + " --exercise softmax --cpu-limit 5 --out " + c.q("report") + " 2>&1 & pid=$!; " +
+        "until pids=$(pgrep -f " + compiler + "); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done; " +
+        "[ -n \"$pids\" ] && kill -STOP $pids && echo stalled && sleep 50 && kill -CONT $(pgrep -f " + compiler + "); " +
+        "wait $pid");
+    INFO(r.output);
+    CHECK_THAT(r.output, Catch::Contains("stalled"));  // the compiler was found and stopped
+    CHECK(r.code == 0);  // alice passes; 3 when the precompiled header was stopped at the students' wall clock
+    CHECK_THAT(r.output, !Catch::Contains("cannot precompile"));
+    CHECK(line_of(read_file(c.dir / "report.csv"), "alice").rfind("alice,pass,", 0) == 0);
+}
+
 }  // namespace test_grade_sources

@@ -324,6 +324,36 @@ SandboxCommand sandbox_command(const GradeOptions& o, std::vector<fs::path> read
     return c;
 }
 
+// The teacher's own steps in a sandbox (the precompiled header): no student's budget, only a bound
+// on a hang, so that a loaded machine never fails a whole class. An hour of CPU and of wall clock:
+// the precompiled header takes about 15 s of CPU and under a minute at a load of 10.
+constexpr double teacher_step_seconds = 3600;
+
+// A command of the teacher's in a sandbox: teacher_step_seconds of CPU and wall clock, and the
+// memory limit of the options, at least 4 GiB.
+SandboxCommand teacher_command(const GradeOptions& o, std::vector<fs::path> read_only, const fs::path& writable) {
+    SandboxCommand c;
+    c.read_only = std::move(read_only);
+    c.writable = writable;
+    c.limits.cpu_seconds = teacher_step_seconds;
+    c.limits.wall_seconds = teacher_step_seconds;
+    c.limits.memory_bytes = std::max<std::size_t>(o.memory_limit_mib, 4096) << 20;
+    return c;
+}
+
+// What ended the teacher's own sandboxed command, or "" when it exited: its own limits, never the
+// students'.
+std::string teacher_step_end(const SandboxResult& r, const SandboxLimits& limits) {
+    if (!r.ran) return "the sandbox could not run it: " + r.error;
+    if (r.exceeded == SandboxLimit::cpu || r.exceeded == SandboxLimit::wall)
+        return fmt::format("it did not finish within {:g} s (the bound on the teacher's own steps: is the machine "
+                           "stalled?)",
+                           limits.wall_seconds);
+    if (r.exceeded != SandboxLimit::none) return "it reached " + limit_name(r.exceeded);
+    if (r.signal != 0) return "crashed: " + signal_description(r.signal);
+    return "";
+}
+
 // A student's folder in the work folder: "3-alice" (their place in the batch, and their name with
 // what is not a letter, a digit, '-' or '_' as '_', at most 40 bytes of it).
 std::string folder_name(std::size_t index, const std::string& student) {
@@ -570,7 +600,7 @@ public:
         share_tree(kit_.dir);
         share(kit_.pch, true);
         ::chmod(kit_.pch.c_str(), 0700);
-        SandboxCommand c = sandbox_command(o_, {kit_.include}, kit_.pch, 600);
+        SandboxCommand c = teacher_command(o_, {kit_.include}, kit_.pch);
         c.argv = {compiler_.string()};
         c.argv.insert(c.argv.end(), kit.compile.begin(), kit.compile.end());
         c.argv.insert(c.argv.end(), {"-x", "c++-header", (kit_.pch / "xtensor_pch.hpp").string(), "-o",
@@ -581,7 +611,7 @@ public:
         if (r.interrupted) throw Interrupted{};
         share_tree(kit_.dir);  // attn's again: no sandbox writes the kit from here on
         if (!r.ran || r.exit_code != 0 || r.exceeded != SandboxLimit::none) {
-            const std::string abnormal = abnormal_end(r, o_, c.limits);
+            const std::string abnormal = teacher_step_end(r, c.limits);
             fmt::print(stderr, "attn: cannot precompile the headers for the students' code: {}\n",
                        !abnormal.empty() ? abnormal : first_error(r.err, kit_.pch));
             return false;
