@@ -391,4 +391,30 @@ TEST_CASE("grade --sources: the teacher's precompiled header is not bound by the
     CHECK(line_of(read_file(c.dir / "report.csv"), "alice").rfind("alice,pass,", 0) == 0);
 }
 
+// Issue 40: with --slurm, Ctrl-C or SIGTERM while the kit was prepared (before any sbatch, so no
+// cluster is needed) once ended in "terminate called after throwing an instance of 'Interrupted'"
+// (exit 134), the half-prepared kit left behind.
+TEST_CASE("grade --sources --slurm interrupted while it prepares the kit ends as the local grader does",
+          "[grade_sources]") {
+    Class c;
+    if (!sandbox_here(c)) return;
+    c.reference("alice", "softmax.cpp", "softmax.cpp");
+    const fs::path work = c.dir / "report.slurm" / "work";
+    const Result r = run_command(
+        "'" + std::string(std::getenv("ATTN_BIN")) + "' grade --sources " + c.q("alice") +
+        " --exercise softmax --slurm --out " + c.q("report") + " 2>&1 & pid=$!; " +
+        "until [ -f '" + (work / "kit" / "pch" / "xtensor_pch.hpp").string() + "' ]; do " +
+        "kill -0 $pid 2>/dev/null || break; sleep 0.1; done; sleep 1; kill -TERM $pid; wait $pid");
+    INFO(r.output);
+    CHECK(r.code == 143);
+    CHECK_THAT(r.output, Catch::Contains("interrupted while preparing the builds"));
+    CHECK_THAT(r.output, !Catch::Contains("terminate called"));
+    CHECK_FALSE(fs::exists(work));
+    CHECK_FALSE(fs::exists(c.dir / "report.csv"));
+    // no process of the kit left (the pattern's "[.]" keeps pgrep's own shell from matching it)
+    std::string pattern = work.string();
+    pattern.replace(pattern.find("report.slurm"), 12, "report[.]slurm");
+    CHECK(run_command("pgrep -f '" + pattern + "'").code != 0);
+}
+
 }  // namespace test_grade_sources

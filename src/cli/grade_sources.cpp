@@ -592,6 +592,7 @@ public:
         for (const auto& lib : kit.libraries) kit_.libraries.push_back(regular_archive(lib));
         const auto& table = all_exercises();
         for (std::size_t i = 0; i < table.size(); ++i) {
+            if (interruption_requested()) throw Interrupted{};
             fs::copy_file(kit.reference.at(i), kit_.obj / ("reference-" + table[i].id + ".o"));
             run_tool({"objcopy", "--weaken", kit.starter.at(i), (kit_.obj / ("starter-" + table[i].id + ".o")).string()},
                      kit_.obj);
@@ -948,9 +949,51 @@ int run_array_job(const GradeOptions& o, const fs::path& batch, const std::vecto
             }
         }
     } catch (const std::exception& e) {
+        if (interruption_requested()) {  // Ctrl-C reached sbatch or squeue too
+            try {
+                if (!job.empty()) run_tool({"scancel", job}, fs::current_path());
+            } catch (const std::exception&) {  // the job may not have been submitted
+            }
+            fmt::print(stderr, "attn: interrupted: {}; run again to grade what is missing\n",
+                       job.empty() ? "no job submitted" : "Slurm job " + job + " cancelled");
+            return 128 + interruption_signal();
+        }
         fmt::print(stderr, "attn: cannot run the grading tasks on Slurm: {} (is this a Slurm login node?)\n",
                    printable_utf8(e.what()));
         return exit_golden;
+    }
+}
+
+// Prepares the grader's kit in `work`: exit_ok, or exit_golden after saying why not. Throws
+// Interrupted on Ctrl-C or SIGTERM, also when the interruption is what made a step fail (Ctrl-C
+// reaches ar and objcopy too).
+int kit_prepared(SourceGrader& grader, const fs::path& work) {
+    try {
+        return grader.prepare_kit() ? exit_ok : exit_golden;
+    } catch (const std::exception& e) {
+        if (interruption_requested()) throw Interrupted{};
+        fmt::print(stderr, "attn: cannot prepare the builds in {}: {}\n", printable_utf8(work.string()),
+                   printable_utf8(e.what()));
+        return exit_golden;
+    }
+}
+
+// The kit of a --slurm batch, prepared unless a run before prepared it: exit_ok, or why not after
+// saying so; interrupted, the half-prepared kit is removed and nothing submitted (exit 130 or 143).
+int slurm_kit(SourceGrader& grader, const GradeOptions& o, const fs::path& work) {
+    if (grader.load_kit()) return exit_ok;
+    remove_tree(work);
+    GradeOptions here = o;
+    here.work_dir = work;
+    if (!work_folder(here)) return exit_golden;
+    try {
+        return kit_prepared(grader, work);
+    } catch (const Interrupted&) {
+        remove_tree(work);
+        fmt::print(stderr, "attn: interrupted while preparing the builds: every sandbox ended, {} removed, no job "
+                           "submitted\n",
+                   printable_utf8(work.string()));
+        return 128 + (interruption_signal() ? interruption_signal() : SIGINT);
     }
 }
 
@@ -961,19 +1004,7 @@ int grade_on_slurm(const GradeOptions& o, const std::vector<const Exercise*>& ex
     std::error_code ec;
     for (const auto& d : {batch / "results", batch / "logs"}) fs::create_directories(d, ec);
     SourceGrader grader(o, exercises, work, compiler);
-    if (!grader.load_kit()) {
-        remove_tree(work);
-        GradeOptions here = o;
-        here.work_dir = work;
-        if (!work_folder(here)) return exit_golden;
-        try {
-            if (!grader.prepare_kit()) return exit_golden;
-        } catch (const std::exception& e) {
-            fmt::print(stderr, "attn: cannot prepare the builds in {}: {}\n", printable_utf8(work.string()),
-                       printable_utf8(e.what()));
-            return exit_golden;
-        }
-    }
+    if (const int code = slurm_kit(grader, o, work); code != exit_ok) return code;
     std::vector<std::size_t> missing;
     for (std::size_t i = 0; i < o.submissions.size(); ++i)
         if (!fs::is_regular_file(result_file(batch, i), ec)) missing.push_back(i);
@@ -1035,13 +1066,7 @@ int grade_from_sources(const GradeOptions& o, const std::vector<const Exercise*>
     SourceGrader grader(options, exercises, *work, *compiler);
     std::vector<GradeRow> rows;
     try {
-        try {
-            if (!grader.prepare_kit()) return exit_golden;
-        } catch (const std::exception& e) {
-            fmt::print(stderr, "attn: cannot prepare the builds in {}: {}\n", printable_utf8(work->string()),
-                       printable_utf8(e.what()));
-            return exit_golden;
-        }
+        if (const int code = kit_prepared(grader, *work); code != exit_ok) return code;
         print_grade_header();
         rows = grade_all(grader, options, exercises);
     } catch (const Interrupted&) {
