@@ -91,9 +91,10 @@ bool refused_before_work(const Lesson& lesson, Trace& prepared, const std::strin
         return false;
     }
     // with --input the lesson runs whole: every tensor supplied, of any step, must be taken. Its
-    // quick run tells the tensors it takes.
+    // quick run tells the tensors it takes, and the step that takes each.
     const LessonRun quick = run_lesson(lesson, Trace(lesson.slug, lesson.quick), this_program().exercise_build);
     if (quick.stopped()) return false;
+    prepared.take_inputs_in(quick.trace.input_steps());
     const std::vector<std::string> unknown = unknown_keys(keys, quick.trace);
     if (unknown.empty()) return false;
     report_unknown_inputs(lesson.slug, unknown, quick.trace.input_names(), setup);
