@@ -370,7 +370,9 @@ void lesson_bottleneck(Trace& trace, const Config& config) {
 Lesson bottleneck_lesson() {
     using namespace bottleneck;
     return make_lesson(1, "bottleneck", "The fixed-context bottleneck of seq2seq", "Sutskever et al. 2014; Cho et al. 2014",
-                       {param::d, param::trials}, limits, time_estimate, lesson_bottleneck);
+                       {param::d, param::trials}, limits, time_estimate, lesson_bottleneck,
+                       {"embeddings", "encoder-params", "encoder", "context", "decoder-params", "decoder",
+                        "bottleneck", "capacity"});
 }
 
 }  // namespace attn

@@ -528,7 +528,9 @@ void lesson_additive(Trace& trace, const Config& config) {
 Lesson additive_lesson() {
     using namespace additive;
     return make_lesson(2, "additive", "Additive attention: a context for every word", "Bahdanau et al. 2015",
-                       {param::d, param::n, param::u}, limits, time_estimate, lesson_additive);
+                       {param::d, param::n, param::u}, limits, time_estimate, lesson_additive,
+                       {"embeddings", "encoder", "decoder-start", "alignment-model", "first-word", "decoder",
+                        "scores", "weights", "context", "many-to-one"});
 }
 
 }  // namespace attn

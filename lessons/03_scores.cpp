@@ -634,7 +634,9 @@ Lesson scores_lesson() {
     using namespace scores;
     return make_lesson(3, "scores", "Score functions, scaling, local attention", "Luong et al. 2015; Vaswani et al. 2017",
                        {param::d, param::D, param::pairs, param::queries, param::keys}, limits, time_estimate,
-                       lesson_scores);
+                       lesson_scores,
+                       {"inputs", "dot", "general", "concat", "scaled", "variance", "saturation",
+                        "attentional-state", "window", "local", "aimed", "local-m"});
 }
 
 }  // namespace attn

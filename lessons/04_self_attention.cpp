@@ -688,7 +688,9 @@ Lesson self_attention_lesson() {
     using namespace self_attention;
     return make_lesson(4, "self-attention", "Self-attention: Q, K, V, masks and positions",
                        "Lin et al. 2017; Vaswani et al. 2017", {param::d, param::u, param::d_a, param::r, param::d_k},
-                       limits, time_estimate, lesson_self_attention);
+                       limits, time_estimate, lesson_self_attention,
+                       {"sentence", "encoder", "one-hop", "hops", "penalty", "qkv", "attention", "causal",
+                        "wrong-way", "padding", "future", "positions", "order"});
 }
 
 }  // namespace attn

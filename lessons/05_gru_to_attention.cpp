@@ -880,7 +880,9 @@ Lesson gru_to_attention_lesson() {
     using namespace gru_to_attention;
     return make_lesson(5, "gru-to-attention", "From a GRU to a self-attention layer",
                        "Cho et al. 2014; Bahdanau et al. 2015; Vaswani et al. 2017", {param::d, param::heads, param::d_ff},
-                       limits, time_estimate, lesson_gru_to_attention);
+                       limits, time_estimate, lesson_gru_to_attention,
+                       {"tokens", "gru", "no-reset", "unroll", "wrong-range", "free-weights", "free-candidates",
+                        "qkv", "heads", "non-causal", "positions", "feed-forward", "recap"});
 }
 
 }  // namespace attn

@@ -478,7 +478,8 @@ void lesson_multi_head(Trace& trace, const Config& config) {
 Lesson multi_head_lesson() {
     using namespace multi_head;
     return make_lesson(6, "multi-head", "Multi-head attention", "Vaswani et al. 2017", {param::d_model, param::heads},
-                       limits, time_estimate, lesson_multi_head);
+                       limits, time_estimate, lesson_multi_head,
+                       {"inputs", "params", "head-1", "heads", "batched", "concat", "one-head", "cost", "causal"});
 }
 
 }  // namespace attn

@@ -488,7 +488,9 @@ Lesson scaling_lesson() {
     return make_lesson(7, "scaling", "Why attention replaced recurrence: steps, time and memory",
                        "Vaswani et al. 2017, section 4; Cho et al. 2014",
                        {param::d, param::T_min, param::T_max, param::T_tiled, param::repeats}, limits, time_estimate,
-                       lesson_scaling, {{"d", 1}, {"T_min", 1}, {"T_max", 2}, {"T_tiled", 4}, {"repeats", 1}});
+                       lesson_scaling,
+                       {"layers", "steps", "work", "timing", "memory"}, {{"d", 1}, {"T_min", 1}, {"T_max", 2},
+                        {"T_tiled", 4}, {"repeats", 1}});
 }
 
 }  // namespace attn

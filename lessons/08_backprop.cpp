@@ -1203,7 +1203,9 @@ Lesson backprop_lesson() {
                        "2017; Dao et al. 2022",
                        {param::d, param::d_k, param::d_v, param::d_a, param::u, param::T_max, param::d_max,
                         param::queries},
-                       limits, time_estimate, lesson_backprop, {{"T_max", 32}, {"d_max", 64}, {"queries", 100}});
+                       limits, time_estimate, lesson_backprop,
+                       {"loss", "softmax-backward", "attention-backward", "additive-backward", "gru-backward",
+                        "finite-differences", "shortcut", "sqrt-d"}, {{"T_max", 32}, {"d_max", 64}, {"queries", 100}});
 }
 
 }  // namespace attn

@@ -549,6 +549,7 @@ Lesson learning_to_align_lesson() {
                        "al. 2013",
                        {param::epochs, param::width, param::sentences, param::test, param::min_len, param::max_len},
                        limits, time_estimate, lesson_learning_to_align,
+                       {"corpus", "models", "adam", "gradients", "training", "alignment", "decoding", "length"},
                        {{"epochs", 1}, {"sentences", 50}, {"test", 20}});
 }
 

@@ -773,7 +773,9 @@ Lesson online_softmax_lesson() {
     return make_lesson(10, "online-softmax", "The online softmax and attention tile by tile",
                        "Milakov & Gimelshein 2018; Rabe & Staats 2021; Dao et al. 2022; Dao 2023",
                        {param::T, param::d_k, param::d_v, param::B_r, param::B_c, param::T_max}, limits, time_estimate,
-                       lesson_online_softmax, {{"T_max", 64}});
+                       lesson_online_softmax,
+                       {"two-pass", "online", "edges", "tiles", "block-sizes", "causal", "memory", "backward-saved",
+                        "backward-tiles", "backward-causal", "backward-memory"}, {{"T_max", 64}});
 }
 
 }  // namespace attn

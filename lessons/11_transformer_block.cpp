@@ -1096,7 +1096,9 @@ Lesson transformer_block_lesson() {
                        "Ba et al. 2016; He et al. 2016; Vaswani et al. 2017; Xiong et al. 2020; Srivastava et al. 2014",
                        {param::d_model, param::heads, param::d_ff, param::T, param::L_max, param::samples, param::masks,
                         param::p_percent},
-                       limits, time_estimate, lesson_transformer_block, {{"L_max", 4}, {"masks", 100}});
+                       limits, time_estimate, lesson_transformer_block,
+                       {"layer-norm", "layer-norm-backward", "residual", "inputs", "block", "block-backward",
+                        "depth", "dropout"}, {{"L_max", 4}, {"masks", 100}});
 }
 
 }  // namespace attn

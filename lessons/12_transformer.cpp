@@ -969,6 +969,8 @@ Lesson transformer_lesson() {
                         param::layers, param::d_ff, param::warmup, param::min_len, param::max_len,
                         param::long_test, param::long_len},
                        limits, time_estimate, lesson_transformer,
+                       {"models", "cross-attention", "schedule", "gradients", "race", "cost", "accuracy", "length",
+                        "maps", "heads", "longer", "chaos"},
                        {{"epochs", 1}, {"sentences", 50}, {"test", 20}, {"long_test", 10}, {"long_len", 24}});
 }
 

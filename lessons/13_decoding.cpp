@@ -1137,6 +1137,7 @@ Lesson decoding_lesson() {
                        {param::epochs, param::sentences, param::test, param::queries, param::beam, param::long_count,
                         param::top_k, param::top_p, param::lm_steps},
                        limits, time_estimate, lesson_decoding,
+                       {"uncached", "cache", "mask", "kv-heads", "beam", "sampling", "bleu", "language-model"},
                        {{"epochs", 1}, {"sentences", 50}, {"test", 20}, {"long", 5}});
 }
 

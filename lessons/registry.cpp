@@ -69,9 +69,10 @@ std::string time_limit(const Config& c, const TimeEstimate& estimate) {
 }
 
 Lesson make_lesson(int number, std::string slug, std::string title, std::string sources, std::vector<Param> params,
-                   LessonLimits limits, LessonTime time, LessonFn fn, std::vector<Setting> quick) {
+                   LessonLimits limits, LessonTime time, LessonFn fn, std::vector<std::string> steps,
+                   std::vector<Setting> quick) {
     Lesson l{number, std::move(slug), std::move(title), std::move(sources), std::move(params), limits, time, fn, {},
-             {}};
+             {}, std::move(steps)};
     l.defaults = default_config(l.params, default_seed);
     l.quick = apply_settings(l.params, default_seed, quick);
     return l;

@@ -44,6 +44,9 @@ struct Lesson {
     LessonFn fn;
     Config defaults;           // seed 7 and the params' defaults: what `attn check` and the golden files use
     Config quick;              // the cheapest configuration with the same steps, for `attn list`
+    // The ids of its steps, in the order it records them, whatever its configuration: what `run
+    // --step` is checked against before any work (tests/test_lessons.cpp holds them to its runs).
+    std::vector<std::string> steps;
 };
 
 // The most memory a lesson's tensors may take, in doubles (1 GiB).
@@ -67,7 +70,8 @@ const Lesson* find_lesson(const std::string& number_or_slug);
 // `quick` settings) filled in. Each lesson file builds its own from the parameters it declares
 // next to the code that reads them.
 Lesson make_lesson(int number, std::string slug, std::string title, std::string sources, std::vector<Param> params,
-                   LessonLimits limits, LessonTime time, LessonFn fn, std::vector<Setting> quick = {});
+                   LessonLimits limits, LessonTime time, LessonFn fn, std::vector<std::string> steps,
+                   std::vector<Setting> quick = {});
 
 // The lessons, one per file in lessons/, in course order.
 Lesson bottleneck_lesson();

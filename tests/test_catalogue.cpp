@@ -174,6 +174,8 @@ std::vector<Row> catalogue() {
          "run 9 --set width=64 --set max_len=23", {}, 2, "above the cap of 60 s: lower width (now 64)", 5},
         {"an unknown step lists the steps", "run 1 --step nope", {}, 2,
          "lesson 'bottleneck' has no step 'nope'; its steps are: embeddings"},
+        {"a mistyped step suggests the nearest, before lesson 13 trains", "run 13 --step beams", {}, 2,
+         "lesson 'decoding' has no step 'beams'; did you mean 'beam'? its steps are: uncached, cache, mask"},
         {"compare --step names a step the lesson lacks", "compare s.json --lesson 1 --step nope",
          {file("s.json", L1)}, 2, "lesson 'bottleneck' has no step 'nope'"},
         {"an unknown --set key names the parameters", "run 1 --set nokey=3", {}, 2,

@@ -607,6 +607,17 @@ TEST_CASE("a not-finished exercise names the function still to write", "[exercis
     }
 }
 
+// An unknown --step is refused against the lesson's declared steps, before any of its code runs:
+// attn-student's starters would stop a run of lesson 13 at its first exercise not done, so a refusal
+// that needed a run (a quick one, as before) would say "not done yet" instead.
+TEST_CASE("attn-student run refuses a mistyped step before any of the lesson runs", "[exercises]") {
+    const Result r = run(env("ATTN_STUDENT_BIN"), "run 13 --step beams");
+    INFO(r.output);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains("lesson 'decoding' has no step 'beams'; did you mean 'beam'?"));
+    CHECK_THAT(r.output, !Catch::Contains("not done yet"));
+}
+
 TEST_CASE("attn-student watch checks, then rebuilds and checks again when a file changes", "[exercises]") {
     const fs::path student = env("ATTN_STUDENT_BIN");
     const fs::path file = fs::path(env("ATTN_SOURCE_DIR")) / "lessons/exercises/softmax.cpp";
@@ -684,6 +695,29 @@ TEST_CASE("attn-student watch ends where it should: a bad --runs, a reader gone,
         CHECK(r.code == 3);
         CHECK_THAT(r.output, Catch::Contains("cannot write the output"));
     }
+}
+
+// The exercise folder deleted while watch waits: it says so, naming the folder, and ends (exit 3),
+// instead of waiting for a change that cannot come. The folder is the source tree's, which no test
+// may delete: watch runs in a mount namespace of its own (unshare -m, root), where a copy of it is
+// bound over it, and the copy is deleted.
+TEST_CASE("attn-student watch ends, naming the folder, when its exercise folder is deleted", "[exercises]") {
+    if (run_command("unshare -m true 2>&1").code != 0) {
+        WARN("skipped: no mount namespace can be created here (unshare -m)");
+        return;
+    }
+    const fs::path folder = fs::path(env("ATTN_SOURCE_DIR")) / "lessons" / "exercises";
+    const fs::path copy = fs::temp_directory_path() / ("attn_watch_gone_" + std::to_string(::getpid()));
+    fs::remove_all(copy);
+    // the times kept (cp -p), so that watch's check sees nothing newer than its program to rebuild
+    REQUIRE(run_command("cp -rp '" + folder.string() + "' '" + copy.string() + "'").code == 0);
+    const Result r = run_command("(sleep 4; rm -rf '" + copy.string() + "') & timeout 300 unshare -m sh -c \"mount --bind '" +
+                                 copy.string() + "' '" + folder.string() + "' && exec '" + env("ATTN_STUDENT_BIN") +
+                                 "' watch softmax\" 2>&1; code=$?; wait; exit $code");
+    fs::remove_all(copy);
+    INFO(r.output);
+    CHECK(r.code == 3);  // 124 when it waited
+    CHECK_THAT(r.output, Catch::Contains("the exercise folder ") && Catch::Contains("lessons/exercises is gone"));
 }
 
 TEST_CASE("a file dated in the future is rebuilt once, not at every check", "[exercises]") {

@@ -477,3 +477,86 @@ TEST_CASE("grade --sources: 27 right answers written from the equations get full
 }
 
 }  // namespace test_grade_sources
+
+namespace test_grade_sources {
+
+namespace {
+
+// Whether grade --sources can create its sandbox here (else the tests below are skipped, said so).
+bool sandbox_here(const Class& c) {
+    if (run_attn("grade --sources /nonexistent --out " + c.q("probe")).output.find("none can be created") ==
+        std::string::npos)
+        return true;
+    WARN("skipped: no sandbox can be created here");
+    return false;
+}
+
+}  // namespace
+
+// Issue 40: a file that includes a header that does not exist ends GCC's JSON diagnostics with
+// "compilation terminated.", which once made the whole JSON the message.
+TEST_CASE("grade --sources: a missing header is reported as file:line:col: message", "[grade_sources]") {
+    Class c;
+    if (!sandbox_here(c)) return;
+    c.write("dora", "softmax.cpp", "#include \"no_such_header.hpp\"\n" + softmax_with(""));
+    const Result r = run_attn("grade --sources " + c.q("dora") + " --exercise softmax --out " + c.q("report"));
+    INFO(r.output);
+    CHECK(r.code == 1);
+    const std::string details = read_file(c.dir / "report.long.csv");
+    INFO(details);
+    CHECK_THAT(details, Catch::Contains(",does not compile: softmax.cpp:1:10: fatal error: no_such_header.hpp: No "
+                                        "such file or directory\n"));
+    CHECK_THAT(details, !Catch::Contains("\"kind\""));
+}
+
+// Issue 40: the precompiled header, attn's own step, once had the students' wall clock (3 x
+// --cpu-limit + 30 s), and a loaded machine failed the whole class with "an endless wait?". A
+// machine that stalls the compiler is made here by stopping it (SIGSTOP) for longer than the
+// students' wall clock at --cpu-limit 5 (45 s): the teacher's step waits, and the class is graded.
+TEST_CASE("grade --sources: the teacher's precompiled header is not bound by the students' limits",
+          "[grade_sources]") {
+    Class c;
+    if (!sandbox_here(c)) return;
+    c.reference("alice", "softmax.cpp", "softmax.cpp");
+    fs::create_directories(c.dir / "tmp");
+    const std::string compiler = "'" + (c.dir / "tmp").string() + "/attn-grade\\..*xtensor_pch\\.hpp\\.gch'";
+    const Result r = run_command(
+        "export TMPDIR=" + c.q("tmp") + "; '" + std::string(std::getenv("ATTN_BIN")) + "' grade --sources " +
+        c.q("alice") + " --exercise softmax --cpu-limit 5 --out " + c.q("report") + " 2>&1 & pid=$!; " +
+        "until pids=$(pgrep -f " + compiler + "); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done; " +
+        "[ -n \"$pids\" ] && kill -STOP $pids && echo stalled && sleep 50 && kill -CONT $(pgrep -f " + compiler + "); " +
+        "wait $pid");
+    INFO(r.output);
+    CHECK_THAT(r.output, Catch::Contains("stalled"));  // the compiler was found and stopped
+    CHECK(r.code == 0);  // alice passes; 3 when the precompiled header was stopped at the students' wall clock
+    CHECK_THAT(r.output, !Catch::Contains("cannot precompile"));
+    CHECK(line_of(read_file(c.dir / "report.csv"), "alice").rfind("alice,pass,", 0) == 0);
+}
+
+// Issue 40: with --slurm, Ctrl-C or SIGTERM while the kit was prepared (before any sbatch, so no
+// cluster is needed) once ended in "terminate called after throwing an instance of 'Interrupted'"
+// (exit 134), the half-prepared kit left behind.
+TEST_CASE("grade --sources --slurm interrupted while it prepares the kit ends as the local grader does",
+          "[grade_sources]") {
+    Class c;
+    if (!sandbox_here(c)) return;
+    c.reference("alice", "softmax.cpp", "softmax.cpp");
+    const fs::path work = c.dir / "report.slurm" / "work";
+    const Result r = run_command(
+        "'" + std::string(std::getenv("ATTN_BIN")) + "' grade --sources " + c.q("alice") +
+        " --exercise softmax --slurm --out " + c.q("report") + " 2>&1 & pid=$!; " +
+        "until [ -f '" + (work / "kit" / "pch" / "xtensor_pch.hpp").string() + "' ]; do " +
+        "kill -0 $pid 2>/dev/null || break; sleep 0.1; done; sleep 1; kill -TERM $pid; wait $pid");
+    INFO(r.output);
+    CHECK(r.code == 143);
+    CHECK_THAT(r.output, Catch::Contains("interrupted while preparing the builds"));
+    CHECK_THAT(r.output, !Catch::Contains("terminate called"));
+    CHECK_FALSE(fs::exists(work));
+    CHECK_FALSE(fs::exists(c.dir / "report.csv"));
+    // no process of the kit left (the pattern's "[.]" keeps pgrep's own shell from matching it)
+    std::string pattern = work.string();
+    pattern.replace(pattern.find("report.slurm"), 12, "report[.]slurm");
+    CHECK(run_command("pgrep -f '" + pattern + "'").code != 0);
+}
+
+}  // namespace test_grade_sources

@@ -30,6 +30,22 @@ TEST_CASE("every lesson matches its golden file", "[lessons]") {
     }
 }
 
+// `attn run --step` is checked against each lesson's declared steps before any work: they must be
+// the ids its run records, at its quick configuration (lessons 9, 12 and 13 train there for a
+// second or two, not the 10 to 20 s of their defaults) and in its golden file (its defaults).
+TEST_CASE("every lesson declares the steps its run records, in order", "[lessons]") {
+    for (const auto& lesson : all_lessons()) {
+        INFO("lesson " << lesson.slug);
+        std::vector<std::string> recorded, golden;
+        const Trace run = run_lesson(lesson, lesson.quick);
+        for (const auto& s : run.steps()) recorded.push_back(s.id);
+        CHECK(lesson.steps == recorded);
+        const Trace file = read_golden(std::string(ATTN_GOLDEN_DIR) + "/" + golden_file_name(lesson.number, lesson.slug));
+        for (const auto& s : file.steps()) golden.push_back(s.id);
+        CHECK(lesson.steps == golden);
+    }
+}
+
 TEST_CASE("a run asked for lesson 12's steps before the race ends before training", "[lessons]") {
     // attn run 12 --step schedule and attn-student check cross-attention ask for steps 1 to 4: the
     // lesson must stop before its training (Trace::need_next_step), which reports its progress

@@ -41,6 +41,8 @@
 #include <mutex>
 #include <optional>
 #include <regex>
+#include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include <fcntl.h>
@@ -232,13 +234,23 @@ std::string run_tool(const std::vector<std::string>& argv, const fs::path& cwd) 
 
 // ---- what the compiler said
 
+// GCC's JSON diagnostics: the JSON array its standard error starts with, whatever follows it (a
+// fatal error, a missing header, is followed by "compilation terminated."). Throws when there is none.
+nlohmann::json gcc_diagnostics(const std::string& text) {
+    std::istringstream in(text);
+    nlohmann::json diagnostics;
+    in >> diagnostics;  // reads one JSON value and leaves the rest
+    if (!diagnostics.is_array()) throw std::runtime_error("not GCC's diagnostics");
+    return diagnostics;
+}
+
 // The compiler's first error ("softmax.cpp:12:5: error: ..."), from GCC's JSON diagnostics or, for
 // another compiler, the first line of the form file:line:col: error: (so that neither a note nor a
 // `#pragma message "error: ..."` is taken for it), the folder `strip` taken out of paths.
 std::string first_error(const std::string& text, const fs::path& strip) {
     std::string chosen;
     try {
-        const auto diagnostics = nlohmann::json::parse(text);
+        const auto diagnostics = gcc_diagnostics(text);
         for (const auto& d : diagnostics) {
             if (d.value("kind", "") != "error" && d.value("kind", "") != "fatal error") continue;
             std::string where;
@@ -311,6 +323,36 @@ SandboxCommand sandbox_command(const GradeOptions& o, std::vector<fs::path> read
     c.limits.wall_seconds = wall_limit(o);
     c.limits.memory_bytes = o.memory_limit_mib << 20;
     return c;
+}
+
+// The teacher's own steps in a sandbox (the precompiled header): no student's budget, only a bound
+// on a hang, so that a loaded machine never fails a whole class. An hour of CPU and of wall clock:
+// the precompiled header takes about 15 s of CPU and under a minute at a load of 10.
+constexpr double teacher_step_seconds = 3600;
+
+// A command of the teacher's in a sandbox: teacher_step_seconds of CPU and wall clock, and the
+// memory limit of the options, at least 4 GiB.
+SandboxCommand teacher_command(const GradeOptions& o, std::vector<fs::path> read_only, const fs::path& writable) {
+    SandboxCommand c;
+    c.read_only = std::move(read_only);
+    c.writable = writable;
+    c.limits.cpu_seconds = teacher_step_seconds;
+    c.limits.wall_seconds = teacher_step_seconds;
+    c.limits.memory_bytes = std::max<std::size_t>(o.memory_limit_mib, 4096) << 20;
+    return c;
+}
+
+// What ended the teacher's own sandboxed command, or "" when it exited: its own limits, never the
+// students'.
+std::string teacher_step_end(const SandboxResult& r, const SandboxLimits& limits) {
+    if (!r.ran) return "the sandbox could not run it: " + r.error;
+    if (r.exceeded == SandboxLimit::cpu || r.exceeded == SandboxLimit::wall)
+        return fmt::format("it did not finish within {:g} s (the bound on the teacher's own steps: is the machine "
+                           "stalled?)",
+                           limits.wall_seconds);
+    if (r.exceeded != SandboxLimit::none) return "it reached " + limit_name(r.exceeded);
+    if (r.signal != 0) return "crashed: " + signal_description(r.signal);
+    return "";
 }
 
 // A student's folder in the work folder: "3-alice" (their place in the batch, and their name with
@@ -595,6 +637,7 @@ public:
         for (const auto& lib : kit.libraries) kit_.libraries.push_back(regular_archive(lib));
         const auto& table = all_exercises();
         for (std::size_t i = 0; i < table.size(); ++i) {
+            if (interruption_requested()) throw Interrupted{};
             fs::copy_file(kit.reference.at(i), kit_.obj / ("reference-" + table[i].id + ".o"));
             run_tool({"objcopy", "--weaken", kit.starter.at(i), (kit_.obj / ("starter-" + table[i].id + ".o")).string()},
                      kit_.obj);
@@ -604,7 +647,7 @@ public:
         share_tree(kit_.dir);
         share(kit_.pch, true);
         ::chmod(kit_.pch.c_str(), 0700);
-        SandboxCommand c = sandbox_command(o_, {kit_.include}, kit_.pch, 600);
+        SandboxCommand c = teacher_command(o_, {kit_.include}, kit_.pch);
         c.argv = {compiler_.string()};
         c.argv.insert(c.argv.end(), kit.compile.begin(), kit.compile.end());
         c.argv.insert(c.argv.end(), {"-x", "c++-header", (kit_.pch / "xtensor_pch.hpp").string(), "-o",
@@ -615,7 +658,7 @@ public:
         if (r.interrupted) throw Interrupted{};
         share_tree(kit_.dir);  // attn's again: no sandbox writes the kit from here on
         if (!r.ran || r.exit_code != 0 || r.exceeded != SandboxLimit::none) {
-            const std::string abnormal = abnormal_end(r, o_, c.limits);
+            const std::string abnormal = teacher_step_end(r, c.limits);
             fmt::print(stderr, "attn: cannot precompile the headers for the students' code: {}\n",
                        !abnormal.empty() ? abnormal : first_error(r.err, kit_.pch));
             return false;
@@ -953,9 +996,51 @@ int run_array_job(const GradeOptions& o, const fs::path& batch, const std::vecto
             }
         }
     } catch (const std::exception& e) {
+        if (interruption_requested()) {  // Ctrl-C reached sbatch or squeue too
+            try {
+                if (!job.empty()) run_tool({"scancel", job}, fs::current_path());
+            } catch (const std::exception&) {  // the job may not have been submitted
+            }
+            fmt::print(stderr, "attn: interrupted: {}; run again to grade what is missing\n",
+                       job.empty() ? "no job submitted" : "Slurm job " + job + " cancelled");
+            return 128 + interruption_signal();
+        }
         fmt::print(stderr, "attn: cannot run the grading tasks on Slurm: {} (is this a Slurm login node?)\n",
                    printable_utf8(e.what()));
         return exit_golden;
+    }
+}
+
+// Prepares the grader's kit in `work`: exit_ok, or exit_golden after saying why not. Throws
+// Interrupted on Ctrl-C or SIGTERM, also when the interruption is what made a step fail (Ctrl-C
+// reaches ar and objcopy too).
+int kit_prepared(SourceGrader& grader, const fs::path& work) {
+    try {
+        return grader.prepare_kit() ? exit_ok : exit_golden;
+    } catch (const std::exception& e) {
+        if (interruption_requested()) throw Interrupted{};
+        fmt::print(stderr, "attn: cannot prepare the builds in {}: {}\n", printable_utf8(work.string()),
+                   printable_utf8(e.what()));
+        return exit_golden;
+    }
+}
+
+// The kit of a --slurm batch, prepared unless a run before prepared it: exit_ok, or why not after
+// saying so; interrupted, the half-prepared kit is removed and nothing submitted (exit 130 or 143).
+int slurm_kit(SourceGrader& grader, const GradeOptions& o, const fs::path& work) {
+    if (grader.load_kit()) return exit_ok;
+    remove_tree(work);
+    GradeOptions here = o;
+    here.work_dir = work;
+    if (!work_folder(here)) return exit_golden;
+    try {
+        return kit_prepared(grader, work);
+    } catch (const Interrupted&) {
+        remove_tree(work);
+        fmt::print(stderr, "attn: interrupted while preparing the builds: every sandbox ended, {} removed, no job "
+                           "submitted\n",
+                   printable_utf8(work.string()));
+        return 128 + (interruption_signal() ? interruption_signal() : SIGINT);
     }
 }
 
@@ -966,19 +1051,7 @@ int grade_on_slurm(const GradeOptions& o, const std::vector<const Exercise*>& ex
     std::error_code ec;
     for (const auto& d : {batch / "results", batch / "logs"}) fs::create_directories(d, ec);
     SourceGrader grader(o, exercises, work, compiler);
-    if (!grader.load_kit()) {
-        remove_tree(work);
-        GradeOptions here = o;
-        here.work_dir = work;
-        if (!work_folder(here)) return exit_golden;
-        try {
-            if (!grader.prepare_kit()) return exit_golden;
-        } catch (const std::exception& e) {
-            fmt::print(stderr, "attn: cannot prepare the builds in {}: {}\n", printable_utf8(work.string()),
-                       printable_utf8(e.what()));
-            return exit_golden;
-        }
-    }
+    if (const int code = slurm_kit(grader, o, work); code != exit_ok) return code;
     std::vector<std::size_t> missing;
     for (std::size_t i = 0; i < o.submissions.size(); ++i)
         if (!fs::is_regular_file(result_file(batch, i), ec)) missing.push_back(i);
@@ -1040,13 +1113,7 @@ int grade_from_sources(const GradeOptions& o, const std::vector<const Exercise*>
     SourceGrader grader(options, exercises, *work, *compiler);
     std::vector<GradeRow> rows;
     try {
-        try {
-            if (!grader.prepare_kit()) return exit_golden;
-        } catch (const std::exception& e) {
-            fmt::print(stderr, "attn: cannot prepare the builds in {}: {}\n", printable_utf8(work->string()),
-                       printable_utf8(e.what()));
-            return exit_golden;
-        }
+        if (const int code = kit_prepared(grader, *work); code != exit_ok) return code;
         print_grade_header();
         rows = grade_all(grader, options, exercises);
     } catch (const Interrupted&) {

@@ -3,6 +3,7 @@
 #include "attn_config.hpp"
 #include "core/golden.hpp"
 #include "core/inputs.hpp"
+#include "core/names.hpp"
 #include "core/render.hpp"
 #include "exercises/command_support.hpp"
 #include "exercises/program.hpp"
@@ -50,34 +51,51 @@ bool recorded_tensor(const Trace& trace, const std::string& name) {
 
 }  // namespace
 
-bool refused_before_work(const Lesson& lesson, Trace& prepared, const std::string& step, const LessonSetup& setup) {
-    const std::vector<std::string> keys = prepared.supplied_keys();
-    if (step.empty() && keys.empty()) return false;
-    const LessonRun quick = run_lesson(lesson, Trace(lesson.slug, lesson.quick), this_program().exercise_build);
-    if (quick.stopped()) return false;
-    if (!step.empty() && !quick.trace.find_step(step)) {
-        std::vector<std::string> ids;
-        for (const auto& s : quick.trace.steps()) ids.push_back(s.id);
-        fmt::print(stderr, "attn: lesson '{}' has no step '{}'; its steps are: {}\n", lesson.slug,
-                   printable_utf8(step), fmt::join(ids, ", "));
-        return true;
-    }
-    // with --input the lesson runs whole: every tensor supplied, of any step, must be taken
-    const auto& steps = quick.trace.steps();
-    for (std::size_t i = 0; i < steps.size() && keys.empty(); ++i)
-        if (steps[i].id == step) prepared.stop_after(i + 1);
+namespace {
+
+// Whether `step` is none of the lesson's declared steps, after saying so (with a "did you mean").
+bool unknown_step(const Lesson& lesson, const std::string& step) {
+    if (std::find(lesson.steps.begin(), lesson.steps.end(), step) != lesson.steps.end()) return false;
+    const std::string best = closest_name(step, lesson.steps);
+    fmt::print(stderr, "attn: lesson '{}' has no step '{}'; {}its steps are: {}\n", lesson.slug, printable_utf8(step),
+               best.empty() ? "" : fmt::format("did you mean '{}'? ", best), fmt::join(lesson.steps, ", "));
+    return true;
+}
+
+// The supplied keys that name no tensor of the quick run (neither an input nor a recorded tensor).
+std::vector<std::string> unknown_keys(const std::vector<std::string>& keys, const Trace& quick) {
     std::vector<std::string> unknown;
     for (const auto& key : keys) {
         bool taken = false;
-        for (const auto& name : quick.trace.input_names())
+        for (const auto& name : quick.input_names())
             taken = taken || key == name ||
                     (key.size() > name.size() && key[key.size() - name.size() - 1] == '.' &&
                      key.compare(key.size() - name.size(), name.size(), name) == 0) ||
                     (name.size() > key.size() && name[name.size() - key.size() - 1] == '.' &&
                      name.compare(name.size() - key.size(), key.size(), key) == 0);
         const std::string bare = key.substr(key.find('.') == std::string::npos ? 0 : key.find('.') + 1);
-        if (!taken && !recorded_tensor(quick.trace, bare)) unknown.push_back(key);
+        if (!taken && !recorded_tensor(quick, bare)) unknown.push_back(key);
     }
+    return unknown;
+}
+
+}  // namespace
+
+bool refused_before_work(const Lesson& lesson, Trace& prepared, const std::string& step, const LessonSetup& setup) {
+    if (!step.empty() && unknown_step(lesson, step)) return true;
+    const std::vector<std::string> keys = prepared.supplied_keys();
+    if (keys.empty()) {
+        // the lesson runs up to that step and no further
+        const auto at = std::find(lesson.steps.begin(), lesson.steps.end(), step);
+        if (!step.empty()) prepared.stop_after(static_cast<std::size_t>(at - lesson.steps.begin()) + 1);
+        return false;
+    }
+    // with --input the lesson runs whole: every tensor supplied, of any step, must be taken. Its
+    // quick run tells the tensors it takes, and the step that takes each.
+    const LessonRun quick = run_lesson(lesson, Trace(lesson.slug, lesson.quick), this_program().exercise_build);
+    if (quick.stopped()) return false;
+    prepared.take_inputs_in(quick.trace.input_steps());
+    const std::vector<std::string> unknown = unknown_keys(keys, quick.trace);
     if (unknown.empty()) return false;
     report_unknown_inputs(lesson.slug, unknown, quick.trace.input_names(), setup);
     return true;

@@ -29,12 +29,14 @@ std::optional<Trace> prepare_trace(const Lesson& lesson, const LessonSetup& setu
 // a note on stderr for supplied tensors the lesson computes itself (they are ignored).
 bool inputs_were_used(const LessonRun& run, const LessonSetup& setup);
 
-// Before the work of a lesson that takes time (lesson 9 trains, lesson 7 times): a run at its quick
-// configuration (the same steps and the same inputs, in a moment) learns its step ids and the names
-// of its inputs, so that an unknown --step or an --input tensor it does not take is refused before
-// any work. True after reporting such a mistake as the full run would; false otherwise (also when
-// the quick run stops early, at an exercise not done: the full run then says so). A run asked for
-// one step without --input is told to stop after it (Trace::stop_after): the steps after it, and
+// Before the work of a lesson that takes time (lesson 9 trains, lesson 7 times): an unknown --step
+// is refused against the lesson's declared steps (Lesson::steps, with a "did you mean"); with
+// --input, a run at its quick configuration (the same steps and the same inputs, in a moment) learns
+// the names of its inputs and the step that takes each, so that an --input tensor it does not take
+// is refused before any work, and "<step>.<tensor>" keys are matched to the step that takes the
+// tensor. True after reporting such a mistake as the full run would; false otherwise (also when the
+// quick run stops early, at an exercise not done: the full run then says so). A run asked for one
+// step without --input is told to stop after it (Trace::stop_after): the steps after it, and
 // lesson 12's training, are not run for a step before them.
 bool refused_before_work(const Lesson& lesson, Trace& prepared, const std::string& step, const LessonSetup& setup);
 

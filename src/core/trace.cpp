@@ -45,6 +45,7 @@ TensorRecord& Trace::tensor(std::string name, std::string equation, Array value,
     for (const auto& t : s.tensors)
         if (t.name == name)
             throw std::logic_error("tensor '" + name + "' recorded twice in step '" + s.id + "'");
+    if (not_yet_recorded_.erase(name) > 0) input_steps_.emplace(name, s.id);
     s.tensors.push_back(TensorRecord{std::move(name), std::move(equation), std::move(value),
                                      std::move(rows), std::move(cols), view});
     return s.tensors.back();
@@ -64,14 +65,22 @@ bool Trace::check(std::string claim, double max_abs_error, double tolerance, dou
     return holds;
 }
 
+bool Trace::key_names_input(const std::string& key, const std::string& name) const {
+    if (key == name) return true;
+    const bool qualified = key.size() > name.size() && key[key.size() - name.size() - 1] == '.' &&
+                           key.compare(key.size() - name.size(), name.size(), name) == 0;
+    if (!qualified) return false;
+    const auto known = known_input_steps_.find(name);
+    return known == known_input_steps_.end() || key == known->second + "." + name;
+}
+
 const Array* Trace::supplied_input(const std::string& name, const Shape& drawn_shape) {
     if (std::find(input_names_.begin(), input_names_.end(), name) == input_names_.end()) input_names_.push_back(name);
+    if (asked_.insert(name).second) not_yet_recorded_.insert(name);
     const Array* chosen = nullptr;
     std::string chosen_key;
     for (const auto& [key, value] : supplied_) {
-        const bool match = key == name || (key.size() > name.size() && key[key.size() - name.size() - 1] == '.' &&
-                                           key.compare(key.size() - name.size(), name.size(), name) == 0);
-        if (!match) continue;
+        if (!key_names_input(key, name)) continue;
         if (chosen && !(shape_of(*chosen) == shape_of(value) && *chosen == value))
             throw InputError("--input: tensor '" + name + "' is given twice with different values ('" + chosen_key +
                              "' and '" + key + "'); give it once");

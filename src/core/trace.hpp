@@ -228,6 +228,14 @@ public:
     }
     // Keys of supplied tensors the lesson never asked for (a typo, or a tensor it computes itself).
     std::vector<std::string> unused_inputs() const;
+    // The step that takes each input the lesson asked for: the first step to record a tensor of the
+    // input's name after the lesson asked for it (its value may differ from a tensor of that name in
+    // another step: lesson 11's X of "inputs" and of "layer-norm").
+    const std::map<std::string, std::string>& input_steps() const { return input_steps_; }
+    // input_steps() of another run of the lesson (its quick configuration, whose steps are the
+    // same): from then on a key "<step>.<tensor>" is the input <tensor> only for the step that
+    // takes it, and a tensor of the name recorded in another step never collides with it.
+    void take_inputs_in(std::map<std::string, std::string> steps) { known_input_steps_ = std::move(steps); }
 
     const std::string& lesson() const { return lesson_; }
     const Config& config() const { return config_; }
@@ -241,6 +249,8 @@ public:
 
 private:
     const Array* supplied_input(const std::string& name, const Shape& drawn_shape);
+    // Whether the supplied `key` stands for the input `name` ("X", or "<step>.X" of its step).
+    bool key_names_input(const std::string& key, const std::string& name) const;
 
     std::string lesson_;
     Config config_;
@@ -248,6 +258,8 @@ private:
     std::map<std::string, Array> supplied_;
     std::vector<std::string> input_names_;
     std::set<std::string> used_;
+    std::set<std::string> asked_, not_yet_recorded_;               // inputs asked for; not yet recorded
+    std::map<std::string, std::string> input_steps_, known_input_steps_;
     std::function<void(const std::string&)> progress_;
     std::size_t stop_after_ = 0;
 };

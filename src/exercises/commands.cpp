@@ -33,6 +33,7 @@
 #include <system_error>
 
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -825,6 +826,14 @@ std::string next_unfinished(const std::map<std::string, std::pair<std::string, s
     return "";
 }
 
+// Whether `folder` is gone: removed or moved (no such path), or removed while still reachable (a
+// directory whose link count is 0, as a bind mount of a removed folder shows it).
+bool folder_gone(const std::filesystem::path& folder) {
+    struct stat st{};
+    if (::stat(folder.c_str(), &st) != 0) return errno == ENOENT || errno == ENOTDIR;
+    return !S_ISDIR(st.st_mode) || st.st_nlink == 0;
+}
+
 int run_and_wait(const std::vector<std::string>& args) {
     const pid_t pid = ::fork();
     if (pid < 0) return exit_usage;
@@ -839,6 +848,14 @@ int run_and_wait(const std::vector<std::string>& args) {
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : exit_usage;
+}
+
+// watch's end when the folder it watches is gone: nothing it waits for can happen.
+int exercise_folder_gone(const Program& p) {
+    fmt::print(stderr, "{} watch: the exercise folder {} is gone (deleted or moved): there is nothing left to "
+                       "watch; put it back, or set up a build for its new place\n",
+               p.name, printable_utf8(shown_path(p.exercises_dir)));
+    return exit_golden;
 }
 
 }  // namespace
@@ -869,6 +886,7 @@ int cmd_watch(const ExerciseOptions& o, std::size_t runs) {
                printable_utf8(shown_path(p.exercises_dir)));
     int code = exit_ok;
     for (std::size_t done = 0;;) {
+        if (folder_gone(p.exercises_dir)) return exercise_folder_gone(p);
         const auto before = exercise_file_times();
         std::vector<std::string> args = {(p.build_dir / p.name).string(), "check"};
         if (follow && !focus.empty()) args.push_back(focus);
@@ -910,6 +928,7 @@ int cmd_watch(const ExerciseOptions& o, std::size_t runs) {
         flush_output();
         while (exercise_file_times() == before) {
             stop_when_output_gone();
+            if (folder_gone(p.exercises_dir)) return exercise_folder_gone(p);
             std::this_thread::sleep_for(std::chrono::milliseconds(250));
         }
         // an editor may write a file in several steps: let it finish
