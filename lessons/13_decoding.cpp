@@ -213,7 +213,8 @@ void record_uncached(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m,
     trace.tensor("output", "greedy, uncached: word ids", ids, words)
         .foreign_trained(decoded_with_race());
     trace.tensor("work", "multiply-adds of the products", work, step_labels(c, d.words, T),
-                 {"step", "attention", "total so far"});
+                 {"step", "attention", "total so far"})
+        .foreign_trained(decoded_with_race());
     const std::vector<std::size_t> greedy = nn::encoder_decoder_greedy(m, p.src, sos, eos, max_words);
     trace.check("the words are lesson 12's greedy translation (words that differ)",
                 greedy == d.words ? 0.0 : 1.0 + as_double(std::max(greedy.size(), d.words.size())), 0.0);
@@ -264,11 +265,13 @@ void record_cache(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, co
         work(t, 2) = fast.work[t].attention, work(t, 3) = plain.work[t].multiply_adds / fast.work[t].multiply_adds;
     }
     trace.tensor("work", "multiply-adds per step", work, step_labels(c, fast.words, T),
-                 {"uncached", "cached", "cached attention", "ratio"});
+                 {"uncached", "cached", "cached attention", "ratio"})
+        .foreign_trained(decoded_with_race());
     double plain_total = 0.0, fast_total = fast.once.multiply_adds;
     for (std::size_t t = 0; t < T; ++t) plain_total += plain.work[t].multiply_adds, fast_total += fast.work[t].multiply_adds;
     trace.tensor("totals", "the whole sentence", Vec{plain_total, fast_total, fast.once.multiply_adds},
-                 {"uncached", "cached", "of it, the encoder's keys and values"});
+                 {"uncached", "cached", "of it, the encoder's keys and values"})
+        .foreign_trained(decoded_with_race());
     trace.check("at every step of every test sentence the cached probabilities equal the uncached pass's last row, "
                 "bit for bit (entries that differ)",
                 bits_differing, 0.0, attn_bits_only);

@@ -262,12 +262,15 @@ TEST_CASE("numbers not attn's are compared as each golden tensor declares; attn'
         CHECK(peer.ok);
         CHECK(peer.tensors_shown == 2);
     }
-    SECTION("a shown tensor of the wrong shape is still reported") {
+    SECTION("a shown tensor is not compared, not even its shape (a translation's length follows the training)") {
         Trace other = make(0.75, 1.0, 3.0);
         other.steps()[0].tensors[2].value = Array{1.0, 2.0};
         const auto cmp = compare_traces(other, golden, Tolerance{}, Whose::student);
-        CHECK_FALSE(cmp.ok);
-        CHECK_THAT(cmp.report, Catch::Contains("Shapes differ"));
+        INFO(cmp.report);
+        CHECK(cmp.ok);
+        CHECK(cmp.tensors_shown == 1);
+        // attn's own run is held to the shape too
+        CHECK_FALSE(compare_traces(other, golden, Tolerance{}).ok);
     }
 }
 
