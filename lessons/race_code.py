@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes race_code.hpp: a digest of the sources that train lesson 12's race (transformer_race.hpp).
 
-    race-code.py OUTPUT DEPFILE ROOT FOLDER...
+    race_code.py OUTPUT DEPFILE ROOT FOLDER...
 
 Every .cpp, .hpp and .o file under the FOLDERs (relative to ROOT; lessons/exercises, the students'
 starters, left out), in sorted order, path and bytes, goes into one SHA-256 digest; the depfile
@@ -32,7 +32,7 @@ def main():
             data = f.read()
         digest.update(b"%d %s %d\n" % (len(relative), relative, len(data)))
         digest.update(data)
-    text = ("// Written by src/tools/race-code.py: the digest of the sources that train lesson 12's race.\n"
+    text = ("// Written by lessons/race_code.py: the digest of the sources that train lesson 12's race.\n"
             "#pragma once\n#define ATTN_RACE_CODE \"%s\"\n" % digest.hexdigest()[:32])
     old = None
     if os.path.exists(output):
