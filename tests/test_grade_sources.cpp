@@ -95,6 +95,15 @@ std::string line_of(const std::string& csv, const std::string& student) {
     return "";
 }
 
+// Whether grade --sources can create its sandbox here (else the tests below are skipped, said so).
+bool sandbox_here(const Class& c) {
+    if (run_attn("grade --sources /nonexistent --out " + c.q("probe")).output.find("none can be created") ==
+        std::string::npos)
+        return true;
+    WARN("skipped: no sandbox can be created here");
+    return false;
+}
+
 }  // namespace
 
 TEST_CASE("grade --sources builds and checks every student in a sandbox of their own", "[grade_sources]") {
@@ -282,11 +291,7 @@ namespace test_grade_sources {
 // in for it, and for nothing else).
 TEST_CASE("grade --sources: one wrong file costs only its own exercise", "[grade_sources]") {
     Class c;
-    if (run_attn("grade --sources /nonexistent --out " + c.q("probe")).output.find("none can be created") !=
-        std::string::npos) {
-        WARN("skipped: no sandbox can be created here");
-        return;
-    }
+    if (!sandbox_here(c)) return;
     const std::vector<std::pair<std::string, std::string>> files = {
         {"softmax.cpp", "softmax.cpp"},
         {"scaled_attention.cpp", "self_attention_scaled.cpp"},
@@ -337,11 +342,7 @@ TEST_CASE("grade --sources: one wrong file costs only its own exercise", "[grade
 // it, and the reference passes.
 TEST_CASE("grade --sources: each mistake once unseen fails the unit case made for it", "[grade_sources]") {
     Class c;
-    if (run_attn("grade --sources /nonexistent --out " + c.q("probe")).output.find("none can be created") !=
-        std::string::npos) {
-        WARN("skipped: no sandbox can be created here");
-        return;
-    }
+    if (!sandbox_here(c)) return;
     struct Mistake {
         std::string student, exercise, unit_case, says;
     };
@@ -403,11 +404,7 @@ namespace test_grade_sources {
 // copies, which call only what their exercises may, pass the same check.
 TEST_CASE("grade --sources: a file that calls the engine's answer gets 0 points, the call named", "[grade_sources]") {
     Class c;
-    if (run_attn("grade --sources /nonexistent --out " + c.q("probe")).output.find("none can be created") !=
-        std::string::npos) {
-        WARN("skipped: no sandbox can be created here");
-        return;
-    }
+    if (!sandbox_here(c)) return;
     c.reference("alice", "scaled_attention.cpp", "self_attention_scaled.cpp");
     c.reference("alice", "flash_backward_tile.cpp", "tiled_attention_backward_tile.cpp");
     c.write("mallory", "scaled_attention.cpp",
@@ -457,11 +454,7 @@ TEST_CASE("grade --sources: a file that calls the engine's answer gets 0 points,
 
 TEST_CASE("grade --sources: 27 right answers written from the equations get full points", "[grade_sources]") {
     Class c;
-    if (run_attn("grade --sources /nonexistent --out " + c.q("probe")).output.find("none can be created") !=
-        std::string::npos) {
-        WARN("skipped: no sandbox can be created here");
-        return;
-    }
+    if (!sandbox_here(c)) return;
     fs::create_directories(c.dir / "ada");
     for (const auto& entry : fs::directory_iterator(source_dir() + "/tests/fixtures/from_equations"))
         if (entry.path().extension() == ".cpp") fs::copy_file(entry.path(), c.dir / "ada" / entry.path().filename());
@@ -479,19 +472,6 @@ TEST_CASE("grade --sources: 27 right answers written from the equations get full
 }  // namespace test_grade_sources
 
 namespace test_grade_sources {
-
-namespace {
-
-// Whether grade --sources can create its sandbox here (else the tests below are skipped, said so).
-bool sandbox_here(const Class& c) {
-    if (run_attn("grade --sources /nonexistent --out " + c.q("probe")).output.find("none can be created") ==
-        std::string::npos)
-        return true;
-    WARN("skipped: no sandbox can be created here");
-    return false;
-}
-
-}  // namespace
 
 // Issue 40: a file that includes a header that does not exist ends GCC's JSON diagnostics with
 // "compilation terminated.", which once made the whole JSON the message.

@@ -577,6 +577,9 @@ struct Verdict {
     std::string step;      // first diverging step, when there is one
     std::string message;   // the report or the error
     bool missing = false;  // the submission holds none of the steps asked for
+    // every tensor it holds of those steps is one numbers from elsewhere are not compared with (what
+    // lesson 12's training decides, noise): they cannot be graded, and are not the student's fault
+    bool ungradable = false;
 };
 
 // Which steps of a lesson to compare: all (empty), or these. With `required`, a step the
@@ -626,6 +629,14 @@ Verdict judge(const std::filesystem::path& submission, const Lesson& l, const St
     }
     const LessonComparison cmp = compare_traces(sub.trace, golden, tol, Whose::peer);
     if (!cmp.ok) return {exit_mismatch, cmp.diverging_step, cmp.report};
+    if (cmp.tensors_compared == 0 && cmp.tensors_shown > 0)
+        return {exit_mismatch, "",
+                fmt::format("{}: its {} tensors of these steps are not compared with numbers from elsewhere (lesson "
+                            "12's training decides them, which numbers trained elsewhere cannot reproduce, or they "
+                            "are noise; the golden file says why): not graded from numbers. attn grade --sources "
+                            "grades the exercise on attn's trained models",
+                            submission.string(), cmp.tensors_shown),
+                false, true};
     if (cmp.tensors_compared == 0)
         return {exit_mismatch, "", fmt::format("{} holds no tensor of lesson '{}'", submission.string(), l.slug)};
     return {exit_ok, "",
@@ -702,7 +713,11 @@ GradeRow grade_one(const std::filesystem::path& dir, const Lesson& l, const Exer
         return row;
     }
     const Verdict v = judge(found, l, StepChoice{x.steps, false}, o.golden_dir, o.tolerance);
-    row.result = v.missing ? "missing" : v.code == exit_ok ? "pass" : v.code == exit_mismatch ? "fail" : "error";
+    row.result = v.missing          ? "missing"
+                 : v.ungradable     ? "error"
+                 : v.code == exit_ok ? "pass"
+                 : v.code == exit_mismatch ? "fail"
+                                           : "error";
     row.points = row.result == "pass" ? 1 : 0;  // from numbers: one point an exercise, of one
     row.step = v.step;
     row.message = capped(v.message, max_message_bytes);

@@ -40,8 +40,8 @@ struct ForeignComparison {
         shown,      // not compared: noise (a count of differing bits), or what a training run in the
                     // same process made of the last bits of everything before it
         trained,    // computed from models attn trained: compared at the tolerance asked where the program
-                    // checked decodes with attn's own trained models, loaded (the exercise checks); only
-                    // shown for a peer's numbers, whose models its own training made
+                    // checked decodes with attn's own trained models, loaded (where a student's functions
+                    // run); only shown for a peer's numbers, whose models its own training made
     };
     Kind kind = Kind::asked;
     double rtol = 0.0, atol = 0.0;  // kind tolerance
