@@ -1,0 +1,104 @@
+// Lesson 12's race kept in a file (lessons/transformer_race.hpp): read back bit for bit, and refused,
+// never used, when it is stale (another code's digest, another configuration), cut short or damaged;
+// `attn keep-race` trains it again over a stale file and leaves a file of this code alone (issue 41).
+#include "support.hpp"
+
+#include "registry.hpp"
+#include "transformer_race.hpp"
+
+#include "nn/encoder_decoder.hpp"
+#include "nn/optimizer.hpp"
+#include "nn/seq2seq.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+// Everything of this file in a namespace of its own (the test program is built as unity files).
+namespace test_race_file {
+
+using namespace attn;
+using namespace attn::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Lesson 12's quickest configuration: one epoch of fifty sentences, trained in a second.
+Config quick_race() { return find_lesson("transformer")->quick; }
+
+bool same_bits(const std::vector<nn::Block>& a, const std::vector<nn::Block>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t k = 0; k < a.size(); ++k)
+        if (a[k].size != b[k].size || std::memcmp(a[k].data, b[k].data, a[k].size * sizeof(double)) != 0) return false;
+    return true;
+}
+
+// `bytes` with `from` (which must occur) replaced by `to`.
+std::string replaced(std::string bytes, const std::string& from, const std::string& to) {
+    const auto at = bytes.find(from);
+    REQUIRE(at != std::string::npos);
+    return bytes.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("a kept race reads back bit for bit; a stale, cut or damaged one is refused", "[race_file]") {
+    const Config config = quick_race();
+    Trace trace("transformer", config);
+    transformer::Race race = *transformer::trained_race(config, trace);
+    const std::string bytes = transformer::kept_race_bytes(config, race);
+    transformer::Race back = transformer::parse_kept_race(bytes, config, "race.bin");
+    CHECK(same_bits(nn::blocks(back.trained.transformer), nn::blocks(race.trained.transformer)));
+    CHECK(same_bits(nn::blocks(back.trained.with), nn::blocks(race.trained.with)));
+    CHECK(same_bits(nn::blocks(back.trained.without), nn::blocks(race.trained.without)));
+    CHECK(std::memcmp(back.curves.data(), race.curves.data(), race.curves.size() * sizeof(double)) == 0);
+    CHECK(back.steps == race.steps);
+    CHECK(transformer::kept_race_bytes(config, back) == bytes);  // the same bytes again
+
+    using Catch::Contains;
+    const auto refused = [&](const std::string& damaged, const Config& wanted) {
+        return transformer::parse_kept_race(damaged, wanted, "race.bin");
+    };
+    // trained by other code: a line of the sources changed, so meson's digest did
+    const std::string code = "code " + transformer::race_code_digest();
+    CHECK_THROWS_WITH(refused(replaced(bytes, code, "code 0123456789abcdef0123456789abcdef"), config),
+                      Contains("race.bin") && Contains("another build, code or configuration"));
+    // for another configuration (another seed)
+    Config other = config;
+    other.seed += 1;
+    CHECK_THROWS_WITH(refused(bytes, other), Contains("another build, code or configuration"));
+    // cut short, or with more after it
+    CHECK_THROWS_WITH(refused(bytes.substr(0, bytes.size() / 2), config), Contains("cut short"));
+    CHECK_THROWS_WITH(refused(bytes + "x", config), Contains("cut short or has more"));
+    // one bit of one weight flipped
+    std::string flipped = bytes;
+    flipped[bytes.size() / 2] = static_cast<char>(flipped[bytes.size() / 2] ^ 1);
+    CHECK_THROWS_WITH(refused(flipped, config), Contains("digest does not match"));
+    // missing
+    CHECK_THROWS_AS(transformer::read_kept_race("/nonexistent/transformer-race.bin", config),
+                    transformer::RaceFileError);
+}
+
+TEST_CASE("attn keep-race trains again over a stale file and keeps a file of this code", "[race_file]") {
+    const char* bin = std::getenv("ATTN_BIN");
+    REQUIRE(bin != nullptr);
+    const fs::path dir = fs::temp_directory_path() / ("attn_test_race_file_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const fs::path file = dir / "transformer-race.bin";
+    std::ofstream(file) << "attn-race 1\ncode 0123456789abcdef0123456789abcdef\n";  // stale: other code, cut short
+    const Result first = run_command("'" + std::string(bin) + "' keep-race --out '" + file.string() + "' 2>&1");
+    INFO(first.output);
+    CHECK(first.code == 0);
+    CHECK_THAT(first.output, Catch::Contains("training it again") && Catch::Contains("keep-race: wrote"));
+    CHECK_NOTHROW(transformer::read_kept_race(file, transformer::kept_race_config()));
+    const Result second = run_command("'" + std::string(bin) + "' keep-race --out '" + file.string() + "' 2>&1");
+    CHECK(second.code == 0);
+    CHECK_THAT(second.output, Catch::Contains("holds this code's race already"));
+    fs::remove_all(dir);
+}
+
+}  // namespace test_race_file
