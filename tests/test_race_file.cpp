@@ -101,4 +101,28 @@ TEST_CASE("attn keep-race trains again over a stale file and keeps a file of thi
     fs::remove_all(dir);
 }
 
+
+TEST_CASE("a check of lesson 13's exercises refuses a missing or stale race before any lesson runs", "[race_file]") {
+    // a starter program: the references but bleu's starter, so kv-cache-step is the reference's
+    const char* bin = std::getenv("ATTN_BIN");
+    REQUIRE(bin != nullptr);
+    const std::string program = "'" + (fs::path(bin).parent_path() / "attn-starter-bleu").string() + "'";
+    const fs::path dir = fs::temp_directory_path() / ("attn_test_race_check_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const fs::path stale = dir / "stale.bin";
+    std::ofstream(stale) << "attn-race 1\ncode 0123456789abcdef0123456789abcdef\n";
+    for (const fs::path& file : {dir / "missing.bin", stale}) {
+        const Result r = run_command("ATTN_RACE_FILE='" + file.string() + "' " + program + " check kv-cache-step 2>&1");
+        INFO(r.output);
+        CHECK(r.code == 3);
+        CHECK_THAT(r.output, Catch::Contains(file.string()) && Catch::Contains("run 'meson compile -C"));
+        CHECK_THAT(r.output, !Catch::Contains("FAIL") && !Catch::Contains("kv-cache-step  "));
+    }
+    // an exercise that lesson 13 does not check does not need the race
+    const Result other = run_command("ATTN_RACE_FILE='" + (dir / "missing.bin").string() + "' " + program +
+                                     " check softmax 2>&1");
+    CHECK(other.code == 0);
+    fs::remove_all(dir);
+}
+
 }  // namespace test_race_file

@@ -613,15 +613,7 @@ public:
     // decode with it, so a student's last bits never change what they are compared with. A race
     // file that is missing, stale or damaged stops the grading (RaceFileError, exit 3).
     void copy_race() {
-        const fs::path from = this_program().build_dir / transformer::kept_race_name;
-        try {
-            (void)transformer::read_kept_race(from, transformer::kept_race_config());
-        } catch (const transformer::RaceFileError& e) {
-            throw transformer::RaceFileError(fmt::format(
-                "{}\nLesson 13's exercises are checked on the reference's trained race, which the build writes: "
-                "run 'meson compile -C {}' and grade again.",
-                e.what(), this_program().build_dir.string()));
-        }
+        const fs::path from = checked_reference_race("grade again");
         make_folder(kit_.race, 0700);
         fs::copy_file(from, kit_.race / transformer::kept_race_name);
     }

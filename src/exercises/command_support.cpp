@@ -2,9 +2,11 @@
 #include "exercises/command_support.hpp"
 
 #include "exercises/program.hpp"
+#include "transformer_race.hpp"
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <stdexcept>
 #include <system_error>
 
@@ -43,6 +45,24 @@ std::string stop_message(const LessonRun& run) {
     if (!run.not_done.empty())
         return fmt::format("{}: {}", where, not_done_message(run.not_done, shown_path(this_program().exercises_dir)));
     return fmt::format("{} with an error: {}", where, run.error);
+}
+
+std::filesystem::path reference_race_file() {
+    const char* named = std::getenv("ATTN_RACE_FILE");
+    return named && *named ? std::filesystem::path(named) : this_program().build_dir / transformer::kept_race_name;
+}
+
+std::filesystem::path checked_reference_race(const std::string& then) {
+    const std::filesystem::path file = reference_race_file();
+    try {
+        (void)transformer::read_kept_race(file, transformer::kept_race_config());
+    } catch (const transformer::RaceFileError& e) {
+        throw transformer::RaceFileError(fmt::format(
+            "{}\nThe checks of lesson 13's exercises decode with the reference's trained race, which the build "
+            "writes: run 'meson compile -C {}' and {}.",
+            e.what(), shown_path(this_program().build_dir), then));
+    }
+    return file;
 }
 
 }  // namespace attn

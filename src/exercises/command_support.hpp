@@ -44,4 +44,13 @@ std::string program_command();
 // One line on why a stopped lesson stopped: the not-done message (naming the file to edit) or the error.
 std::string stop_message(const LessonRun& run);
 
+// This build's race file (lessons/transformer_race.hpp): build/transformer-race.bin, or the file the
+// environment variable ATTN_RACE_FILE names (for tests: a missing or stale file).
+std::filesystem::path reference_race_file();
+
+// reference_race_file(), read through to check it; throws
+// transformer::RaceFileError saying what is wrong, that `meson compile -C <build>` writes it, and
+// then `then` ("check again", "grade again"): the checks of lesson 13's exercises decode with it.
+std::filesystem::path checked_reference_race(const std::string& then);
+
 }  // namespace attn

@@ -228,18 +228,10 @@ std::string file_to_edit(const Exercise& x) {
 // exercise of `wanted` (all when empty) needs it, a race file that is missing, stale or damaged
 // stops the check before any lesson runs (RaceFileError, exit 3): no exercise is blamed for it.
 void use_reference_race(const std::vector<const Exercise*>& wanted) {
-    const std::filesystem::path file = this_program().build_dir / transformer::kept_race_name;
-    transformer::decode_with_kept_race(file);
+    transformer::decode_with_kept_race(reference_race_file());
     const auto needed = exercises_needed(wanted);
     if (std::none_of(needed.begin(), needed.end(), [](const Exercise* x) { return x->lesson == "decoding"; })) return;
-    try {
-        (void)transformer::read_kept_race(file, transformer::kept_race_config());
-    } catch (const transformer::RaceFileError& e) {
-        throw transformer::RaceFileError(fmt::format(
-            "{}\nThe checks of lesson 13's exercises decode with the reference's trained race, which the build "
-            "writes: run 'meson compile -C {}' and check again.",
-            e.what(), shown_path(this_program().build_dir)));
-    }
+    (void)checked_reference_race("check again");
 }
 
 std::optional<std::string> output_of(const std::string& command);
