@@ -169,6 +169,17 @@ double largest_difference(const Tensor& a, const Tensor& b) {
 constexpr double others_rounding = 1e-12;
 constexpr double attn_bits_only = std::numeric_limits<double>::infinity();
 
+// How far pairs of tensors are apart, summed over the pairs: entries whose bits differ (attn's own
+// claim) and the largest |difference| (a student's functions' claim).
+struct Apart {
+    double bits = 0.0, largest = 0.0;
+    template <class Tensor>
+    void add(const Tensor& a, const Tensor& b) {
+        bits += differing_bits(a, b);
+        largest = std::max(largest, largest_difference(a, b));
+    }
+};
+
 std::vector<std::string> step_labels(const Corpus& c, const std::vector<std::size_t>& words, std::size_t steps) {
     std::vector<std::string> labels;
     for (std::size_t t = 0; t < steps; ++t)
@@ -240,8 +251,7 @@ struct Published {
 };
 
 void record_cache(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, const Pair& p, const Decoded& plain,
-                  const Decoded& fast, double bits_differing, double largest, std::size_t steps_checked,
-                  std::size_t sentences) {
+                  const Decoded& fast, const Apart& apart, std::size_t steps_checked, std::size_t sentences) {
     const std::size_t T = fast.work.size(), L = m.decoder.size(), dm = m.E_tgt.shape(1);
     const double T_x = as_double(p.src.size());
     trace.step("cache", "The key-value cache: one row of work per word, the same bits",
@@ -274,9 +284,9 @@ void record_cache(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m, co
         .foreign_trained(decoded_with_race());
     trace.check("at every step of every test sentence the cached probabilities equal the uncached pass's last row, "
                 "bit for bit (entries that differ)",
-                bits_differing, 0.0, attn_bits_only);
-    trace.check("and where a student's functions ran, to rounding (largest |difference|; 0 here, 1e-12 there)", largest,
-                0.0, others_rounding);
+                apart.bits, 0.0, attn_bits_only);
+    trace.check("and where a student's functions ran, to rounding (largest |difference|; 0 here, 1e-12 there)",
+                apart.largest, 0.0, others_rounding);
     double counted_error = 0.0;
     for (std::size_t t = 0; t < T; ++t)
         counted_error = std::max(counted_error, std::abs(fast.work[t].attention -
@@ -339,15 +349,12 @@ Mat first_block_input(const nn::EncoderDecoder& m, const std::vector<std::size_t
 // The checks of step [mask]: the cached step's T_q rows r against the uncached pass's rows `full`.
 void record_mask_checks(Trace& trace, const nn::AttentionResult& r, const Mat& full, std::size_t offset) {
     const std::size_t T_q = r.weights.shape(0), T_k = r.weights.shape(1);
-    double bits = 0.0, largest = 0.0;
-    for (std::size_t i = 0; i < T_q; ++i) {
-        bits += differing_bits(nn::row_of(r.output, i), nn::row_of(full, offset + i));
-        largest = std::max(largest, largest_difference(Vec(nn::row_of(r.output, i)), Vec(nn::row_of(full, offset + i))));
-    }
+    Apart rows;
+    for (std::size_t i = 0; i < T_q; ++i) rows.add(Vec(nn::row_of(r.output, i)), Vec(nn::row_of(full, offset + i)));
     trace.check("the cached step's outputs equal the uncached pass's last T_q rows, bit for bit (entries that differ)",
-                bits, 0.0, attn_bits_only);
-    trace.check("and where a student's functions ran, to rounding (largest |difference|; 0 here, 1e-12 there)", largest,
-                0.0, others_rounding);
+                rows.bits, 0.0, attn_bits_only);
+    trace.check("and where a student's functions ran, to rounding (largest |difference|; 0 here, 1e-12 there)",
+                rows.largest, 0.0, others_rounding);
     trace.check("every query of the cached step reads every key up to its own position (weights above 0)",
                 [&] {
                     double zeros = 0.0;
@@ -481,20 +488,15 @@ void record_kv_heads(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m,
     const std::vector<std::size_t> counts = kv_head_counts(h);
     Mat table = xt::empty<double>({counts.size(), std::size_t{5}});
     std::vector<std::string> rows;
-    double as_lesson_6 = 0.0, grouped = 0.0, modular = -1.0, largest = 0.0;
+    Apart as_lesson_6, grouped;
+    double modular = -1.0;
     for (std::size_t r = 0; r < counts.size(); ++r) {
         const std::size_t n_kv = counts[r];
         const nn::GroupedQueryParams g = nn::grouped_query_params(mha, h, n_kv);
         const nn::MultiHeadResult gqa = nn::grouped_query_attention(X, X, g, h, n_kv, &causal);
-        if (n_kv == h) {
-            as_lesson_6 = differing_bits(gqa.output, full.output) + differing_bits(gqa.weights, full.weights);
-            largest = std::max({largest, largest_difference(gqa.output, full.output),
-                                largest_difference(gqa.weights, full.weights)});
-        }
+        if (n_kv == h) as_lesson_6.add(gqa.output, full.output), as_lesson_6.add(gqa.weights, full.weights);
         // the grouping written out again: query heads i n_kv / h share a head
-        const Mat copied = as_multi_head(X, mha, g, h, [&](std::size_t i) { return i * n_kv / h; }, causal);
-        grouped += differing_bits(gqa.output, copied);
-        largest = std::max(largest, largest_difference(gqa.output, copied));
+        grouped.add(gqa.output, as_multi_head(X, mha, g, h, [&](std::size_t i) { return i * n_kv / h; }, causal));
         if (n_kv > 1 && n_kv < h)
             modular = differing_bits(gqa.output, as_multi_head(X, mha, g, h, [&](std::size_t i) { return i % n_kv; }, causal));
         table(r, 0) = as_double(n_kv), table(r, 1) = as_double(h / n_kv), table(r, 2) = as_double(2 * L * n_kv * d_k);
@@ -506,12 +508,12 @@ void record_kv_heads(Trace& trace, const Corpus& c, const nn::EncoderDecoder& m,
         .foreign_trained(decoded_with_race());
     trace.check("with n_kv = h grouped-query attention is lesson 6's multi-head attention, bit for bit (entries of "
                 "the output and the weights that differ)",
-                as_lesson_6, 0.0, attn_bits_only);
+                as_lesson_6.bits, 0.0, attn_bits_only);
     trace.check("query head i reads key-value head floor(i n_kv / h): the layer equals multi-head attention with "
                 "the key-value heads copied so, bit for bit, for every n_kv (entries that differ)",
-                grouped, 0.0, attn_bits_only);
+                grouped.bits, 0.0, attn_bits_only);
     trace.check("both, where a student's functions ran, to rounding (largest |difference|; 0 here, 1e-12 there)",
-                largest, 0.0, others_rounding);
+                std::max(as_lesson_6.largest, grouped.largest), 0.0, others_rounding);
     if (modular >= 0.0)
         trace.check(fmt::format("the grouping i mod n_kv gives another output at n_kv = {} (1 when it gives the same)",
                                 h / 2),
@@ -1097,20 +1099,18 @@ void lesson_decoding(Trace& trace, const Config& config) {
     const Decoded plain = uncached(m, H, max_words), fast = cached(m, H, max_words);
     record_uncached(trace, corpus, m, shown, plain, max_words);
     // the bit-for-bit check at every step of every test sentence
-    double differing = 0.0, largest = 0.0;
+    Apart cached_apart;
     std::size_t steps = 0;
     for (const Pair& p : corpus.test) {
         const Mat H_p = nn::encoder_output(m, p.src);
         const Decoded a = uncached(m, H_p, max_words), b = cached(m, H_p, max_words);
         steps += a.probabilities.size();
         if (a.probabilities.size() != b.probabilities.size())
-            differing += 1.0, largest = std::numeric_limits<double>::infinity();
-        for (std::size_t t = 0; t < std::min(a.probabilities.size(), b.probabilities.size()); ++t) {
-            differing += differing_bits(a.probabilities[t], b.probabilities[t]);
-            largest = std::max(largest, largest_difference(a.probabilities[t], b.probabilities[t]));
-        }
+            cached_apart.bits += 1.0, cached_apart.largest = std::numeric_limits<double>::infinity();
+        for (std::size_t t = 0; t < std::min(a.probabilities.size(), b.probabilities.size()); ++t)
+            cached_apart.add(a.probabilities[t], b.probabilities[t]);
     }
-    record_cache(trace, corpus, m, shown, plain, fast, differing, largest, steps, corpus.test.size());
+    record_cache(trace, corpus, m, shown, plain, fast, cached_apart, steps, corpus.test.size());
     // "turn off the lights" -> "lait band karo": short enough to show every key
     const Pair lights = pair_of(start.corpus, lights_src, lights_tgt);
     record_mask(trace, corpus, m, lights, config.size(param::queries));
