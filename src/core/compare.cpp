@@ -178,10 +178,6 @@ std::string foreign_rule(const ForeignComparison& f) {
     return "at the tolerance asked";
 }
 
-std::string foreign_text(const ForeignComparison& f) {
-    return f.kind == ForeignComparison::Kind::asked ? foreign_rule(f) : fmt::format("{} ({})", foreign_rule(f), f.why);
-}
-
 bool compared(const ForeignComparison& f, Whose whose) {
     switch (f.kind) {
         case ForeignComparison::Kind::shown: return whose == Whose::attn;

@@ -53,9 +53,8 @@ std::string tensor_diff_report(const TensorDiff& d, const Tolerance& tol);
 enum class Whose { attn, student, peer };
 
 // How numbers not attn's are compared with a tensor: "at rtol 1e-06, atol 1e-09 at least", "never, only
-// shown", "only where attn's trained models are loaded", "at the tolerance asked"; foreign_text adds why.
+// shown", "only where attn's trained models are loaded", "at the tolerance asked".
 std::string foreign_rule(const ForeignComparison& f);
-std::string foreign_text(const ForeignComparison& f);
 
 // The tolerance numbers not attn's meet for a tensor declaring `f`, when `asked` was asked.
 Tolerance foreign_tolerance(const ForeignComparison& f, const Tolerance& asked);
