@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""attn run <lesson> --svg DIR for every lesson, checked as a reader of the files would.
+"""attn run all --svg DIR, every lesson's pictures checked as a reader of the files would, and the run's
+last words (where to go next after the whole course).
 
 usage: svg_check.py ATTN_BIN OUT_DIR GOLDEN_DIR
 
@@ -212,13 +213,23 @@ def check_bars(root, name, t, texts):
     return [x for x in shown if not x.endswith("…")]
 
 
-def check_lesson(attn, golden_dir, number, slug, svg_dir):
-    """Runs `attn run N --svg svg_dir`; returns [(file, visible labels)] of the lesson."""
-    tensors = picture_tensors(golden_dir, number, slug)
-    code, output = run([attn, "run", str(number), "--svg", svg_dir])
+def run_all(attn, svg_dir):
+    """Runs `attn run all --svg svg_dir` once, as README's first command does, and checks its last words:
+    where to go next, after the whole course (one lesson alone does not say it: tests/test_run_options.cpp)."""
+    code, output = run([attn, "run", "all", "--svg", svg_dir], timeout=3600)  # a bound on a hang
     if code != 0:
-        fail("attn run {} --svg {}: exit {}\n{}".format(number, svg_dir, code, output[-2000:]))
-        return []
+        fail("attn run all --svg {}: exit {}\n{}".format(svg_dir, code, output[-2000:]))
+        return False
+    if "lessons ran. Next: one lesson at a time, step by step ('" not in output or "attn run 1 --pause')" not in output:
+        fail("attn run all does not end by saying where to go next:\n" + output[-1000:])
+    if not output.endswith("(README, 'Exercises (C++)').\n"):
+        fail("attn run all does not end with the exercises:\n" + output[-1000:])
+    return True
+
+
+def check_lesson(attn, golden_dir, number, slug, svg_dir):
+    """The pictures `attn run all --svg svg_dir` drew of lesson N; returns [(file, visible labels)]."""
+    tensors = picture_tensors(golden_dir, number, slug)
     names = expected_names(number, tensors)
     if not names:
         print("        no pictures")
@@ -337,7 +348,10 @@ def main():
     shutil.rmtree(svg_dir, ignore_errors=True)  # stale files would hide a file not written
     os.makedirs(out_dir, exist_ok=True)
     shown = []
-    for number, slug in lessons(attn):
+    listed = lessons(attn)
+    if not run_all(attn, svg_dir):
+        listed = []
+    for number, slug in listed:
         print("lesson {} ({})".format(number, slug))
         shown += check_lesson(attn, golden_dir, number, slug, svg_dir)
     if not shown and not failures:

@@ -223,10 +223,15 @@ void takes_back_its_export(const TempDir& tmp, const Lesson& l, const std::strin
 // defaults (six runs each), at other settings only, whose quick settings train for a second or two.
 TEST_CASE("every lesson takes back its own export, JSON and npy, at its defaults and at other settings",
           "[cli][inputs]") {
+    // Under the sanitizers lessons 9, 12 and 13 are left to the unsanitized build: even at their quick
+    // settings their six runs each took minutes there, for reading code the other lessons run too.
+    const char* sanitized = std::getenv("ATTN_SANITIZED");
+    const bool quick = sanitized && *sanitized;
+    if (quick) WARN("lessons 9, 12 and 13 skipped in this build (sanitized: " << sanitized << ")");
     const TempDir tmp;
     for (const auto& l : all_lessons()) {
         if (!trains(l.slug)) takes_back_its_export(tmp, l, "", "defaults");
-        takes_back_its_export(tmp, l, other_settings(l), "other");
+        if (!quick || !trains(l.slug)) takes_back_its_export(tmp, l, other_settings(l), "other");
     }
 }
 
@@ -427,22 +432,18 @@ TEST_CASE("lesson 9 refuses an unknown --step or an --input tensor it does not t
 
 namespace test_run_options_next {
 
-TEST_CASE("run all ends by saying where to go next; one lesson does not", "[run_options]") {
+TEST_CASE("one lesson does not end by saying where to go next", "[run_options]") {
+    // `attn run all` does, after the whole course: tests/svg_check.py runs it once (README's first
+    // command, with --svg) and checks its last words there, so that every lesson does not train again
+    // here for them (issue 41)
     const char* bin = std::getenv("ATTN_BIN");
     REQUIRE(bin != nullptr);
-    // every lesson, training included, takes about three minutes in a sanitized build; the
-    // unsanitized build runs this, and check_exact runs every lesson in both
-    if (const char* sanitized = std::getenv("ATTN_SANITIZED"); sanitized && *sanitized) {
-        WARN("skipped in this build (sanitized: " << sanitized << "), where 'run all' takes minutes");
-        return;
-    }
-    const auto all = attn::test::run_command("'" + std::string(bin) + "' run all --color never 2>&1");
-    CHECK(all.code == 0);
-    CHECK_THAT(all.output, Catch::Contains("lessons ran. Next: one lesson at a time, step by step ('") &&
-                               Catch::Contains("attn run 1 --pause')"));
-    CHECK_THAT(all.output, Catch::EndsWith("(README, 'Exercises (C++)').\n"));
     const auto one = attn::test::run_command("'" + std::string(bin) + "' run 1 --color never 2>&1");
+    CHECK(one.code == 0);
     CHECK(one.output.find("lessons ran. Next:") == std::string::npos);
+    const auto two = attn::test::run_command("'" + std::string(bin) + "' run 1 2 --color never 2>&1");
+    CHECK(two.code == 0);
+    CHECK(two.output.find("lessons ran. Next:") == std::string::npos);
 }
 
 }  // namespace test_run_options_next

@@ -87,6 +87,8 @@ int cmd_compare(const CompareOptions& options);
 int cmd_grade(const GradeOptions& options);
 // keep-race: lesson 12's race at its defaults, trained and written to `file` (transformer_race.hpp),
 // unless `file` already holds this code's race (then only its time is refreshed, for the build).
-int cmd_keep_race(const std::filesystem::path& file);
+// `attn keep-race --out FILE [--from OTHER]`: FILE left alone when it holds this code's race; else
+// OTHER's bytes when OTHER holds it (a race another build of the same sources kept); else trained.
+int cmd_keep_race(const std::filesystem::path& file, const std::filesystem::path& from);
 
 }  // namespace attn

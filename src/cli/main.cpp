@@ -218,7 +218,7 @@ int run_main(int argc, char** argv) {
     std::string watch_runs;  // checked after parsing: a whole number from 1 up
     CLI::App* instructor_cmd = nullptr;
     CLI::App* keep_race_cmd = nullptr;
-    std::filesystem::path keep_race_file;
+    std::filesystem::path keep_race_file, keep_race_from;
     CLI::App* reset_cmd = nullptr;
     ResetOptions reset;
     std::string hint_exercise;
@@ -243,6 +243,9 @@ int run_main(int argc, char** argv) {
                          "checks load (nothing to do when FILE holds this code's race)");
         keep_race_cmd->add_option("--out", keep_race_file, "The file (the build writes build/transformer-race.bin)")
             ->required();
+        keep_race_cmd->add_option("--from", keep_race_from,
+                                  "Copy this file instead of training when it holds this code's race (a race another "
+                                  "build of the same sources kept; meson's option race_from)");
         instructor_cmd = app.add_subcommand(
             "instructor-check", "For teachers: the reference passes every exercise and every untouched starter fails");
         instructor_cmd->add_option("--starters", instructor.starters_dir,
@@ -307,7 +310,7 @@ int run_main(int argc, char** argv) {
             return cmd_watch(exercise_check, runs);
         }
         if (instructor_cmd && app.got_subcommand(instructor_cmd)) return cmd_instructor_check(instructor);
-        if (keep_race_cmd && app.got_subcommand(keep_race_cmd)) return cmd_keep_race(keep_race_file);
+        if (keep_race_cmd && app.got_subcommand(keep_race_cmd)) return cmd_keep_race(keep_race_file, keep_race_from);
         if (app.got_subcommand(bless_cmd)) return cmd_bless(bless);
         if (app.got_subcommand(export_cmd)) return cmd_export(exporting);
         if (app.got_subcommand(compare_cmd)) return cmd_compare(compare);
