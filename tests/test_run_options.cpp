@@ -223,15 +223,17 @@ void takes_back_its_export(const TempDir& tmp, const Lesson& l, const std::strin
 // defaults (six runs each), at other settings only, whose quick settings train for a second or two.
 TEST_CASE("every lesson takes back its own export, JSON and npy, at its defaults and at other settings",
           "[cli][inputs]") {
-    // Under the sanitizers lessons 9, 12 and 13 are left to the unsanitized build: even at their quick
-    // settings their six runs each took minutes there, for reading code the other lessons run too.
+    // Under the sanitizers lessons 7, 9, 12 and 13 are left to the unsanitized build: lesson 7 measures
+    // for 25 s a run there and the others train (their six runs each took minutes even at their quick
+    // settings), for reading code the other lessons run too.
     const char* sanitized = std::getenv("ATTN_SANITIZED");
     const bool quick = sanitized && *sanitized;
-    if (quick) WARN("lessons 9, 12 and 13 skipped in this build (sanitized: " << sanitized << ")");
+    if (quick) WARN("lessons 7, 9, 12 and 13 skipped in this build (sanitized: " << sanitized << ")");
     const TempDir tmp;
     for (const auto& l : all_lessons()) {
+        if (quick && (trains(l.slug) || l.slug == "scaling")) continue;
         if (!trains(l.slug)) takes_back_its_export(tmp, l, "", "defaults");
-        if (!quick || !trains(l.slug)) takes_back_its_export(tmp, l, other_settings(l), "other");
+        takes_back_its_export(tmp, l, other_settings(l), "other");
     }
 }
 
