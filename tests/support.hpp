@@ -164,6 +164,16 @@ inline std::string failed_checks(const Trace& trace) {
     return out.str();
 }
 
+// `--set key=value` for each setting of `wanted` that differs from `defaults`: a lesson's quick
+// configuration as command-line words (" --set epochs=1 --set sentences=50 ...").
+inline std::string set_args(const Config& wanted, const Config& defaults) {
+    std::string out;
+    for (std::size_t i = 0; i < wanted.values.size(); ++i)
+        if (i >= defaults.values.size() || wanted.values[i] != defaults.values[i])
+            out += " --set " + wanted.values[i].first + "=" + std::to_string(wanted.values[i].second);
+    return out;
+}
+
 // The lessons that train models for seconds (minutes when sanitized): 9, 12, and 13, which decodes
 // with lesson 12's models. Tests that run every lesson at its defaults leave them to check_exact.
 inline bool trains(const std::string& slug) {

@@ -270,10 +270,7 @@ TEST_CASE("every lesson blesses to 'no change', training to the same bytes, what
         ~Cleanup() { fs::remove_all(dir); }
     } cleanup{exports};
     for (const Lesson* l : training) {
-        std::string quick;
-        for (std::size_t i = 0; i < l->quick.values.size(); ++i)
-            if (l->quick.values[i] != l->defaults.values[i])
-                quick += " --set " + l->quick.values[i].first + "=" + std::to_string(l->quick.values[i].second);
+        const std::string quick = set_args(l->quick, l->defaults);
         const std::string file = golden_file_name(l->number, l->slug);
         std::string first;
         for (std::size_t k = 0; k < kernel_environments.size(); ++k) {

@@ -37,10 +37,7 @@ TEST_CASE("the lessons that train export the same bytes from the other compiler'
     std::size_t compared = 0;
     for (const Lesson& l : all_lessons()) {
         if (!trains(l.slug)) continue;
-        std::string quick;
-        for (std::size_t i = 0; i < l.quick.values.size(); ++i)
-            if (l.quick.values[i] != l.defaults.values[i])
-                quick += " --set " + l.quick.values[i].first + "=" + std::to_string(l.quick.values[i].second);
+        const std::string quick = set_args(l.quick, l.defaults);
         const std::string file = golden_file_name(l.number, l.slug);
         std::string bytes[2];
         for (int k = 0; k < 2; ++k) {

@@ -191,13 +191,7 @@ TEST_CASE("--input from an export of the same configuration reproduces it exactl
 
 // `--seed 8` and the lesson's quick settings (`--set`, its cheapest configuration with the same
 // steps): a configuration other than the defaults, which every lesson must also take back.
-std::string other_settings(const Lesson& l) {
-    std::string args = " --seed 8";
-    for (std::size_t i = 0; i < l.quick.values.size(); ++i)
-        if (l.quick.values[i] != l.defaults.values[i])
-            args += fmt::format(" --set {}={}", l.quick.values[i].first, l.quick.values[i].second);
-    return args;
-}
+std::string other_settings(const Lesson& l) { return " --seed 8" + set_args(l.quick, l.defaults); }
 
 // Exports lesson `l` with `settings` as JSON and as .npy files, exports it again from each with
 // --input and the same settings, and checks that both give back the first export's numbers (its
