@@ -214,6 +214,14 @@ void run_draws(const Lesson& lesson) {
 TEST_CASE("property: every identity check of every lesson holds at random seeds and settings in range",
           "[properties]") {
     for (const auto& lesson : all_lessons()) {
+        // Under the sanitizers two lessons are left to the unsanitized build: lesson 7 measures wall
+        // time (one draw took 326 s there), and lesson 13 beam-decodes up to 400 long sentences with
+        // models it trains first (one draw 225 s; CI's sanitized run, 2026-11-29). Their code runs there
+        // in settings_lessons (lesson 13 with every parameter at its minimum), lessons and other_build.
+        if (sanitized() && (lesson.slug == "scaling" || lesson.slug == "decoding")) {
+            WARN("lesson " << lesson.slug << " not drawn in this sanitized build: the unsanitized build draws it");
+            continue;
+        }
         DYNAMIC_SECTION("lesson " << lesson.number << " " << lesson.slug) { run_draws(lesson); }
     }
 }

@@ -1,5 +1,5 @@
-// Every parameter of lessons 1-6 at both ends of its range: the lesson finishes and every
-// identity check holds. And the settings configure() refuses before any work, with messages
+// Every parameter of lessons 1-6, 8, 10 and 11 at both ends of its range (at its minimum under the
+// sanitizers): the lesson finishes and every identity check holds. And the settings configure() refuses before any work, with messages
 // that name what is wrong. (Lesson 7, scaling, measures wall time and is not run here. Lessons 9,
 // learning-to-align, and 12, transformer, train for about 10 s, and lesson 13, decoding, trains
 // lesson 12's models: their extremes are run cheaply below, one epoch on 50 sentences, holding their
@@ -108,6 +108,10 @@ TEST_CASE("every parameter of lessons 1-6 runs at both ends of its range, all ch
             continue;
         for (const auto& p : lesson.params)
             for (const long long value : {p.min, p.max}) {
+                // under the sanitizers the minima only: the smallest sizes are where an index runs off
+                // the end; a maximum runs the same code on longer loops (lesson 10 at d_k=64 took 45 s
+                // there, the extremes of lessons 1-11 300 s: CI, 2026-11-29)
+                if (sanitized_build() && value == p.max && p.max != p.min) continue;
                 const std::vector<Setting> settings = extreme(lesson, p.key, value);
                 if (too_slow(lesson, p.key, value)) {
                     skipped.push_back(fmt::format("lesson {} {}", lesson.slug, text(settings)));
