@@ -848,14 +848,13 @@ int cmd_keep_race(const std::filesystem::path& file, const std::filesystem::path
     // of a training do not depend on the compiler: check_exact holds both of CI's builds to them)
     if (!from.empty()) {
         try {
-            (void)read_kept_race(from, config);
-            write_file_atomic(file, read_file_bytes(from, "race file"));
+            const std::string bytes = read_file_bytes(from, "race file");  // read once: checked is written
+            (void)parse_kept_race(bytes, config, from.string());
+            write_file_atomic(file, bytes);
             fmt::print("keep-race: wrote {}, copied from {} (this code's race)\n", file.string(), from.string());
             return exit_ok;
-        } catch (const RaceFileError& e) {
+        } catch (const std::exception& e) {  // RaceFileError, GoldenError: each names the file
             fmt::print("keep-race: not copied: {}; training it here\n", e.what());
-        } catch (const std::exception& e) {
-            fmt::print("keep-race: not copied from {}: {}; training it here\n", from.string(), e.what());
         }
     }
     Trace trace("transformer", config);

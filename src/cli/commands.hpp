@@ -85,10 +85,10 @@ int cmd_bless(const GoldenOptions& options);
 int cmd_export(const ExportOptions& options);
 int cmd_compare(const CompareOptions& options);
 int cmd_grade(const GradeOptions& options);
-// keep-race: lesson 12's race at its defaults, trained and written to `file` (transformer_race.hpp),
-// unless `file` already holds this code's race (then only its time is refreshed, for the build).
-// `attn keep-race --out FILE [--from OTHER]`: FILE left alone when it holds this code's race; else
-// OTHER's bytes when OTHER holds it (a race another build of the same sources kept); else trained.
+// keep-race --out FILE [--from OTHER]: lesson 12's race at its defaults in `file` (transformer_race.hpp).
+// When `file` already holds this code's race only its time is refreshed (for the build); else it gets
+// OTHER's bytes when OTHER holds this code's race (another build of the same sources kept it); else the
+// race is trained and written.
 int cmd_keep_race(const std::filesystem::path& file, const std::filesystem::path& from);
 
 }  // namespace attn
