@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -162,6 +163,14 @@ inline std::string failed_checks(const Trace& trace) {
                 out << "    [" << s.id << "] " << c.claim << ": error " << c.max_abs_error << " > tolerance "
                     << c.tolerance << "\n";
     return out.str();
+}
+
+// The sanitizers this build runs under (ATTN_SANITIZED, which tests/meson.build sets: "address,undefined"
+// in CI's second build), or "" in an unsanitized build. Lessons run 12 to 27 times slower under them, so
+// some tests leave their longest runs to the unsanitized build, and say so.
+inline std::string sanitizers() {
+    const char* text = std::getenv("ATTN_SANITIZED");
+    return text ? text : "";
 }
 
 // `--set key=value` for each setting of `wanted` that differs from `defaults`: a lesson's quick

@@ -201,7 +201,7 @@ TEST_CASE("every lesson blesses to 'no change', training to the same bytes, what
     // These environments make this machine pick what another CPU would: OpenBLAS's kernels for
     // each core type OpenBLAS 0.3.21 accepts (attn must not depend on them at all), glibc's
     // libm without its AVX2 and FMA variants, and each copy of attn's own kernels it can run.
-    if (const char* sanitized = std::getenv("ATTN_SANITIZED"); sanitized && *sanitized) {
+    if (const std::string sanitized = sanitizers(); !sanitized.empty()) {
         WARN("skipped in this build (sanitized: " << sanitized << "), where every lesson runs for minutes; the "
              "unsanitized build runs it, and check_exact holds this build's numbers to the golden bits");
         return;

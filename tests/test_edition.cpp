@@ -170,8 +170,7 @@ void write_text(const fs::path& file, const std::string& text) {
 }  // namespace
 
 TEST_CASE("the student edition builds without the references' sources, and attn-student works there", "[edition]") {
-    const char* sanitized = std::getenv("ATTN_SANITIZED");
-    if (sanitized && *sanitized) {
+    if (const std::string sanitized = sanitizers(); !sanitized.empty()) {
         WARN("skipped: the edition is made from an unsanitized build (this one is " << sanitized << ")");
         return;
     }
@@ -295,7 +294,7 @@ TEST_CASE("grade --sources: a file that calls a withheld function does not build
     // build every file comes out an error (seen in CI: 6 errors where 4 errors and 2 fails are
     // right), so this build leaves it to the unsanitized one, as .ci/run leaves grade_sources and
     // hostile_grading out here
-    if (const char* sanitized = std::getenv("ATTN_SANITIZED"); sanitized && *sanitized) {
+    if (const std::string sanitized = sanitizers(); !sanitized.empty()) {
         WARN("skipped in this build (sanitized: " << sanitized << "): the unsanitized build grades from sources");
         return;
     }

@@ -98,8 +98,7 @@ TEST_CASE("lessons are deterministic and their step ids unique", "[lessons]") {
         // quick: the defaults, except that the scaling lesson measures small sizes
         // under the sanitizers the lessons that train run once (their steps and heatmaps above), not twice:
         // minutes for a property the unsanitized build holds, with the same code
-        const char* sanitized = std::getenv("ATTN_SANITIZED");
-        if (sanitized && *sanitized && attn::test::trains(lesson.slug)) continue;
+        if (!attn::test::sanitizers().empty() && attn::test::trains(lesson.slug)) continue;
         const Trace a = without_timings(quick_run(lesson)), b = without_timings(run_lesson(lesson, lesson.quick));
         CHECK(to_golden_json(a) == to_golden_json(b));
         CHECK(compare_traces(a, b, Tolerance{0.0, 0.0}).ok);

@@ -51,8 +51,7 @@ long long draws_wanted() { return std::max(1LL, env_number("ATTN_PROPERTY_DRAWS"
 
 // A sanitized build runs lessons several times slower: a fifth of the draws there.
 bool sanitized() {
-    const char* text = std::getenv("ATTN_SANITIZED");
-    return text != nullptr && *text != '\0';
+    return !attn::test::sanitizers().empty();
 }
 
 // Largest power of two <= x (x >= 1).

@@ -102,8 +102,7 @@ TEST_CASE("attn keep-race trains again over a stale file, copies another build's
     fs::copy_file(stale, file);
     // a stale file, and a stale one to copy from: trained here. Lesson 12 at its defaults trains for
     // half a minute, minutes under the sanitizers: the unsanitized build runs this part.
-    const char* sanitized = std::getenv("ATTN_SANITIZED");
-    if (sanitized && *sanitized) {
+    if (const std::string sanitized = sanitizers(); !sanitized.empty()) {
         WARN("training skipped in this build (sanitized: " << sanitized << "): the unsanitized build trains");
     } else {
         const Result first = run_command(attn + "'" + file.string() + "' --from '" + stale.string() + "' 2>&1");

@@ -76,11 +76,6 @@ bool too_slow(const Lesson& lesson, const std::string& key, long long value) {
 // maximum, or one minimum at a time, runs the same code on more or longer loops. One at a time, their
 // ends were most of this test's 23 minutes there, and still a quarter of an hour with the maxima left
 // out (issue 41). The unsanitized build runs every end, one parameter at a time.
-bool sanitized_build() {
-    const char* sanitized = std::getenv("ATTN_SANITIZED");
-    return sanitized && *sanitized;
-}
-
 std::vector<Setting> all_minima(const Lesson& lesson) {
     std::vector<Setting> settings;
     for (const auto& p : lesson.params) settings.push_back({p.key, p.min});
@@ -111,7 +106,7 @@ TEST_CASE("every parameter of lessons 1-6 runs at both ends of its range, all ch
                 // under the sanitizers the minima only: the smallest sizes are where an index runs off
                 // the end; a maximum runs the same code on longer loops (lesson 10 at d_k=64 took 45 s
                 // there, the extremes of lessons 1-11 300 s: CI, 2026-11-29)
-                if (sanitized_build() && value == p.max && p.max != p.min) continue;
+                if (!attn::test::sanitizers().empty() && value == p.max && p.max != p.min) continue;
                 const std::vector<Setting> settings = extreme(lesson, p.key, value);
                 if (too_slow(lesson, p.key, value)) {
                     skipped.push_back(fmt::format("lesson {} {}", lesson.slug, text(settings)));
@@ -187,7 +182,7 @@ TEST_CASE("every parameter of lessons 9 and 12 runs at both ends of its range, t
           "[settings][lessons]") {
     const std::string slug = GENERATE(std::string("learning-to-align"), std::string("transformer"));
     const Lesson& lesson = *find_lesson(slug);
-    if (sanitized_build()) {
+    if (!attn::test::sanitizers().empty()) {
         INFO("lesson " << slug << " with " << text(all_minima(lesson)));
         const Trace trace = run_lesson(lesson, configure(lesson, lesson.defaults.seed, all_minima(lesson)));
         const Step* gradients = trace.find_step("gradients");
@@ -242,7 +237,7 @@ TEST_CASE("every parameter of lesson 13 runs at both ends of its range on a quic
           "holding",
           "[settings][lessons]") {
     const Lesson& lesson = *find_lesson("decoding");
-    if (sanitized_build()) {
+    if (!attn::test::sanitizers().empty()) {
         INFO("lesson decoding with " << text(all_minima(lesson)));
         const Trace trace = run_lesson(lesson, configure(lesson, lesson.defaults.seed, all_minima(lesson)));
         const std::string failed = attn::test::failed_checks(trace);
