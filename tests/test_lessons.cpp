@@ -83,6 +83,30 @@ TEST_CASE("a run asked for lesson 12's steps before the race ends before trainin
     CHECK(training_reports > 0);
 }
 
+TEST_CASE("a run told to end after the step that departs ends there complete and before training", "[lessons]") {
+    // the exercise check (exercises/status.cpp) asks each step, once complete, whether it departs
+    // from the golden file: lesson 12's fourth step is taken here for the one that departs
+    const Lesson& lesson = *find_lesson("transformer");
+    Trace trace(lesson.slug, lesson.quick);
+    std::size_t training_reports = 0;
+    std::vector<std::string> asked;
+    trace.on_progress([&](const std::string& what) {
+        if (what.find("training") != std::string::npos) ++training_reports;
+    });
+    trace.stop_after_step([&](const Step& done) {
+        asked.push_back(done.id);
+        CHECK_FALSE(done.tensors.empty());  // complete: its tensors recorded
+        return done.id == "gradients";
+    });
+    const LessonRun run = run_lesson(lesson, std::move(trace), false);
+    CHECK_FALSE(run.stopped());
+    REQUIRE(run.trace.steps().size() == 4);
+    CHECK(run.trace.steps().back().id == "gradients");
+    CHECK(training_reports == 0);
+    // each step asked about once it was complete, the last one before the training too (need_next_step)
+    CHECK(asked == std::vector<std::string>{"models", "cross-attention", "schedule", "gradients"});
+}
+
 // The trace without its measured tensors (timings differ between runs by nature); its export-only
 // data stays: it must be the same bytes every time, like everything else.
 Trace without_timings(Trace t) {

@@ -20,12 +20,17 @@ std::string config_text(const Config& c) {
     return out;
 }
 
+bool Trace::steps_enough() const {
+    if (stop_after_ > 0 && steps_.size() >= stop_after_) return true;
+    return enough_ && !steps_.empty() && enough_(steps_.back());
+}
+
 void Trace::need_next_step() const {
-    if (stop_after_ > 0 && steps_.size() >= stop_after_) throw StepsEnough{};
+    if (steps_enough()) throw StepsEnough{};
 }
 
 Step& Trace::step(std::string id, std::string title, std::string equation, std::string explanation) {
-    if (stop_after_ > 0 && steps_.size() == stop_after_) throw StepsEnough{};
+    if (steps_enough()) throw StepsEnough{};
     if (find_step(id)) throw std::logic_error("step id '" + id + "' is used twice in lesson " + lesson_);
     steps_.push_back(Step{std::move(id), std::move(title), std::move(equation), std::move(explanation), {}, {}});
     return steps_.back();

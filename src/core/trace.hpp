@@ -164,13 +164,20 @@ public:
     Trace(std::string lesson, Config config) : lesson_(std::move(lesson)), config_(std::move(config)) {}
 
     // Starts a new step; later tensor() and check() calls belong to it. Throws StepsEnough
-    // instead when stop_after(n) was called and n steps are recorded.
+    // instead when the steps recorded are all the caller wants (stop_after, stop_after_step).
     Step& step(std::string id, std::string title, std::string equation, std::string explanation);
 
     // Only the first n steps are wanted (0: all): a caller that needs no later step stops a lesson there.
     void stop_after(std::size_t n) { stop_after_ = n; }
 
-    // Throws StepsEnough when stop_after(n) was called and n steps are recorded, as step() would:
+    // No step after the one `enough` is true of is wanted: asked before each new step (and by
+    // need_next_step) with the last step recorded, which is complete by then. The exercise check
+    // stops a lesson at its first step that departs from the golden file, after which no later step
+    // can change what it decides.
+    void stop_after_step(std::function<bool(const Step&)> enough) { enough_ = std::move(enough); }
+
+    // Throws StepsEnough when stop_after(n) was called and n steps are recorded (or the last step
+    // recorded is one stop_after_step's test is true of), as step() would:
     // a lesson calls it before work that only later steps need (a training run), so that a caller
     // wanting the steps before it does not wait for that work.
     void need_next_step() const;
@@ -262,6 +269,9 @@ private:
     std::map<std::string, std::string> input_steps_, known_input_steps_;
     std::function<void(const std::string&)> progress_;
     std::size_t stop_after_ = 0;
+    std::function<bool(const Step&)> enough_;
+    // Whether the steps recorded so far are all the caller wants.
+    bool steps_enough() const;
 };
 
 }  // namespace attn

@@ -57,6 +57,25 @@ LessonRun run_until(const Lesson& lesson, std::size_t steps, bool catch_errors) 
     return run_lesson(lesson, std::move(prepared), catch_errors);
 }
 
+// The same, ending after the first step whose tensors depart from `golden`'s: evaluate() judges an
+// exercise by the first departure up to its last step, so every exercise of a later step is decided
+// by that one, whatever the steps after it hold (a wrong softmax would otherwise train and decode
+// the rest of lessons 9, 12 and 13 for half a minute, to no end). A lesson that runs to the
+// departure stops as at stop_after: complete, not stopped.
+LessonRun run_until_departure(const Lesson& lesson, std::size_t steps, bool catch_errors, const Trace& golden,
+                              const Tolerance& tol) {
+    Trace prepared(lesson.slug, lesson.defaults);
+    if (steps > 0) prepared.stop_after(steps);
+    prepared.stop_after_step([&golden, &tol](const Step& done) {
+        if (!golden.find_step(done.id)) return false;
+        Trace one(golden.lesson(), golden.config());
+        one.steps().push_back(done);
+        const LessonComparison c = compare_traces(one, golden, tol, Whose::student);
+        return !c.ok && !c.diverging_step.empty();
+    });
+    return run_lesson(lesson, std::move(prepared), catch_errors);
+}
+
 // Whether each identity check of the run holds, decided here: against the tolerance the golden
 // file gives the same claim in the same step for a student's functions (CheckRecord::
 // tolerance_for_others; a run observed elsewhere may claim anything). A check the golden step lacks
@@ -331,7 +350,7 @@ std::vector<ExerciseStatus> evaluate_all(const std::filesystem::path& golden_dir
             std::size_t steps = 0;
             facts->second = golden_facts(*lesson, golden_dir, checked_in(x->lesson, needed), steps);
             if (facts->second.golden_error.empty()) {
-                facts->second.run = run_of(*lesson, steps);
+                facts->second.run = run_of(*lesson, steps, facts->second.golden);
                 judge_checks(facts->second.run.trace, facts->second.golden);
             }
         }
@@ -361,7 +380,9 @@ std::vector<ExerciseStatus> evaluate_exercises(const std::filesystem::path& gold
     return evaluate_all(
         golden_dir, exercises_dir, tol, exercises_needed(wanted),
         [&](const Exercise& x) { return check_unit_cases(x.id, tol); },
-        [&](const Lesson& lesson, std::size_t steps) { return run_until(lesson, steps, catch_errors); });
+        [&](const Lesson& lesson, std::size_t steps, const Trace& golden) {
+            return run_until_departure(lesson, steps, catch_errors, golden, tol);
+        });
 }
 
 std::map<std::string, std::size_t> steps_to_run(const std::filesystem::path& golden_dir,
@@ -398,7 +419,7 @@ std::vector<ExerciseStatus> judge_exercises(const ExerciseObservations& seen, co
             const auto found = seen.unit.find(x.id);
             return judge_unit_cases(x.id, found == seen.unit.end() ? std::vector<UnitOutcome>{} : found->second, tol);
         },
-        [&](const Lesson& lesson, std::size_t) {
+        [&](const Lesson& lesson, std::size_t, const Trace&) {
             const auto found = seen.lessons.find(lesson.slug);
             if (found != seen.lessons.end()) return found->second;
             LessonRun missing{Trace(lesson.slug, lesson.defaults), "", "", "the program ended before it ran this lesson"};
