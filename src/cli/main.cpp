@@ -222,7 +222,7 @@ int run_main(int argc, char** argv) {
     CLI::App* reset_cmd = nullptr;
     ResetOptions reset;
     std::string hint_exercise;
-    InstructorOptions instructor{ATTN_GOLDEN_DIR, program.build_dir, {}};
+    InstructorOptions instructor{ATTN_GOLDEN_DIR, program.build_dir, {}, false};
     if (program.exercise_build) {
         exercises_cmd = app.add_subcommand("exercises", "The exercises: status, and the file to edit for each");
         hint_cmd = app.add_subcommand("hint", "The next hint for an exercise, one at a time");
@@ -251,6 +251,9 @@ int run_main(int argc, char** argv) {
         instructor_cmd->add_option("--starters", instructor.starters_dir,
                                    "Directory of the attn-starter-<exercise> programs (default: the build directory)");
         instructor_cmd->add_option("--golden", instructor.golden_dir, "Directory of the golden files");
+        instructor_cmd->add_flag("--skip-lessons", instructor.skip_lessons,
+                                 "Leave out the rows of the reference's lessons against their golden files, which "
+                                 "'attn check' gives (lessons 9, 12 and 13 train for a minute)");
         instructor_cmd->add_option("exercises", instructor.exercises,
                                    "Exercise ids: only their rows, and their lessons (default: every exercise)");
     }

@@ -171,9 +171,8 @@ public:
     void stop_after(std::size_t n) { stop_after_ = n; }
 
     // No step after the one `enough` is true of is wanted: asked before each new step (and by
-    // need_next_step) with the last step recorded, which is complete by then. The exercise check
-    // stops a lesson at its first step that departs from the golden file, after which no later step
-    // can change what it decides.
+    // need_next_step) with the last step recorded, which is complete by then. A caller that judges
+    // a run by its first step departing from a golden file stops the lesson there.
     void stop_after_step(std::function<bool(const Step&)> enough) { enough_ = std::move(enough); }
 
     // Throws StepsEnough when stop_after(n) was called and n steps are recorded (or the last step

@@ -32,6 +32,8 @@ struct InstructorOptions {
                                          // starter), attn-through-<id> (the references up to <id>) and
                                          // attn-alone-<id> (<id> and what it declares, the rest starters)
     std::vector<std::string> exercises;  // only these exercises' rows and lessons (every exercise when empty)
+    bool skip_lessons = false;           // --skip-lessons: no row of the reference's lessons against their golden
+                                         // files (attn check's work, a minute of training)
 };
 
 int cmd_exercises(const ExerciseOptions& options);        // the exercises, their status, the file to edit

@@ -227,6 +227,10 @@ std::vector<std::string> unmet_before_cases(const Exercise& x, const UnitCheck& 
     return unmet;
 }
 
+// Whether an exercise's unit cases decide its state whatever its lesson shows (decided_by_unit_cases
+// returns true exactly then): one of them stopped at a starter, or failed.
+bool unit_cases_decide(const UnitCheck& unit) { return !unit.not_done.empty() || !unit.failed_case.empty(); }
+
 // 0. The exercise's unit cases (exercises/cases.hpp): its own functions alone, before any lesson.
 // Returns true and sets `s` when they decide the state: not started, waiting for an exercise whose
 // function a case called, or a failed case.
@@ -347,9 +351,16 @@ std::vector<ExerciseStatus> evaluate_all(const std::filesystem::path& golden_dir
         }
         auto [facts, fresh] = lessons.try_emplace(x->lesson);
         if (fresh) {
+            // the lesson runs for the exercises its unit cases leave undecided, up to the last step they
+            // need; not at all when there are none (a failed or unfinished unit case decides an exercise
+            // before any lesson: decided_by_unit_cases)
+            std::vector<const Exercise*> undecided;
+            for (const Exercise* y : checked_in(x->lesson, needed)) {
+                if (!unit_cases_decide(units.at(y->id))) undecided.push_back(y);
+            }
             std::size_t steps = 0;
-            facts->second = golden_facts(*lesson, golden_dir, checked_in(x->lesson, needed), steps);
-            if (facts->second.golden_error.empty()) {
+            facts->second = golden_facts(*lesson, golden_dir, undecided, steps);
+            if (facts->second.golden_error.empty() && !undecided.empty()) {
                 facts->second.run = run_of(*lesson, steps, facts->second.golden);
                 judge_checks(facts->second.run.trace, facts->second.golden);
             }
