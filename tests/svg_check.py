@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""attn run all --svg DIR, every lesson's pictures checked as a reader of the files would, and the run's
+"""attn run all --kept-race --svg DIR, every lesson's pictures checked as a reader of the files would, and the run's
 last words (where to go next after the whole course).
 
 usage: svg_check.py ATTN_BIN OUT_DIR GOLDEN_DIR
@@ -215,8 +215,10 @@ def check_bars(root, name, t, texts):
 
 def run_all(attn, svg_dir):
     """Runs `attn run all --svg svg_dir` once, as README's first command does, and checks its last words:
-    where to go next, after the whole course (one lesson alone does not say it: tests/test_run_options.cpp)."""
-    code, output = run([attn, "run", "all", "--svg", svg_dir], timeout=3600)  # a bound on a hang
+    where to go next, after the whole course (one lesson alone does not say it: tests/test_run_options.cpp).
+    With --kept-race: lessons 12 and 13 load the race the build trained for this code (the same numbers,
+    the same pictures; check_exact trains them afresh)."""
+    code, output = run([attn, "run", "all", "--kept-race", "--svg", svg_dir], timeout=3600)  # a bound on a hang
     if code != 0:
         fail("attn run all --svg {}: exit {}\n{}".format(svg_dir, code, output[-2000:]))
         return False

@@ -25,12 +25,14 @@ struct RunOptions {
     LessonSetup setup;                 // --seed, --set, --input
     std::filesystem::path svg_dir;     // --svg: write every heatmap, plot and bar chart there as an SVG file
     bool help = false;                 // --help: the options, and the named lessons' parameters
+    bool kept_race = false;            // --kept-race: lessons 12 and 13 load the race the build kept (use_kept_race)
 };
 
 struct BookOptions {
     std::vector<std::string> lessons;  // numbers or slugs, or "all" (empty: every lesson)
     std::filesystem::path out;         // --out DIR: index.html and one page per lesson
     LessonSetup setup;                 // --seed, --set, --input
+    bool kept_race = false;            // --kept-race, as RunOptions'
 };
 
 struct GoldenOptions {

@@ -87,6 +87,31 @@ bool parse_runs(const std::string& text, std::size_t& runs) {
     return error == std::errc() && end == text.data() + text.size() && runs > 0;
 }
 
+constexpr const char* kept_race_help =
+    "Lessons 12 and 13 at their defaults load lesson 12's race (its three models as trained, with their curves) "
+    "from the file the build kept for this code, instead of training it again: the same numbers in seconds "
+    "(a stale or damaged file is refused)";
+
+// --kept-race: from here on, lessons 12 and 13 at their defaults load the race the build trained (attn
+// keep-race, build/transformer-race.bin) instead of training: the same bits (the file names the code that
+// trained it, and a stale one is refused: RaceFileError, exit 3). Without it the lessons a user runs
+// train in front of them. Said on stderr, so that standard output stays the lessons'.
+void use_kept_race() {
+    const std::filesystem::path file = reference_race_file();
+    try {
+        (void)transformer::read_kept_race(file, transformer::kept_race_config());
+    } catch (const transformer::RaceFileError& e) {
+        throw transformer::RaceFileError(fmt::format(
+            "--kept-race: {}\nThe build keeps lesson 12's race: run 'meson compile -C {}', or leave --kept-race "
+            "out to train it here.",
+            e.what(), shown_path(this_program().build_dir)));
+    }
+    transformer::decode_with_kept_race(file);
+    fmt::print(stderr, "{}: lessons 12 and 13 at their defaults load lesson 12's race from {} (kept by the build for this code), "
+                       "not trained here\n",
+               this_program().name, shown_path(file));
+}
+
 int run_main(int argc, char** argv) {
     tune_allocator_for_tensors();
     if (const std::string problem = nn::kernel_path_problem(); !problem.empty()) {
@@ -125,6 +150,7 @@ int run_main(int argc, char** argv) {
     add_setup_options(*run_cmd, run.setup);
     run_cmd->add_option("--svg", run.svg_dir, "Write every heatmap, line plot and bar chart as an SVG file into this "
                                               "directory (created if missing)");
+    run_cmd->add_flag("--kept-race", run.kept_race, kept_race_help);
 
     BookOptions book;
     auto* book_cmd = app.add_subcommand(
@@ -132,6 +158,7 @@ int run_main(int argc, char** argv) {
     book_cmd->add_option("lesson", book.lessons, "Lesson numbers or slugs, or 'all' (default: every lesson)");
     book_cmd->add_option("--out", book.out, "Directory to write the pages to (created if missing)")->required();
     add_setup_options(*book_cmd, book.setup);
+    book_cmd->add_flag("--kept-race", book.kept_race, kept_race_help);
 
     // In an exercise build, check checks the exercises; the reference checks the lessons.
     GoldenOptions check;
@@ -294,9 +321,13 @@ int run_main(int argc, char** argv) {
                 return exit_usage;
             }
             run.render.color = use_color(color_modes.at(color), ::isatty(STDOUT_FILENO));
+            if (run.kept_race) use_kept_race();
             return cmd_run(run);
         }
-        if (app.got_subcommand(book_cmd)) return cmd_book(book);
+        if (app.got_subcommand(book_cmd)) {
+            if (book.kept_race) use_kept_race();
+            return cmd_book(book);
+        }
         if (app.got_subcommand(check_cmd))
             return program.exercise_build ? cmd_check_exercises(exercise_check) : cmd_check(check);
         if (exercises_cmd && app.got_subcommand(exercises_cmd)) return cmd_exercises(exercise_check);
