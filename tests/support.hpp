@@ -18,12 +18,25 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 namespace attn::test {
+
+// Removes `path` and everything in it when it goes out of scope (a test's temporary files, whether its
+// checks pass, fail or throw).
+struct RemovedAtEnd {
+    std::filesystem::path path;
+    RemovedAtEnd(const RemovedAtEnd&) = delete;
+    RemovedAtEnd& operator=(const RemovedAtEnd&) = delete;
+    ~RemovedAtEnd() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path, ignored);
+    }
+};
 
 struct Result {
     int code;            // the exit code, or -1 when the program did not exit normally

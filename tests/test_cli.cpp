@@ -265,10 +265,7 @@ TEST_CASE("every lesson blesses to 'no change', training to the same bytes, what
     CHECK(after == before);
     // the lessons that train: each export the same bytes under every pair of kernels and libm
     const fs::path exports = golden.dir.parent_path() / (golden.dir.filename().string() + "_exports");
-    struct Cleanup {
-        fs::path dir;
-        ~Cleanup() { fs::remove_all(dir); }
-    } cleanup{exports};
+    const RemovedAtEnd cleanup{exports};
     for (const Lesson* l : training) {
         const std::string quick = set_args(l->quick, l->defaults);
         const std::string file = golden_file_name(l->number, l->slug);

@@ -183,10 +183,7 @@ TEST_CASE("the student edition builds without the references' sources, and attn-
     const fs::path edition = tmp / "edition";
     fs::remove_all(tmp);
     fs::create_directories(tmp);
-    struct Cleanup {
-        fs::path dir;
-        ~Cleanup() { fs::remove_all(dir); }
-    } cleanup{tmp};
+    const RemovedAtEnd cleanup{tmp};
 
     const Result made = run_command("bash '" + std::string(source) + "/src/tools/student-edition.sh' '" + source +
                                     "' '" + build.string() + "' '" + edition.string() + "' 2>&1");
@@ -302,10 +299,7 @@ TEST_CASE("grade --sources: a file that calls a withheld function does not build
     REQUIRE(bin != nullptr);
     const fs::path tmp = fs::temp_directory_path() / ("attn_edition_kit_" + std::to_string(::getpid()));
     fs::remove_all(tmp);
-    struct Cleanup {
-        fs::path dir;
-        ~Cleanup() { fs::remove_all(dir); }
-    } cleanup{tmp};
+    const RemovedAtEnd cleanup{tmp};
     for (const auto& [file, text] : calling_files) write_text(tmp / "leaky" / file, text);
     std::string exercises;
     for (const std::string x :

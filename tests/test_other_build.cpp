@@ -30,10 +30,7 @@ TEST_CASE("the lessons that train export the same bytes from the other compiler'
     REQUIRE(other != nullptr);
     REQUIRE(fs::exists(other));
     const fs::path dir = fs::temp_directory_path() / ("attn_test_other_build_" + std::to_string(::getpid()));
-    struct Cleanup {
-        fs::path dir;
-        ~Cleanup() { fs::remove_all(dir); }
-    } cleanup{dir};
+    const RemovedAtEnd cleanup{dir};
     std::size_t compared = 0;
     for (const Lesson& l : all_lessons()) {
         if (!trains(l.slug)) continue;

@@ -95,10 +95,7 @@ TEST_CASE("attn keep-race trains again over a stale file, copies another build's
     REQUIRE_NOTHROW(transformer::read_kept_race(built, transformer::kept_race_config()));
     const fs::path dir = fs::temp_directory_path() / ("attn_test_race_file_" + std::to_string(::getpid()));
     fs::create_directories(dir);
-    struct Cleanup {
-        fs::path dir;
-        ~Cleanup() { fs::remove_all(dir); }
-    } cleanup{dir};
+    const RemovedAtEnd cleanup{dir};
     const fs::path file = dir / "transformer-race.bin", stale = dir / "stale.bin";
     std::ofstream(stale) << "attn-race 1\ncode 0123456789abcdef0123456789abcdef\n";  // other code, cut short
     fs::copy_file(stale, file);
@@ -148,10 +145,7 @@ TEST_CASE("a line of the training code changed makes the kept race stale", "[rac
     const fs::path root = source;
     const fs::path dir = fs::temp_directory_path() / ("attn_test_race_code_" + std::to_string(::getpid()));
     fs::remove_all(dir);
-    struct Cleanup {
-        fs::path dir;
-        ~Cleanup() { fs::remove_all(dir); }
-    } cleanup{dir};
+    const RemovedAtEnd cleanup{dir};
     const fs::path copy = dir / "source";
     for (const char* folder : {"src/core", "src/nn", "lessons"}) {
         fs::create_directories(copy / folder);
@@ -192,18 +186,16 @@ TEST_CASE("attn run --kept-race shows what training shows, and refuses a stale r
     const std::string attn = "'" + std::string(bin) + "'";
     const fs::path dir = fs::temp_directory_path() / ("attn_test_race_run_" + std::to_string(::getpid()));
     fs::create_directories(dir);
-    struct Cleanup {
-        fs::path dir;
-        ~Cleanup() { fs::remove_all(dir); }
-    } cleanup{dir};
+    const RemovedAtEnd cleanup{dir};
     const fs::path stale = dir / "stale.bin";
     std::ofstream(stale) << "attn-race 1\ncode 0123456789abcdef0123456789abcdef\n";
     for (const std::string& command : std::vector<std::string>{"run 13 --kept-race", "book 12 --kept-race --out '" + (dir / "book").string() + "'"}) {
         const Result r = run_command("ATTN_RACE_FILE='" + stale.string() + "' " + attn + " " + command + " 2>&1");
         INFO(command << ": " << r.output);
         CHECK(r.code == 3);
-        CHECK_THAT(r.output, Catch::Contains("--kept-race: ") && Catch::Contains(stale.string()) &&
-                                 Catch::Contains("run 'meson compile -C") && Catch::Contains("leave --kept-race out"));
+        CHECK_THAT(r.output, Catch::Contains("--kept-race loads lesson 12's race, which the build writes: run "
+                                             "'meson compile -C") &&
+                                 Catch::Contains(stale.string()) && Catch::Contains("leave --kept-race out"));
         CHECK_THAT(r.output, !Catch::Contains("Step 1/"));
     }
     CHECK_FALSE(fs::exists(dir / "book"));

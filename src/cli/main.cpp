@@ -97,18 +97,11 @@ constexpr const char* kept_race_help =
 // trained it, and a stale one is refused: RaceFileError, exit 3). Without it the lessons a user runs
 // train in front of them. Said on stderr, so that standard output stays the lessons'.
 void use_kept_race() {
-    const std::filesystem::path file = reference_race_file();
-    try {
-        (void)transformer::read_kept_race(file, transformer::kept_race_config());
-    } catch (const transformer::RaceFileError& e) {
-        throw transformer::RaceFileError(fmt::format(
-            "--kept-race: {}\nThe build keeps lesson 12's race: run 'meson compile -C {}', or leave --kept-race "
-            "out to train it here.",
-            e.what(), shown_path(this_program().build_dir)));
-    }
+    const std::filesystem::path file = checked_reference_race(
+        "run this again, or leave --kept-race out to train the race here", "--kept-race loads lesson 12's race");
     transformer::decode_with_kept_race(file);
-    fmt::print(stderr, "{}: lessons 12 and 13 at their defaults load lesson 12's race from {} (kept by the build for this code), "
-                       "not trained here\n",
+    fmt::print(stderr, "{}: lessons 12 and 13 at their defaults load lesson 12's race from {} (kept by the build "
+                       "for this code), not trained here\n",
                this_program().name, shown_path(file));
 }
 

@@ -52,15 +52,13 @@ std::filesystem::path reference_race_file() {
     return named && *named ? std::filesystem::path(named) : this_program().build_dir / transformer::kept_race_name;
 }
 
-std::filesystem::path checked_reference_race(const std::string& then) {
+std::filesystem::path checked_reference_race(const std::string& then, const std::string& needed_by) {
     const std::filesystem::path file = reference_race_file();
     try {
         (void)transformer::read_kept_race(file, transformer::kept_race_config());
     } catch (const transformer::RaceFileError& e) {
-        throw transformer::RaceFileError(fmt::format(
-            "{}\nThe checks of lesson 13's exercises decode with the reference's trained race, which the build "
-            "writes: run 'meson compile -C {}' and {}.",
-            e.what(), shown_path(this_program().build_dir), then));
+        throw transformer::RaceFileError(fmt::format("{}\n{}, which the build writes: run 'meson compile -C {}' and {}.",
+                                                     e.what(), needed_by, shown_path(this_program().build_dir), then));
     }
     return file;
 }

@@ -48,9 +48,11 @@ std::string stop_message(const LessonRun& run);
 // environment variable ATTN_RACE_FILE names (for tests: a missing or stale file).
 std::filesystem::path reference_race_file();
 
-// reference_race_file(), read through to check it; throws
-// transformer::RaceFileError saying what is wrong, that `meson compile -C <build>` writes it, and
-// then `then` ("check again", "grade again"): the checks of lesson 13's exercises decode with it.
-std::filesystem::path checked_reference_race(const std::string& then);
+// reference_race_file(), read through to check it; throws transformer::RaceFileError saying what is
+// wrong, what needs the file (`needed_by`, by default: the checks of lesson 13's exercises decode with
+// it), that `meson compile -C <build>` writes it, and then `then` ("check again", "grade again").
+std::filesystem::path checked_reference_race(
+    const std::string& then,
+    const std::string& needed_by = "The checks of lesson 13's exercises decode with the reference's trained race");
 
 }  // namespace attn
