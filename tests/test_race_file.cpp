@@ -174,7 +174,7 @@ TEST_CASE("a line of the training code changed makes the kept race stale", "[rac
     REQUIRE(line != std::string::npos);
     text.replace(0, line, "// a line changed");
     std::ofstream(lesson, std::ios::binary | std::ios::trunc) << text;
-    const auto [changed, changed_deps] = digest(copy, "changed");
+    const std::string changed = digest(copy, "changed").first;
     CHECK(changed != same);
     CHECK(changed.size() == 32);
 }

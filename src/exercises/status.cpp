@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -51,31 +52,29 @@ LessonFacts golden_facts(const Lesson& lesson, const std::filesystem::path& gold
     return facts;
 }
 
-LessonRun run_until(const Lesson& lesson, std::size_t steps, bool catch_errors) {
+// The lesson at its defaults, up to its first `steps` steps (0: all) and, when `enough` is given, no
+// further than the first step it is true of (Trace::stop_after_step).
+LessonRun run_until(const Lesson& lesson, std::size_t steps, bool catch_errors,
+                    std::function<bool(const Step&)> enough = {}) {
     Trace prepared(lesson.slug, lesson.defaults);
     if (steps > 0) prepared.stop_after(steps);
-    return run_lesson(lesson, std::move(prepared), catch_errors);
+    prepared.stop_after_step(std::move(enough));
+    LessonRun run = run_lesson(lesson, std::move(prepared), catch_errors);
+    run.trace.stop_after_step({});  // a test may refer to its caller's arguments
+    return run;
 }
 
-// The same, ending after the first step whose tensors depart from `golden`'s: evaluate() judges an
-// exercise by the first departure up to its last step, so every exercise of a later step is decided
-// by that one, whatever the steps after it hold (a wrong softmax would otherwise train and decode
-// the rest of lessons 9, 12 and 13 for half a minute, to no end). A lesson that runs to the
-// departure stops as at stop_after: complete, not stopped.
-LessonRun run_until_departure(const Lesson& lesson, std::size_t steps, bool catch_errors, const Trace& golden,
-                              const Tolerance& tol) {
-    Trace prepared(lesson.slug, lesson.defaults);
-    if (steps > 0) prepared.stop_after(steps);
-    prepared.stop_after_step([&golden, &tol](const Step& done) {
-        if (!golden.find_step(done.id)) return false;
-        Trace one(golden.lesson(), golden.config());
-        one.steps().push_back(done);
-        const LessonComparison c = compare_traces(one, golden, tol, Whose::student);
-        return !c.ok && !c.diverging_step.empty();
-    });
-    LessonRun run = run_lesson(lesson, std::move(prepared), catch_errors);
-    run.trace.stop_after_step({});  // the test holds references to this call's arguments
-    return run;
+// Whether a complete step's tensors depart from `golden`'s, as compare_traces judges a student's. The
+// exercise check stops a lesson there: evaluate() judges an exercise by the first departure up to its
+// last step, so every exercise of a later step is decided by that one, whatever the steps after it
+// hold (a wrong softmax would otherwise train and decode the rest of lessons 9, 12 and 13 for half a
+// minute, to no end). The run stops as at stop_after: complete, not stopped.
+bool departs(const Step& done, const Trace& golden, const Tolerance& tol) {
+    if (!golden.find_step(done.id)) return false;
+    Trace one(golden.lesson(), golden.config());
+    one.steps().push_back(done);
+    const LessonComparison c = compare_traces(one, golden, tol, Whose::student);
+    return !c.ok && !c.diverging_step.empty();
 }
 
 // Whether each identity check of the run holds, decided here: against the tolerance the golden
@@ -250,7 +249,7 @@ bool decided_by_unit_cases(ExerciseStatus& s, const Exercise& x, const std::vect
         s = blocked_by(s, unmet_before_cases(x, unit, earlier, units), unit.not_done);
         return true;
     }
-    if (unit.failed_case.empty()) return false;
+    if (!unit_cases_decide(unit)) return false;
     // a case may fail through a function it calls that belongs to an exercise not passed yet
     if (!not_passed(x.id, unit.calls, earlier, units).empty()) {
         s = blocked_by(s, unmet_before_cases(x, unit, earlier, units));
@@ -394,7 +393,8 @@ std::vector<ExerciseStatus> evaluate_exercises(const std::filesystem::path& gold
         golden_dir, exercises_dir, tol, exercises_needed(wanted),
         [&](const Exercise& x) { return check_unit_cases(x.id, tol); },
         [&](const Lesson& lesson, std::size_t steps, const Trace& golden) {
-            return run_until_departure(lesson, steps, catch_errors, golden, tol);
+            return run_until(lesson, steps, catch_errors,
+                             [&golden, &tol](const Step& done) { return departs(done, golden, tol); });
         });
 }
 
