@@ -108,9 +108,10 @@ struct Budget {
     double seconds;    // stop drawing once the draws so far took this long (0: no time budget)
 };
 
-// The fast lessons run 300 draws. Four measure or train, and run the draws that fit in a time
-// budget instead (at least two), in the same fixed order, so a larger budget only adds draws at the
-// end: lesson 1 (bottleneck) measures over up to 1000 random sentence pairs at widths up to 256 (up
+// The fast lessons run 300 draws. Seven measure, train or run long sequences, and run the draws that fit in
+// a time budget instead (at least two), in the same fixed order, so a larger budget only adds draws at the
+// end: lesson 10 (online-softmax) runs both forms at every doubling up to T_max = 4096 with widths up to
+// 64 (300 draws took 56 s; sanitized, 30 took 73 s of CPU, 2026-11-29), lesson 1 (bottleneck) measures over up to 1000 random sentence pairs at widths up to 256 (up
 // to the minute its time limit allows; 300 draws took 65 to 79 s under load), lesson 3 (scores)
 // takes sample statistics over at least 100 pairs and queries at eight widths up to 512 (0.1 to 4 s
 // a run on a loaded 2-core machine), lesson 7 (scaling) times its layers, lesson 9
@@ -125,6 +126,7 @@ Budget budget_of(const Lesson& lesson) {
     const auto draws = [&](double n) { return std::max(2LL, static_cast<long long>(std::llround(n * scale))); };
     if (lesson.slug == "bottleneck") return {draws(300.0), 30.0 * scale};
     if (lesson.slug == "scores") return {draws(300.0), 40.0 * scale};
+    if (lesson.slug == "online-softmax") return {draws(300.0), 30.0 * scale};
     if (lesson.slug == "scaling") return {draws(40.0), 15.0 * scale};
     if (lesson.slug == "learning-to-align") return {draws(40.0), 30.0 * scale};
     if (lesson.slug == "transformer" || lesson.slug == "decoding") return {draws(20.0), 20.0 * scale};
