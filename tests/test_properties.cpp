@@ -111,8 +111,9 @@ struct Budget {
 // The fast lessons run 300 draws. Seven measure, train or run long sequences, and run the draws that fit in
 // a time budget instead (at least two), in the same fixed order, so a larger budget only adds draws at the
 // end: lesson 10 (online-softmax) runs both forms at every doubling up to T_max = 4096 with widths up to
-// 64 (300 draws took 56 s; sanitized, 30 took 73 s of CPU, 2026-11-29), lesson 1 (bottleneck) measures over up to 1000 random sentence pairs at widths up to 256 (up
-// to the minute its time limit allows; 300 draws took 65 to 79 s under load), lesson 3 (scores)
+// 64 (300 draws took 56 s; sanitized, 30 took 73 s of CPU, 2026-11-29), lesson 1 (bottleneck) measures
+// over up to 1000 random sentence pairs at widths up to 256 (up to the minute its time limit allows; 300
+// draws took 65 to 79 s under load), lesson 3 (scores)
 // takes sample statistics over at least 100 pairs and queries at eight widths up to 512 (0.1 to 4 s
 // a run on a loaded 2-core machine), lesson 7 (scaling) times its layers, lesson 9
 // (learning-to-align) trains two models and lesson 12 (transformer) three, as lesson 13 (decoding)
