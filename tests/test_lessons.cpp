@@ -22,8 +22,7 @@ using namespace attn;
 // tolerances and in this program, ran every lesson again for nothing more (52 s of 123 sanitized).
 
 // Each lesson's run at its quick configuration, made once for the three tests below that read it (the
-// determinism test runs it a second time): lessons 9, 12 and 13 train there (minutes under the
-// sanitizers, issue 41).
+// determinism test runs it a second time): lessons 9, 12 and 13 train there.
 const Trace& quick_run(const Lesson& lesson) {
     static std::map<std::string, Trace> runs;
     auto it = runs.find(lesson.slug);
@@ -31,11 +30,25 @@ const Trace& quick_run(const Lesson& lesson) {
     return it->second;
 }
 
+// Under the sanitizers the lessons that train are not run here: the other_build test runs each of them
+// at this same quick configuration in the sanitized program (and holds its export to build 1's bytes),
+// and which steps they record and how their heatmaps are labelled is the same code in the unsanitized
+// build, which runs them here. Their quick runs were 60 s of this test's 70 there (2026-11-29).
+bool left_to_other_build(const Lesson& lesson) {
+    const std::string sanitized = attn::test::sanitizers();
+    if (sanitized.empty() || !attn::test::trains(lesson.slug)) return false;
+    WARN("lesson " << lesson.slug << " at its quick configuration: left to other_build and the unsanitized build "
+                                     "(sanitized: "
+                   << sanitized << ")");
+    return true;
+}
+
 // `attn run --step` is checked against each lesson's declared steps before any work: they must be
 // the ids its run records, at its quick configuration (lessons 9, 12 and 13 train there for a
 // second or two, not the 10 to 20 s of their defaults) and in its golden file (its defaults).
 TEST_CASE("every lesson declares the steps its run records, in order", "[lessons]") {
     for (const auto& lesson : all_lessons()) {
+        if (left_to_other_build(lesson)) continue;
         INFO("lesson " << lesson.slug);
         std::vector<std::string> recorded, golden;
         const Trace& run = quick_run(lesson);
@@ -109,9 +122,7 @@ TEST_CASE("lessons are deterministic and their step ids unique", "[lessons]") {
     for (const auto& lesson : all_lessons()) {
         INFO("lesson " << lesson.slug);
         // quick: the defaults, except that the scaling lesson measures small sizes
-        // under the sanitizers the lessons that train run once (their steps and heatmaps above), not twice:
-        // minutes for a property the unsanitized build holds, with the same code
-        if (!attn::test::sanitizers().empty() && attn::test::trains(lesson.slug)) continue;
+        if (left_to_other_build(lesson)) continue;
         const Trace a = without_timings(quick_run(lesson)), b = without_timings(run_lesson(lesson, lesson.quick));
         CHECK(to_golden_json(a) == to_golden_json(b));
         CHECK(compare_traces(a, b, Tolerance{0.0, 0.0}).ok);
@@ -120,6 +131,7 @@ TEST_CASE("lessons are deterministic and their step ids unique", "[lessons]") {
 
 TEST_CASE("every heatmap of every lesson says what its rows and columns are", "[lessons]") {
     for (const auto& lesson : all_lessons()) {
+        if (left_to_other_build(lesson)) continue;
         const Trace& trace = quick_run(lesson);
         for (const auto& step : trace.steps())
             for (const auto& t : step.tensors) {

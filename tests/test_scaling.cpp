@@ -164,6 +164,14 @@ TEST_CASE("attn list counts the same steps for lesson 7 in its quick and its def
     const Trace quick = run_lesson(l, l.quick);
     CHECK(quick.all_checks_hold());
     CHECK(step_ids(quick) == step_ids(run_lesson(l, small_config())));
+    // Under the sanitizers the defaults are left to the unsanitized build: which steps a configuration
+    // records is the same code in both builds, and check_exact runs lesson 7 at its defaults under the
+    // sanitizers as well (a second run of it here took 40 s of the 44 s this test took there).
+    if (const std::string sanitized = attn::test::sanitizers(); !sanitized.empty()) {
+        WARN("lesson 7 at its defaults: left to the unsanitized build and check_exact (sanitized: " << sanitized
+                                                                                                  << ")");
+        return;
+    }
     CHECK(step_ids(quick) == step_ids(run_lesson(l, l.defaults)));
 }
 
