@@ -243,7 +243,11 @@ std::string captured(const std::vector<std::string>& argv, const std::vector<std
     for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
     envp.push_back(nullptr);
     const pid_t pid = ::fork();
-    if (pid < 0) throw BibleError(std::string("cannot start ") + argv[0] + ": " + std::strerror(errno));
+    if (pid < 0) {
+        const int error = errno;
+        for (const int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
+        throw BibleError(std::string("cannot start ") + argv[0] + ": " + std::strerror(error));
+    }
     if (pid == 0) {
         ::dup2(out_pipe[1], STDOUT_FILENO);
         ::dup2(err_pipe[1], STDERR_FILENO);
@@ -297,8 +301,10 @@ std::string module_imp(const std::string& module, const std::string& package) {
                                      "the package libsword-utils; install it: {}",
                                      exporter, install_command()));
     // an empty home, so that no ~/.sword of the user's adds or replaces a module
-    char home_template[] = "/tmp/attn-sword-XXXXXX";
-    const char* home = ::mkdtemp(home_template);
+    std::error_code ec;
+    std::string home_template = (std::filesystem::temp_directory_path(ec) / "attn-sword-XXXXXX").string();
+    if (ec) home_template = "/tmp/attn-sword-XXXXXX";
+    const char* home = ::mkdtemp(home_template.data());
     if (!home) throw BibleError(std::string("cannot make a temporary folder: ") + std::strerror(errno));
     std::string err;
     int code = 0;
@@ -307,10 +313,9 @@ std::string module_imp(const std::string& module, const std::string& package) {
         out = captured({exporter, module}, {"HOME=" + std::string(home), "LC_ALL=C.UTF-8", "PATH=/usr/bin:/bin"}, err,
                        code);
     } catch (...) {
-        std::filesystem::remove_all(home);
+        std::filesystem::remove_all(home, ec);
         throw;
     }
-    std::error_code ec;
     std::filesystem::remove_all(home, ec);
     if (err.find("Couldn't find module") != std::string::npos || (code == 0 && out.empty()))
         throw BibleError(fmt::format("the SWORD module {} is not installed: it comes with the package {}; install "
