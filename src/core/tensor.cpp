@@ -14,10 +14,13 @@ std::string shape_string(const Shape& shape) {
     return out + "]";
 }
 
-void expect_shape(const std::string& what, const Shape& actual, const Shape& expected) {
-    if (actual != expected)
-        throw ShapeError(what + ": expected shape " + shape_string(expected) + ", got " +
-                         shape_string(actual));
+void throw_shape_error(std::string_view what, const Shape& actual, const Shape& expected) {
+    throw ShapeError(std::string(what) + ": expected shape " + shape_string(expected) + ", got " +
+                     shape_string(actual));
+}
+
+void expect_shape(std::string_view what, const Shape& actual, const Shape& expected) {
+    if (actual != expected) throw_shape_error(what, actual, expected);
 }
 
 double max_abs_difference(const Array& a, const Array& b) {

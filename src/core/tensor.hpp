@@ -4,9 +4,13 @@
 #include <xtensor/xarray.hpp>
 #include <xtensor/xtensor.hpp>
 
+#include <algorithm>
 #include <cstddef>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace attn {
@@ -29,12 +33,29 @@ Shape shape_of(const E& e) {
     return Shape(e.shape().begin(), e.shape().end());
 }
 
-// Throws ShapeError "<what>: expected [..], got [..]" when the shapes differ.
-void expect_shape(const std::string& what, const Shape& actual, const Shape& expected);
+// Throws ShapeError "<what>: expected [..], got [..]" when the shapes differ. A check that passes
+// allocates nothing (training calls these checks in every step): the shapes are compared where they
+// are, and the message is built only when it is thrown.
+[[noreturn]] void throw_shape_error(std::string_view what, const Shape& actual, const Shape& expected);
 
-template <class E>
-void expect_shape(const std::string& what, const E& e, const Shape& expected) {
-    expect_shape(what, shape_of(e), expected);
+void expect_shape(std::string_view what, const Shape& actual, const Shape& expected);
+
+template <class E, class S>
+void expect_shape_as(std::string_view what, const E& e, const S& expected) {
+    const auto& actual = e.shape();
+    if (actual.size() != expected.size() || !std::equal(expected.begin(), expected.end(), actual.begin()))
+        throw_shape_error(what, shape_of(e), Shape(expected.begin(), expected.end()));
+}
+
+// (E: a tensor or an expression, anything with a shape(); a Shape itself takes the overload above)
+template <class E, class = decltype(std::declval<const E&>().shape())>
+void expect_shape(std::string_view what, const E& e, const Shape& expected) {
+    expect_shape_as(what, e, expected);
+}
+
+template <class E, class = decltype(std::declval<const E&>().shape())>
+void expect_shape(std::string_view what, const E& e, std::initializer_list<std::size_t> expected) {
+    expect_shape_as(what, e, expected);
 }
 
 // Largest |a - b| over all elements; equal infinities differ by 0, NaN anywhere else gives

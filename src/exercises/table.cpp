@@ -374,6 +374,7 @@ const std::vector<std::string>& helper_functions() {
         "nn::columns_of", "nn::slice_of", "nn::set_row", "nn::set_column", "nn::set_entries", "nn::set_rows",
         "nn::set_columns", "nn::set_slice", "nn::add_to_row", "nn::add_scaled_to_row", "nn::zeros", "nn::ones",
         "nn::identity", "nn::concatenated", "nn::concatenated_rows", "shape_string", "expect_shape",
+        "throw_shape_error",  // what expect_shape calls when the shapes differ (core/tensor.hpp)
         "max_abs_difference", "rows_are_distributions",
         // nn/kernels.hpp: rows dealt to the threads, and which copy of the row kernels runs
         "nn::for_each_row", "nn::kernel_path"};

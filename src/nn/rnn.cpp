@@ -42,10 +42,15 @@ Vec matvec(const Mat& W, const Vec& x, const char* what) {
 
 void add_outer_product(Mat& W, const Vec& a, const Vec& x) {
     expect_shape("outer product a x^T", W, {a.size(), x.size()});
-    const std::size_t cols = x.size();
+    const std::size_t rows = a.size(), cols = x.size();
     double* w = W.data();
-    for (std::size_t i = 0; i < a.size(); ++i)
-        for (std::size_t j = 0; j < cols; ++j) w[i * cols + j] += a(i) * x(j);
+    const double* ap = a.data();
+    const double* xp = x.data();
+    for (std::size_t i = 0; i < rows; ++i) {
+        const double ai = ap[i];
+        double* wi = w + i * cols;
+        for (std::size_t j = 0; j < cols; ++j) wi[j] += ai * xp[j];
+    }
 }
 
 Vec matvec_transposed(const Mat& W, const Vec& x, const char* what) {
