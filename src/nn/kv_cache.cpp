@@ -9,6 +9,7 @@
 #include "nn/self_attention.hpp"
 #include "nn/softmax.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -46,6 +47,19 @@ Mat head_block(const Mat& W, std::size_t i, std::size_t d_k, double scale = 1.0)
     return out;
 }
 
+// At least the first `rows` rows of nn::sinusoidal_encoding for width d (the exercise positional: a
+// student's, in attn-student), from a table kept between calls and grown by doubling. A decoding step
+// needs only its own row; computing the t + 1 rows again at every step made decoding quadratic in its
+// length (a seventh of a quick run of lesson 13). Every row of the encoding depends only on its position.
+const Mat& sinusoidal_rows(std::size_t rows, std::size_t d) {
+    thread_local Mat table;
+    if (table.shape(1) != d || table.shape(0) < rows) {
+        const std::size_t kept = table.shape(1) == d ? table.shape(0) : 0;
+        table = sinusoidal_encoding(std::max<std::size_t>({rows, 2 * kept, 64}), d);
+    }
+    return table;
+}
+
 // The input row of position t: E[word] sqrt(d) + PE(t), or + P[t] with learned positions, as
 // nn::embedded_inputs computes each row.
 Mat input_row(const Mat& table, const Mat& positions, std::size_t word, std::size_t t) {
@@ -53,8 +67,7 @@ Mat input_row(const Mat& table, const Mat& positions, std::size_t word, std::siz
     if (positions.size() > 0 && t >= positions.shape(0))
         throw ShapeError("learned positions: position " + std::to_string(t + 1) + " is past the " +
                          std::to_string(positions.shape(0)) + " positions learned");
-    const Mat pe = positions.size() > 0 ? Mat() : sinusoidal_encoding(t + 1, d);
-    const Mat& added = positions.size() > 0 ? positions : pe;
+    const Mat& added = positions.size() > 0 ? positions : sinusoidal_rows(t + 1, d);
     const double scale = std::sqrt(as_double(d));
     Mat x = xt::empty<double>({std::size_t{1}, d});
     for (std::size_t j = 0; j < d; ++j) x(0, j) = table(word, j) * scale + added(t, j);

@@ -60,6 +60,6 @@ Vec ones(std::size_t n);  // xt::ones<double>({n})
 Mat ones(std::size_t rows, std::size_t cols);
 Mat identity(std::size_t n);  // xt::eye<double>(n)
 Vec concatenated(const Vec& a, const Vec& b);  // [a; b]
-Mat concatenated_rows(const Mat& top, const Mat& bottom);  // xt::concatenate(xt::xtuple(top, bottom), 0)
+Mat concatenated_rows(const Mat& top, const Mat& bottom);  // [top; bottom]: ShapeError when the widths differ
 
 }  // namespace attn::nn
