@@ -525,19 +525,26 @@ void matmul_span(const double* A, const double* B, double* C, std::size_t m, std
         return;
     }
     // B packed a block of 256 columns at a time (k x 256 doubles besides the operands, whatever n),
-    // for both threads; blocks of 16 rows go to the threads, each reading the panels once
+    // for both threads; blocks of 16 rows go to the threads, each reading the panels once. The panels'
+    // buffer is kept by the calling thread from one product to the next: training multiplies small
+    // matrices thousands of times a second, and allocating it each time cost lesson 12 a tenth of its
+    // training (the buffer keeps the largest size asked, k x 256 doubles at most).
     constexpr std::size_t columns_per_block = 256, rows_per_block = 16;
-    std::vector<double> panels(matmul_packed_size(k, std::min(n, columns_per_block)));
+    thread_local std::vector<double> kept_panels;
+    const std::size_t packed = matmul_packed_size(k, std::min(n, columns_per_block));
+    if (kept_panels.size() < packed) kept_panels.resize(packed);
+    // this thread's buffer, by address: in the helper thread below the name kept_panels is the helper's own
+    double* const panels = kept_panels.data();
     const std::size_t blocks = (m + rows_per_block - 1) / rows_per_block;
     for (std::size_t j0 = 0; j0 < n; j0 += columns_per_block) {
         const std::size_t cols = std::min(columns_per_block, n - j0);
-        matmul_pack_block(B + j0, n, k, cols, panels.data());
+        matmul_pack_block(B + j0, n, k, cols, panels);
         // a block's work in multiply-adds, counted as for_each_row counts entries (a thread repays
         // itself from about 2^15 entries of a softmax, about 2^18 multiply-adds)
         const std::size_t work = std::max<std::size_t>(1, rows_per_block * k * cols / 8);
         for_each_row(blocks, work, [&](std::size_t b) {
             const std::size_t first = b * rows_per_block, rows = std::min(rows_per_block, m - first);
-            product(A + first * k, k, panels.data(), k * matmul_panel_width, C + first * n + j0, n, rows, k, cols,
+            product(A + first * k, k, panels, k * matmul_panel_width, C + first * n + j0, n, rows, k, cols,
                     false);
         });
     }
