@@ -1,4 +1,6 @@
-// How the program's memory is obtained from the system: glibc malloc tuned for large tensors.
+// How the program's memory is obtained from the system: glibc malloc tuned for large tensors, and
+// small blocks (up to 64 KiB) kept per thread for the next request of their size (small_blocks.cpp,
+// which replaces operator new and delete in every program of a build without AddressSanitizer).
 #pragma once
 
 namespace attn {
