@@ -1,0 +1,201 @@
+#include "text/corpus.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace attn::text {
+
+namespace {
+
+// The code point at s[i] and its length in bytes; throws BibleError on invalid UTF-8 (a stray
+// continuation byte, a sequence cut short, an overlong form, a surrogate or a code point past U+10FFFF).
+char32_t decode_at(std::string_view s, std::size_t i, std::size_t& length) {
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+    const unsigned char b0 = byte(i);
+    const auto bad = [&]() -> BibleError {
+        return BibleError(fmt::format("invalid UTF-8 at byte {} of \"{}\"", i, s.substr(0, 60)));
+    };
+    if (b0 < 0x80) {
+        length = 1;
+        return b0;
+    }
+    std::size_t n = 0;
+    char32_t c = 0, least = 0;
+    if ((b0 & 0xE0) == 0xC0) {
+        n = 2, c = b0 & 0x1F, least = 0x80;
+    } else if ((b0 & 0xF0) == 0xE0) {
+        n = 3, c = b0 & 0x0F, least = 0x800;
+    } else if ((b0 & 0xF8) == 0xF0) {
+        n = 4, c = b0 & 0x07, least = 0x10000;
+    } else {
+        throw bad();
+    }
+    if (i + n > s.size()) throw bad();
+    for (std::size_t k = 1; k < n; ++k) {
+        if ((byte(i + k) & 0xC0) != 0x80) throw bad();
+        c = (c << 6) | (byte(i + k) & 0x3F);
+    }
+    if (c < least || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) throw bad();
+    length = n;
+    return c;
+}
+
+bool is_word_code_point(char32_t c) {
+    if (c < 0x80) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    return c >= 0xC0 && c != 0xD7 && c != 0xF7;
+}
+
+// Four words as their numbers in a vocabulary built on the way (unordered_map keys, hashed below). A
+// verse of fewer than four words is compared whole (see the header): its words, then a marker of its
+// length in the last slot, which no word's number reaches.
+using Gram = std::array<std::uint32_t, 4>;
+
+struct GramHash {
+    std::size_t operator()(const Gram& g) const noexcept {
+        std::uint64_t h = 0x9E3779B97F4A7C15ULL;
+        for (const std::uint32_t v : g) h = (h ^ v) * 0x100000001B3ULL;
+        return static_cast<std::size_t>(h ^ (h >> 29));
+    }
+};
+
+class GramMaker {
+public:
+    // the distinct 4-grams of a text, sorted
+    std::vector<Gram> grams(std::string_view text) {
+        std::vector<std::uint32_t> ids;
+        for (const std::string& w : words_of(text)) {
+            const auto [it, added] = numbers_.emplace(w, static_cast<std::uint32_t>(numbers_.size()));
+            (void)added;
+            ids.push_back(it->second);
+        }
+        std::vector<Gram> out;
+        if (ids.size() < 4) {
+            Gram whole{0, 0, 0, 0xFFFFFFF0u + static_cast<std::uint32_t>(ids.size())};
+            for (std::size_t k = 0; k < ids.size(); ++k) whole[k] = ids[k];
+            out.push_back(whole);
+            return out;
+        }
+        for (std::size_t k = 0; k + 4 <= ids.size(); ++k) out.push_back({ids[k], ids[k + 1], ids[k + 2], ids[k + 3]});
+        std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
+        return out;
+    }
+
+private:
+    std::unordered_map<std::string, std::uint32_t> numbers_;
+};
+
+}  // namespace
+
+std::string book_of(std::string_view ref) {
+    const std::size_t space = ref.rfind(' ');
+    const std::size_t colon = ref.rfind(':');
+    if (space == std::string_view::npos || space == 0 || colon == std::string_view::npos || colon < space)
+        throw BibleError(fmt::format("\"{}\" is not a verse reference (Book C:V)", ref));
+    return std::string(ref.substr(0, space));
+}
+
+std::vector<std::string> words_of(std::string_view text) {
+    std::vector<std::string> words;
+    std::string word;
+    for (std::size_t i = 0; i < text.size();) {
+        std::size_t length = 0;
+        const char32_t c = decode_at(text, i, length);
+        if (is_word_code_point(c)) {
+            for (std::size_t k = 0; k < length; ++k) {
+                const char b = text[i + k];
+                word += length == 1 && b >= 'A' && b <= 'Z' ? static_cast<char>(b - 'A' + 'a') : b;
+            }
+        } else if (!word.empty()) {
+            words.push_back(std::move(word));
+            word.clear();
+        }
+        i += length;
+    }
+    if (!word.empty()) words.push_back(std::move(word));
+    return words;
+}
+
+std::size_t word_count(std::string_view text) { return words_of(text).size(); }
+
+const BookSplit& book_split() {
+    static const BookSplit split{{"Ruth", "Esther", "Daniel"}, {"John"}};
+    return split;
+}
+
+CorpusSplit split_by_books(const std::vector<VersePair>& pairs, const BookSplit& rule) {
+    std::map<std::string, int> where;  // 1 validation, 2 test
+    for (const std::string& b : rule.validation) where[b] = 1;
+    for (const std::string& b : rule.test) {
+        if (where.count(b)) throw BibleError(fmt::format("the book {} is both a validation and a test book", b));
+        where[b] = 2;
+    }
+    std::set<std::string> seen;
+    CorpusSplit out;
+    for (const VersePair& p : pairs) {
+        const std::string book = book_of(p.ref);
+        const auto it = where.find(book);
+        if (it == where.end()) {
+            out.train.push_back(p);
+            continue;
+        }
+        seen.insert(book);
+        (it->second == 1 ? out.validation : out.test).push_back(p);
+    }
+    for (const auto& [book, set] : where)
+        if (!seen.count(book))
+            throw BibleError(fmt::format("no verse of the {} book {} was read: is the name spelt as SWORD spells it?",
+                                         set == 1 ? "validation" : "test", book));
+    return out;
+}
+
+std::vector<std::size_t> near_duplicates(const std::vector<VersePair>& candidates,
+                                         const std::vector<VersePair>& reference) {
+    // every 4-gram of the reference, with the verses that hold it; then for each candidate, the
+    // reference verses it shares a 4-gram with, and how many
+    GramMaker maker;
+    std::vector<std::size_t> sizes(reference.size());
+    std::unordered_map<Gram, std::vector<std::uint32_t>, GramHash> holders;
+    for (std::size_t j = 0; j < reference.size(); ++j) {
+        const std::vector<Gram> grams = maker.grams(reference[j].en);
+        sizes[j] = grams.size();
+        for (const Gram& g : grams) holders[g].push_back(static_cast<std::uint32_t>(j));
+    }
+    std::vector<std::size_t> out;
+    std::unordered_map<std::uint32_t, std::size_t> shared;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+        const std::vector<Gram> grams = maker.grams(candidates[i].en);
+        shared.clear();
+        for (const Gram& g : grams) {
+            const auto it = holders.find(g);
+            if (it != holders.end())
+                for (const std::uint32_t j : it->second) ++shared[j];
+        }
+        // |A ∩ B| / |A ∪ B| >= 1/2  <=>  2 |A ∩ B| >= |A| + |B| - |A ∩ B|
+        const bool near = std::any_of(shared.begin(), shared.end(), [&](const auto& js) {
+            return 3 * js.second >= grams.size() + sizes[js.first];
+        });
+        if (near) out.push_back(i);
+    }
+    return out;
+}
+
+std::vector<std::size_t> length_histogram(const std::vector<VersePair>& pairs, bool english, std::size_t width,
+                                          std::size_t bins) {
+    if (width == 0 || bins == 0) throw std::invalid_argument("length_histogram: the width and the bins must be at least 1");
+    std::vector<std::size_t> counts(bins, 0);
+    for (const VersePair& p : pairs) {
+        const std::size_t n = word_count(english ? p.en : p.es);
+        ++counts[std::min(n / width, bins - 1)];
+    }
+    return counts;
+}
+
+}  // namespace attn::text
