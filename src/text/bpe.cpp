@@ -1,5 +1,7 @@
 #include "text/bpe.hpp"
 
+#include "text/utf8.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,40 +32,12 @@ std::vector<std::string_view> ascii_words(std::string_view text) {
     return words;
 }
 
-// The length of the well-formed UTF-8 sequence at text[i], or 0 when none starts there (the Unicode
-// Standard, chapter 3, table 3-7: the second byte's range excludes overlong forms, surrogates and
-// code points past U+10FFFF).
-std::size_t sequence_length(std::string_view text, std::size_t i) {
-    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-    const unsigned char lead = byte(i);
-    if (lead < 0x80) return 1;
-    std::size_t n = 0;
-    unsigned char low = 0x80, high = 0xBF;
-    if (lead >= 0xC2 && lead <= 0xDF) {
-        n = 2;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-        n = 3;
-        if (lead == 0xE0) low = 0xA0;   // overlong below U+0800
-        if (lead == 0xED) high = 0x9F;  // the surrogates U+D800 to U+DFFF
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-        n = 4;
-        if (lead == 0xF0) low = 0x90;   // overlong below U+10000
-        if (lead == 0xF4) high = 0x8F;  // past U+10FFFF
-    } else {
-        return 0;  // a continuation byte, C0, C1, F5 to FF
-    }
-    if (i + n > text.size() || byte(i + 1) < low || byte(i + 1) > high) return 0;
-    for (std::size_t k = 2; k < n; ++k)
-        if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    return n;
-}
-
 // utf8_characters, its errors beginning with `where` ("sentences[3]: " or "").
 std::vector<std::string> characters_of(std::string_view text, std::string_view where) {
     std::vector<std::string> characters;
     std::size_t i = 0;
     while (i < text.size()) {
-        const std::size_t n = sequence_length(text, i);
+        const std::size_t n = utf8_sequence_length(text, i);
         if (n == 0)
             throw BpeError(fmt::format("{}invalid UTF-8 at byte {} (0x{:02X})", where, i,
                                        static_cast<unsigned char>(text[i])));

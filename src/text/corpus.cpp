@@ -1,5 +1,7 @@
 #include "text/corpus.hpp"
 
+#include "text/utf8.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,37 +16,13 @@ namespace attn::text {
 
 namespace {
 
-// The code point at s[i] and its length in bytes; throws BibleError on invalid UTF-8 (a stray
-// continuation byte, a sequence cut short, an overlong form, a surrogate or a code point past U+10FFFF).
+// The code point at s[i] and its length in bytes; throws BibleError on invalid UTF-8.
 char32_t decode_at(std::string_view s, std::size_t i, std::size_t& length) {
-    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-    const unsigned char b0 = byte(i);
-    const auto bad = [&]() -> BibleError {
-        return BibleError(fmt::format("invalid UTF-8 at byte {} of \"{}\"", i, s.substr(0, 60)));
-    };
-    if (b0 < 0x80) {
-        length = 1;
-        return b0;
-    }
-    std::size_t n = 0;
-    char32_t c = 0, least = 0;
-    if ((b0 & 0xE0) == 0xC0) {
-        n = 2, c = b0 & 0x1F, least = 0x80;
-    } else if ((b0 & 0xF0) == 0xE0) {
-        n = 3, c = b0 & 0x0F, least = 0x800;
-    } else if ((b0 & 0xF8) == 0xF0) {
-        n = 4, c = b0 & 0x07, least = 0x10000;
-    } else {
-        throw bad();
-    }
-    if (i + n > s.size()) throw bad();
-    for (std::size_t k = 1; k < n; ++k) {
-        if ((byte(i + k) & 0xC0) != 0x80) throw bad();
-        c = (c << 6) | (byte(i + k) & 0x3F);
-    }
-    if (c < least || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) throw bad();
-    length = n;
-    return c;
+    length = utf8_sequence_length(s, i);
+    if (length == 0)
+        throw BibleError(fmt::format("invalid UTF-8 at byte {} (0x{:02X}), after \"{}\"", i,
+                                     static_cast<unsigned char>(s[i]), s.substr(i > 60 ? i - 60 : 0, std::min<std::size_t>(i, 60))));
+    return utf8_code_point(s, i, length);
 }
 
 bool is_word_code_point(char32_t c) {
