@@ -122,6 +122,13 @@ std::string finished(const std::string& s) {
 
 }  // namespace
 
+std::string book_of(std::string_view ref) {
+    std::size_t chapter = 0, verse = 0;
+    if (!split_key(ref, chapter, verse))
+        throw BibleError(fmt::format("\"{}\" is not a verse reference (Book C:V)", ref));
+    return std::string(ref.substr(0, ref.rfind(' ')));
+}
+
 std::vector<Verse> parse_imp(std::string_view imp, const std::string& source) {
     std::vector<Verse> verses;
     std::set<std::string> seen;

@@ -33,6 +33,10 @@ struct Verse {
     std::string text;
 };
 
+// The book of a reference: "I Samuel" for "I Samuel 3:4". Throws BibleError when the reference is not
+// "Book C:V" (as parse_imp reads keys).
+std::string book_of(std::string_view ref);
+
 // The verses of mod2imp's output, in its order: the entries whose key has a chapter and a verse
 // above 0 (SWORD's book and chapter introductions, "Genesis 0:0" and "Genesis 1:0", are left out).
 // An entry's lines are joined by a space. Throws BibleError naming `source` and the line for text

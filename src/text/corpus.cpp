@@ -72,14 +72,6 @@ private:
 
 }  // namespace
 
-std::string book_of(std::string_view ref) {
-    const std::size_t space = ref.rfind(' ');
-    const std::size_t colon = ref.rfind(':');
-    if (space == std::string_view::npos || space == 0 || colon == std::string_view::npos || colon < space)
-        throw BibleError(fmt::format("\"{}\" is not a verse reference (Book C:V)", ref));
-    return std::string(ref.substr(0, space));
-}
-
 std::vector<std::string> words_of(std::string_view text) {
     std::vector<std::string> words;
     std::string word;

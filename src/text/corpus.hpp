@@ -25,10 +25,6 @@
 
 namespace attn::text {
 
-// The book of a reference: "I Samuel" for "I Samuel 3:4". Throws BibleError when the reference is not
-// "Book C:V".
-std::string book_of(std::string_view ref);
-
 // The words of a text, as lesson 14 counts lengths: maximal runs of letters and digits (ASCII letters and
 // digits, and every code point from U+00C0 on but U+00D7 and U+00F7, the multiplication and division
 // signs: the accented letters of Spanish), lower-cased in ASCII. Punctuation, including Spanish's ¿ ¡ « »,
