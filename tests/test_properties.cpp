@@ -110,7 +110,12 @@ struct Budget {
 
 // The fast lessons run 300 draws. Seven measure, train or run long sequences, and run the draws that fit in
 // a time budget instead (at least two), in the same fixed order, so a larger budget only adds draws at the
-// end: lesson 10 (online-softmax) runs both forms at every doubling up to T_max = 4096 with widths up to
+// end. A draw fits when the lesson's own estimate of its time (lesson.time, which `attn run` holds against
+// its cap of a minute) ends within the budget: the drawing stops at the first draw that does not, as it
+// stops once the budget is spent. Without that rule one draw begun a moment before the end ran far past it
+// (CI's settings, a quiet machine, 2026-11-30: lesson 7 spent 44.6 s of a 7.5 s budget on its third draw,
+// lesson 1 36.6 s of 15, lesson 12 28.1 s of 10; the test 249 s of CPU). The draws that run are still the
+// stream's first ones, in its order, whatever their size: lesson 10 (online-softmax) runs both forms at every doubling up to T_max = 4096 with widths up to
 // 64 (300 draws took 56 s; sanitized, 30 took 73 s of CPU, 2026-11-29), lesson 1 (bottleneck) measures
 // over up to 1000 random sentence pairs at widths up to 256 (up to the minute its time limit allows; 300
 // draws took 65 to 79 s under load), lesson 3 (scores)
@@ -151,8 +156,12 @@ void run_draws(const Lesson& lesson) {
     const auto elapsed = [&] {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
+    std::string stopped;  // why a time budget ended the drawing, if one did
     for (; drawn < budget.draws; ++drawn) {
-        if (budget.seconds > 0.0 && drawn >= 2 && elapsed() > budget.seconds) break;
+        if (budget.seconds > 0.0 && drawn >= 2 && elapsed() > budget.seconds) {
+            stopped = fmt::format("; stopped: the {:g} s budget spent", budget.seconds);
+            break;
+        }
         // small seeds half the time (as people type them), any 64-bit seed otherwise
         const std::uint64_t seed = rng.below(2) == 0 ? rng.below(1000) : rng.next_u64();
         std::vector<Setting> settings;
@@ -170,6 +179,14 @@ void run_draws(const Lesson& lesson) {
         if (!accepted) {
             ++skipped;
             continue;
+        }
+        if (budget.seconds > 0.0 && drawn >= 2) {
+            const double estimate = lesson.time(config).seconds;
+            if (elapsed() + estimate > budget.seconds) {
+                stopped = fmt::format("; stopped: the next draw, estimated at {:.1f} s, would end past the {:g} s "
+                                      "budget ({})", estimate, budget.seconds, replay_command(lesson, seed, settings));
+                break;
+            }
         }
         ++ran;
         const std::string replay = replay_command(lesson, seed, settings);
@@ -196,9 +213,9 @@ void run_draws(const Lesson& lesson) {
     const std::string summary =
         fmt::format("lesson {} {}: master seed {} (ATTN_PROPERTY_SEED), {} draws: {} ran, {} skipped (no accepted "
                     "settings in {} attempts), {} settings refused by the lesson's limits and redrawn; {:.1f} s, the "
-                    "slowest draw {:.1f} s: {}; the closest a passing check came to its tolerance: {:.3g} of it, {}",
+                    "slowest draw {:.1f} s: {}; the closest a passing check came to its tolerance: {:.3g} of it, {}{}",
                     lesson.number, lesson.slug, master, drawn, ran, skipped, attempts_per_draw, refusals, took,
-                    slowest_seconds, slowest, tightest, tightest_claim);
+                    slowest_seconds, slowest, tightest, tightest_claim, stopped);
     INFO(summary);
     std::string listed;
     for (std::size_t i = 0; i < failures.size() && i < 20; ++i) listed += failures[i];
