@@ -518,8 +518,13 @@ void matmul_span(const double* A, const double* B, double* C, std::size_t m, std
                  Arithmetic arithmetic) {
     const Kernels& kernels = active();
     const auto product = packed_product(kernels, arithmetic);
-    if (n < matmul_panel_width) {
-        // a few columns (a matrix-vector product): B as it is, rows on two threads when large
+    // A few columns (a matrix-vector product), or a few rows without the fused arithmetic (a decoder's
+    // step: one query, or a beam's k): B as it is, rows on two threads when large. Packing B would copy
+    // as many values as such a product multiplies (it was a quarter of lesson 13's beam search). Each
+    // entry's sum is the packed kernels' own, c = 0 then c += a_p B_pj in the order of p, so the bits do not
+    // depend on which path a product takes; the fused kernels round otherwise, and keep the packed path.
+    constexpr std::size_t few_rows = 4;
+    if (n < matmul_panel_width || (m <= few_rows && !fused(arithmetic))) {
         for_each_row(m, std::max<std::size_t>(1, k * n / 8),
                      [&](std::size_t i) { kernels.matmul_narrow(A + i * k, B, C + i * n, 1, k, n); });
         return;
