@@ -34,6 +34,7 @@ import time
 
 ATTN = os.environ["ATTN_BIN"]
 SOURCE = os.environ["ATTN_SOURCE_DIR"]
+BUILT_PCH = os.path.join(os.path.dirname(os.path.abspath(ATTN)), "grade-kit-xtensor_pch.hpp.gch")
 SECRET = "attn-hostile-secret-5b1f0e"       # in the teacher's environment
 DECOY_TEXT = "decoy-teacher-file-9c2d47"    # in the teacher's 0600 file
 CPU_LIMIT = "8"
@@ -172,6 +173,7 @@ const int forged = [] {{
         "writer": ({"softmax.cpp": softmax_with(
             "escaped = false;\n    " + write_attempt(decoy) + write_attempt(f"{golden}/01_bottleneck.json") +
             write_attempt(f"{SOURCE}/src/pch/xtensor_pch.hpp") + write_attempt(f"{SOURCE}/src/nn/softmax.cpp") +
+            write_attempt(BUILT_PCH) +
             "\n    " + OWN_DIR +
             "if (::symlink(\"" + decoy + "\", (own + \"/planted\").c_str()) == 0) escaped = true;\n"
             "    for (const char* name : {\"/softmax.o\", \"/attn-observe\"}) {\n"
@@ -339,6 +341,8 @@ def run(root):
 
     # the source tree's files the writer aims at (not all of src/: a developer may edit while testing)
     targets = [os.path.join(SOURCE, "src", f) for f in ("pch/xtensor_pch.hpp", "nn/softmax.cpp")]
+    if os.path.exists(BUILT_PCH):  # the build's precompiled header, which every kit copies (GCC's builds)
+        targets.append(BUILT_PCH)
     file_hash = lambda path: hashlib.sha256(open(path, "rb").read()).hexdigest()
     before = {"golden": tree_hash(golden), "decoy": tree_hash(os.path.dirname(decoy)),
               **{t: file_hash(t) for t in targets}}

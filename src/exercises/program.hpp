@@ -37,7 +37,8 @@ struct GradeKit {
     std::vector<std::string> compile;    // flags of the exercise code (standard, optimisation; no include folder)
     std::vector<std::string> libraries;  // the static libraries of attn-observe but the exercised functions, in order
     std::vector<std::string> link;       // the link flags after them (fmt, sanitizers, the linker)
-    std::vector<std::string> pch;        // one item: the header to precompile (src/pch/xtensor_pch.hpp)
+    std::vector<std::string> pch;        // the header to precompile (src/pch/xtensor_pch.hpp), then, in a
+                                         // build by GCC, the build's precompiled copy of it (grade_pch)
     std::vector<std::string> reference;  // per exercise, in table order: the reference's object file
     std::vector<std::string> starter;    // per exercise, in table order: the starter's object file
 };
