@@ -99,7 +99,10 @@ std::string finished(const std::string& s) {
     std::string decoded, by;
     decoded.reserve(s.size());
     for (std::size_t i = 0; i < s.size();) {
-        if (const std::size_t n = replaced_at(s, i, by); n > 0) {
+        // every entry of replaced_at's table starts with one of these bytes: the others are copied as they are
+        const char c = s[i];
+        const bool may_start = c == '&' || c == '\\' || c == '\xc2';
+        if (const std::size_t n = may_start ? replaced_at(s, i, by) : 0; n > 0) {
             decoded += by;
             i += n;
         } else {
