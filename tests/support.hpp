@@ -38,6 +38,16 @@ struct RemovedAtEnd {
     }
 };
 
+// A new, empty folder for a test's temporary files, <temp>/attn_test_<name>_<pid> (hold it in a
+// RemovedAtEnd so it goes when the test case ends).
+inline std::filesystem::path fresh_folder(const std::string& name) {
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("attn_test_" + name + "_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
 struct Result {
     int code;            // the exit code, or -1 when the program did not exit normally
     std::string output;  // what it printed (stdout, plus stderr when the command redirects it)

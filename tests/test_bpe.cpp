@@ -232,14 +232,8 @@ std::vector<std::string> spm_vocabulary(const std::string& spm_train, const std:
     return pieces;
 }
 
-// A temporary folder, removed at the end of the test case.
-std::filesystem::path scratch_folder() {
-    const std::filesystem::path dir =
-        std::filesystem::temp_directory_path() / ("attn_test_bpe_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    return dir;
-}
+// A temporary folder of this file's (removed at the end of the test case that holds it).
+std::filesystem::path scratch_folder() { return attn::test::fresh_folder("bpe"); }
 
 }  // namespace
 

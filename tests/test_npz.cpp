@@ -144,11 +144,8 @@ std::string python_with(const std::string& modules) {
     return "";
 }
 
-fs::path scratch_folder() {
-    const fs::path dir = fs::temp_directory_path() / ("attn_test_npz_" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    return dir;
-}
+// A temporary folder of this file's (removed at the end of the test case that holds it).
+std::filesystem::path scratch_folder() { return attn::test::fresh_folder("npz"); }
 
 void write_bytes(const fs::path& file, const std::string& bytes) {
     std::FILE* f = std::fopen(file.c_str(), "wb");
