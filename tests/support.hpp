@@ -48,6 +48,20 @@ inline std::filesystem::path fresh_folder(const std::string& name) {
     return dir;
 }
 
+// KJV Genesis 1:1-5, as src/text/bible cleans the module engKJV2006eb: the text the byte-pair
+// encoding and SentencePiece tests learn their vocabularies from.
+inline const std::vector<std::string>& kjv_genesis_1_to_5() {
+    static const std::vector<std::string> verses = {
+        "In the beginning God created the heaven and the earth.",
+        "And the earth was without form, and void; and darkness was upon the face of the deep. And the Spirit "
+        "of God moved upon the face of the waters.",
+        "And God said, Let there be light: and there was light.",
+        "And God saw the light, that it was good: and God divided the light from the darkness.",
+        "And God called the light Day, and the darkness he called Night. And the evening and the morning were "
+        "the first day."};
+    return verses;
+}
+
 struct Result {
     int code;            // the exit code, or -1 when the program did not exit normally
     std::string output;  // what it printed (stdout, plus stderr when the command redirects it)
@@ -63,6 +77,17 @@ inline Result run_command(const std::string& command) {
     while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
     const int status = ::pclose(pipe);
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+// spm_train's path (package sentencepiece), or "" after a warning that the part needing it is skipped
+// (call it from the test case).
+inline std::string spm_train_or_skip() {
+    const Result found = run_command("command -v spm_train 2>/dev/null");
+    if (found.code != 0 || found.output.empty()) {
+        WARN("skipped: spm_train is not installed (Debian package sentencepiece: apt-get install sentencepiece)");
+        return "";
+    }
+    return found.output.substr(0, found.output.find('\n'));
 }
 
 // A command that runs `bin` so that permission bits stop it as they stop a user. An ordinary

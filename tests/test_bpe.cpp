@@ -186,26 +186,8 @@ TEST_CASE("invalid UTF-8, the meta symbol and empty requests are rejected, sayin
 
 namespace {
 
-// KJV Genesis 1:1-5, as src/text/bible cleans the module engKJV2006eb.
-const std::vector<std::string> genesis = {
-    "In the beginning God created the heaven and the earth.",
-    "And the earth was without form, and void; and darkness was upon the face of the deep. And the Spirit "
-    "of God moved upon the face of the waters.",
-    "And God said, Let there be light: and there was light.",
-    "And God saw the light, that it was good: and God divided the light from the darkness.",
-    "And God called the light Day, and the darkness he called Night. And the evening and the morning were "
-    "the first day."};
-
-// spm_train's path, or "" with the reason in `why`.
-// spm_train's path, or "" after a warning that the test case is skipped (call from the test case)
-std::string spm_train_or_skip() {
-    const attn::test::Result found = attn::test::run_command("command -v spm_train 2>/dev/null");
-    if (found.code != 0 || found.output.empty()) {
-        WARN("skipped: spm_train is not installed (Debian package sentencepiece: apt-get install sentencepiece)");
-        return "";
-    }
-    return found.output.substr(0, found.output.find('\n'));
-}
+// KJV Genesis 1:1-5 (support.hpp)
+const std::vector<std::string>& genesis = attn::test::kjv_genesis_1_to_5();
 
 // The pieces of <dir>/<name>.vocab after spm_train has learned a BPE vocabulary of `size` pieces
 // on `lines`, with the flags under which its rules are ours (src/text/bpe.hpp).
@@ -238,7 +220,7 @@ std::filesystem::path scratch_folder() { return attn::test::fresh_folder("bpe");
 }  // namespace
 
 TEST_CASE("spm_train learns the same vocabulary on Genesis 1:1-5, piece for piece", "[bpe]") {
-    const std::string spm_train = spm_train_or_skip();
+    const std::string spm_train = attn::test::spm_train_or_skip();
     if (spm_train.empty()) return;
     const attn::test::RemovedAtEnd removed{scratch_folder()};
 
@@ -291,7 +273,7 @@ TEST_CASE("spm_train learns the same vocabulary on Genesis 1:1-5, piece for piec
 }
 
 TEST_CASE("spm_train and Sennrich et al. part on a run of three equal symbols", "[bpe]") {
-    const std::string spm_train = spm_train_or_skip();
+    const std::string spm_train = attn::test::spm_train_or_skip();
     if (spm_train.empty()) return;
     const attn::test::RemovedAtEnd removed{scratch_folder()};
     // "aaa bc bc": (a, a) occurs twice in ▁aaa, (b, c) once in each ▁bc. We count (a, a) 2, as

@@ -30,15 +30,8 @@ using namespace attn::text;
 
 namespace {
 
-// KJV Genesis 1:1-5, as src/text/bible cleans the module engKJV2006eb (tests/test_bpe.cpp's text).
-const std::vector<std::string> genesis = {
-    "In the beginning God created the heaven and the earth.",
-    "And the earth was without form, and void; and darkness was upon the face of the deep. And the Spirit "
-    "of God moved upon the face of the waters.",
-    "And God said, Let there be light: and there was light.",
-    "And God saw the light, that it was good: and God divided the light from the darkness.",
-    "And God called the light Day, and the darkness he called Night. And the evening and the morning were "
-    "the first day."};
+// KJV Genesis 1:1-5 (support.hpp)
+const std::vector<std::string>& genesis = attn::test::kjv_genesis_1_to_5();
 
 // The Reina-Valera 1909's Génesis 1:1-5, 1:26 (ñ), 4:6 (¿) and 28:17 (¡), as src/text/bible cleans the
 // module spaRV1909eb, and the KJV's 1:26, 4:6 and 28:17 beside them.
@@ -80,16 +73,6 @@ bool sentencepiece_or_skip() {
     return false;
 }
 
-// spm_train's path, or "" after a warning that the part needing it is skipped.
-std::string spm_train_or_skip() {
-    const attn::test::Result found = attn::test::run_command("command -v spm_train 2>/dev/null");
-    if (found.code != 0 || found.output.empty()) {
-        WARN("skipped: spm_train is not installed (Debian package sentencepiece: apt-get install sentencepiece)");
-        return "";
-    }
-    return found.output.substr(0, found.output.find('\n'));
-}
-
 // The first `count` verses of a module (Genesis 1 to 3 are its first 80), cleaned as read_module cleans
 // them; empty, with the reason in `why`, when the module or SWORD's exporter is missing. Only the verses
 // used are cleaned (read_module cleans all 31,102: a second more).
@@ -129,7 +112,7 @@ TEST_CASE("the same bytes twice, and spm_train's vocabulary and encodings from t
     const Tokenizer ours(model);
     REQUIRE(ours.size() == 300);
 
-    const std::string spm_train = spm_train_or_skip();
+    const std::string spm_train = attn::test::spm_train_or_skip();
     if (spm_train.empty()) return;
     const attn::test::RemovedAtEnd removed{scratch_folder()};
     const std::filesystem::path input = removed.path / "text.txt", prefix = removed.path / "spm";
