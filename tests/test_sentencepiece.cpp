@@ -271,6 +271,20 @@ TEST_CASE("a character the training text lacked becomes <unk>, and unknown_chara
     CHECK_THROWS_WITH(t.score(-1), Catch::Contains("id -1 is out of range"));
 }
 
+TEST_CASE("a soft limit gives the vocabulary the text can fill, where a hard one fails", "[sentencepiece]") {
+    if (!sentencepiece_or_skip()) return;
+    const std::size_t alphabet = count_characters(count_words(genesis)).size();
+    SentencePieceOptions options;
+    // 5000 pieces: more than Genesis 1:1-5 can fill; a hard limit fails saying so, a soft one gives fewer
+    options.vocab_size = 5000;
+    CHECK_THROWS_WITH(train_sentencepiece(genesis, options), Catch::Contains("could not learn 5000 pieces"));
+    options.hard_vocab_limit = false;
+    const Tokenizer soft(train_sentencepiece(genesis, options));
+    CHECK(soft.size() > static_cast<int>(alphabet) + 3);
+    CHECK(soft.size() < 5000);
+    for (const std::string& verse : genesis) CHECK(soft.decode(soft.encode(verse)) == verse);
+}
+
 TEST_CASE("bad sentences, options and model bytes are refused, saying why", "[sentencepiece]") {
     if (!sentencepiece_or_skip()) return;
     const auto train = [](const std::vector<std::string>& s, std::size_t vocab) {

@@ -98,6 +98,7 @@ std::vector<std::pair<std::string, std::string>> sentencepiece_trainer_flags(con
         {"split_by_unicode_script", flag(options.split_by_unicode_script)},
         {"split_by_number", flag(options.split_by_number)},
         {"max_sentencepiece_length", std::to_string(options.max_piece_length)},
+        {"hard_vocab_limit", flag(options.hard_vocab_limit)},
         // determinism: every sentence, in the order given, so nothing is sampled (the only randomness of
         // SentencePiece's BPE trainer), and one thread
         {"input_sentence_size", "0"},

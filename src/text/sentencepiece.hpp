@@ -61,6 +61,9 @@ struct SentencePieceOptions {
     bool split_by_unicode_script = true;
     bool split_by_number = true;
     std::size_t max_piece_length = 16;
+    // false: vocab_size is a most, not an exact count (SentencePiece's hard_vocab_limit=false): a text too
+    // small to fill it gives the vocabulary it can (Tokenizer::size says how many), where true fails.
+    bool hard_vocab_limit = true;
 };
 
 // What train_sentencepiece gives SentencePiece's trainer, as (flag, value): spm_train takes the same as
