@@ -114,39 +114,9 @@ TimeEstimate time_estimate(const Config& c) {
 
 // ---------------------------------------------------------------- the Transformer, drawn
 
-// Weights N(0, 1/fan_in), norms' gains 1 and biases 0, embeddings N(0, 1/d_model) (so that
-// E sqrt(d_model) has unit entries, the scale of the positions), biases 0.
-nn::MultiHeadParams drawn_attention(Rng& rng, std::size_t d) {
-    const double s = 1.0 / std::sqrt(as_double(d));
-    return {rng.normal_mat(d, d, s), rng.normal_mat(d, d, s), rng.normal_mat(d, d, s), rng.normal_mat(d, d, s)};
-}
-
-nn::FeedForward drawn_network(Rng& rng, std::size_t d, std::size_t d_ff) {
-    return {rng.normal_mat(d_ff, d, 1.0 / std::sqrt(as_double(d))), nn::zeros(d_ff),
-            rng.normal_mat(d, d_ff, 1.0 / std::sqrt(as_double(d_ff))), nn::zeros(d)};
-}
-
-nn::LayerNormParams fresh_norm(std::size_t d) { return {nn::ones(d), nn::zeros(d), 1e-5}; }
-
-nn::EncoderDecoder drawn_transformer(Rng& rng, const Config& c, std::size_t V_src, std::size_t V_tgt) {
-    const std::size_t d = c.size(param::d_model), d_ff = c.size(param::d_ff), L = c.size(param::layers);
-    nn::EncoderDecoder m;
-    m.heads = c.size(param::heads);
-    m.E_src = rng.normal_mat(V_src, d, 1.0 / std::sqrt(as_double(d)));
-    m.E_tgt = rng.normal_mat(V_tgt, d, 1.0 / std::sqrt(as_double(d)));
-    for (std::size_t l = 0; l < L; ++l)
-        m.encoder.push_back({fresh_norm(d), drawn_attention(rng, d), fresh_norm(d), drawn_network(rng, d, d_ff)});
-    m.encoder_norm = fresh_norm(d);
-    for (std::size_t l = 0; l < L; ++l) {
-        nn::DecoderBlockParams b{fresh_norm(d), drawn_attention(rng, d), fresh_norm(d), {}, fresh_norm(d), {}};
-        b.cross_attention = drawn_attention(rng, d);
-        b.feed_forward = drawn_network(rng, d, d_ff);
-        m.decoder.push_back(std::move(b));
-    }
-    m.decoder_norm = fresh_norm(d);
-    m.W_o = rng.normal_mat(V_tgt, d, 1.0 / std::sqrt(as_double(d)));
-    m.b_o = nn::zeros(V_tgt);
-    return m;
+// The Transformer's sizes from this lesson's parameters (lessons/translation.hpp draws it).
+TransformerSizes sizes_of(const Config& c) {
+    return {c.size(param::d_model), c.size(param::heads), c.size(param::layers), c.size(param::d_ff)};
 }
 
 using Models = RaceModels;
@@ -417,30 +387,6 @@ void record_race(Trace& trace, const Race& r) {
 
 // ---------------------------------------------------------------- the cost of a pair
 
-// Sequential steps and multiply-adds of one teacher-forced forward pass at T_x source and T_y
-// target positions (<eos> included), counted from the equations: a GRU step of input width n and
-// state width u is 3u(n + u); an attention of T_q queries over T_k keys of width d is 2 T_q T_k d;
-// a d x d projection of T rows T d^2.
-Mat pass_costs(const Config& c, const Models& m, double T_x, double T_y, double V) {
-    const double u = as_double(c.size(param::width)), d = as_double(c.size(param::d_model));
-    const double L = as_double(c.size(param::layers)), ff = as_double(c.size(param::d_ff));
-    const auto gru = [](double n, double w) { return 3.0 * w * (n + w); };
-    // without: one encoder GRU over T_x, then T_y decoder steps reading [y; c] (2u), the output layer
-    const double without = T_x * gru(u, u) + T_y * (gru(2.0 * u, u) + V * u);
-    // with: two encoder GRUs (side by side in time), keys U_a h_j once, per step W_a s, the tanh
-    // layer's v_a over T_x keys, the context over 2u, the decoder GRU reading [y; c] (3u), the output
-    const double with = 2.0 * T_x * gru(u, u) + T_x * u * 2.0 * u +
-                        T_y * (u * u + T_x * u + T_x * 2.0 * u + gru(3.0 * u, u) + V * u);
-    // Transformer: encoder blocks (4 projections, scores and weighted sums, the network), decoder
-    // blocks (the same, plus cross-attention: Q and O on T_y rows, K and V on T_x rows), the output
-    const double encoder = L * (4.0 * T_x * d * d + 2.0 * T_x * T_x * d + 2.0 * T_x * d * ff);
-    const double decoder = L * (4.0 * T_y * d * d + 2.0 * T_y * T_y * d + 2.0 * (T_y + T_x) * d * d +
-                                2.0 * T_y * T_x * d + 2.0 * T_y * d * ff);
-    return {{T_x + T_y, without, as_double(parameter_count(m.without))},
-            {T_x + T_y, with, as_double(parameter_count(m.with))},
-            {2.0 * L, encoder + decoder + T_y * V * d, as_double(parameter_count(m.transformer))}};
-}
-
 // Step [cost].
 void record_cost(Trace& trace, const Config& c, const Corpus& corpus, const Models& m) {
     double T_x = 0.0, T_y = 0.0;
@@ -450,7 +396,9 @@ void record_cost(Trace& trace, const Config& c, const Corpus& corpus, const Mode
     }
     T_x /= as_double(corpus.train.size());
     T_y /= as_double(corpus.train.size());
-    const Mat cost = pass_costs(c, m, T_x, T_y, as_double(corpus.target.words.size()));
+    const Mat cost = pass_costs(c.size(param::width), sizes_of(c),
+                                {parameter_count(m.without), parameter_count(m.with), parameter_count(m.transformer)},
+                                T_x, T_y, as_double(corpus.target.words.size()));
     trace.step("cost", "Sequential steps and multiply-adds of one sentence pair",
                "GRU step: 3u(n + u);  attention: 2 T_q T_k d;  projection: T d^2",
                fmt::format(
@@ -930,7 +878,7 @@ RaceStart race_start(const Config& config) {
     const std::size_t V_src = corpus.source.words.size(), V_tgt = corpus.target.words.size();
     const std::size_t u = config.size(param::width);
     RaceModels start{drawn_model(rng, false, V_src, V_tgt, u), drawn_model(rng, true, V_src, V_tgt, u),
-                     drawn_transformer(rng, config, V_src, V_tgt)};
+                     drawn_transformer(rng, sizes_of(config), V_src, V_tgt)};
     return {std::move(corpus), std::move(start), rng};
 }
 

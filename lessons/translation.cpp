@@ -243,6 +243,72 @@ nn::Seq2Seq drawn_model(Rng& rng, bool attention, std::size_t V_src, std::size_t
     return m;
 }
 
+// ---------------------------------------------------------------- lesson 12's Transformer
+
+// Weights N(0, 1/fan_in), norms' gains 1 and biases 0, embeddings N(0, 1/d_model) (so that
+// E sqrt(d_model) has unit entries, the scale of the positions), biases 0.
+namespace {
+
+nn::MultiHeadParams drawn_attention(Rng& rng, std::size_t d) {
+    const double s = 1.0 / std::sqrt(as_double(d));
+    return {rng.normal_mat(d, d, s), rng.normal_mat(d, d, s), rng.normal_mat(d, d, s), rng.normal_mat(d, d, s)};
+}
+
+nn::FeedForward drawn_network(Rng& rng, std::size_t d, std::size_t d_ff) {
+    return {rng.normal_mat(d_ff, d, 1.0 / std::sqrt(as_double(d))), nn::zeros(d_ff),
+            rng.normal_mat(d, d_ff, 1.0 / std::sqrt(as_double(d_ff))), nn::zeros(d)};
+}
+
+nn::LayerNormParams fresh_norm(std::size_t d) { return {nn::ones(d), nn::zeros(d), 1e-5}; }
+
+}  // namespace
+
+nn::EncoderDecoder drawn_transformer(Rng& rng, const TransformerSizes& s, std::size_t V_src, std::size_t V_tgt) {
+    const std::size_t d = s.d_model, d_ff = s.d_ff, L = s.layers;
+    nn::EncoderDecoder m;
+    m.heads = s.heads;
+    m.E_src = rng.normal_mat(V_src, d, 1.0 / std::sqrt(as_double(d)));
+    m.E_tgt = rng.normal_mat(V_tgt, d, 1.0 / std::sqrt(as_double(d)));
+    for (std::size_t l = 0; l < L; ++l)
+        m.encoder.push_back({fresh_norm(d), drawn_attention(rng, d), fresh_norm(d), drawn_network(rng, d, d_ff)});
+    m.encoder_norm = fresh_norm(d);
+    for (std::size_t l = 0; l < L; ++l) {
+        nn::DecoderBlockParams b{fresh_norm(d), drawn_attention(rng, d), fresh_norm(d), {}, fresh_norm(d), {}};
+        b.cross_attention = drawn_attention(rng, d);
+        b.feed_forward = drawn_network(rng, d, d_ff);
+        m.decoder.push_back(std::move(b));
+    }
+    m.decoder_norm = fresh_norm(d);
+    m.W_o = rng.normal_mat(V_tgt, d, 1.0 / std::sqrt(as_double(d)));
+    m.b_o = nn::zeros(V_tgt);
+    return m;
+}
+
+// Sequential steps and multiply-adds of one teacher-forced forward pass at T_x source and T_y
+// target positions (<eos> included), counted from the equations: a GRU step of input width n and
+// state width u is 3u(n + u); an attention of T_q queries over T_k keys of width d is 2 T_q T_k d;
+// a d x d projection of T rows T d^2.
+Mat pass_costs(std::size_t width, const TransformerSizes& s, const std::array<std::size_t, 3>& weights, double T_x,
+               double T_y, double V) {
+    const double u = as_double(width), d = as_double(s.d_model);
+    const double L = as_double(s.layers), ff = as_double(s.d_ff);
+    const auto gru = [](double n, double w) { return 3.0 * w * (n + w); };
+    // without: one encoder GRU over T_x, then T_y decoder steps reading [y; c] (2u), the output layer
+    const double without = T_x * gru(u, u) + T_y * (gru(2.0 * u, u) + V * u);
+    // with: two encoder GRUs (side by side in time), keys U_a h_j once, per step W_a s, the tanh
+    // layer's v_a over T_x keys, the context over 2u, the decoder GRU reading [y; c] (3u), the output
+    const double with = 2.0 * T_x * gru(u, u) + T_x * u * 2.0 * u +
+                        T_y * (u * u + T_x * u + T_x * 2.0 * u + gru(3.0 * u, u) + V * u);
+    // Transformer: encoder blocks (4 projections, scores and weighted sums, the network), decoder
+    // blocks (the same, plus cross-attention: Q and O on T_y rows, K and V on T_x rows), the output
+    const double encoder = L * (4.0 * T_x * d * d + 2.0 * T_x * T_x * d + 2.0 * T_x * d * ff);
+    const double decoder = L * (4.0 * T_y * d * d + 2.0 * T_y * T_y * d + 2.0 * (T_y + T_x) * d * d +
+                                2.0 * T_y * T_x * d + 2.0 * T_y * d * ff);
+    return {{T_x + T_y, without, as_double(weights[0])},
+            {T_x + T_y, with, as_double(weights[1])},
+            {2.0 * L, encoder + decoder + T_y * V * d, as_double(weights[2])}};
+}
+
 Pair pair_of(Corpus& c, const std::vector<std::string>& src, const std::vector<std::string>& tgt) {
     return {ids_of(c.source, src), ids_of(c.target, tgt)};
 }

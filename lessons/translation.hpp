@@ -16,6 +16,7 @@
 #include "nn/optimizer.hpp"
 #include "nn/seq2seq.hpp"
 
+#include <array>
 #include <cstddef>
 #include <map>
 #include <string>
@@ -101,6 +102,25 @@ Mat teacher_forced_weights(const nn::Seq2Seq& m, const Pair& p);  // alpha, T_y 
 
 // Every weight of m named after its field of nn::Seq2Seq ("enc_fwd.W_z"), in the order of nn::blocks(m).
 std::vector<std::pair<std::string, Array>> named_weights(const nn::Seq2Seq& m);
+
+// ---------------------------------------------------------------- lesson 12's Transformer
+
+// The sizes of a Transformer encoder-decoder: width, heads, blocks of the encoder and of the decoder,
+// feed-forward width.
+struct TransformerSizes {
+    std::size_t d_model = 0, heads = 0, layers = 0, d_ff = 0;
+};
+
+// Drawn as lessons 12 and 14 draw it, from one generator in a fixed order: weights N(0, 1/fan_in), the
+// layer norms' gains 1 and biases 0, embeddings N(0, 1/d_model), sinusoidal positions (nothing drawn).
+nn::EncoderDecoder drawn_transformer(Rng& rng, const TransformerSizes& s, std::size_t V_src, std::size_t V_tgt);
+
+// Sequential steps, multiply-adds and weights of one teacher-forced forward pass of lesson 9's two models
+// (GRU width `width`) and the Transformer, at T_x source and T_y target positions (<eos> included) and a
+// target vocabulary of V, counted from the equations; rows without, with, Transformer. `weights` are the
+// three models' parameter counts, shown beside.
+Mat pass_costs(std::size_t width, const TransformerSizes& s, const std::array<std::size_t, 3>& weights, double T_x,
+               double T_y, double V);
 
 // ---------------------------------------------------------------- any model: one pass, decoding
 
