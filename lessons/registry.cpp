@@ -84,7 +84,8 @@ const std::vector<Lesson>& all_lessons() {
                                                 multi_head_lesson(),     scaling_lesson(),    backprop_lesson(),
                                                 learning_to_align_lesson(), online_softmax_lesson(),
                                                 transformer_block_lesson(), transformer_lesson(),
-                                                decoding_lesson()};
+                                                decoding_lesson(),
+                                                real_translation_lesson()};
     return lessons;
 }
 

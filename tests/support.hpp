@@ -231,10 +231,11 @@ inline std::string set_args(const Config& wanted, const Config& defaults) {
     return out;
 }
 
-// The lessons that train models for seconds (minutes when sanitized): 9, 12, and 13, which decodes
-// with lesson 12's models. Tests that run every lesson at its defaults leave them to check_exact.
+// The lessons that train models for seconds (minutes when sanitized): 9, 12, 13, which decodes
+// with lesson 12's models, and 14, which reads the Bible and trains on it. Tests that run every lesson at
+// its defaults leave them to check_exact.
 inline bool trains(const std::string& slug) {
-    return slug == "learning-to-align" || slug == "transformer" || slug == "decoding";
+    return slug == "learning-to-align" || slug == "transformer" || slug == "decoding" || slug == "real-translation";
 }
 
 // How many doubles apart two results >= 0 are (ulp, subnormal ones too): the difference of their

@@ -1,0 +1,773 @@
+// Lesson 14: attention on a real language. The toy corpus of lessons 9 and 12 becomes English and
+// Spanish Bible verses (the King James Version and the Reina-Valera 1909, read from Debian's SWORD
+// modules by src/text/bible), split by whole books (src/text/corpus), cut into subword pieces by
+// byte-pair encoding, derived step by step (src/text/bpe) and then learned by SentencePiece
+// (src/text/sentencepiece); lesson 9's two GRU models and lesson 12's Transformer train on the same
+// batches, and are measured as Bahdanau et al. (2015) measured theirs: BLEU by source length (their
+// figure 2) and attention maps (their figure 3).
+// At its defaults the run is short (a few hundred verses, a few epochs: a minute at most); the data,
+// the tokenizer and the models as drawn are golden-checked bit for bit like every lesson, and so is the
+// training, whose arithmetic is ours and fixed; what the models reached is reported, never claimed.
+// T_x / T_y = source / target pieces, u = GRU width, d_model = Transformer width, V = pieces.
+#include "registry.hpp"
+#include "support.hpp"
+#include "translation.hpp"
+
+#include "core/rng.hpp"
+#include "nn/bleu.hpp"
+#include "nn/encoder_decoder.hpp"
+#include "nn/optimizer.hpp"
+#include "nn/reductions.hpp"
+#include "nn/self_attention.hpp"
+#include "text/bible.hpp"
+#include "text/bpe.hpp"
+#include "text/corpus.hpp"
+#include "text/sentencepiece.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+namespace real_translation {  // this lesson's own names (the lessons compile as unity files: meson.build)
+namespace {
+
+using translation::Pair;
+using translation::Trainer;
+
+// ---------------------------------------------------------------- parameters (--set)
+
+namespace param {
+const Param pairs{"pairs", 128, 16, 30000,
+                  "training verse pairs, taken evenly from the training books' pairs of at most max_words words"};
+const Param validation{"validation", 24, 8, 600, "validation verse pairs (Ruth, Esther, Daniel), taken evenly"};
+const Param test{"test", 24, 8, 879, "test verse pairs (John, every length), taken evenly across the book"};
+const Param max_words{"max_words", 30, 10, 50,
+                      "most words of a training verse on either side (Bahdanau et al.'s RNNsearch-30 and -50)"};
+const Param vocab{"vocab", 400, 200, 16000,
+                  "most pieces of the SentencePiece vocabulary, shared by both languages (fewer when the "
+                  "training verses cannot fill it)"};
+const Param epochs{"epochs", 2, 1, 60, "passes over the training verses"};
+const Param width{"width", 24, 4, 256, "width u of the two GRU models"};
+const Param d_model{"d_model", 24, 4, 256, "width of the Transformer (even: the sinusoidal positions)"};
+const Param heads{"heads", 4, 1, 8, "attention heads h of the Transformer; must divide d_model"};
+const Param layers{"layers", 1, 1, 6, "blocks of the Transformer's encoder, and of its decoder"};
+const Param d_ff{"d_ff", 48, 1, 1024, "hidden width of the Transformer's feed-forward network"};
+const Param warmup{"warmup", 40, 1, 100000, "warm-up steps of the Transformer's learning rate"};
+}  // namespace param
+
+std::string limits(const Config& c) {
+    if (auto why = even(c, param::d_model); !why.empty()) return why;
+    if (auto why = divisible(c, param::d_model, param::heads, 1); !why.empty()) return why;
+    return "";
+}
+
+// Seconds of this project's 2-core machine (one core), from its settings. Reading and cleaning both
+// modules, splitting, the near-duplicate scan and SentencePiece take about 3.7 s whatever the settings
+// (SentencePiece about 0.1 ms a training verse at 400 pieces). A training pass (forward and backward) of
+// the three models over a pair of about 43 + 46 pieces at u = d_model = 24 and 400 pieces takes about
+// 5 ms in all, most of it the output layers (V u multiply-adds a target piece); a greedy translation of a
+// test verse about as much. The default run took 7.3 s of user time (2026-11-30, load 2 from a build
+// beside it; estimated 8.5 s); 240 pairs and 40 test verses 17.1 s (estimated 12 s, the greedy
+// translations then up to twice the source: the cap is now one and a half times).
+constexpr double fixed_seconds = 4.0;
+constexpr double seconds_per_pass = 0.006;
+
+double estimated_seconds(const Config& c) {
+    const double u = as_double(c.size(param::width)) / 24.0, d = as_double(c.size(param::d_model)) / 24.0;
+    const double V = as_double(c.size(param::vocab)) / 400.0;
+    const double blocks = as_double(c.size(param::layers));
+    const double ff = (d + as_double(c.size(param::d_ff)) / 48.0) / 2.0;
+    const double length = as_double(c.size(param::max_words)) / 30.0;
+    // the GRUs grow with u^2 and V u, the Transformer with layers d_model (d_model + d_ff) and V d_model
+    const double per_pass = seconds_per_pass * length * length * (0.5 * (u * u + V * u) + 0.5 * (blocks * d * ff + V * d));
+    const double passes = as_double(c.size(param::epochs)) *
+                              (as_double(c.size(param::pairs)) + as_double(c.size(param::validation))) +
+                          2.0 * as_double(c.size(param::test)) + as_double(c.size(param::validation));
+    return fixed_seconds + 1e-4 * as_double(c.size(param::pairs)) * V + per_pass * passes;
+}
+
+TimeEstimate time_estimate(const Config& c) {
+    return {estimated_seconds(c), "training",
+            fmt::format("on one core: {:.0f} s to read the modules, then epochs x (pairs + validation) passes of the "
+                        "three models, {:.0f} ms each at the defaults, growing with width^2, vocab x width, layers "
+                        "d_model (d_model + d_ff) and max_words^2",
+                        fixed_seconds, 1000.0 * seconds_per_pass),
+            {{&param::epochs, 1.0}, {&param::pairs, 1.0}, {&param::width, 2.0}, {&param::d_model, 2.0},
+             {&param::vocab, 1.0}, {&param::layers, 1.0}, {&param::max_words, 2.0}, {&param::test, 1.0}}};
+}
+
+// ---------------------------------------------------------------- the verses, read once per process
+
+// Both modules read, cleaned, aligned and split (the same for every configuration: kept for the process).
+struct Verses {
+    text::AlignCounts counts;
+    std::vector<text::VersePair> pairs;  // aligned, in the English order
+    text::CorpusSplit split;
+    std::vector<std::size_t> near_duplicates;  // of the test set in the training set
+    std::string alphabet;                      // the training books' characters, each once, in code point order
+};
+
+std::shared_ptr<const Verses> read_verses() {
+    static std::mutex guard;
+    static std::shared_ptr<const Verses> kept;
+    const std::lock_guard<std::mutex> lock(guard);
+    if (kept) return kept;
+    auto v = std::make_shared<Verses>();
+    const std::vector<text::Verse> en = text::read_module(text::english_module(), true);
+    const std::vector<text::Verse> es = text::read_module(text::spanish_module(), false);
+    v->pairs = text::align_by_reference(en, es, v->counts);
+    v->split = text::split_by_books(v->pairs, text::book_split());
+    v->near_duplicates = text::near_duplicates(v->split.test, v->split.train);
+    std::set<std::string> characters;
+    for (const text::VersePair& p : v->split.train)
+        for (const std::string* side : {&p.en, &p.es})
+            for (std::string& ch : text::utf8_characters(*side))
+                if (ch != " ") characters.insert(std::move(ch));
+    for (const std::string& ch : characters) v->alphabet += ch;
+    kept = v;
+    return kept;
+}
+
+// `count` of `from`, evenly spaced: the k-th is from[floor(k n / count)]; all of them when count >= n.
+std::vector<text::VersePair> evenly(const std::vector<text::VersePair>& from, std::size_t count) {
+    if (count >= from.size()) return from;
+    std::vector<text::VersePair> out;
+    for (std::size_t k = 0; k < count; ++k) out.push_back(from[k * from.size() / count]);
+    return out;
+}
+
+std::size_t longer_side(const text::VersePair& p) { return std::max(text::word_count(p.en), text::word_count(p.es)); }
+
+// The verses this run trains, validates and tests on.
+struct Chosen {
+    std::vector<text::VersePair> train, validation, test;
+    std::size_t short_enough = 0;  // training books' pairs of at most max_words words on both sides
+};
+
+Chosen chosen_verses(const Verses& v, const Config& c) {
+    const std::size_t most = c.size(param::max_words);
+    std::vector<text::VersePair> short_train, short_validation;
+    for (const text::VersePair& p : v.split.train)
+        if (longer_side(p) <= most) short_train.push_back(p);
+    for (const text::VersePair& p : v.split.validation)
+        if (longer_side(p) <= most) short_validation.push_back(p);
+    return {evenly(short_train, c.size(param::pairs)), evenly(short_validation, c.size(param::validation)),
+            evenly(v.split.test, c.size(param::test)), short_train.size()};
+}
+
+// ---------------------------------------------------------------- step [data]
+
+const std::vector<std::string> length_bins = {"0-9", "10-19", "20-29", "30-39", "40-49", "50-59", "60+"};
+
+Mat histograms(const std::vector<const std::vector<text::VersePair>*>& sets, bool english) {
+    Mat out = nn::zeros(sets.size(), length_bins.size());
+    for (std::size_t s = 0; s < sets.size(); ++s) {
+        const std::vector<std::size_t> h = text::length_histogram(*sets[s], english, 10, length_bins.size());
+        for (std::size_t b = 0; b < h.size(); ++b) out(s, b) = as_double(h[b]);
+    }
+    return out;
+}
+
+void record_data(Trace& trace, const Verses& v, const Chosen& chosen, const Config& c) {
+    const text::AlignCounts& n = v.counts;
+    const text::CorpusSplit& s = v.split;
+    trace.step("data", "Real text: verses aligned by reference, split by whole books",
+               "pairs = { (en_r, es_r) : reference r in both modules, both sides non-empty }",
+               fmt::format(
+                   "Debian's sword-text-kjv and sword-text-sparv hold the King James Version (English, 1769 text) "
+                   "and the Reina-Valera 1909 (Spanish), both public domain and both in the KJV's versification, so "
+                   "a verse reference names the same verse in both: it is the alignment, at the level of verses. "
+                   "SWORD's exporter mod2imp prints each module's OSIS markup; the cleaning keeps the words a "
+                   "reader sees (Strong's numbers, notes and headings go). {} English and {} Spanish verses; {} "
+                   "references only in English, {} only in Spanish, {} empty on a side: {} pairs kept. The Bible "
+                   "repeats itself (Kings and Chronicles, the gospels, Psalm 18 and 2 Samuel 22), so a random split "
+                   "would test on verses whose twins were trained on: whole books are held out instead. Test: John "
+                   "({} verses); validation: Ruth, Esther and Daniel ({}); training: the other {} books ({} verses), "
+                   "of which {} have at most {} words on both sides (Bahdanau et al. trained on at most 30 and 50). "
+                   "This run takes {} of them, {} validation and {} test verses, each set evenly spaced through its "
+                   "books.",
+                   n.english, n.spanish, n.only_english, n.only_spanish, n.empty, n.kept, s.test.size(),
+                   s.validation.size(), 66 - 1 - text::book_split().validation.size(), s.train.size(),
+                   chosen.short_enough, c.size(param::max_words), chosen.train.size(), chosen.validation.size(),
+                   chosen.test.size()));
+    trace.tensor("verses", "verses read and kept",
+                 Vec{as_double(n.english), as_double(n.spanish), as_double(n.only_english), as_double(n.only_spanish),
+                     as_double(n.empty), as_double(n.kept)},
+                 {"English", "Spanish", "only English", "only Spanish", "empty on a side", "pairs kept"}, {},
+                 View::bars);
+    trace.tensor("split", "pairs per set",
+                 Vec{as_double(s.train.size()), as_double(s.validation.size()), as_double(s.test.size()),
+                     as_double(chosen.short_enough), as_double(chosen.train.size()), as_double(chosen.validation.size()),
+                     as_double(chosen.test.size())},
+                 {"training books", "validation books", "test book", "training, at most max_words",
+                  "this run: training", "this run: validation", "this run: test"},
+                 {}, View::bars);
+    const std::vector<std::string> sets = {"training", "validation", "test"};
+    trace.tensor("lengths_en", "verses per length in English words", histograms({&s.train, &s.validation, &s.test}, true),
+                 sets, length_bins);
+    trace.tensor("lengths_es", "verses per length in Spanish words",
+                 histograms({&s.train, &s.validation, &s.test}, false), sets, length_bins);
+    trace.check("the pairs kept are the English verses less the one-sided and the empty ones",
+                std::abs(as_double(n.english) - as_double(n.only_english) - as_double(n.empty) - as_double(n.kept)),
+                0.0);
+    trace.check("every pair is in exactly one set",
+                std::abs(as_double(s.train.size() + s.validation.size() + s.test.size()) - as_double(n.kept)), 0.0);
+    trace.check("no test verse shares half its word 4-grams with a training verse (near-duplicates)",
+                as_double(v.near_duplicates.size()), 0.0);
+    std::size_t too_long = 0;
+    for (const text::VersePair& p : chosen.train) too_long += longer_side(p) > c.size(param::max_words) ? 1 : 0;
+    trace.check("no training verse of this run has more than max_words words on either side", as_double(too_long), 0.0);
+}
+
+// ---------------------------------------------------------------- step [bpe]
+
+std::string merge_label(const text::MergeStep& m) { return m.pair.left + " + " + m.pair.right; }
+
+void record_bpe(Trace& trace, const Verses& v) {
+    std::vector<std::string> genesis;  // Genesis 1:1-5, English
+    for (std::size_t k = 0; k < v.pairs.size() && genesis.size() < 5; ++k)
+        if (v.pairs[k].ref.rfind("Genesis 1:", 0) == 0) genesis.push_back(v.pairs[k].en);
+    constexpr std::size_t merges = 24;
+    const text::BpeModel bpe = text::learn_bpe(genesis, {merges, 3});
+    const std::string first = genesis.front();
+    const std::vector<std::string> pieces = text::encode(bpe, first);
+    trace.step("bpe", "Byte-pair encoding, step by step",
+               "(a, b) = argmax count(a b) over adjacent symbols;  replace every a b by ab;  repeat",
+               fmt::format(
+                   "Sennrich, Haddow and Birch (2016, section 3.2 and Algorithm 1): a word the model never saw "
+                   "is still a sequence of known pieces. Start from the characters of every word (a word starts "
+                   "with \u2581, where the paper ends one with </w>), count the adjacent pairs of symbols over all "
+                   "words, merge the most frequent into a new symbol, repeat. On Genesis 1:1-5 ({} words), the "
+                   "first merges below, each with its count and the two runners-up; ties go to the shorter, then "
+                   "the smaller joined symbol, as SentencePiece breaks them. After {} merges \"{}\" is {} pieces: "
+                   "{}. SentencePiece's BPE trainer, given the same verses and told not to keep scripts and digits "
+                   "apart (split_by_unicode_script, split_by_number), learns the same vocabulary, piece for piece; "
+                   "where the two differ otherwise (overlapping pairs, its candidate list, its normalisation) is "
+                   "in src/text/bpe.hpp.",
+                   text::count_words(genesis).size(), bpe.merges.size(), first, pieces.size(),
+                   fmt::join(pieces, " ")));
+    Mat table = nn::zeros(bpe.merges.size(), 3);
+    std::vector<std::string> labels;
+    for (std::size_t k = 0; k < bpe.merges.size(); ++k) {
+        const text::MergeStep& m = bpe.merges[k];
+        table(k, 0) = as_double(m.pair.count);
+        table(k, 1) = m.candidates.size() > 1 ? as_double(m.candidates[1].count) : 0.0;
+        table(k, 2) = m.candidates.size() > 2 ? as_double(m.candidates[2].count) : 0.0;
+        labels.push_back(fmt::format("{}. {}", k + 1, merge_label(m)));
+    }
+    trace.tensor("merges", "count of the merged pair, then of the next two candidates", table, labels,
+                 {"merged", "2nd", "3rd"});
+    trace.tensor("pieces", "the first verse after the merges (1 a piece)", Mat(nn::zeros(1, pieces.size()) + 1.0),
+                 {first.substr(0, 24) + "..."}, pieces);
+    text::SentencePieceOptions options;
+    const std::vector<std::string> ours = text::sentencepiece_vocabulary(bpe);
+    options.vocab_size = ours.size();
+    options.split_by_unicode_script = false;
+    options.split_by_number = false;
+    options.max_piece_length = 64;
+    const text::Tokenizer theirs(text::train_sentencepiece(genesis, options));
+    std::size_t differ = static_cast<std::size_t>(std::abs(theirs.size() - static_cast<int>(ours.size())));
+    for (std::size_t k = 0; k < ours.size() && static_cast<int>(k) < theirs.size(); ++k)
+        differ += theirs.piece(static_cast<int>(k)) == ours[k] ? 0 : 1;
+    trace.check("SentencePiece's BPE trainer learns the same vocabulary from the same verses (pieces that differ)",
+                as_double(differ), 0.0);
+    trace.check("decoding the pieces gives the verse back", text::decode(pieces) == text::normalize_spaces(first) ? 0.0 : 1.0,
+                0.0);
+}
+
+// ---------------------------------------------------------------- step [tokenizer]
+
+// The model's ids: <sos> 0 and <eos> 1 (lesson 9's, lessons/translation.hpp), then <unk> 2 and the pieces
+// at SentencePiece's own ids (3 on): SentencePiece's <unk> <s> </s> are 0, 1, 2.
+std::size_t model_id(int piece) {
+    switch (piece) {
+    case 0: return 2;  // <unk>
+    case 1: return translation::sos;
+    case 2: return translation::eos;
+    default: return static_cast<std::size_t>(piece);
+    }
+}
+int piece_id(std::size_t id) {
+    switch (id) {
+    case 2: return 0;
+    case translation::sos: return 1;
+    case translation::eos: return 2;
+    default: return static_cast<int>(id);
+    }
+}
+
+std::vector<std::size_t> model_ids(const text::Tokenizer& t, const std::string& verse) {
+    std::vector<std::size_t> ids;
+    for (int p : t.encode(verse)) ids.push_back(model_id(p));
+    return ids;
+}
+
+std::string decoded(const text::Tokenizer& t, const std::vector<std::size_t>& ids) {
+    std::vector<int> pieces;
+    for (std::size_t id : ids) pieces.push_back(piece_id(id));
+    return t.decode(pieces);
+}
+
+std::vector<std::string> piece_labels(const text::Tokenizer& t, const std::vector<std::size_t>& ids) {
+    std::vector<std::string> out;
+    for (std::size_t id : ids) out.push_back(t.piece(piece_id(id)));
+    return out;
+}
+
+// The tokenizer's training text: every training verse of this run, English then Spanish, and one more
+// line, the training books' alphabet, a character a word, so that every character of the books is a
+// piece even where this run's few verses lack it.
+std::vector<std::string> tokenizer_text(const Chosen& chosen, const Verses& v) {
+    std::vector<std::string> lines;
+    for (const text::VersePair& p : chosen.train) lines.push_back(p.en);
+    for (const text::VersePair& p : chosen.train) lines.push_back(p.es);
+    std::string letters;
+    for (const std::string& ch : text::utf8_characters(v.alphabet)) letters += (letters.empty() ? "" : " ") + ch;
+    lines.push_back(letters);
+    return lines;
+}
+
+struct Tokenized {
+    std::vector<Pair> train, validation, test;
+    std::vector<std::string> pieces;  // by model id
+};
+
+std::vector<Pair> tokenized(const text::Tokenizer& t, const std::vector<text::VersePair>& verses) {
+    std::vector<Pair> out;
+    for (const text::VersePair& p : verses) out.push_back({model_ids(t, p.en), model_ids(t, p.es)});
+    return out;
+}
+
+Tokenized record_tokenizer(Trace& trace, const text::Tokenizer& t, const Chosen& chosen, const Verses& v,
+                           const Config& c) {
+    Tokenized out{tokenized(t, chosen.train), tokenized(t, chosen.validation), tokenized(t, chosen.test), {}};
+    for (int k = 0; k < t.size(); ++k) out.pieces.push_back(t.piece(piece_id(static_cast<std::size_t>(k))));
+    // pieces per word on the test verses of this run, each language
+    std::array<double, 2> words{}, pieces{};
+    for (std::size_t k = 0; k < chosen.test.size(); ++k) {
+        words[0] += as_double(text::word_count(chosen.test[k].en));
+        words[1] += as_double(text::word_count(chosen.test[k].es));
+        pieces[0] += as_double(out.test[k].src.size());
+        pieces[1] += as_double(out.test[k].tgt.size());
+    }
+    const text::VersePair& john = v.split.test.front();  // John 1:1
+    const std::vector<std::size_t> en = model_ids(t, john.en), es = model_ids(t, john.es);
+    trace.step("tokenizer", "SentencePiece: the vocabulary the models read and write",
+               "verse -> pieces -> ids;  decode(encode(verse)) = verse",
+               fmt::format(
+                   "SentencePiece (Kudo and Richardson 2018) runs the same BPE on this run's {} training verse "
+                   "pairs, both languages into one vocabulary of {} pieces (asked for at most {}): English and "
+                   "Spanish share letters and many names. The models read and write ids: <sos> 0 and <eos> 1 as in "
+                   "lessons 9 and 12, <unk> 2, then the pieces. On the test verses English takes {:.2f} pieces a "
+                   "word and Spanish {:.2f}: a word the vocabulary lacks whole is spelt in smaller pieces, never "
+                   "unknown, since every character of the training books is a piece. John 1:1 below: \"{}\" -> \"{}\".",
+                   chosen.train.size(), t.size(), c.size(param::vocab), pieces[0] / words[0], pieces[1] / words[1],
+                   john.en, john.es));
+    trace.tensor("vocabulary", "pieces, and the pieces a test word takes",
+                 Vec{as_double(t.size()), pieces[0] / words[0], pieces[1] / words[1]},
+                 {"pieces", "English pieces per word", "Spanish pieces per word"});
+    const auto ids_row = [](const std::vector<std::size_t>& ids) {
+        Mat row = nn::zeros(1, ids.size());
+        for (std::size_t k = 0; k < ids.size(); ++k) row(0, k) = as_double(ids[k]);
+        return row;
+    };
+    trace.tensor("john_1_1_en", "model ids of John 1:1's pieces, English", ids_row(en), {"id"}, piece_labels(t, en));
+    trace.tensor("john_1_1_es", "model ids of John 1:1's pieces, Spanish", ids_row(es), {"id"}, piece_labels(t, es));
+    std::size_t failed = 0, unknown = 0;
+    for (const text::VersePair& p : v.split.test)
+        for (const std::string* side : {&p.en, &p.es}) {
+            failed += decoded(t, model_ids(t, *side)) == text::normalize_spaces(*side) ? 0 : 1;
+            unknown += t.unknown_characters(*side).size();
+        }
+    trace.check(fmt::format("decode(encode(verse)) gives back every verse of the test book, both languages ({} "
+                            "verses that do not)",
+                            failed),
+                as_double(failed), 0.0);
+    trace.check("no character of the test book is unknown to the vocabulary", as_double(unknown), 0.0);
+    return out;
+}
+
+// ---------------------------------------------------------------- step [models]
+
+struct Models {
+    nn::Seq2Seq without, with;
+    nn::EncoderDecoder transformer;
+};
+
+translation::TransformerSizes sizes_of(const Config& c) {
+    return {c.size(param::d_model), c.size(param::heads), c.size(param::layers), c.size(param::d_ff)};
+}
+
+Models drawn_models(Rng& rng, const Config& c, std::size_t V) {
+    const std::size_t u = c.size(param::width);
+    Models m{translation::drawn_model(rng, false, V, V, u), translation::drawn_model(rng, true, V, V, u), {}};
+    m.transformer = translation::drawn_transformer(rng, sizes_of(c), V, V);
+    return m;
+}
+
+void record_models(Trace& trace, const Models& m, const Tokenized& data, const Config& c) {
+    const std::size_t V = data.pieces.size();
+    const std::array<std::size_t, 3> weights = {translation::parameter_count(m.without),
+                                                translation::parameter_count(m.with),
+                                                translation::parameter_count(m.transformer)};
+    trace.step("models", "Three models, sized for two cores",
+               "p(y_i | y_<i, x) = softmax(W_o z_i + b_o)",
+               fmt::format(
+                   "Lesson 9's GRU encoder-decoder without attention (Bahdanau et al.'s RNNencdec: one context "
+                   "vector), the same with additive attention (RNNsearch) and lesson 12's Transformer, drawn from "
+                   "one generator in that order, all reading and writing the {} pieces. Bahdanau et al. used GRUs "
+                   "of 1000 units, 620-wide embeddings and 30,000 words a language, trained for about five days on "
+                   "a GPU; here u = {}, d_model = {} with {} heads, {} block(s) of each side and d_ff = {}, so that "
+                   "an epoch of this run takes seconds on one core. Most of the weights are the embeddings and the "
+                   "output layer (V x width each): {} , {} and {} weights in all.",
+                   V, c.size(param::width), c.size(param::d_model), c.size(param::heads), c.size(param::layers),
+                   c.size(param::d_ff), weights[0], weights[1], weights[2]));
+    trace.tensor("weights", "parameters of each model",
+                 Vec{as_double(weights[0]), as_double(weights[1]), as_double(weights[2])},
+                 {"GRU without attention", "GRU with attention", "Transformer"}, {}, View::bars);
+    translation::Corpus corpus;
+    corpus.source.words = data.pieces;
+    corpus.target.words = data.pieces;
+    corpus.train = data.train;
+    corpus.test = data.test;
+    translation::export_corpus(trace, corpus);
+    translation::export_weights(trace, "without", m.without);
+    translation::export_weights(trace, "with", m.with);
+    translation::export_weights(trace, "transformer", m.transformer);
+}
+
+// ---------------------------------------------------------------- training
+
+nn::AdamSettings transformer_adam(std::size_t step, const Config& c) {
+    return {nn::warmup_learning_rate(step, c.size(param::d_model), c.size(param::warmup)), 0.9, 0.98, 1e-9};
+}
+
+constexpr std::size_t first_batches = 4;
+
+struct Training {
+    Mat first;    // first_batches x 3: loss per target piece of each of the first batches, before its step
+    Mat curves;   // (epochs + 1) x 6: train and validation loss per piece, without, with, Transformer
+    Vec pieces_per_second;  // 3: training pieces per second of each model (wall time: measured, shown only)
+    Models trained;
+    double steps = 0.0;
+};
+
+Training train(Trace& trace, Rng& rng, const Tokenized& data, const Models& start, const Config& c) {
+    const std::size_t epochs = c.size(param::epochs);
+    auto a = translation::trainer(start.without), b = translation::trainer(start.with);
+    auto t = translation::trainer(start.transformer);
+    Training out;
+    out.first = nn::zeros(first_batches, 3);
+    out.curves = nn::zeros(epochs + 1, 6);
+    std::array<double, 3> seconds{}, trained_pieces{};
+    using Clock = std::chrono::steady_clock;
+    const auto record = [&](std::size_t row, double ta, double tb, double tt) {
+        const std::array<double, 6> v = {ta, translation::mean_loss(a.model, data.validation),
+                                         tb, translation::mean_loss(b.model, data.validation),
+                                         tt, translation::mean_loss(t.model, data.validation)};
+        for (std::size_t k = 0; k < 6; ++k) out.curves(row, k) = v[k];
+    };
+    record(0, translation::mean_loss(a.model, data.train), translation::mean_loss(b.model, data.train),
+           translation::mean_loss(t.model, data.train));
+    std::vector<std::size_t> order(data.train.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::size_t batch_number = 0;
+    for (std::size_t epoch = 1; epoch <= epochs; ++epoch) {
+        translation::shuffle_epoch(rng, order);
+        std::array<double, 3> loss{}, words{};
+        for (std::size_t first = 0; first < order.size(); first += translation::batch, ++batch_number) {
+            const std::size_t last = std::min(order.size(), first + translation::batch);
+            std::array<double, 3> batch_loss{}, batch_words{};
+            const auto timed = [&](std::size_t model, auto&& work) {
+                const Clock::time_point begin = Clock::now();
+                batch_loss[model] = work();
+                seconds[model] += std::chrono::duration<double>(Clock::now() - begin).count();
+            };
+            timed(0, [&] { return translation::train_batch(a, data.train, order, first, last, batch_words[0], translation::adam); });
+            timed(1, [&] { return translation::train_batch(b, data.train, order, first, last, batch_words[1], translation::adam); });
+            const nn::AdamSettings scheduled = transformer_adam(static_cast<std::size_t>(t.steps) + 1, c);
+            timed(2, [&] { return translation::train_batch(t, data.train, order, first, last, batch_words[2], scheduled); });
+            for (std::size_t k = 0; k < 3; ++k) {
+                if (batch_number < first_batches) out.first(batch_number, k) = batch_loss[k] / batch_words[k];
+                loss[k] += batch_loss[k];
+                words[k] += batch_words[k];
+                trained_pieces[k] += batch_words[k];
+            }
+            if ((first / translation::batch) % 4 == 0)
+                trace.progress(fmt::format("training, epoch {} of {}: {} of {} verses", epoch, epochs, last,
+                                           order.size()));
+        }
+        record(epoch, loss[0] / words[0], loss[1] / words[1], loss[2] / words[2]);
+    }
+    out.pieces_per_second = Vec{trained_pieces[0] / seconds[0], trained_pieces[1] / seconds[1],
+                                trained_pieces[2] / seconds[2]};
+    out.trained = {a.model, b.model, t.model};
+    out.steps = t.steps;
+    return out;
+}
+
+// Step [first-steps].
+void record_first_steps(Trace& trace, const Training& r, const Models& start, const Tokenized& data,
+                        const std::vector<std::size_t>& first_order) {
+    // the first batch's loss again, from forward passes alone of the models as drawn
+    std::array<double, 3> forward{}, words{};
+    for (std::size_t k = 0; k < std::min(translation::batch, first_order.size()); ++k) {
+        const Pair& p = data.train[first_order[k]];
+        forward[0] += translation::teacher_forced(start.without, p).loss;
+        forward[1] += translation::teacher_forced(start.with, p).loss;
+        forward[2] += translation::teacher_forced(start.transformer, p).loss;
+        for (double& w : words) w += as_double(p.tgt.size() + 1);
+    }
+    double differ = 0.0;
+    for (std::size_t m = 0; m < 3; ++m)
+        differ = std::max(differ, std::abs(forward[m] / words[m] - r.first(0, m)) / r.first(0, m));
+    const double uniform = std::log(as_double(data.pieces.size()));
+    trace.step("first-steps", "The first training steps, to the bit",
+               "L_batch = -(1/N) sum over the batch's target pieces of log p(y_i | y_<i, x)",
+               fmt::format(
+                   "Each model's loss per target piece on each of the first {} minibatches of {} verse pairs, "
+                   "before the step that batch's gradient makes: Adam at rate 0.01 for the GRUs, warm-up for the "
+                   "Transformer, gradients clipped to norm {}, as in lesson 12. A uniform guess over the {} pieces "
+                   "would score log V = {:.3f}; the models start near it. These numbers are the golden file's, bit "
+                   "for bit: the batches, the order and every sum are fixed, whatever the machine.",
+                   first_batches, translation::batch, translation::clip_threshold, data.pieces.size(), uniform));
+    trace.tensor("first_steps", "loss per target piece, before the batch's step", r.first,
+                 numbered("batch ", 1, first_batches), {"without", "with", "Transformer"})
+        .foreign_shown(trained_here());
+    trace.check("the first batch's loss of the training pass equals forward passes alone of the models as drawn "
+                "(relative difference)",
+                differ, 1e-12);
+}
+
+// Step [training].
+void record_training(Trace& trace, const Training& r) {
+    const std::size_t E = r.curves.shape(0) - 1;
+    trace.step("training", "Loss curves on real text",
+               "L = -(1/N) sum_i log p(y_i | y_<i, x), per target piece, training and validation",
+               fmt::format(
+                   "After {} epochs ({:.0f} steps) the validation loss per piece is {:.3f} without attention, "
+                   "{:.3f} with and {:.3f} for the Transformer (row 0: as drawn). Row e's training loss is the "
+                   "mean over epoch e's batches while the weights moved; its validation loss is measured at the "
+                   "epoch's end, on verses of books never trained on. At the default size these models have seen "
+                   "a few hundred verses: they learn which pieces are frequent and little more, and which ends "
+                   "lowest is what this run reached, reported rather than checked. The full run is many epochs "
+                   "over every short training verse (--set pairs=30000 --set epochs=...).",
+                   E, r.steps, r.curves(E, 1), r.curves(E, 3), r.curves(E, 5)));
+    trace.tensor("losses", "nats per target piece", r.curves, numbered("epoch ", 0, E + 1),
+                 {"without, train", "without, validation", "with, train", "with, validation", "Transformer, train",
+                  "Transformer, validation"})
+        .foreign_shown(trained_here());
+}
+
+// ---------------------------------------------------------------- step [length]: Bahdanau's figure 2
+
+struct Translations {
+    std::array<std::vector<std::vector<std::size_t>>, 3> outputs;  // greedy pieces of each test verse
+};
+
+// The most pieces a greedy translation may have: one and a half times the source's, and five more (Spanish
+// takes about a fifth more pieces than English here); a model that never says <eos> stops there.
+std::size_t most_pieces(const Pair& p) { return p.src.size() + p.src.size() / 2 + 5; }
+
+template <class Model>
+std::vector<std::vector<std::size_t>> greedy_all(const Model& m, const std::vector<Pair>& pairs) {
+    std::vector<std::vector<std::size_t>> out;
+    for (const Pair& p : pairs) out.push_back(translation::greedy(m, p, most_pieces(p)));
+    return out;
+}
+
+// Words as ids for BLEU: every word of the candidates and references numbered in the order met.
+struct WordIds {
+    std::map<std::string, std::size_t> ids;
+    std::vector<std::size_t> of(const std::string& sentence) {
+        std::vector<std::size_t> out;
+        for (const std::string& w : text::words_of(sentence)) out.push_back(ids.emplace(w, ids.size()).first->second);
+        return out;
+    }
+};
+
+std::size_t bin_of(std::size_t words) { return std::min(words / 10, length_bins.size() - 1); }
+
+void record_length(Trace& trace, const text::Tokenizer& t, const Chosen& chosen, const Translations& tr) {
+    const std::size_t B = length_bins.size();
+    WordIds words;
+    std::vector<std::vector<std::size_t>> references;
+    std::array<std::vector<std::vector<std::size_t>>, 3> candidates;
+    for (std::size_t k = 0; k < chosen.test.size(); ++k) {
+        references.push_back(words.of(chosen.test[k].es));
+        for (std::size_t m = 0; m < 3; ++m) candidates[m].push_back(words.of(decoded(t, tr.outputs[m][k])));
+    }
+    Mat scores = nn::zeros(B + 1, 3);
+    Vec count = nn::zeros(B);
+    double pooled = 0.0;  // the largest difference between the bins' n-gram counts summed and the whole set's
+    for (std::size_t m = 0; m < 3; ++m) {
+        std::vector<std::vector<std::vector<std::size_t>>> cand(B), ref(B);
+        for (std::size_t k = 0; k < chosen.test.size(); ++k) {
+            const std::size_t b = bin_of(text::word_count(chosen.test[k].en));
+            cand[b].push_back(candidates[m][k]);
+            ref[b].push_back(references[k]);
+            if (m == 0) count(b) += 1.0;
+        }
+        const nn::BleuScore all = nn::bleu(candidates[m], references);
+        std::array<double, 4> matches{}, totals{};
+        for (std::size_t b = 0; b < B; ++b) {
+            if (cand[b].empty()) continue;
+            const nn::BleuScore s = nn::bleu(cand[b], ref[b]);
+            scores(b, m) = 100.0 * s.bleu;
+            for (std::size_t n = 0; n < 4; ++n) {
+                matches[n] += s.matches[n];
+                totals[n] += s.totals[n];
+            }
+        }
+        scores(B, m) = 100.0 * all.bleu;
+        for (std::size_t n = 0; n < 4; ++n)
+            pooled = std::max({pooled, std::abs(matches[n] - all.matches[n]), std::abs(totals[n] - all.totals[n])});
+    }
+    std::vector<std::string> rows;
+    for (std::size_t b = 0; b < B; ++b) rows.push_back(length_bins[b] + " words");
+    rows.push_back("all");
+    trace.step("length", "Bahdanau et al.'s figure 2 on real text: BLEU by source length",
+               "BLEU = BP exp((1/4) sum_n log p_n),  by bins of English words",
+               fmt::format(
+                   "Each model translates the {} test verses of John greedily (at most one and a half times the "
+                   "source's pieces and five more), the pieces are decoded to words, and BLEU (Papineni et al. 2002; lesson 13) is "
+                   "taken over the verses of each bin of source length, in words. Bahdanau et al.'s figure 2: "
+                   "the model without attention falls off as sentences grow past 20 or 30 words, the model with "
+                   "attention holds. A bin of few verses gives a noisy BLEU, and a bin whose verses share no 4-gram "
+                   "with their references scores 0. This run: {:.2f}, {:.2f} and {:.2f} over all test verses "
+                   "(without, with, Transformer). Verses per bin below.",
+                   chosen.test.size(), scores(B, 0), scores(B, 1), scores(B, 2)));
+    trace.tensor("bleu", "BLEU x 100 per bin of source words, and over all", scores, rows,
+                 {"without", "with", "Transformer"})
+        .foreign_shown(trained_here());
+    trace.tensor("verses_per_bin", "test verses per bin", count, std::vector<std::string>(rows.begin(), rows.end() - 1),
+                 {}, View::bars);
+    trace.check("the bins' matched and total n-grams add up to the whole set's (BLEU is pooled, not averaged)",
+                pooled, 0.0);
+    trace.check("every test verse is in one bin", std::abs(nn::sum_of(count) - as_double(chosen.test.size())), 0.0);
+}
+
+// ---------------------------------------------------------------- step [maps]: Bahdanau's figure 3
+
+void record_maps(Trace& trace, const text::Tokenizer& t, const Models& m, const Verses& v) {
+    const text::VersePair& verse = v.split.test.at(1);  // John 1:2
+    const Pair p{model_ids(t, verse.en), model_ids(t, verse.es)};
+    const std::vector<std::string> src = piece_labels(t, p.src);
+    std::vector<std::string> tgt = piece_labels(t, p.tgt);
+    tgt.push_back("<eos>");
+    const Mat bahdanau = translation::teacher_forced_weights(m.with, p);
+    const nn::EncoderDecoderPass pass = nn::encoder_decoder_forward(m.transformer, p.src, translation::decoder_inputs(p),
+                                                                    translation::decoder_outputs(p));
+    const std::size_t L = pass.cross_weights.size();
+    trace.step("maps", "Bahdanau et al.'s figure 3 on real text: where each Spanish piece looks",
+               "alpha_ij = softmax_j(e_ij): row i, the target piece; column j, the source piece",
+               fmt::format("{}, teacher-forced: \"{}\" -> \"{}\". For each Spanish piece, the weights each model "
+                           "gives the English pieces: first the GRU with attention, then every head of the "
+                           "Transformer's last decoder block. The verse is monotone but for \"The same was\" -> "
+                           "\"Este era\", so a trained map runs along the diagonal. After the default run's few "
+                           "steps the maps are still near uniform; the full run shows what training finds.",
+                           verse.ref, verse.en, verse.es));
+    trace.tensor("bahdanau", "alpha, teacher-forced", bahdanau, tgt, src, View::heatmap)
+        .axes("Spanish piece", "English piece")
+        .foreign_shown(trained_here());
+    for (std::size_t k = 0; k < m.transformer.heads; ++k)
+        trace.tensor(fmt::format("transformer_head{}", k + 1), "cross-attention of the last block",
+                     nn::slice_of(pass.cross_weights[L - 1], k), tgt, src, View::heatmap)
+            .axes("Spanish piece", "English piece")
+            .foreign_shown(trained_here());
+    double sums = row_sum_error(bahdanau);
+    for (const auto& w : pass.cross_weights) sums = std::max(sums, row_sum_error(w));
+    trace.check("every row of every map sums to 1 over the source pieces", sums, 1e-12);
+}
+
+// ---------------------------------------------------------------- step [cost]
+
+void record_cost(Trace& trace, const Config& c, const Tokenized& data, const Models& m, const Training& r) {
+    double T_x = 0.0, T_y = 0.0;
+    for (const Pair& p : data.train) {
+        T_x += as_double(p.src.size());
+        T_y += as_double(p.tgt.size() + 1);
+    }
+    T_x /= as_double(data.train.size());
+    T_y /= as_double(data.train.size());
+    const Mat cost = translation::pass_costs(
+        c.size(param::width), sizes_of(c),
+        {translation::parameter_count(m.without), translation::parameter_count(m.with),
+         translation::parameter_count(m.transformer)},
+        T_x, T_y, as_double(data.pieces.size()));
+    trace.step("cost", "What real text costs",
+               "GRU step: 3u(n + u);  attention: 2 T_q T_k d;  projection: T d^2;  output: V width",
+               fmt::format(
+                   "Lesson 12's count on this run's average training pair: {:.1f} English and {:.1f} Spanish pieces "
+                   "(with <eos>), where lesson 12's toy sentences had about 11 words. The output layer's V x width "
+                   "multiply-adds per target piece dominate at {} pieces: real text costs vocabulary as much as "
+                   "length. The pieces each model trained on per second of this machine's time are shown below "
+                   "(measured, so never recorded in the golden file).",
+                   T_x, T_y, data.pieces.size()));
+    trace.tensor("cost", "per teacher-forced pair", cost, {"without attention", "with attention", "Transformer"},
+                 {"sequential steps", "multiply-adds", "weights"});
+    TensorRecord& speed = trace.tensor("pieces_per_second", "training pieces per second, this run", r.pieces_per_second,
+                                       {"without", "with", "Transformer"}, {}, View::bars);
+    speed.measured = true;
+}
+
+// ---------------------------------------------------------------- the lesson
+
+void lesson_real_translation(Trace& trace, const Config& config) {
+    const std::shared_ptr<const Verses> verses = read_verses();
+    const Chosen chosen = chosen_verses(*verses, config);
+    record_data(trace, *verses, chosen, config);
+    record_bpe(trace, *verses);
+    text::SentencePieceOptions options;
+    options.vocab_size = config.size(param::vocab);
+    options.hard_vocab_limit = false;
+    const text::Tokenizer tokenizer(text::train_sentencepiece(tokenizer_text(chosen, *verses), options));
+    const Tokenized data = record_tokenizer(trace, tokenizer, chosen, *verses, config);
+    Rng rng(config.seed);
+    const Models start = drawn_models(rng, config, data.pieces.size());
+    record_models(trace, start, data, config);
+    trace.need_next_step();  // a run asked for the steps so far ends before training
+    Rng order_rng = rng;     // the first epoch's order, for the check of the first batch
+    std::vector<std::size_t> first_order(data.train.size());
+    for (std::size_t k = 0; k < first_order.size(); ++k) first_order[k] = k;
+    translation::shuffle_epoch(order_rng, first_order);
+    const Training trained = train(trace, rng, data, start, config);
+    record_first_steps(trace, trained, start, data, first_order);
+    record_training(trace, trained);
+    trace.need_next_step();
+    Translations tr;
+    tr.outputs = {greedy_all(trained.trained.without, data.test), greedy_all(trained.trained.with, data.test),
+                  greedy_all(trained.trained.transformer, data.test)};
+    record_length(trace, tokenizer, chosen, tr);
+    record_maps(trace, tokenizer, trained.trained, *verses);
+    record_cost(trace, config, data, trained.trained, trained);
+}
+
+}  // namespace
+}  // namespace real_translation
+
+Lesson real_translation_lesson() {
+    using namespace real_translation;
+    return make_lesson(14, "real-translation", "Attention on a real language: English to Spanish, verse by verse",
+                       "Bahdanau et al. 2015; Sennrich et al. 2016; Kudo & Richardson 2018; Vaswani et al. 2017; "
+                       "Papineni et al. 2002",
+                       {param::pairs, param::validation, param::test, param::max_words, param::vocab, param::epochs,
+                        param::width, param::d_model, param::heads, param::layers, param::d_ff, param::warmup},
+                       limits, time_estimate, lesson_real_translation,
+                       {"data", "bpe", "tokenizer", "models", "first-steps", "training", "length", "maps", "cost"},
+                       {{"pairs", 16}, {"validation", 8}, {"test", 8}, {"epochs", 1}, {"width", 8}, {"d_model", 8},
+                        {"heads", 2}, {"d_ff", 8}, {"vocab", 200}});
+}
+
+}  // namespace attn
