@@ -70,7 +70,7 @@ bool too_slow(const Lesson& lesson, const std::string& key, long long value) {
     return false;
 }
 
-// Under the sanitizers (CI's second build, 12 to 27 times slower) each lesson that trains (9, 12 and 13)
+// Under the sanitizers (CI's second build, 12 to 27 times slower) each lesson that trains (9, 12, 13 and 14)
 // runs once, with every parameter at its minimum at once: the smallest sizes are where an index runs off
 // the end (one head of width 4, one layer, a feed-forward width of 1, five-word sentences), and a
 // maximum, or one minimum at a time, runs the same code on more or longer loops. One at a time, their

@@ -29,6 +29,22 @@ public:
     Vec normal_vec(std::size_t n, double stddev = 1.0);
     Mat normal_mat(std::size_t rows, std::size_t cols, double stddev = 1.0);
 
+    // The generator's whole state, for a training run saved and resumed (a checkpoint): a generator
+    // made from_state(g.state()) draws what g would draw next, bit for bit.
+    struct State {
+        std::array<std::uint64_t, 4> words{};
+        bool has_spare = false;
+        double spare = 0.0;
+    };
+    State state() const { return {state_, has_spare_, spare_}; }
+    static Rng from_state(const State& s) {
+        Rng g(0);
+        g.state_ = s.words;
+        g.has_spare_ = s.has_spare;
+        g.spare_ = s.spare;
+        return g;
+    }
+
 private:
     std::array<std::uint64_t, 4> state_{};
     bool has_spare_ = false;  // the polar method yields normals in pairs
