@@ -11,6 +11,7 @@
 // T_x / T_y = source / target pieces, u = GRU width, d_model = Transformer width, V = pieces.
 #include "registry.hpp"
 #include "support.hpp"
+#include "real_translation.hpp"
 #include "translation.hpp"
 
 #include "core/rng.hpp"
@@ -105,65 +106,6 @@ TimeEstimate time_estimate(const Config& c) {
                         fixed_seconds, 1000.0 * seconds_per_pass),
             {{&param::epochs, 1.0}, {&param::pairs, 1.0}, {&param::width, 2.0}, {&param::d_model, 2.0},
              {&param::vocab, 1.0}, {&param::layers, 1.0}, {&param::max_words, 2.0}, {&param::test, 1.0}}};
-}
-
-// ---------------------------------------------------------------- the verses, read once per process
-
-// Both modules read, cleaned, aligned and split (the same for every configuration: kept for the process).
-struct Verses {
-    text::AlignCounts counts;
-    std::vector<text::VersePair> pairs;  // aligned, in the English order
-    text::CorpusSplit split;
-    std::vector<std::size_t> near_duplicates;  // of the test set in the training set
-    std::string alphabet;                      // the training books' characters, each once, in code point order
-};
-
-std::shared_ptr<const Verses> read_verses() {
-    static std::mutex guard;
-    static std::shared_ptr<const Verses> kept;
-    const std::lock_guard<std::mutex> lock(guard);
-    if (kept) return kept;
-    auto v = std::make_shared<Verses>();
-    const std::vector<text::Verse> en = text::read_module(text::english_module(), true);
-    const std::vector<text::Verse> es = text::read_module(text::spanish_module(), false);
-    v->pairs = text::align_by_reference(en, es, v->counts);
-    v->split = text::split_by_books(v->pairs, text::book_split());
-    v->near_duplicates = text::near_duplicates(v->split.test, v->split.train);
-    std::set<std::string> characters;
-    for (const text::VersePair& p : v->split.train)
-        for (const std::string* side : {&p.en, &p.es})
-            for (std::string& ch : text::utf8_characters(*side))
-                if (ch != " ") characters.insert(std::move(ch));
-    for (const std::string& ch : characters) v->alphabet += ch;
-    kept = v;
-    return kept;
-}
-
-// `count` of `from`, evenly spaced: the k-th is from[floor(k n / count)]; all of them when count >= n.
-std::vector<text::VersePair> evenly(const std::vector<text::VersePair>& from, std::size_t count) {
-    if (count >= from.size()) return from;
-    std::vector<text::VersePair> out;
-    for (std::size_t k = 0; k < count; ++k) out.push_back(from[k * from.size() / count]);
-    return out;
-}
-
-std::size_t longer_side(const text::VersePair& p) { return std::max(text::word_count(p.en), text::word_count(p.es)); }
-
-// The verses this run trains, validates and tests on.
-struct Chosen {
-    std::vector<text::VersePair> train, validation, test;
-    std::size_t short_enough = 0;  // training books' pairs of at most max_words words on both sides
-};
-
-Chosen chosen_verses(const Verses& v, const Config& c) {
-    const std::size_t most = c.size(param::max_words);
-    std::vector<text::VersePair> short_train, short_validation;
-    for (const text::VersePair& p : v.split.train)
-        if (longer_side(p) <= most) short_train.push_back(p);
-    for (const text::VersePair& p : v.split.validation)
-        if (longer_side(p) <= most) short_validation.push_back(p);
-    return {evenly(short_train, c.size(param::pairs)), evenly(short_validation, c.size(param::validation)),
-            evenly(v.split.test, c.size(param::test)), short_train.size()};
 }
 
 // ---------------------------------------------------------------- step [data]
@@ -288,71 +230,8 @@ void record_bpe(Trace& trace, const Verses& v) {
 
 // ---------------------------------------------------------------- step [tokenizer]
 
-// The model's ids: <sos> 0 and <eos> 1 (lesson 9's, lessons/translation.hpp), then <unk> 2 and the pieces
-// at SentencePiece's own ids (3 on): SentencePiece's <unk> <s> </s> are 0, 1, 2.
-std::size_t model_id(int piece) {
-    switch (piece) {
-    case 0: return 2;  // <unk>
-    case 1: return translation::sos;
-    case 2: return translation::eos;
-    default: return static_cast<std::size_t>(piece);
-    }
-}
-int piece_id(std::size_t id) {
-    switch (id) {
-    case 2: return 0;
-    case translation::sos: return 1;
-    case translation::eos: return 2;
-    default: return static_cast<int>(id);
-    }
-}
-
-std::vector<std::size_t> model_ids(const text::Tokenizer& t, const std::string& verse) {
-    std::vector<std::size_t> ids;
-    for (int p : t.encode(verse)) ids.push_back(model_id(p));
-    return ids;
-}
-
-std::string decoded(const text::Tokenizer& t, const std::vector<std::size_t>& ids) {
-    std::vector<int> pieces;
-    for (std::size_t id : ids) pieces.push_back(piece_id(id));
-    return t.decode(pieces);
-}
-
-std::vector<std::string> piece_labels(const text::Tokenizer& t, const std::vector<std::size_t>& ids) {
-    std::vector<std::string> out;
-    for (std::size_t id : ids) out.push_back(t.piece(piece_id(id)));
-    return out;
-}
-
-// The tokenizer's training text: every training verse of this run, English then Spanish, and one more
-// line, the training books' alphabet, a character a word, so that every character of the books is a
-// piece even where this run's few verses lack it.
-std::vector<std::string> tokenizer_text(const Chosen& chosen, const Verses& v) {
-    std::vector<std::string> lines;
-    for (const text::VersePair& p : chosen.train) lines.push_back(p.en);
-    for (const text::VersePair& p : chosen.train) lines.push_back(p.es);
-    std::string letters;
-    for (const std::string& ch : text::utf8_characters(v.alphabet)) letters += (letters.empty() ? "" : " ") + ch;
-    lines.push_back(letters);
-    return lines;
-}
-
-struct Tokenized {
-    std::vector<Pair> train, validation, test;
-    std::vector<std::string> pieces;  // by model id
-};
-
-std::vector<Pair> tokenized(const text::Tokenizer& t, const std::vector<text::VersePair>& verses) {
-    std::vector<Pair> out;
-    for (const text::VersePair& p : verses) out.push_back({model_ids(t, p.en), model_ids(t, p.es)});
-    return out;
-}
-
-Tokenized record_tokenizer(Trace& trace, const text::Tokenizer& t, const Chosen& chosen, const Verses& v,
-                           const Config& c) {
-    Tokenized out{tokenized(t, chosen.train), tokenized(t, chosen.validation), tokenized(t, chosen.test), {}};
-    for (int k = 0; k < t.size(); ++k) out.pieces.push_back(t.piece(piece_id(static_cast<std::size_t>(k))));
+void record_tokenizer(Trace& trace, const text::Tokenizer& t, const Chosen& chosen, const Verses& v,
+                      const Tokenized& out, const Config& c) {
     // pieces per word on the test verses of this run, each language
     std::array<double, 2> words{}, pieces{};
     for (std::size_t k = 0; k < chosen.test.size(); ++k) {
@@ -395,26 +274,9 @@ Tokenized record_tokenizer(Trace& trace, const text::Tokenizer& t, const Chosen&
                             failed),
                 as_double(failed), 0.0);
     trace.check("no character of the test book is unknown to the vocabulary", as_double(unknown), 0.0);
-    return out;
 }
 
 // ---------------------------------------------------------------- step [models]
-
-struct Models {
-    nn::Seq2Seq without, with;
-    nn::EncoderDecoder transformer;
-};
-
-translation::TransformerSizes sizes_of(const Config& c) {
-    return {c.size(param::d_model), c.size(param::heads), c.size(param::layers), c.size(param::d_ff)};
-}
-
-Models drawn_models(Rng& rng, const Config& c, std::size_t V) {
-    const std::size_t u = c.size(param::width);
-    Models m{translation::drawn_model(rng, false, V, V, u), translation::drawn_model(rng, true, V, V, u), {}};
-    m.transformer = translation::drawn_transformer(rng, sizes_of(c), V, V);
-    return m;
-}
 
 void record_models(Trace& trace, const Models& m, const Tokenized& data, const Config& c) {
     const std::size_t V = data.pieces.size();
@@ -447,79 +309,10 @@ void record_models(Trace& trace, const Models& m, const Tokenized& data, const C
     translation::export_weights(trace, "transformer", m.transformer);
 }
 
-// ---------------------------------------------------------------- training
-
-nn::AdamSettings transformer_adam(std::size_t step, const Config& c) {
-    return {nn::warmup_learning_rate(step, c.size(param::d_model), c.size(param::warmup)), 0.9, 0.98, 1e-9};
-}
-
-constexpr std::size_t first_batches = 4;
-
-struct Training {
-    Mat first;    // first_batches x 3: loss per target piece of each of the first batches, before its step
-    Mat curves;   // (epochs + 1) x 6: train and validation loss per piece, without, with, Transformer
-    Vec pieces_per_second;  // 3: training pieces per second of each model (wall time: measured, shown only)
-    Models trained;
-    double steps = 0.0;
-};
-
-Training train(Trace& trace, Rng& rng, const Tokenized& data, const Models& start, const Config& c) {
-    const std::size_t epochs = c.size(param::epochs);
-    auto a = translation::trainer(start.without), b = translation::trainer(start.with);
-    auto t = translation::trainer(start.transformer);
-    Training out;
-    out.first = nn::zeros(first_batches, 3);
-    out.curves = nn::zeros(epochs + 1, 6);
-    std::array<double, 3> seconds{}, trained_pieces{};
-    using Clock = std::chrono::steady_clock;
-    const auto record = [&](std::size_t row, double ta, double tb, double tt) {
-        const std::array<double, 6> v = {ta, translation::mean_loss(a.model, data.validation),
-                                         tb, translation::mean_loss(b.model, data.validation),
-                                         tt, translation::mean_loss(t.model, data.validation)};
-        for (std::size_t k = 0; k < 6; ++k) out.curves(row, k) = v[k];
-    };
-    record(0, translation::mean_loss(a.model, data.train), translation::mean_loss(b.model, data.train),
-           translation::mean_loss(t.model, data.train));
-    std::vector<std::size_t> order(data.train.size());
-    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::size_t batch_number = 0;
-    for (std::size_t epoch = 1; epoch <= epochs; ++epoch) {
-        translation::shuffle_epoch(rng, order);
-        std::array<double, 3> loss{}, words{};
-        for (std::size_t first = 0; first < order.size(); first += translation::batch, ++batch_number) {
-            const std::size_t last = std::min(order.size(), first + translation::batch);
-            std::array<double, 3> batch_loss{}, batch_words{};
-            const auto timed = [&](std::size_t model, auto&& work) {
-                const Clock::time_point begin = Clock::now();
-                batch_loss[model] = work();
-                seconds[model] += std::chrono::duration<double>(Clock::now() - begin).count();
-            };
-            timed(0, [&] { return translation::train_batch(a, data.train, order, first, last, batch_words[0], translation::adam); });
-            timed(1, [&] { return translation::train_batch(b, data.train, order, first, last, batch_words[1], translation::adam); });
-            const nn::AdamSettings scheduled = transformer_adam(static_cast<std::size_t>(t.steps) + 1, c);
-            timed(2, [&] { return translation::train_batch(t, data.train, order, first, last, batch_words[2], scheduled); });
-            for (std::size_t k = 0; k < 3; ++k) {
-                if (batch_number < first_batches) out.first(batch_number, k) = batch_loss[k] / batch_words[k];
-                loss[k] += batch_loss[k];
-                words[k] += batch_words[k];
-                trained_pieces[k] += batch_words[k];
-            }
-            if ((first / translation::batch) % 4 == 0)
-                trace.progress(fmt::format("training, epoch {} of {}: {} of {} verses", epoch, epochs, last,
-                                           order.size()));
-        }
-        record(epoch, loss[0] / words[0], loss[1] / words[1], loss[2] / words[2]);
-    }
-    out.pieces_per_second = Vec{trained_pieces[0] / seconds[0], trained_pieces[1] / seconds[1],
-                                trained_pieces[2] / seconds[2]};
-    out.trained = {a.model, b.model, t.model};
-    out.steps = t.steps;
-    return out;
-}
-
 // Step [first-steps].
-void record_first_steps(Trace& trace, const Training& r, const Models& start, const Tokenized& data,
-                        const std::vector<std::size_t>& first_order) {
+void record_first_steps(Trace& trace, const Run& r, const std::vector<std::size_t>& first_order) {
+    const Models& start = r.start;
+    const Tokenized& data = r.data;
     // the first batch's loss again, from forward passes alone of the models as drawn
     std::array<double, 3> forward{}, words{};
     for (std::size_t k = 0; k < std::min(translation::batch, first_order.size()); ++k) {
@@ -551,7 +344,7 @@ void record_first_steps(Trace& trace, const Training& r, const Models& start, co
 }
 
 // Step [training].
-void record_training(Trace& trace, const Training& r) {
+void record_training(Trace& trace, const Run& r) {
     const std::size_t E = r.curves.shape(0) - 1;
     trace.step("training", "Loss curves on real text",
                "L = -(1/N) sum_i log p(y_i | y_<i, x), per target piece, training and validation",
@@ -563,7 +356,7 @@ void record_training(Trace& trace, const Training& r) {
                    "a few hundred verses: they learn which pieces are frequent and little more, and which ends "
                    "lowest is what this run reached, reported rather than checked. The full run is many epochs "
                    "over every short training verse (--set pairs=30000 --set epochs=...).",
-                   E, r.steps, r.curves(E, 1), r.curves(E, 3), r.curves(E, 5)));
+                   E, r.transformer.steps, r.curves(E, 1), r.curves(E, 3), r.curves(E, 5)));
     trace.tensor("losses", "nats per target piece", r.curves, numbered("epoch ", 0, E + 1),
                  {"without, train", "without, validation", "with, train", "with, validation", "Transformer, train",
                   "Transformer, validation"})
@@ -693,7 +486,9 @@ void record_maps(Trace& trace, const text::Tokenizer& t, const Models& m, const 
 
 // ---------------------------------------------------------------- step [cost]
 
-void record_cost(Trace& trace, const Config& c, const Tokenized& data, const Models& m, const Training& r) {
+void record_cost(Trace& trace, const Config& c, const Run& r) {
+    const Tokenized& data = r.data;
+    const Models m{r.without.model, r.with.model, r.transformer.model};
     double T_x = 0.0, T_y = 0.0;
     for (const Pair& p : data.train) {
         T_x += as_double(p.src.size());
@@ -717,7 +512,9 @@ void record_cost(Trace& trace, const Config& c, const Tokenized& data, const Mod
                    T_x, T_y, data.pieces.size()));
     trace.tensor("cost", "per teacher-forced pair", cost, {"without attention", "with attention", "Transformer"},
                  {"sequential steps", "multiply-adds", "weights"});
-    TensorRecord& speed = trace.tensor("pieces_per_second", "training pieces per second, this run", r.pieces_per_second,
+    const Vec speed_of{r.trained_pieces[0] / r.seconds[0], r.trained_pieces[1] / r.seconds[1],
+                       r.trained_pieces[2] / r.seconds[2]};
+    TensorRecord& speed = trace.tensor("pieces_per_second", "training pieces per second, this run", speed_of,
                                        {"without", "with", "Transformer"}, {}, View::bars);
     speed.measured = true;
 }
@@ -729,29 +526,25 @@ void lesson_real_translation(Trace& trace, const Config& config) {
     const Chosen chosen = chosen_verses(*verses, config);
     record_data(trace, *verses, chosen, config);
     record_bpe(trace, *verses);
-    text::SentencePieceOptions options;
-    options.vocab_size = config.size(param::vocab);
-    options.hard_vocab_limit = false;
-    const text::Tokenizer tokenizer(text::train_sentencepiece(tokenizer_text(chosen, *verses), options));
-    const Tokenized data = record_tokenizer(trace, tokenizer, chosen, *verses, config);
-    Rng rng(config.seed);
-    const Models start = drawn_models(rng, config, data.pieces.size());
-    record_models(trace, start, data, config);
+    Run run = start_run(*verses, chosen, config);
+    const text::Tokenizer tokenizer(run.tokenizer_model);
+    record_tokenizer(trace, tokenizer, chosen, *verses, run.data, config);
+    record_models(trace, run.start, run.data, config);
     trace.need_next_step();  // a run asked for the steps so far ends before training
-    Rng order_rng = rng;     // the first epoch's order, for the check of the first batch
-    std::vector<std::size_t> first_order(data.train.size());
-    for (std::size_t k = 0; k < first_order.size(); ++k) first_order[k] = k;
+    Rng order_rng = run.rng;  // the first epoch's order, for the check of the first batch
+    std::vector<std::size_t> first_order = run.order;
     translation::shuffle_epoch(order_rng, first_order);
-    const Training trained = train(trace, rng, data, start, config);
-    record_first_steps(trace, trained, start, data, first_order);
-    record_training(trace, trained);
+    while (run.epoch < total_epochs(run)) train_epoch(run, trace);
+    record_first_steps(trace, run, first_order);
+    record_training(trace, run);
     trace.need_next_step();
+    const Models trained{run.without.model, run.with.model, run.transformer.model};
     Translations tr;
-    tr.outputs = {greedy_all(trained.trained.without, data.test), greedy_all(trained.trained.with, data.test),
-                  greedy_all(trained.trained.transformer, data.test)};
+    tr.outputs = {greedy_all(trained.without, run.data.test), greedy_all(trained.with, run.data.test),
+                  greedy_all(trained.transformer, run.data.test)};
     record_length(trace, tokenizer, chosen, tr);
-    record_maps(trace, tokenizer, trained.trained, *verses);
-    record_cost(trace, config, data, trained.trained, trained);
+    record_maps(trace, tokenizer, trained, *verses);
+    record_cost(trace, config, run);
 }
 
 }  // namespace

@@ -1,0 +1,142 @@
+// Lesson 14's training run, shared by the lesson (attn run real-translation) and by the translator a
+// student keeps (attn train, attn translate: src/cli/translator.cpp): the same verses, tokenizer, models
+// and epochs in both, so that a run saved after any epoch and resumed ends with the bytes of a run never
+// stopped. Nothing here prints or touches a file but the SWORD modules read_verses runs mod2imp on; a
+// checkpoint is built and parsed in memory (core/npz.hpp writes it, whole or not at all).
+// T_x / T_y = source / target pieces, V = pieces of the vocabulary.
+#pragma once
+
+#include "registry.hpp"
+#include "translation.hpp"
+
+#include "core/npz.hpp"
+#include "core/rng.hpp"
+#include "core/trace.hpp"
+#include "nn/encoder_decoder.hpp"
+#include "nn/seq2seq.hpp"
+#include "text/bible.hpp"
+#include "text/corpus.hpp"
+#include "text/sentencepiece.hpp"
+
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace attn::real_translation {
+
+// The lesson's record (its parameters are the translator's settings).
+const Lesson& lesson();
+
+// ---------------------------------------------------------------- the verses
+
+// Both modules read, cleaned, aligned and split, the same for every configuration: read once per process.
+struct Verses {
+    text::AlignCounts counts;
+    std::vector<text::VersePair> pairs;        // aligned, in the English order
+    text::CorpusSplit split;                   // training books, validation books, John
+    std::vector<std::size_t> near_duplicates;  // of the test set in the training set
+    std::string alphabet;                      // the training books' characters, each once, in code point order
+};
+// Throws text::BibleError naming the package to install when a module or mod2imp is missing.
+std::shared_ptr<const Verses> read_verses();
+
+// The verses a configuration trains, validates and tests on.
+struct Chosen {
+    std::vector<text::VersePair> train, validation, test;
+    std::size_t short_enough = 0;  // training books' pairs of at most max_words words on both sides
+};
+Chosen chosen_verses(const Verses& v, const Config& c);
+std::size_t longer_side(const text::VersePair& p);  // words of its longer side
+
+// ---------------------------------------------------------------- pieces and ids
+
+// The models' ids: <sos> 0 and <eos> 1 (lessons/translation.hpp), <unk> 2, then SentencePiece's own ids
+// (3 on); SentencePiece's <unk> <s> </s> are 0, 1, 2.
+std::size_t model_id(int piece);
+int piece_id(std::size_t id);
+std::vector<std::size_t> model_ids(const text::Tokenizer& t, const std::string& text);
+std::string decoded(const text::Tokenizer& t, const std::vector<std::size_t>& ids);
+std::vector<std::string> piece_labels(const text::Tokenizer& t, const std::vector<std::size_t>& ids);
+
+// The tokenizer's training text: this run's training verses, English then Spanish, and one more line, the
+// training books' alphabet, a character a word, so that every character of the books is a piece.
+std::vector<std::string> tokenizer_text(const Chosen& chosen, const Verses& v);
+// SentencePiece trained on it at the configuration's vocabulary size (a most, not an exact count).
+std::string trained_tokenizer(const Chosen& chosen, const Verses& v, const Config& c);
+
+struct Tokenized {
+    std::vector<translation::Pair> train, validation, test;
+    std::vector<std::string> pieces;  // by model id
+};
+Tokenized tokenized(const text::Tokenizer& t, const Chosen& chosen);
+
+// ---------------------------------------------------------------- the models
+
+struct Models {
+    nn::Seq2Seq without, with;
+    nn::EncoderDecoder transformer;
+};
+translation::TransformerSizes sizes_of(const Config& c);
+// Lesson 9's two GRU models, then lesson 12's Transformer, from one generator in that order.
+Models drawn_models(Rng& rng, const Config& c, std::size_t V);
+
+// ---------------------------------------------------------------- a training run, epoch by epoch
+
+inline constexpr std::size_t first_batches = 4;  // batches whose losses step [first-steps] records
+
+struct Run {
+    Config config;
+    std::string tokenizer_model;  // SentencePiece's bytes
+    Tokenized data;
+    Models start;  // as drawn
+    translation::Trainer<nn::Seq2Seq> without, with;
+    translation::Trainer<nn::EncoderDecoder> transformer;
+    Rng rng{0};                      // the shuffles still to come
+    std::vector<std::size_t> order;  // the last epoch's order (each epoch shuffles the one before)
+    std::size_t epoch = 0;           // epochs done
+    std::size_t batches = 0;         // minibatches done
+    Mat first;                       // first_batches x 3: loss per target piece of each of the first batches
+    Mat curves;                      // (epochs + 1) x 6: train and validation loss per piece, rows 0 .. epoch
+    // measured while this process trained (wall time): shown, never saved nor recorded
+    std::array<double, 3> seconds{}, trained_pieces{};
+};
+
+// The run before its first epoch: the tokenizer trained, the data encoded, the models drawn, row 0 of
+// the curves measured.
+Run start_run(const Verses& v, const Chosen& chosen, const Config& c);
+// One more epoch; its progress on `progress` (Trace::progress).
+void train_epoch(Run& r, const Trace& progress);
+std::size_t total_epochs(const Run& r);
+
+// ---------------------------------------------------------------- checkpoints
+
+// A checkpoint that cannot be used: another format or version, a configuration or tokenizer other than
+// the one the verses give, a tensor missing or of another shape. The message names `source` and what.
+struct CheckpointError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// The members of a checkpoint (an .npz archive, core/npz.hpp): "attn.json" (what the archive is: its
+// format, attn's version, the lesson's configuration, the epochs done and every tensor's name, shape and
+// role), "tokenizer.model" (SentencePiece's model, which its own library loads), each model's weights as
+// "<model>.<tensor>.npy" ("without.E_src", "transformer.decoder.0.W_Q", ...), and what resuming needs:
+// Adam's moments, the batch order, the generator's state, the curves so far.
+std::vector<NpzMember> checkpoint_members(const Run& r);
+// The run a checkpoint saved, resumed: the verses and the tokenizer derived again from its configuration
+// and held to the saved tokenizer's bytes, then every saved tensor loaded. Throws CheckpointError.
+Run resumed_run(const Verses& v, const std::vector<NpzMember>& members, const std::string& source);
+
+// What translating needs of a checkpoint: its configuration, tokenizer and models, as trained so far.
+struct Translator {
+    Config config;
+    std::size_t epochs_done = 0;
+    std::string tokenizer_model;
+    Models models;
+};
+// Throws CheckpointError as resumed_run does; needs no verses (the tokenizer is the saved one).
+Translator translator_of(const std::vector<NpzMember>& members, const std::string& source);
+
+}  // namespace attn::real_translation
