@@ -250,7 +250,8 @@ void record_tokenizer(Trace& trace, const text::Tokenizer& t, const Chosen& chos
                    "Spanish share letters and many names. The models read and write ids: <sos> 0 and <eos> 1 as in "
                    "lessons 9 and 12, <unk> 2, then the pieces. On the test verses English takes {:.2f} pieces a "
                    "word and Spanish {:.2f}: a word the vocabulary lacks whole is spelt in smaller pieces, never "
-                   "unknown, since every character of the training books is a piece. John 1:1 below: \"{}\" -> \"{}\".",
+                   "unknown, since every character of the training books is a piece. John 1:1 below: \"{}\" -> \"{}\" (in labels a piece that starts a word "
+                   "has _ in front, where SentencePiece writes \u2581).",
                    chosen.train.size(), t.size(), c.size(param::vocab), pieces[0] / words[0], pieces[1] / words[1],
                    john.en, john.es));
     trace.tensor("vocabulary", "pieces, and the pieces a test word takes",

@@ -124,7 +124,11 @@ std::string decoded(const text::Tokenizer& t, const std::vector<std::size_t>& id
 
 std::vector<std::string> piece_labels(const text::Tokenizer& t, const std::vector<std::size_t>& ids) {
     std::vector<std::string> out;
-    for (std::size_t id : ids) out.push_back(t.piece(piece_id(id)));
+    for (std::size_t id : ids) {
+        std::string piece = t.piece(piece_id(id));
+        if (piece.rfind(text::word_start, 0) == 0) piece = "_" + piece.substr(text::word_start.size());
+        out.push_back(piece);
+    }
     return out;
 }
 

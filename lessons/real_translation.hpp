@@ -59,6 +59,8 @@ std::size_t model_id(int piece);
 int piece_id(std::size_t id);
 std::vector<std::size_t> model_ids(const text::Tokenizer& t, const std::string& text);
 std::string decoded(const text::Tokenizer& t, const std::vector<std::size_t>& ids);
+// The pieces as labels, a piece that starts a word with "_" in front where SentencePiece writes "\u2581" (the
+// fonts of a browser's PDF print lack U+2581, and a label must be findable in it: tests/svg_check.py).
 std::vector<std::string> piece_labels(const text::Tokenizer& t, const std::vector<std::size_t>& ids);
 
 // The tokenizer's training text: this run's training verses, English then Spanish, and one more line, the
