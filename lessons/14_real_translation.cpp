@@ -659,18 +659,24 @@ void lesson_real_translation(Trace& trace, const Config& config) {
     translation::shuffle_epoch(order_rng, first_order);
     while (run.epoch < total_epochs(run)) train_epoch(run, trace);
     record_first_steps(trace, run, first_order);
+    record_results(trace, run, *verses, chosen);
+}
+
+}  // namespace
+
+void record_results(Trace& trace, const Run& run, const Verses& v, const Chosen& chosen) {
     record_training(trace, run);
     trace.need_next_step();
+    const text::Tokenizer tokenizer(run.tokenizer_model);
     const Models trained{run.without.model, run.with.model, run.transformer.model};
     Translations tr;
     tr.outputs = {greedy_all(trained.without, run.data.test), greedy_all(trained.with, run.data.test),
                   greedy_all(trained.transformer, run.data.test)};
     record_length(trace, tokenizer, chosen, tr);
-    record_maps(trace, tokenizer, trained, *verses);
-    record_cost(trace, config, run);
+    record_maps(trace, tokenizer, trained, v);
+    record_cost(trace, run.config, run);
 }
 
-}  // namespace
 }  // namespace real_translation
 
 Lesson real_translation_lesson() {

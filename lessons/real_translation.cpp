@@ -435,7 +435,8 @@ std::vector<NpzMember> checkpoint_members(const Run& r) {
                   "every tensor, SentencePiece's own library the tokenizer (tokenizer.model). Ids: <sos> 0, <eos> 1, "
                   "<unk> 2, then SentencePiece's ids (its <unk> <s> </s> are 0, 1, 2)."},
     };
-    for (const auto& [key, value] : config_json(r.config).items()) description[key] = value;
+    const json configuration = config_json(r.config);  // a local: items() of a temporary would dangle
+    for (const auto& [key, value] : configuration.items()) description[key] = value;
     description["epochs_done"] = r.epoch;
     description["batches_done"] = r.batches;
     description["vocabulary"] = r.data.pieces.size();

@@ -113,6 +113,11 @@ Run start_run(const Verses& v, const Chosen& chosen, const Config& c);
 void train_epoch(Run& r, const Trace& progress);
 std::size_t total_epochs(const Run& r);
 
+// The lesson's steps after the first training steps, for a run trained as far as it got: [training] (its
+// curves), [length] (BLEU by source length), [maps] (attention on the hand-aligned verses) and [cost]. What
+// attn train shows at its end (lessons/14_real_translation.cpp).
+void record_results(Trace& trace, const Run& run, const Verses& v, const Chosen& chosen);
+
 // ---------------------------------------------------------------- checkpoints
 
 // A checkpoint that cannot be used: another format or version, a configuration or tokenizer other than

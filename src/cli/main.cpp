@@ -8,6 +8,9 @@
 #include "nn/kernels.hpp"
 #include "exercises/program.hpp"
 #include "transformer_race.hpp"
+#include "translator.hpp"
+#include "text/bible.hpp"
+#include "text/sentencepiece.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -188,6 +191,40 @@ int run_main(int argc, char** argv) {
     export_cmd->add_option("--out", exporting.out, "Directory to write to (created if missing)")->required();
     add_setup_options(*export_cmd, exporting.setup);
 
+    TrainOptions train;
+    auto* train_cmd = app.add_subcommand(
+        "train", "Train lesson 14's translators (English to Spanish) into a folder, a checkpoint after every epoch; "
+                 "run again, it resumes");
+    train_cmd->add_option("--out", train.out, "The folder: DIR/checkpoint.npz (numpy.load reads it; attn translate "
+                                              "translates with it)")
+        ->required();
+    train_cmd->add_option("--seed", train.seed, "Seed of the models' weights and of the batches' order (default 7)");
+    train_cmd->add_option("--set", train.settings,
+                          "key=value: a parameter of lesson 14 (repeat for several); 'attn run 14 --help' lists them");
+    train_cmd->add_flag("--full", train.full,
+                        "The full run: every training verse of at most 30 words, wider models, more epochs (" +
+                            fmt::format("{}", fmt::join(full_settings(), " ")) + "); --set changes any of them");
+    train_cmd->add_flag("--long", train.long_run, "Train even when the estimate is above a minute (--full is)");
+    train_cmd->add_option("--epochs-now", train.epochs_now,
+                          "Stop after this many more epochs (the same command without it resumes)")
+        ->check(CLI::Range(1, 1000));
+
+    TranslateOptions translate;
+    auto* translate_cmd = app.add_subcommand(
+        "translate", "Translate English into Spanish with a checkpoint of attn train: the translation, its pieces and "
+                     "the attention map");
+    translate_cmd->add_option("sentences", translate.sentences, "English sentences, one translation each");
+    translate_cmd->add_option("--model", translate.model, "The folder attn train wrote (or its checkpoint.npz)")
+        ->required();
+    translate_cmd->add_flag("--stdin", translate.from_stdin,
+                            "Translate each line of standard input instead, printing one translation a line");
+    translate_cmd->add_option("--beam", translate.beam, "Beam search of this width (the Transformer; default greedy)")
+        ->check(CLI::Range(1, 64));
+    translate_cmd->add_option("--with", translate.which,
+                              "Which model translates: transformer (default), with (the GRU with attention) or "
+                              "without (the GRU without)")
+        ->check(CLI::IsMember({"transformer", "with", "without"}));
+
     CompareOptions compare;
     compare.golden_dir = ATTN_GOLDEN_DIR;
     auto* compare_cmd = app.add_subcommand("compare", "Compare your numbers (JSON or a folder of .npy) with a lesson");
@@ -341,7 +378,15 @@ int run_main(int argc, char** argv) {
         if (app.got_subcommand(bless_cmd)) return cmd_bless(bless);
         if (app.got_subcommand(export_cmd)) return cmd_export(exporting);
         if (app.got_subcommand(compare_cmd)) return cmd_compare(compare);
+        if (app.got_subcommand(train_cmd)) return cmd_train(train);
+        if (app.got_subcommand(translate_cmd)) return cmd_translate(translate);
         if (app.got_subcommand(grade_cmd)) return cmd_grade(grade);
+    } catch (const text::BibleError& e) {  // a SWORD module or mod2imp missing: the message names the package
+        fmt::print(stderr, "{}: {}\n", program.name, e.what());
+        return exit_usage;
+    } catch (const text::TokenizerError& e) {  // attn built without SentencePiece: the message says how to add it
+        fmt::print(stderr, "{}: {}\n", program.name, e.what());
+        return exit_usage;
     } catch (const transformer::RaceFileError& e) {
         fmt::print(stderr, "{}: {}\n", program.name, e.what());
         return exit_golden;
