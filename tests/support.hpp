@@ -62,6 +62,20 @@ inline const std::vector<std::string>& kjv_genesis_1_to_5() {
     return verses;
 }
 
+// Whether lesson 14's SWORD modules and SWORD's exporter are installed; when not, `why` says what is missing.
+inline bool bible_modules_installed(std::string& why) {
+    if (::access("/usr/bin/mod2imp", X_OK) != 0) {
+        why = "mod2imp (libsword-utils) is not installed";
+        return false;
+    }
+    for (const char* conf : {"/usr/share/sword/mods.d/engKJV2006eb.conf", "/usr/share/sword/mods.d/spaRV1909eb.conf"})
+        if (::access(conf, R_OK) != 0) {
+            why = std::string(conf) + " is missing";
+            return false;
+        }
+    return true;
+}
+
 struct Result {
     int code;            // the exit code, or -1 when the program did not exit normally
     std::string output;  // what it printed (stdout, plus stderr when the command redirects it)

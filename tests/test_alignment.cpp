@@ -86,19 +86,6 @@ std::filesystem::path repository_file() {
     return std::filesystem::path(source) / hand_alignments_path;
 }
 
-bool modules_installed(std::string& why) {
-    if (::access("/usr/bin/mod2imp", X_OK) != 0) {
-        why = "mod2imp (libsword-utils) is not installed";
-        return false;
-    }
-    for (const char* conf : {"/usr/share/sword/mods.d/engKJV2006eb.conf", "/usr/share/sword/mods.d/spaRV1909eb.conf"})
-        if (::access(conf, R_OK) != 0) {
-            why = std::string(conf) + " is missing";
-            return false;
-        }
-    return true;
-}
-
 TEST_CASE("the hand alignments' format: a verse, its words and its sure and possible links", "[alignment]") {
     const std::vector<HandAlignment> verses = parse_hand_alignments(john_15_1 + "\n" + john_11_35, "test");
     REQUIRE(verses.size() == 2);
@@ -454,7 +441,7 @@ TEST_CASE("hand_aligned_pairs finds each verse and holds its words to the file's
 
 TEST_CASE("the installed modules: every hand-aligned verse's words are still the modules'", "[alignment]") {
     std::string why;
-    if (!modules_installed(why)) {
+    if (!attn::test::bible_modules_installed(why)) {
         WARN("skipped: " << why << "; " << install_command());
         return;
     }

@@ -204,18 +204,6 @@ TEST_CASE("length_histogram counts verses per bin of words, the last bin open", 
 }
 
 namespace {
-bool modules_installed(std::string& why) {
-    if (::access("/usr/bin/mod2imp", X_OK) != 0) {
-        why = "mod2imp (libsword-utils) is not installed";
-        return false;
-    }
-    for (const char* conf : {"/usr/share/sword/mods.d/engKJV2006eb.conf", "/usr/share/sword/mods.d/spaRV1909eb.conf"})
-        if (::access(conf, R_OK) != 0) {
-            why = std::string(conf) + " is missing";
-            return false;
-        }
-    return true;
-}
 }  // namespace
 
 // A Strong's number as the modules' markup writes one (H7225, G1063): H or G and four digits, a
@@ -245,7 +233,7 @@ TEST_CASE("has_strongs_number finds H and G numbers as whole words only", "[bibl
 
 TEST_CASE("the installed modules: every verse read, cleaned and aligned", "[bible]") {
     std::string why;
-    if (!modules_installed(why)) {
+    if (!attn::test::bible_modules_installed(why)) {
         WARN("skipped: " << why << "; " << install_command());
         return;
     }
@@ -298,7 +286,7 @@ TEST_CASE("the installed modules: every verse read, cleaned and aligned", "[bibl
 
 TEST_CASE("SWORD_PATH and the user's ~/.sword cannot put another module in the place of the one named", "[bible]") {
     std::string why;
-    if (!modules_installed(why)) {
+    if (!attn::test::bible_modules_installed(why)) {
         WARN("skipped: " << why << "; " << install_command());
         return;
     }
