@@ -683,7 +683,7 @@ Lesson real_translation_lesson() {
     using namespace real_translation;
     return make_lesson(14, "real-translation", "Attention on a real language: English to Spanish, verse by verse",
                        "Bahdanau et al. 2015; Sennrich et al. 2016; Kudo & Richardson 2018; Vaswani et al. 2017; "
-                       "Papineni et al. 2002",
+                       "Papineni et al. 2002; Och & Ney 2003",
                        {param::pairs, param::validation, param::test, param::max_words, param::vocab, param::epochs,
                         param::width, param::d_model, param::heads, param::layers, param::d_ff, param::warmup},
                        limits, time_estimate, lesson_real_translation,
