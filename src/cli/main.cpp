@@ -143,6 +143,8 @@ int run_main(int argc, char** argv) {
     add_setup_options(*run_cmd, run.setup);
     run_cmd->add_option("--svg", run.svg_dir, "Write every heatmap, line plot and bar chart as an SVG file into this "
                                               "directory (created if missing)");
+    run_cmd->add_option("--book", run.book_dir, "Also write the lessons run as web pages into this directory, as "
+                                                "'book --out' does, from the same runs (created if missing)");
     run_cmd->add_flag("--kept-race", run.kept_race, kept_race_help);
 
     BookOptions book;
