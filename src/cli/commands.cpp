@@ -571,32 +571,34 @@ bool ensure_directory(const std::filesystem::path& dir) {
 
 }  // namespace
 
-int cmd_export(const ExportOptions& o) {
-    const Lesson* l = single_lesson(o.lesson);
-    if (!l) return exit_usage;
+namespace {
+
+// One lesson's export into `out`, run as set up: its JSON file, or its .npy files (export-only data in
+// out/data/); exit_ok, or the exit code after saying why not (exit_mismatch: the lesson stopped early).
+int export_lesson(const Lesson& l, const ExportOptions& o, const std::filesystem::path& out) {
     int code = exit_ok;
-    const std::optional<LessonRun> maybe_run = run_as_set_up(*l, o.setup, code, false);
+    const std::optional<LessonRun> maybe_run = run_as_set_up(l, o.setup, code, false);
     if (!maybe_run) return code;
     const LessonRun& run = *maybe_run;
-    if (!ensure_directory(o.out)) return exit_golden;
+    if (!ensure_directory(out)) return exit_golden;
     if (run.stopped()) {
         fmt::print(stderr, "{}\n", stop_message(run));
         return exit_mismatch;
     }
     const Trace& trace = run.trace;
-    fmt::print("{}\n", reproducibility_line(*l, trace.config(), o.setup));
+    fmt::print("{}\n", reproducibility_line(l, trace.config(), o.setup));
     std::size_t written = 0, data = 0;
     try {
         if (o.format == "json") {
-            write_file_atomic(o.out / golden_file_name(l->number, l->slug), to_golden_json(trace));
+            write_file_atomic(out / golden_file_name(l.number, l.slug), to_golden_json(trace));
             written = 1;
         } else {
             // export-only data goes to DIR/data/, where `attn compare DIR` and `attn grade` do not
             // look: it is never compared with a golden file
             for (const auto& s : trace.steps())
                 for (const auto& t : s.tensors) {
-                    if (t.export_only && data++ == 0 && !ensure_directory(o.out / export_data_dir)) return exit_golden;
-                    write_file_atomic(o.out / (t.export_only ? export_data_dir : "") / (s.id + "." + t.name + ".npy"),
+                    if (t.export_only && data++ == 0 && !ensure_directory(out / export_data_dir)) return exit_golden;
+                    write_file_atomic(out / (t.export_only ? export_data_dir : "") / (s.id + "." + t.name + ".npy"),
                                       to_npy(t.value));
                     ++written;
                 }
@@ -605,11 +607,38 @@ int cmd_export(const ExportOptions& o) {
         fmt::print(stderr, "attn: {}\n", e.what());
         return exit_golden;
     }
-    fmt::print("wrote {} {} file{} to {}{}\n", written, o.format, written == 1 ? "" : "s", o.out.string(),
+    fmt::print("wrote {} {} file{} to {}{}\n", written, o.format, written == 1 ? "" : "s", out.string(),
                data == 0 || o.format == "json" ? ""
                                                : fmt::format(" ({} of them export-only data, in {})", data,
-                                                             (o.out / export_data_dir).string()));
+                                                             (out / export_data_dir).string()));
     return exit_ok;
+}
+
+}  // namespace
+
+int cmd_export(const ExportOptions& o) {
+    bool ok = true;
+    const auto lessons = resolve(o.lessons, ok);
+    if (!ok) return exit_usage;
+    if ((!o.setup.settings.empty() || !o.setup.input.empty()) && lessons.size() != 1) {
+        fmt::print(stderr, "attn: --set and --input need exactly one lesson, not {}: each lesson has its own "
+                           "parameters and tensors\n", lessons.size());
+        return exit_usage;
+    }
+    // Several lessons run in one program, as `run` runs them: lesson 13 decodes with the race lesson 12
+    // trained a moment before (transformer_race.hpp), where two exports trained it twice. Their JSON files
+    // have names of their own; their .npy files go to a folder per lesson, DIR/<NN>_<slug>/, as `grade` reads.
+    bool all_written = true;
+    for (const Lesson* l : lessons) {
+        const std::filesystem::path out =
+            o.format == "npy" && lessons.size() > 1
+                ? o.out / std::filesystem::path(golden_file_name(l->number, l->slug)).stem()
+                : o.out;
+        const int code = export_lesson(*l, o, out);
+        if (code != exit_ok && code != exit_mismatch) return code;
+        all_written = all_written && code == exit_ok;
+    }
+    return all_written ? exit_ok : exit_mismatch;
 }
 
 namespace {

@@ -44,7 +44,7 @@ struct GoldenOptions {
 };
 
 struct ExportOptions {
-    std::string lesson;
+    std::vector<std::string> lessons;  // numbers or slugs, or "all"
     std::string format = "json";  // json: one golden-format file; npy: <step>.<tensor>.npy per tensor
     std::filesystem::path out;
     LessonSetup setup;  // --seed, --set, --input
@@ -87,6 +87,8 @@ int cmd_run_help(const std::string& usage, const std::vector<std::string>& lesso
 int cmd_book(const BookOptions& options);
 int cmd_check(const GoldenOptions& options);
 int cmd_bless(const GoldenOptions& options);
+// attn export: each lesson's run written as a golden-format JSON file, or as .npy files (into a folder per
+// lesson when there are several); a lesson that stops early is said and skipped (exit 1 at the end).
 int cmd_export(const ExportOptions& options);
 int cmd_compare(const CompareOptions& options);
 int cmd_grade(const GradeOptions& options);
