@@ -2,9 +2,13 @@
 """attn book for every lesson, read as a browser and a reader would.
 
 usage: book_check.py [--static-only] ATTN_BIN OUT_DIR
+       book_check.py [--static-only] --site SITE ATTN_BIN OUT_DIR
 
 The book is written once (`attn book --kept-race --out OUT_DIR/site`: every lesson runs once, lessons 12
-and 13 from the race the build trained for this code), then:
+and 13 from the race the build trained for this code), or, with --site, taken as SITE holds it (the
+full set's test svg_book_check has svg_check.py write it with `attn run all --kept-race --svg DIR
+--book SITE`, the bytes `attn book` writes, so that the lessons run once for both checks; check_site
+below is that part, which svg_check.py calls), then:
 
 1. Static (always): index.html and one page per lesson of `attn list`, nothing else; every page
    parses as HTML5 with html5lib's strict parser (Debian's python3-html5lib), every <svg> and
@@ -412,38 +416,33 @@ def check_in_browser(browser, site, page, labels, shots, pdfs, pdftotext):
 # ---------------------------------------------------------------- main
 
 
-def main():
-    static_only = "--static-only" in sys.argv[1:]
-    args = [a for a in sys.argv[1:] if a != "--static-only"]
-    if len(args) != 2:
-        sys.exit(__doc__)
-    attn, out_dir = (os.path.abspath(a) for a in args)
-    ci = os.environ.get("CI", "") == "true"
+def without_html5lib():
+    """None when html5lib can be imported; else the exit code, said why (a failure under CI=true)."""
     try:
         import html5lib  # noqa: F401
     except ImportError:
+        ci = os.environ.get("CI", "") == "true"
         print("{}    html5lib missing (apt-get install python3-html5lib; bash .ci/install-deps installs it)".format(
             "FAIL" if ci else "SKIP"))
         return 1 if ci else SKIP
+    return None
 
-    site = os.path.join(out_dir, "site")
-    shutil.rmtree(site, ignore_errors=True)
-    os.makedirs(out_dir, exist_ok=True)
+
+def check_site(attn, site, out_dir, static_only=False, seconds=None):
+    """Parts 1 and 2 of the book in `site`, written by `attn book` or `attn run --book` for every lesson of
+    `attn list`; returns the exit code (0, 1, or 77 when the browser part, or html5lib, is missing)."""
+    ci = os.environ.get("CI", "") == "true"
+    missing = without_html5lib()
+    if missing is not None:
+        return missing
     numbers = lessons(attn)
-    started = time.monotonic()
-    # lessons 12 and 13 from the race the build trained for this code: the same pages (check_exact trains
-    # them afresh), without a minute of training
-    code, output = run([attn, "book", "--kept-race", "--out", site])
-    seconds = time.monotonic() - started
-    if code != 0:
-        fail("attn book --out {}: exit {}\n{}".format(site, code, output[-3000:]))
-        return 1
     pages = ["{:02d}-{}.html".format(n, re.sub(r"[^A-Za-z0-9_.-]", "_", s)) for n, s in numbers]
-    written = sorted(os.listdir(site))
+    written = sorted(os.listdir(site)) if os.path.isdir(site) else []
     if written != sorted(["index.html"] + pages):
         fail("the site holds {}, not index.html and the {} lesson pages {}".format(written, len(pages), pages))
     size = sum(os.path.getsize(os.path.join(site, f)) for f in written)
-    print("        attn book: {} files, {:.2f} MB, {:.1f} s".format(len(written), size / 1e6, seconds))
+    print("        the book: {} files, {:.2f} MB{}".format(
+        len(written), size / 1e6, "" if seconds is None else ", {:.1f} s".format(seconds)))
     if size >= MAX_BYTES:
         fail("the book is {} bytes, not under 8 MB".format(size))
 
@@ -480,6 +479,36 @@ def main():
         return 1
     print("screenshots for a human to look at: {}".format(os.path.join(out_dir, "screenshots")))
     return 0
+
+
+def main():
+    static_only = "--static-only" in sys.argv[1:]
+    args = [a for a in sys.argv[1:] if a != "--static-only"]
+    site = None
+    if len(args) == 4 and args[0] == "--site":
+        site = os.path.abspath(args[1])
+        args = args[2:]
+    if len(args) != 2:
+        sys.exit(__doc__)
+    attn, out_dir = (os.path.abspath(a) for a in args)
+    os.makedirs(out_dir, exist_ok=True)
+    if site is not None:
+        return check_site(attn, site, out_dir, static_only)
+
+    missing = without_html5lib()  # said before a minute of lessons, not after
+    if missing is not None:
+        return missing
+    site = os.path.join(out_dir, "site")
+    shutil.rmtree(site, ignore_errors=True)
+    started = time.monotonic()
+    # lessons 12 and 13 from the race the build trained for this code: the same pages (check_exact trains
+    # them afresh), without a minute of training
+    code, output = run([attn, "book", "--kept-race", "--out", site])
+    seconds = time.monotonic() - started
+    if code != 0:
+        fail("attn book --out {}: exit {}\n{}".format(site, code, output[-3000:]))
+        return 1
+    return check_site(attn, site, out_dir, static_only, seconds)
 
 
 if __name__ == "__main__":

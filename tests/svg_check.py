@@ -2,7 +2,7 @@
 """attn run all --kept-race --svg DIR, every lesson's pictures checked as a reader of the files would, and the run's
 last words (where to go next after the whole course).
 
-usage: svg_check.py ATTN_BIN OUT_DIR GOLDEN_DIR
+usage: svg_check.py [--xml-only | --book] ATTN_BIN OUT_DIR GOLDEN_DIR
 
 1. XML (always): every tensor of every lesson with a picture (from its golden file in GOLDEN_DIR,
    which holds what `attn export` writes at the defaults: the check_exact test proves it to the
@@ -20,10 +20,16 @@ usage: svg_check.py ATTN_BIN OUT_DIR GOLDEN_DIR
 With --xml-only (the test svg_check_xml), only part 1: its result is then never hidden behind
 the browser part's skip.
 
+With --book (the full set's test svg_book_check): the same run also writes the book (`--book
+OUT_DIR/site`: the bytes `attn book` writes, tests/test_html.cpp holds them so), and after parts 1
+and 2 book_check.py checks it (its check_site: every page as HTML5, in the browser, in print), so
+that every lesson runs once for both checks, not once for each. The exit code is the worse of the
+two: 1 when either fails, else 77 when either skipped its browser part.
+
 Exit 0 when everything ran and passed, 1 on a failure, 77 (skipped) when the XML part passed
 but chromium or pdftotext is missing; under CI=true (where .ci/run installs them) their absence
 is a failure instead, so that CI never passes with the browser part left out. Python 3 standard
-library only.
+library only (with --book, book_check.py's html5lib too).
 """
 
 import json
@@ -213,15 +219,19 @@ def check_bars(root, name, t, texts):
     return [x for x in shown if not x.endswith("…")]
 
 
-def run_all(attn, svg_dir):
+def run_all(attn, svg_dir, site=None):
     """Runs `attn run all --svg svg_dir` once, as README's first command does, and checks its last words:
     where to go next, after the whole course (one lesson alone does not say it: tests/test_run_options.cpp).
     With --kept-race: lessons 12 and 13 load the race the build trained for this code (the same numbers,
-    the same pictures; check_exact trains them afresh)."""
-    code, output = run([attn, "run", "all", "--kept-race", "--svg", svg_dir], timeout=3600)  # a bound on a hang
+    the same pictures; check_exact trains them afresh). With `site`, the run writes the book there too
+    (--book), and says so before its last words."""
+    command = [attn, "run", "all", "--kept-race", "--svg", svg_dir] + (["--book", site] if site else [])
+    code, output = run(command, timeout=3600)  # a bound on a hang
     if code != 0:
-        fail("attn run all --svg {}: exit {}\n{}".format(svg_dir, code, output[-2000:]))
+        fail("{}: exit {}\n{}".format(" ".join(command[1:]), code, output[-2000:]))
         return False
+    if site and "\nWrote {} pages to {}: open ".format(len(lessons(attn)) + 1, site) not in output:
+        fail("attn run all --book {} does not say it wrote the book:\n{}".format(site, output[-1000:]))
     if "lessons ran. Next: one lesson at a time, step by step ('" not in output or "attn run 1 --pause')" not in output:
         fail("attn run all does not end by saying where to go next:\n" + output[-1000:])
     if not output.endswith("(README, 'Exercises (C++)').\n"):
@@ -342,17 +352,32 @@ def browser_check(shown, svg_dir, out_dir, chromium, pdftotext):
 
 def main():
     xml_only = "--xml-only" in sys.argv[1:]
-    args = [a for a in sys.argv[1:] if a != "--xml-only"]
-    if len(args) != 3:
+    book = "--book" in sys.argv[1:]
+    args = [a for a in sys.argv[1:] if a not in ("--xml-only", "--book")]
+    if len(args) != 3 or (xml_only and book):
         sys.exit(__doc__)
     attn, out_dir, golden_dir = (os.path.abspath(a) for a in args)
     svg_dir = os.path.join(out_dir, "svg")
-    shutil.rmtree(svg_dir, ignore_errors=True)  # stale files would hide a file not written
+    site = os.path.join(out_dir, "site") if book else None
+    for folder in (svg_dir, site):  # stale files would hide a file not written
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(out_dir, exist_ok=True)
-    shown = []
     listed = lessons(attn)
-    if not run_all(attn, svg_dir):
-        listed = []
+    ran = run_all(attn, svg_dir, site)
+    code = check_svgs(attn, golden_dir, svg_dir, out_dir, listed if ran else [], xml_only)
+    if not book or not ran:
+        return code
+    # the book the same run wrote, checked as book_check.py checks the one `attn book` writes
+    print("the book of the same run, {}:".format(site))
+    import book_check  # here: book_check.py imports this file's loose()
+    book_code = book_check.check_site(attn, site, out_dir)
+    return 1 if 1 in (code, book_code) else SKIP if SKIP in (code, book_code) else 0
+
+
+def check_svgs(attn, golden_dir, svg_dir, out_dir, listed, xml_only):
+    """Parts 1 and 2 of the pictures the run wrote of the `listed` lessons; the exit code."""
+    shown = []
     for number, slug in listed:
         print("lesson {} ({})".format(number, slug))
         shown += check_lesson(attn, golden_dir, number, slug, svg_dir)

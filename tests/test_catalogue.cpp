@@ -355,6 +355,12 @@ std::vector<Row> catalogue() {
          "--out plain: exists and is not a directory"},
         {"book --out below a file", "book 1 --out plain/sub", {file("plain", "keep me")}, 3,
          "--out plain/sub: cannot write there: Not a directory"},
+        {"run --book names an existing file", "run 1 --book plain", {file("plain", "keep me")}, 3,
+         "--book plain: exists and is not a directory"},
+        {"run --book below a file", "run 1 --book plain/sub", {file("plain", "keep me")}, 3,
+         "--book plain/sub: cannot write there: Not a directory"},
+        {"run --book with --step, which ends the lesson early", "run 1 --step encoder --book site", {}, 2,
+         "--book writes whole lessons, and --step ends the lesson after its step: leave one out"},
     };
 }
 

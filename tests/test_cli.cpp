@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -315,6 +316,53 @@ TEST_CASE("export writes every tensor, and compare accepts the exported numbers"
     CHECK(json.code == 0);
     CHECK(run_attn("compare " + s.q("json/01_bottleneck.json") + " --lesson 1").code == 0);
     CHECK(run_attn("compare " + s.q("json/01_bottleneck.json") + " --lesson 1 --step encoder").code == 0);
+}
+
+TEST_CASE("export of several lessons in one program: a JSON file each, or a folder of .npy each, as one at a time",
+          "[cli][export]") {
+    Scratch s;
+    const Result both = run_attn("export 1 additive 1 --out " + s.q("both"));  // a lesson named twice runs once
+    INFO(both.output);
+    CHECK(both.code == 0);
+    std::set<std::string> files;
+    for (const auto& entry : fs::directory_iterator(s.dir / "both")) files.insert(entry.path().filename().string());
+    CHECK(files == std::set<std::string>{"01_bottleneck.json", "02_additive.json"});
+    CHECK(run_attn("export 2 --out " + s.q("one")).code == 0);
+    CHECK(read_file(s.dir / "both" / "02_additive.json") == read_file(s.dir / "one" / "02_additive.json"));
+
+    // .npy: a folder per lesson, named as grade reads a student's lessons, each as `export N --format npy` writes
+    const Result npy = run_attn("export 1 2 --format npy --out " + s.q("npy"));
+    INFO(npy.output);
+    CHECK(npy.code == 0);
+    CHECK_THAT(npy.output, Catch::Contains("npy files to " + (s.dir / "npy" / "02_additive").string()));
+    CHECK(run_attn("export 1 --format npy --out " + s.q("npy1")).code == 0);
+    std::set<std::string> one_lesson;
+    for (const auto& entry : fs::directory_iterator(s.dir / "npy1")) one_lesson.insert(entry.path().filename().string());
+    for (const std::string& name : one_lesson) {
+        INFO(name);
+        CHECK(read_file(s.dir / "npy" / "01_bottleneck" / name) == read_file(s.dir / "npy1" / name));
+    }
+    CHECK(std::distance(fs::directory_iterator(s.dir / "npy" / "01_bottleneck"), fs::directory_iterator{}) ==
+          static_cast<std::ptrdiff_t>(one_lesson.size()));
+    CHECK(run_attn("compare " + s.q("npy/02_additive") + " --lesson 2").code == 0);
+
+    // refused before any lesson runs: settings of one lesson for several, an unknown lesson
+    Result r = run_attn("export 1 2 --set d=4 --out " + s.q("refused"));
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains("need exactly one lesson, not 2"));
+    r = run_attn("export 1 nosuch --out " + s.q("refused"));
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains("unknown lesson 'nosuch'"));
+    CHECK_FALSE(fs::exists(s.dir / "refused"));
+
+    // a student's starters: each lesson stops at gru-step, is said and skipped, and the export exits 1
+    const char* student = std::getenv("ATTN_STUDENT_BIN");
+    REQUIRE(student != nullptr);
+    r = run_command("'" + std::string(student) + "' export 1 2 --out " + s.q("student") + " 2>&1");
+    INFO(r.output);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.output, Catch::Contains("bottleneck: stopped") && Catch::Contains("additive: stopped"));
+    CHECK_FALSE(fs::exists(s.dir / "student" / "01_bottleneck.json"));
 }
 
 TEST_CASE("export-only data: in the JSON export flagged, as .npy under DIR/data/; never compared, never an input",

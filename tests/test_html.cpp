@@ -377,4 +377,49 @@ TEST_CASE("attn book refuses what it cannot write before any lesson runs, and a 
     fs::remove_all(temp_root());
 }
 
+// run --book (issue 41): the pages of the lessons it shows, from the same runs, written after the last lesson and
+// byte for byte those `attn book` writes of the same lessons; refused with --step, which ends a lesson early; a
+// lesson a starter stops has its page all the same.
+TEST_CASE("run --book writes the pages attn book writes, from the runs it shows", "[html]") {
+    const char* attn = std::getenv("ATTN_BIN");
+    const char* student = std::getenv("ATTN_STUDENT_BIN");
+    REQUIRE(attn != nullptr);
+    REQUIRE(student != nullptr);
+    const fs::path root = temp_root() / "run_book";
+    fs::create_directories(root);
+    const auto attn_cmd = [](const char* bin, const std::string& args) {
+        return test::run_command("NO_COLOR=1 '" + std::string(bin) + "' " + args + " 2>&1");
+    };
+
+    test::Result r = attn_cmd(attn, "run 1 2 --book '" + (root / "run").string() + "'");
+    INFO(r.output);
+    CHECK(r.code == 0);
+    const auto wrote = r.output.find("Wrote 3 pages to " + (root / "run").string() + ": open ");
+    REQUIRE(wrote != std::string::npos);
+    CHECK(wrote > r.output.find("additive: all "));  // after the last lesson
+    r = attn_cmd(attn, "book 1 2 --out '" + (root / "book").string() + "'");
+    CHECK(r.code == 0);
+    std::set<std::string> names;
+    for (const auto& entry : fs::directory_iterator(root / "book")) {
+        const std::string name = entry.path().filename().string();
+        names.insert(name);
+        INFO(name);
+        CHECK(test::read_file(root / "run" / name) == test::read_file(entry.path()));
+    }
+    CHECK(names == std::set<std::string>{"index.html", "01-bottleneck.html", "02-additive.html"});
+    CHECK(std::distance(fs::directory_iterator(root / "run"), fs::directory_iterator()) == 3);
+
+    r = attn_cmd(attn, "run 1 --step encoder --book '" + (root / "step").string() + "'");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains("--book writes whole lessons"));
+    CHECK(!fs::exists(root / "step"));
+
+    // a student's starters: lesson 1 stops at its first exercise, and its page says where and why
+    r = attn_cmd(student, "run 1 --book '" + (root / "student").string() + "'");
+    CHECK(r.code == 1);
+    CHECK_THAT(r.output, Catch::Contains("Wrote 2 pages to "));
+    CHECK(contains(test::read_file(root / "student" / "01-bottleneck.html"), "The lesson stopped here."));
+    fs::remove_all(temp_root());
+}
+
 }  // namespace test_html

@@ -204,6 +204,58 @@ bool report_failed_checks(const Trace& trace) {
     return ok;
 }
 
+// The folder of `book --out` or `run --book`, made (or refused) before the lessons run, which may take a
+// while; false after saying why (exit 3).
+bool book_folder_ready(const std::filesystem::path& out, const char* option) {
+    std::error_code ec;
+    if (std::filesystem::exists(out, ec) && !std::filesystem::is_directory(out, ec)) {
+        fmt::print(stderr, "attn: {} {}: exists and is not a directory\n", option, printable_utf8(out.string()));
+        return false;
+    }
+    std::filesystem::create_directories(out, ec);
+    if (ec || ::access(out.c_str(), W_OK | X_OK) != 0) {
+        fmt::print(stderr, "attn: {} {}: cannot write there: {}\n", option, printable_utf8(out.string()),
+                   ec ? ec.message() : std::strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+// The page of one lesson's run, as set up (its trace is pointed to when the book is written).
+BookLesson book_page(const Lesson& l, const LessonRun& r, const LessonSetup& setup) {
+    BookLesson page;
+    page.number = l.number;
+    page.slug = l.slug;
+    page.title = l.title;
+    page.sources = l.sources;
+    page.reproducibility = reproducibility_line(l, r.trace.config(), setup);
+    if (r.trace.config() != l.defaults || !setup.input.empty())
+        page.note = fmt::format("Your own numbers: attn check and the golden file use {}.", config_text(l.defaults));
+    page.stopped = r.stopped() ? stop_message(r) : "";
+    return page;
+}
+
+// Writes the pages of these runs (one page each, in order) and the index into `out`, and says where;
+// exit_ok, or exit_golden after saying why not.
+int write_book_of(const std::filesystem::path& out, std::vector<BookLesson> pages, const std::vector<LessonRun>& runs) {
+    for (std::size_t i = 0; i < pages.size(); ++i) pages[i].trace = &runs[i].trace;
+    const Program& program = this_program();
+    BookInfo info;
+    info.made_by = fmt::format("{} {} (golden format {})", program.name, ATTN_VERSION, golden_format_version);
+    if (program.exercise_build)
+        info.remark = fmt::format("These pages come from {}: the lessons ran with your exercise files from {}.",
+                                  program.name, shown_path(program.exercises_dir));
+    try {
+        const auto files = write_book(out, pages, info);
+        fmt::print("Wrote {} pages to {}: open {} in a browser.\n", files.size(), printable_utf8(out.string()),
+                   printable_utf8(files.front().string()));
+    } catch (const std::runtime_error& e) {
+        fmt::print(stderr, "attn: {}\n", e.what());
+        return exit_golden;
+    }
+    return exit_ok;
+}
+
 }  // namespace
 
 int cmd_list() {
@@ -250,19 +302,32 @@ int cmd_run(const RunOptions& o) {
                            "parameters and tensors\n", lessons.size());
         return exit_usage;
     }
+    const bool book = !o.book_dir.empty();
+    if (book && !o.step.empty()) {
+        fmt::print(stderr, "attn: --book writes whole lessons, and --step ends the lesson after its step: leave one "
+                           "out\n");
+        return exit_usage;
+    }
     std::error_code ec;
     if (!o.svg_dir.empty() && std::filesystem::exists(o.svg_dir, ec) && !std::filesystem::is_directory(o.svg_dir, ec)) {
         fmt::print(stderr, "attn: --svg {}: exists and is not a directory\n", o.svg_dir.string());
         return exit_usage;
     }
+    if (book && !book_folder_ready(o.book_dir, "--book")) return exit_golden;
+    std::vector<LessonRun> runs;  // --book: every run kept, for the pages written after the last lesson
+    std::vector<BookLesson> pages;
     const bool pause = o.pause && ::isatty(STDIN_FILENO);
     bool all_hold = true;
     for (std::size_t li = 0; li < lessons.size(); ++li) {
         const Lesson& l = *lessons[li];
         int code = exit_ok;
-        const std::optional<LessonRun> maybe_run = run_as_set_up(l, o.setup, code, true, o.step);
+        std::optional<LessonRun> maybe_run = run_as_set_up(l, o.setup, code, true, o.step);
         if (!maybe_run) return code;
-        const LessonRun& run = *maybe_run;
+        if (book) {
+            pages.push_back(book_page(l, *maybe_run, o.setup));
+            runs.push_back(std::move(*maybe_run));
+        }
+        const LessonRun& run = book ? runs.back() : *maybe_run;
         if (run.stopped()) {
             fmt::print("{}\n{}\n\n", lesson_header(l, run.trace.config(), o.setup), stop_message(run));
             all_hold = false;
@@ -292,7 +357,8 @@ int cmd_run(const RunOptions& o) {
                 continue;
             }
             if (!show_paged(shown) || (!last && !wait_for_enter("Enter: next step · q Enter: quit"))) {
-                fmt::print("{}: stopped at step {} of {}\n", l.slug, i + 1, steps.size());
+                fmt::print("{}: stopped at step {} of {}{}\n", l.slug, i + 1, steps.size(),
+                           book ? " (no book written)" : "");
                 return all_hold && failed == 0 ? exit_ok : exit_mismatch;
             }
         }
@@ -312,6 +378,11 @@ int cmd_run(const RunOptions& o) {
         }
         all_hold = all_hold && failed == 0;
     }
+    if (book) {
+        // an empty line after the last lesson's own, as between lessons
+        if (const int written = write_book_of(o.book_dir, std::move(pages), runs); written != exit_ok) return written;
+        fmt::print("\n");
+    }
     // after the whole course, where to go next
     if (lessons.size() == all_lessons().size() && lessons.size() > 1 && o.step.empty())
         fmt::print("All {} lessons ran. Next: one lesson at a time, step by step ('{} run 1 --pause'), your own sizes "
@@ -330,18 +401,7 @@ int cmd_book(const BookOptions& o) {
                            "parameters and tensors\n", lessons.size());
         return exit_usage;
     }
-    // the folder is made (or refused) before the lessons run, which may take a while
-    std::error_code ec;
-    if (std::filesystem::exists(o.out, ec) && !std::filesystem::is_directory(o.out, ec)) {
-        fmt::print(stderr, "attn: --out {}: exists and is not a directory\n", printable_utf8(o.out.string()));
-        return exit_golden;
-    }
-    std::filesystem::create_directories(o.out, ec);
-    if (ec || ::access(o.out.c_str(), W_OK | X_OK) != 0) {
-        fmt::print(stderr, "attn: --out {}: cannot write there: {}\n", printable_utf8(o.out.string()),
-                   ec ? ec.message() : std::strerror(errno));
-        return exit_golden;
-    }
+    if (!book_folder_ready(o.out, "--out")) return exit_golden;
 
     std::vector<LessonRun> runs;  // kept whole: the pages point into their traces
     runs.reserve(lessons.size());
@@ -353,34 +413,10 @@ int cmd_book(const BookOptions& o) {
         if (!run) return code;
         runs.push_back(std::move(*run));
         const LessonRun& r = runs.back();
-        BookLesson page;
-        page.number = l->number;
-        page.slug = l->slug;
-        page.title = l->title;
-        page.sources = l->sources;
-        page.reproducibility = reproducibility_line(*l, r.trace.config(), o.setup);
-        if (r.trace.config() != l->defaults || !o.setup.input.empty())
-            page.note = fmt::format("Your own numbers: attn check and the golden file use {}.", config_text(l->defaults));
-        page.stopped = r.stopped() ? stop_message(r) : "";
+        pages.push_back(book_page(*l, r, o.setup));
         all_hold = all_hold && !r.stopped() && r.trace.all_checks_hold();
-        pages.push_back(std::move(page));
     }
-    for (std::size_t i = 0; i < pages.size(); ++i) pages[i].trace = &runs[i].trace;
-
-    const Program& program = this_program();
-    BookInfo info;
-    info.made_by = fmt::format("{} {} (golden format {})", program.name, ATTN_VERSION, golden_format_version);
-    if (program.exercise_build)
-        info.remark = fmt::format("These pages come from {}: the lessons ran with your exercise files from {}.",
-                                  program.name, shown_path(program.exercises_dir));
-    try {
-        const auto files = write_book(o.out, pages, info);
-        fmt::print("Wrote {} pages to {}: open {} in a browser.\n", files.size(), printable_utf8(o.out.string()),
-                   printable_utf8(files.front().string()));
-    } catch (const std::runtime_error& e) {
-        fmt::print(stderr, "attn: {}\n", e.what());
-        return exit_golden;
-    }
+    if (const int written = write_book_of(o.out, pages, runs); written != exit_ok) return written;
     for (std::size_t i = 0; i < pages.size(); ++i) {
         const CheckRecordCount n = count_failed(runs[i].trace);
         if (runs[i].stopped()) fmt::print("{}\n", pages[i].stopped);
@@ -535,32 +571,34 @@ bool ensure_directory(const std::filesystem::path& dir) {
 
 }  // namespace
 
-int cmd_export(const ExportOptions& o) {
-    const Lesson* l = single_lesson(o.lesson);
-    if (!l) return exit_usage;
+namespace {
+
+// One lesson's export into `out`, run as set up: its JSON file, or its .npy files (export-only data in
+// out/data/); exit_ok, or the exit code after saying why not (exit_mismatch: the lesson stopped early).
+int export_lesson(const Lesson& l, const ExportOptions& o, const std::filesystem::path& out) {
     int code = exit_ok;
-    const std::optional<LessonRun> maybe_run = run_as_set_up(*l, o.setup, code, false);
+    const std::optional<LessonRun> maybe_run = run_as_set_up(l, o.setup, code, false);
     if (!maybe_run) return code;
     const LessonRun& run = *maybe_run;
-    if (!ensure_directory(o.out)) return exit_golden;
+    if (!ensure_directory(out)) return exit_golden;
     if (run.stopped()) {
         fmt::print(stderr, "{}\n", stop_message(run));
         return exit_mismatch;
     }
     const Trace& trace = run.trace;
-    fmt::print("{}\n", reproducibility_line(*l, trace.config(), o.setup));
+    fmt::print("{}\n", reproducibility_line(l, trace.config(), o.setup));
     std::size_t written = 0, data = 0;
     try {
         if (o.format == "json") {
-            write_file_atomic(o.out / golden_file_name(l->number, l->slug), to_golden_json(trace));
+            write_file_atomic(out / golden_file_name(l.number, l.slug), to_golden_json(trace));
             written = 1;
         } else {
             // export-only data goes to DIR/data/, where `attn compare DIR` and `attn grade` do not
             // look: it is never compared with a golden file
             for (const auto& s : trace.steps())
                 for (const auto& t : s.tensors) {
-                    if (t.export_only && data++ == 0 && !ensure_directory(o.out / export_data_dir)) return exit_golden;
-                    write_file_atomic(o.out / (t.export_only ? export_data_dir : "") / (s.id + "." + t.name + ".npy"),
+                    if (t.export_only && data++ == 0 && !ensure_directory(out / export_data_dir)) return exit_golden;
+                    write_file_atomic(out / (t.export_only ? export_data_dir : "") / (s.id + "." + t.name + ".npy"),
                                       to_npy(t.value));
                     ++written;
                 }
@@ -569,11 +607,38 @@ int cmd_export(const ExportOptions& o) {
         fmt::print(stderr, "attn: {}\n", e.what());
         return exit_golden;
     }
-    fmt::print("wrote {} {} file{} to {}{}\n", written, o.format, written == 1 ? "" : "s", o.out.string(),
+    fmt::print("wrote {} {} file{} to {}{}\n", written, o.format, written == 1 ? "" : "s", out.string(),
                data == 0 || o.format == "json" ? ""
                                                : fmt::format(" ({} of them export-only data, in {})", data,
-                                                             (o.out / export_data_dir).string()));
+                                                             (out / export_data_dir).string()));
     return exit_ok;
+}
+
+}  // namespace
+
+int cmd_export(const ExportOptions& o) {
+    bool ok = true;
+    const auto lessons = resolve(o.lessons, ok);
+    if (!ok) return exit_usage;
+    if ((!o.setup.settings.empty() || !o.setup.input.empty()) && lessons.size() != 1) {
+        fmt::print(stderr, "attn: --set and --input need exactly one lesson, not {}: each lesson has its own "
+                           "parameters and tensors\n", lessons.size());
+        return exit_usage;
+    }
+    // Several lessons run in one program, as `run` runs them: lesson 13 decodes with the race lesson 12
+    // trained a moment before (transformer_race.hpp), where two exports trained it twice. Their JSON files
+    // have names of their own; their .npy files go to a folder per lesson, DIR/<NN>_<slug>/, as `grade` reads.
+    bool all_written = true;
+    for (const Lesson* l : lessons) {
+        const std::filesystem::path out =
+            o.format == "npy" && lessons.size() > 1
+                ? o.out / std::filesystem::path(golden_file_name(l->number, l->slug)).stem()
+                : o.out;
+        const int code = export_lesson(*l, o, out);
+        if (code != exit_ok && code != exit_mismatch) return code;
+        all_written = all_written && code == exit_ok;
+    }
+    return all_written ? exit_ok : exit_mismatch;
 }
 
 namespace {

@@ -24,6 +24,7 @@ struct RunOptions {
     RenderOptions render;
     LessonSetup setup;                 // --seed, --set, --input
     std::filesystem::path svg_dir;     // --svg: write every heatmap, plot and bar chart there as an SVG file
+    std::filesystem::path book_dir;    // --book: also write the lessons run as web pages there, as `book --out`
     bool help = false;                 // --help: the options, and the named lessons' parameters
     bool kept_race = false;            // --kept-race: lessons 12 and 13 load the race the build kept (use_kept_race)
 };
@@ -43,7 +44,7 @@ struct GoldenOptions {
 };
 
 struct ExportOptions {
-    std::string lesson;
+    std::vector<std::string> lessons;  // numbers or slugs, or "all"
     std::string format = "json";  // json: one golden-format file; npy: <step>.<tensor>.npy per tensor
     std::filesystem::path out;
     LessonSetup setup;  // --seed, --set, --input
@@ -76,6 +77,8 @@ struct GradeOptions {
 };
 
 int cmd_list();
+// attn run: every lesson's steps on stdout; with --book also their pages, from the same runs (the bytes
+// `attn book` writes for them), written after the last lesson; exit 3 when they cannot be written.
 int cmd_run(const RunOptions& options);
 int cmd_run_help(const std::string& usage, const std::vector<std::string>& lessons);  // run --help
 // attn book: runs the lessons once and writes their pages (core/html.hpp); exit 1 when a check
@@ -84,6 +87,8 @@ int cmd_run_help(const std::string& usage, const std::vector<std::string>& lesso
 int cmd_book(const BookOptions& options);
 int cmd_check(const GoldenOptions& options);
 int cmd_bless(const GoldenOptions& options);
+// attn export: each lesson's run written as a golden-format JSON file, or as .npy files (into a folder per
+// lesson when there are several); a lesson that stops early is said and skipped (exit 1 at the end).
 int cmd_export(const ExportOptions& options);
 int cmd_compare(const CompareOptions& options);
 int cmd_grade(const GradeOptions& options);

@@ -146,6 +146,8 @@ int run_main(int argc, char** argv) {
     add_setup_options(*run_cmd, run.setup);
     run_cmd->add_option("--svg", run.svg_dir, "Write every heatmap, line plot and bar chart as an SVG file into this "
                                               "directory (created if missing)");
+    run_cmd->add_option("--book", run.book_dir, "Also write the lessons run as web pages into this directory, as "
+                                                "'book --out' does, from the same runs (created if missing)");
     run_cmd->add_flag("--kept-race", run.kept_race, kept_race_help);
 
     BookOptions book;
@@ -184,9 +186,13 @@ int run_main(int argc, char** argv) {
     add_golden_options(*bless_cmd, bless);
 
     ExportOptions exporting;
-    auto* export_cmd = app.add_subcommand("export", "Write every tensor of a lesson (inputs and parameters too)");
-    export_cmd->add_option("lesson", exporting.lesson, "Lesson number or slug")->required();
-    export_cmd->add_option("--format", exporting.format, "json (one golden-format file) or npy (<step>.<tensor>.npy)")
+    auto* export_cmd = app.add_subcommand("export", "Write every tensor of lessons (inputs and parameters too)");
+    export_cmd->add_option("lesson", exporting.lessons, "Lesson numbers or slugs, or 'all' (run in one program: "
+                                                        "lesson 13 then uses the race lesson 12 trained)")
+        ->required();
+    export_cmd->add_option("--format", exporting.format,
+                           "json (one golden-format file per lesson, <NN>_<slug>.json) or npy (<step>.<tensor>.npy; "
+                           "of several lessons, in a folder <NN>_<slug>/ each)")
         ->check(CLI::IsMember({"json", "npy"}));
     export_cmd->add_option("--out", exporting.out, "Directory to write to (created if missing)")->required();
     add_setup_options(*export_cmd, exporting.setup);
