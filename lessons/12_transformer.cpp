@@ -383,6 +383,10 @@ void record_race(Trace& trace, const Race& r) {
                   "Transformer, test"},
                  View::plot)
         .foreign_trained(decoded_with_race());
+    // the three models as trained (attn export only): what the later steps and lesson 13 compute from them
+    export_weights(trace, "trained.without", r.trained.without, "trained weight");
+    export_weights(trace, "trained.with", r.trained.with, "trained weight");
+    export_weights(trace, "trained.transformer", r.trained.transformer, "trained weight");
 }
 
 // ---------------------------------------------------------------- the cost of a pair

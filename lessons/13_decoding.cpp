@@ -1098,6 +1098,9 @@ void lesson_decoding(Trace& trace, const Config& config) {
     const Mat H = nn::encoder_output(m, shown.src);
     const Decoded plain = uncached(m, H, max_words), fast = cached(m, H, max_words);
     record_uncached(trace, corpus, m, shown, plain, max_words);
+    // what this lesson decodes with and from (attn export only): lesson 12's corpus and trained Transformer
+    translation::export_corpus(trace, corpus);
+    translation::export_weights(trace, "trained.transformer", m, "trained weight");
     // the bit-for-bit check at every step of every test sentence
     Apart cached_apart;
     std::size_t steps = 0;

@@ -666,6 +666,10 @@ void lesson_real_translation(Trace& trace, const Config& config) {
 
 void record_results(Trace& trace, const Run& run, const Verses& v, const Chosen& chosen) {
     record_training(trace, run);
+    // the three models as trained (attn export only): what the later steps compute from
+    translation::export_weights(trace, "trained.without", run.without.model, "trained weight");
+    translation::export_weights(trace, "trained.with", run.with.model, "trained weight");
+    translation::export_weights(trace, "trained.transformer", run.transformer.model, "trained weight");
     trace.need_next_step();
     const text::Tokenizer tokenizer(run.tokenizer_model);
     const Models trained{run.without.model, run.with.model, run.transformer.model};

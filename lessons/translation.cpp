@@ -432,16 +432,16 @@ void export_orders(Trace& trace, const Mat& orders) {
                       orders, numbered("epoch ", 1, orders.shape(0)));
 }
 
-void export_weights(Trace& trace, const std::string& model, const nn::Seq2Seq& m) {
+void export_weights(Trace& trace, const std::string& model, const nn::Seq2Seq& m, const std::string& what) {
     for (const auto& [name, weight] : named_weights(m))
-        trace.export_only(model + "." + name, "initial weight, nn::Seq2Seq::" + name, weight);
+        trace.export_only(model + "." + name, what + ", nn::Seq2Seq::" + name, weight);
 }
 
-void export_weights(Trace& trace, const std::string& model, nn::EncoderDecoder m) {
+void export_weights(Trace& trace, const std::string& model, nn::EncoderDecoder m, const std::string& what) {
     for (const nn::NamedEntries& e : nn::named_tensors(m)) {
         Array weight = xt::empty<double>(e.shape);
         std::copy(e.data, e.data + e.size, weight.data());
-        trace.export_only(model + "." + e.name, "initial weight, " + e.name + " of nn::named_tensors", weight);
+        trace.export_only(model + "." + e.name, what + ", " + e.name + " of nn::named_tensors", weight);
     }
 }
 

@@ -216,10 +216,14 @@ Mat epoch_orders(Rng rng, std::size_t pairs, std::size_t epochs);
 // "train_lengths", ...), and the batches' order of every epoch ("order").
 void export_corpus(Trace& trace, const Corpus& c);
 void export_orders(Trace& trace, const Mat& orders);
-// Every weight of a model as drawn, "<model>.<name>": the fields of nn::Seq2Seq in the order of
-// nn::blocks (named_weights), the tensors of nn::named_tensors.
-void export_weights(Trace& trace, const std::string& model, const nn::Seq2Seq& m);
-void export_weights(Trace& trace, const std::string& model, nn::EncoderDecoder m);
+// Every weight of a model, "<model>.<name>": the fields of nn::Seq2Seq in the order of nn::blocks
+// (named_weights), the tensors of nn::named_tensors. `what` heads each one's equation: "initial weight" as
+// drawn, "trained weight" after training (lessons 12, 13 and 14 export both, so that what they compute from
+// their trained models can be computed again outside attn).
+void export_weights(Trace& trace, const std::string& model, const nn::Seq2Seq& m,
+                    const std::string& what = "initial weight");
+void export_weights(Trace& trace, const std::string& model, nn::EncoderDecoder m,
+                    const std::string& what = "initial weight");
 
 // The mean loss per target word over a set, teacher-forced.
 template <class Model>
