@@ -82,6 +82,18 @@ std::vector<Setting> all_minima(const Lesson& lesson) {
     return settings;
 }
 
+// Runs `lesson` at `settings`: every identity check holds, and nothing throws.
+void every_check_holds(const Lesson& lesson, const std::vector<Setting>& settings) {
+    try {
+        const Trace trace = run_lesson(lesson, configure(lesson, lesson.defaults.seed, settings));
+        const std::string failed = attn::test::failed_checks(trace);
+        INFO("failed identity checks:\n" << failed);
+        CHECK(failed.empty());
+    } catch (const std::exception& e) {
+        FAIL_CHECK("threw: " << e.what());
+    }
+}
+
 std::string error_of_configure(const Lesson& lesson, const std::vector<Setting>& settings) {
     try {
         configure(lesson, lesson.defaults.seed, settings);
@@ -242,14 +254,7 @@ TEST_CASE("every parameter of lesson 14 runs at both ends of its range on its qu
             if (p.key == "heads") settings.push_back({"d_model", std::max<long long>(8, value * 2)});
             if (p.key == "d_model") settings.push_back({"heads", value % 2 == 0 ? 2 : 1});
             INFO("lesson real-translation with " << text(settings));
-            try {
-                const Trace trace = run_lesson(lesson, configure(lesson, lesson.defaults.seed, settings));
-                const std::string failed = attn::test::failed_checks(trace);
-                INFO("failed identity checks:\n" << failed);
-                CHECK(failed.empty());
-            } catch (const std::exception& e) {
-                FAIL_CHECK("threw: " << e.what());
-            }
+            every_check_holds(lesson, settings);
         }
 }
 
@@ -288,14 +293,7 @@ TEST_CASE("every parameter of lesson 13 runs at both ends of its range on a quic
             std::vector<Setting> settings = {{"epochs", 1}, {"sentences", 50}, {"test", 20}, {"long", 5}};
             settings.push_back({p.key, value});
             INFO("lesson decoding with " << text(settings));
-            try {
-                const Trace trace = run_lesson(lesson, configure(lesson, lesson.defaults.seed, settings));
-                const std::string failed = attn::test::failed_checks(trace);
-                INFO("failed identity checks:\n" << failed);
-                CHECK(failed.empty());
-            } catch (const std::exception& e) {
-                FAIL_CHECK("threw: " << e.what());
-            }
+            every_check_holds(lesson, settings);
         }
 }
 

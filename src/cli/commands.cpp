@@ -70,6 +70,19 @@ std::vector<const Lesson*> resolve(const std::vector<std::string>& names, bool& 
     return out;
 }
 
+// resolve(), and false after saying why when --set or --input is given for other than one lesson.
+std::vector<const Lesson*> resolve_for_setup(const std::vector<std::string>& names, const LessonSetup& setup,
+                                             bool& ok) {
+    std::vector<const Lesson*> lessons = resolve(names, ok);
+    if (ok && (!setup.settings.empty() || !setup.input.empty()) && lessons.size() != 1) {
+        fmt::print(stderr, "attn: --set and --input need exactly one lesson, not {}: each lesson has its own "
+                           "parameters and tensors\n", lessons.size());
+        ok = false;
+        return {};
+    }
+    return lessons;
+}
+
 std::string lesson_header(const Lesson& l, const Config& c, const LessonSetup& setup) {
     std::string header = fmt::format("Lesson {} · {} · {}\n  after {}\n  {}\n", l.number, l.slug, l.title, l.sources,
                                      reproducibility_line(l, c, setup));
@@ -394,13 +407,8 @@ int cmd_run(const RunOptions& o) {
 
 int cmd_book(const BookOptions& o) {
     bool ok = true;
-    const auto lessons = resolve(o.lessons, ok);
+    const auto lessons = resolve_for_setup(o.lessons, o.setup, ok);
     if (!ok) return exit_usage;
-    if ((!o.setup.settings.empty() || !o.setup.input.empty()) && lessons.size() != 1) {
-        fmt::print(stderr, "attn: --set and --input need exactly one lesson, not {}: each lesson has its own "
-                           "parameters and tensors\n", lessons.size());
-        return exit_usage;
-    }
     if (!book_folder_ready(o.out, "--out")) return exit_golden;
 
     std::vector<LessonRun> runs;  // kept whole: the pages point into their traces
@@ -618,13 +626,8 @@ int export_lesson(const Lesson& l, const ExportOptions& o, const std::filesystem
 
 int cmd_export(const ExportOptions& o) {
     bool ok = true;
-    const auto lessons = resolve(o.lessons, ok);
+    const auto lessons = resolve_for_setup(o.lessons, o.setup, ok);
     if (!ok) return exit_usage;
-    if ((!o.setup.settings.empty() || !o.setup.input.empty()) && lessons.size() != 1) {
-        fmt::print(stderr, "attn: --set and --input need exactly one lesson, not {}: each lesson has its own "
-                           "parameters and tensors\n", lessons.size());
-        return exit_usage;
-    }
     // Several lessons run in one program, as `run` runs them: lesson 13 decodes with the race lesson 12
     // trained a moment before (transformer_race.hpp), where two exports trained it twice. Their JSON files
     // have names of their own; their .npy files go to a folder per lesson, DIR/<NN>_<slug>/, as `grade` reads.
