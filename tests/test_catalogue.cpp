@@ -183,7 +183,7 @@ std::vector<Row> catalogue() {
         {"a --set key one edit away is suggested", "run 1 --set trails=3", {}, 2, "(did you mean 'trials'?)"},
         {"an unknown flag", "run 1 --frobnicate", {}, 2, "The following argument was not expected: --frobnicate"},
         {"an unknown command lists the commands", "frobnicate", {}, 2,
-         "unknown command 'frobnicate'; the commands are: list, run, book, check, bless, export, compare, grade"},
+         "unknown command 'frobnicate'; the commands are: list, run, book, check, bless, export, train, translate, compare, grade"},
         {"a mistyped command suggests the nearest", "chek", {}, 2, "unknown command 'chek'; did you mean 'check'?"},
 
         // ---- numbers on the command line: negative, zero, NaN, inf, huge
