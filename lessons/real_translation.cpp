@@ -444,6 +444,19 @@ std::vector<NpzMember> checkpoint_members(const Run& r) {
                                 {"has_spare", g.has_spare},
                                 {"spare_bits", hex_double(g.spare)}};
     description["tensors"] = tensors;
+    // a worked example to check a reimplementation against (README's PyTorch script): the first test verse,
+    // teacher-forced, and each model's -log p(target | source), in nats, as this attn computes it
+    if (!r.data.test.empty()) {
+        const Pair& p = r.data.test.front();
+        description["example"] = {
+            {"source_ids", p.src},
+            {"target_ids", p.tgt},
+            {"about", "the first test verse (John 1:1) in the models' ids; the target without <sos> and <eos>, "
+                      "whose -log p is included"},
+            {"neg_log_prob", {{"without", translation::teacher_forced(r.without.model, p).loss},
+                              {"with", translation::teacher_forced(r.with.model, p).loss},
+                              {"transformer", translation::teacher_forced(r.transformer.model, p).loss}}}};
+    }
     std::vector<NpzMember> out = {{"attn.json", description.dump(1) + "\n"}, {"tokenizer.model", r.tokenizer_model}};
     for (auto& m : weights) out.push_back(std::move(m));
     for (auto& m : state) out.push_back(std::move(m));

@@ -6,6 +6,9 @@
 #   readme_example.sh ATTN README torch      lesson 9: attn export 9, the ```python3 block, which
 #                                            trains both models for one epoch in PyTorch and exits 1
 #                                            unless its losses agree with lesson 9's
+#   readme_example.sh ATTN README checkpoint lesson 14: a small attn train, then the ```python3 checkpoint
+#                                            block, which rebuilds the GRU models from the checkpoint and
+#                                            exits 1 unless -log p of John 1:1 agrees to 1e-12
 # (Each example is the one block of README.md whose fence names that language exactly.)
 # Exit 77 (meson's "skipped") when no python3 with numpy (torch: PyTorch) is found, and says so;
 # for torch under CI=true a failure instead, since CI installs it (.ci/torch-packages.txt).
@@ -18,7 +21,8 @@ case "$example" in
     numpy) fence='```python' fewest=5 ;;
     backprop) fence='```py' fewest=10 ;;
     torch) fence='```python3' fewest=40 module=torch ;;
-    *) echo "readme_example.sh: unknown example '$example' (numpy, backprop or torch)"; exit 2 ;;
+    checkpoint) fence='```python3 checkpoint' fewest=30 module=torch ;;
+    *) echo "readme_example.sh: unknown example '$example' (numpy, backprop, torch or checkpoint)"; exit 2 ;;
 esac
 python=""
 for candidate in "$(command -v python3 || true)" /usr/bin/python3; do
@@ -50,6 +54,14 @@ elif [ "$example" = backprop ]; then
     "$attn" export backprop --format npy --out backprop
     "$python" example.py
     echo "README's gradient example ran ($lines lines, $python): lesson 8's dQ matches numpy's central differences"
+elif [ "$example" = checkpoint ]; then
+    # a small run (32 verse pairs, one epoch): seconds, most of them reading the Bible's two modules
+    "$attn" train --out model --set pairs=32 --set validation=8 --set test=8 --set epochs=1 > train.txt ||
+        { cat train.txt; exit 1; }
+    "$python" example.py model/checkpoint.npz | tee printed.txt
+    [ "$(grep -c 'relative difference' printed.txt)" -eq 2 ] ||
+        { echo "README's checkpoint script did not print the two models' numbers"; exit 1; }
+    echo "README's checkpoint script ran ($lines lines, $python): the GRU models rebuilt from the checkpoint give attn's -log p to 1e-12"
 else
     "$attn" export learning-to-align --out lesson9
     # the script prints both models' epoch-1 losses beside lesson 9's and exits 1 when they differ
