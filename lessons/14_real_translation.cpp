@@ -630,16 +630,11 @@ void record_cost(Trace& trace, const Config& c, const Run& r) {
                    "Lesson 12's count on this run's average training pair: {:.1f} English and {:.1f} Spanish pieces "
                    "(with <eos>), where lesson 12's toy sentences had about 11 words. The output layer's V x width "
                    "multiply-adds per target piece dominate at {} pieces: real text costs vocabulary as much as "
-                   "length. The pieces each model trained on per second of this machine's time are shown below "
-                   "(measured, so never recorded in the golden file).",
+                   "length. How many pieces each model trains on per second of this machine is printed by attn "
+                   "train at its end: a wall time, never recorded, so that two runs export the same bytes.",
                    T_x, T_y, data.pieces.size()));
     trace.tensor("cost", "per teacher-forced pair", cost, {"without attention", "with attention", "Transformer"},
                  {"sequential steps", "multiply-adds", "weights"});
-    const Vec speed_of{r.trained_pieces[0] / r.seconds[0], r.trained_pieces[1] / r.seconds[1],
-                       r.trained_pieces[2] / r.seconds[2]};
-    TensorRecord& speed = trace.tensor("pieces_per_second", "training pieces per second, this run", speed_of,
-                                       {"without", "with", "Transformer"}, {}, View::bars);
-    speed.measured = true;
 }
 
 // ---------------------------------------------------------------- the lesson

@@ -294,6 +294,15 @@ def loose(text):
     return re.sub(r"\s+", "", DEVANAGARI_SIGNS.sub("", text))
 
 
+def rotated_labels(path):
+    """The texts an SVG draws rotated (a transform with rotate)."""
+    out = set()
+    for element in ET.parse(path).getroot().iter(SVG_NS + "text"):
+        if "rotate(" in (element.get("transform") or ""):
+            out.add("".join(element.itertext()))
+    return out
+
+
 def browser_check(shown, svg_dir, out_dir, chromium, pdftotext):
     """Prints a page of every SVG to PDF and a PNG; pdftotext must find every visible label."""
     sizes = []
@@ -337,7 +346,12 @@ def browser_check(shown, svg_dir, out_dir, chromium, pdftotext):
     loose_text = loose(text)
     before, approximate = len(failures), []
     for name, labels in shown:
-        missing = [label for label in labels if label not in text and loose(label) not in loose_text]
+        # labels drawn at -45 degrees (column labels wider than their cells) come out of pdftotext in
+        # pieces and out of order when they are short and close (lesson 14's subword pieces: "_be" as
+        # "e g _b"): for them, every character drawn is what shows the font had them
+        rotated = rotated_labels(os.path.join(svg_dir, name))
+        missing = [label for label in labels if label not in text and loose(label) not in loose_text and
+                   not (label in rotated and all(ch in loose_text for ch in loose(label)))]
         approximate += [label for label in labels if label not in text and label not in missing]
         if missing:
             fail("{}: not in the rendered PDF text (no font for them?): {}".format(name, missing))

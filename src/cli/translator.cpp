@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -38,6 +39,14 @@ const char* const checkpoint_name = "checkpoint.npz";
 // compute (sinusoidal positions, recurrent state), but memory and time grow with it, and what they were
 // trained on is at most a few dozen words.
 constexpr std::size_t most_source_pieces = 400;
+
+// The machine's load averages over 1, 5 and 15 minutes ("?" where /proc/loadavg cannot be read).
+std::string load_average() {
+    std::ifstream in("/proc/loadavg");
+    std::string one, five, fifteen;
+    if (!(in >> one >> five >> fifteen)) return "?";
+    return one + " " + five + " " + fifteen;
+}
 
 std::string minutes(double seconds) {
     if (seconds < 90.0) return fmt::format("{:.0f} s", seconds);
@@ -185,6 +194,11 @@ int cmd_train(const TrainOptions& o) {
     results.on_progress({});
     rt::record_results(results, run, *verses, chosen);
     print_steps(results);
+    if (run.seconds[0] > 0.0)
+        fmt::print("{} train: this process trained {:.0f}, {:.0f} and {:.0f} target pieces a second (without, with, "
+                   "Transformer; one core, wall time; load {})\n",
+                   name, run.trained_pieces[0] / run.seconds[0], run.trained_pieces[1] / run.seconds[1],
+                   run.trained_pieces[2] / run.seconds[2], load_average());
     fmt::print("{} train: done; translate with: {} translate --model {} \"In the beginning was the Word.\"\n", name,
                name, printable_utf8(o.out.string()));
     return results.all_checks_hold() ? exit_ok : exit_mismatch;
