@@ -356,11 +356,11 @@ void record_training(Trace& trace, const Run& r) {
                    "After {} epochs ({:.0f} steps) the validation loss per piece is {:.3f} without attention, "
                    "{:.3f} with and {:.3f} for the Transformer (row 0: as drawn). Row e's training loss is the "
                    "mean over epoch e's batches while the weights moved; its validation loss is measured at the "
-                   "epoch's end, on verses of books never trained on. At the default size these models have seen "
-                   "a few hundred verses: they learn which pieces are frequent and little more, and which ends "
-                   "lowest is what this run reached, reported rather than checked. The full run is many epochs "
-                   "over every short training verse (--set pairs=30000 --set epochs=...).",
-                   E, r.transformer.steps, r.curves(E, 1), r.curves(E, 3), r.curves(E, 5)));
+                   "epoch's end, on verses of books never trained on. Which model ends lowest is what this run "
+                   "reached on its {} verse pairs, reported rather than checked: at the defaults' few hundred "
+                   "verses the models learn little more than which pieces are frequent, and attn train --full "
+                   "trains them on all 20,785 short verses of the training books.",
+                   E, r.transformer.steps, r.curves(E, 1), r.curves(E, 3), r.curves(E, 5), r.data.train.size()));
     trace.tensor("losses", "nats per target piece", r.curves, numbered("epoch ", 0, E + 1),
                  {"without, train", "without, validation", "with, train", "with, validation", "Transformer, train",
                   "Transformer, validation"})
