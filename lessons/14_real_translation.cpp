@@ -47,28 +47,7 @@ namespace real_translation {  // this lesson's own names (the lessons compile as
 namespace {
 
 using translation::Pair;
-using translation::Trainer;
 
-// ---------------------------------------------------------------- parameters (--set)
-
-namespace param {
-const Param pairs{"pairs", 128, 16, 30000,
-                  "training verse pairs, taken evenly from the training books' pairs of at most max_words words"};
-const Param validation{"validation", 24, 8, 600, "validation verse pairs (Ruth, Esther, Daniel), taken evenly"};
-const Param test{"test", 24, 8, 879, "test verse pairs (John, every length), taken evenly across the book"};
-const Param max_words{"max_words", 30, 10, 50,
-                      "most words of a training verse on either side (Bahdanau et al.'s RNNsearch-30 and -50)"};
-const Param vocab{"vocab", 400, 200, 16000,
-                  "most pieces of the SentencePiece vocabulary, shared by both languages (fewer when the "
-                  "training verses cannot fill it)"};
-const Param epochs{"epochs", 2, 1, 60, "passes over the training verses"};
-const Param width{"width", 24, 4, 256, "width u of the two GRU models"};
-const Param d_model{"d_model", 24, 4, 256, "width of the Transformer (even: the sinusoidal positions)"};
-const Param heads{"heads", 4, 1, 8, "attention heads h of the Transformer; must divide d_model"};
-const Param layers{"layers", 1, 1, 6, "blocks of the Transformer's encoder, and of its decoder"};
-const Param d_ff{"d_ff", 48, 1, 1024, "hidden width of the Transformer's feed-forward network"};
-const Param warmup{"warmup", 40, 1, 100000, "warm-up steps of the Transformer's learning rate"};
-}  // namespace param
 
 std::string limits(const Config& c) {
     if (auto why = even(c, param::d_model); !why.empty()) return why;
@@ -481,6 +460,7 @@ std::vector<std::string> raw_pieces(const text::Tokenizer& t, const std::vector<
 // One hand-aligned verse as the models read it, with each piece's word (<eos> has none).
 struct AlignedVerse {
     const text::HandAlignment* gold;
+    text::VersePair verse;  // its text, as the modules give it
     Pair pair;
     std::vector<std::size_t> en_words, es_words;  // per source piece; per target piece and <eos>
 };
@@ -490,7 +470,7 @@ std::vector<AlignedVerse> aligned_verses(const text::Tokenizer& t, const Verses&
     const std::vector<text::VersePair> pairs = text::hand_aligned_pairs(gold, v.split.test);
     std::vector<AlignedVerse> out;
     for (std::size_t k = 0; k < gold.size(); ++k) {
-        AlignedVerse a{&gold[k], {model_ids(t, pairs[k].en), model_ids(t, pairs[k].es)}, {}, {}};
+        AlignedVerse a{&gold[k], pairs[k], {model_ids(t, pairs[k].en), model_ids(t, pairs[k].es)}, {}, {}};
         a.en_words = text::piece_words(raw_pieces(t, a.pair.src), gold[k].en);
         a.es_words = text::piece_words(raw_pieces(t, a.pair.tgt), gold[k].es);
         a.es_words.push_back(text::no_word);  // <eos>
@@ -528,51 +508,63 @@ text::WeightRows diagonal_words(const text::HandAlignment& g) {
     return w;
 }
 
-void record_maps(Trace& trace, const text::Tokenizer& t, const Models& m, const Verses& v) {
-    const std::vector<AlignedVerse> verses = aligned_verses(t, v);
+// Each model's attention on every hand-aligned verse, scored: rows the GRU with attention, each head of the
+// Transformer's last block, the heads averaged, the diagonal guess, the best an argmax alignment can do;
+// columns accuracy and AER. With what the checks of step [maps] measure on the way.
+struct AlignmentTable {
+    Mat table;
+    std::vector<std::string> rows;
+    double row_sums = 0.0;   // the largest |row sum - 1| of any map
+    double gold_miss = 0.0;  // 1 - the accuracy of a map on the gold partners, the worst verse
+    std::size_t links = 0;   // sure links in all
+};
+
+AlignmentTable alignment_table(const Models& m, const std::vector<AlignedVerse>& verses) {
     const std::size_t h = m.transformer.heads;
-    // rows: the GRU with attention, each head of the last block, the heads averaged, the diagonal guess,
-    // the best an argmax alignment can do
     std::vector<text::AlignmentScore> scores(h + 4);
-    double sums = 0.0, gold_miss = 0.0;
-    std::size_t links = 0;
+    AlignmentTable out;
     for (const AlignedVerse& a : verses) {
+        const auto scored = [&](const Mat& map) { return text::score_attention(rows_of(map), a.es_words, a.en_words, *a.gold); };
         const Mat bahdanau = translation::teacher_forced_weights(m.with, a.pair);
         const nn::EncoderDecoderPass pass = nn::encoder_decoder_forward(
             m.transformer, a.pair.src, translation::decoder_inputs(a.pair), translation::decoder_outputs(a.pair));
-        const auto& last = pass.cross_weights.back();
-        scores[0] += text::score_attention(rows_of(bahdanau), a.es_words, a.en_words, *a.gold);
+        scores[0] += scored(bahdanau);
         Mat mean = nn::zeros(bahdanau.shape(0), bahdanau.shape(1));
         for (std::size_t k = 0; k < h; ++k) {
-            const Mat head = nn::slice_of(last, k);
-            scores[1 + k] += text::score_attention(rows_of(head), a.es_words, a.en_words, *a.gold);
+            const Mat head = nn::slice_of(pass.cross_weights.back(), k);
+            scores[1 + k] += scored(head);
             mean += head / as_double(h);
         }
-        scores[h + 1] += text::score_attention(rows_of(mean), a.es_words, a.en_words, *a.gold);
+        scores[h + 1] += scored(mean);
         scores[h + 2] += text::score_word_weights(diagonal_words(*a.gold), *a.gold);
         scores[h + 3] += text::best_argmax_score(*a.gold);
-        gold_miss = std::max(gold_miss, 1.0 - text::score_attention(rows_of(gold_map(a)), a.es_words, a.en_words,
-                                                                     *a.gold).accuracy());
-        sums = std::max(sums, row_sum_error(bahdanau));
-        for (const auto& w : pass.cross_weights) sums = std::max(sums, row_sum_error(w));
-        links += a.gold->sure.size();
+        out.gold_miss = std::max(out.gold_miss, 1.0 - scored(gold_map(a)).accuracy());
+        out.row_sums = std::max(out.row_sums, row_sum_error(bahdanau));
+        for (const auto& w : pass.cross_weights) out.row_sums = std::max(out.row_sums, row_sum_error(w));
+        out.links += a.gold->sure.size();
     }
-    Mat table = nn::zeros(scores.size(), 2);
+    out.table = nn::zeros(scores.size(), 2);
     for (std::size_t r = 0; r < scores.size(); ++r) {
-        table(r, 0) = scores[r].accuracy();
-        table(r, 1) = scores[r].aer();
+        out.table(r, 0) = scores[r].accuracy();
+        out.table(r, 1) = scores[r].aer();
     }
-    double best_model = 0.0;
-    for (std::size_t r = 0; r <= h + 1; ++r) best_model = std::max(best_model, table(r, 0));
-    std::vector<std::string> rows = {"GRU with attention"};
-    for (const std::string& head : numbered("Transformer head ", 1, h)) rows.push_back(head);
-    rows.insert(rows.end(), {"Transformer, heads averaged", "diagonal guess", "best an argmax can do"});
+    out.rows = {"GRU with attention"};
+    for (const std::string& head : numbered("Transformer head ", 1, h)) out.rows.push_back(head);
+    out.rows.insert(out.rows.end(), {"Transformer, heads averaged", "diagonal guess", "best an argmax can do"});
+    return out;
+}
 
+void record_maps(Trace& trace, const text::Tokenizer& t, const Models& m, const Verses& v) {
+    const std::vector<AlignedVerse> verses = aligned_verses(t, v);
+    const AlignmentTable a = alignment_table(m, verses);
+    const std::size_t h = m.transformer.heads;
+    double best_model = 0.0;
+    for (std::size_t r = 0; r <= h + 1; ++r) best_model = std::max(best_model, a.table(r, 0));
+    const double diagonal = a.table(h + 2, 0);
     const AlignedVerse& shown = verses.front();  // John 1:2
     const std::vector<std::string> src = piece_labels(t, shown.pair.src);
     std::vector<std::string> tgt = piece_labels(t, shown.pair.tgt);
     tgt.push_back("<eos>");
-    const Mat bahdanau = translation::teacher_forced_weights(m.with, shown.pair);
     const nn::EncoderDecoderPass pass = nn::encoder_decoder_forward(
         m.transformer, shown.pair.src, translation::decoder_inputs(shown.pair), translation::decoder_outputs(shown.pair));
     trace.step("maps", "Bahdanau et al.'s figure 3 on real text: where each Spanish piece looks",
@@ -589,11 +581,12 @@ void record_maps(Trace& trace, const text::Tokenizer& t, const Models& m, const 
                    "Below, {}: \"{}\" -> \"{}\", the GRU with attention's map, then every head of the Transformer's "
                    "last decoder block. In this run the best model's accuracy, {:.3f}, is {} the diagonal guess's, "
                    "{:.3f}: reported, not checked (at the defaults' few steps the maps are still near uniform).",
-                   verses.size(), links, shown.gold->ref, v.split.test.at(1).en, v.split.test.at(1).es, best_model,
-                   best_model > table(h + 2, 0) ? "above" : "not above", table(h + 2, 0)));
-    trace.tensor("alignment", "accuracy and AER over the hand-aligned verses", table, rows, {"accuracy", "AER"})
+                   verses.size(), a.links, shown.gold->ref, shown.verse.en, shown.verse.es, best_model,
+                   best_model > diagonal ? "above" : "not above", diagonal));
+    trace.tensor("alignment", "accuracy and AER over the hand-aligned verses", a.table, a.rows, {"accuracy", "AER"})
         .foreign_shown(trained_here());
-    trace.tensor("bahdanau", "alpha, teacher-forced", bahdanau, tgt, src, View::heatmap)
+    trace.tensor("bahdanau", "alpha, teacher-forced", translation::teacher_forced_weights(m.with, shown.pair), tgt,
+                 src, View::heatmap)
         .axes("Spanish piece", "English piece")
         .foreign_shown(trained_here());
     for (std::size_t k = 0; k < h; ++k)
@@ -601,10 +594,10 @@ void record_maps(Trace& trace, const text::Tokenizer& t, const Models& m, const 
                      nn::slice_of(pass.cross_weights.back(), k), tgt, src, View::heatmap)
             .axes("Spanish piece", "English piece")
             .foreign_shown(trained_here());
-    trace.check("every row of every map sums to 1 over the source pieces", sums, 1e-12);
+    trace.check("every row of every map sums to 1 over the source pieces", a.row_sums, 1e-12);
     trace.check("a map with each Spanish piece on its word's partner scores accuracy 1 (pieces, words and links "
                 "agree on every hand-aligned verse)",
-                gold_miss, 0.0);
+                a.gold_miss, 0.0);
 }
 
 // ---------------------------------------------------------------- step [cost]

@@ -19,24 +19,7 @@ namespace attn::real_translation {
 using translation::Pair;
 using json = nlohmann::ordered_json;
 
-namespace key {  // the keys the run reads (the lesson file declares the parameters with their ranges)
-constexpr const char* pairs = "pairs";
-constexpr const char* validation = "validation";
-constexpr const char* test = "test";
-constexpr const char* max_words = "max_words";
-constexpr const char* vocab = "vocab";
-constexpr const char* epochs = "epochs";
-constexpr const char* width = "width";
-constexpr const char* d_model = "d_model";
-constexpr const char* heads = "heads";
-constexpr const char* layers = "layers";
-constexpr const char* d_ff = "d_ff";
-constexpr const char* warmup = "warmup";
-}  // namespace key
-
 namespace {
-
-std::size_t setting(const Config& c, const char* key) { return static_cast<std::size_t>(c.get(key)); }
 
 // `count` of `from`, evenly spaced: the k-th is from[floor(k n / count)]; all of them when count >= n.
 std::vector<text::VersePair> evenly(const std::vector<text::VersePair>& from, std::size_t count) {
@@ -80,14 +63,14 @@ std::shared_ptr<const Verses> read_verses() {
 std::size_t longer_side(const text::VersePair& p) { return std::max(text::word_count(p.en), text::word_count(p.es)); }
 
 Chosen chosen_verses(const Verses& v, const Config& c) {
-    const std::size_t most = setting(c, key::max_words);
+    const std::size_t most = c.size(param::max_words);
     std::vector<text::VersePair> short_train, short_validation;
     for (const text::VersePair& p : v.split.train)
         if (longer_side(p) <= most) short_train.push_back(p);
     for (const text::VersePair& p : v.split.validation)
         if (longer_side(p) <= most) short_validation.push_back(p);
-    return {evenly(short_train, setting(c, key::pairs)), evenly(short_validation, setting(c, key::validation)),
-            evenly(v.split.test, setting(c, key::test)), short_train.size()};
+    return {evenly(short_train, c.size(param::pairs)), evenly(short_validation, c.size(param::validation)),
+            evenly(v.split.test, c.size(param::test)), short_train.size()};
 }
 
 // ---------------------------------------------------------------- pieces and ids
@@ -144,7 +127,7 @@ std::vector<std::string> tokenizer_text(const Chosen& chosen, const Verses& v) {
 
 std::string trained_tokenizer(const Chosen& chosen, const Verses& v, const Config& c) {
     text::SentencePieceOptions options;
-    options.vocab_size = setting(c, key::vocab);
+    options.vocab_size = c.size(param::vocab);
     options.hard_vocab_limit = false;
     return text::train_sentencepiece(tokenizer_text(chosen, v), options);
 }
@@ -163,11 +146,11 @@ Tokenized tokenized(const text::Tokenizer& t, const Chosen& chosen) {
 // ---------------------------------------------------------------- the models
 
 translation::TransformerSizes sizes_of(const Config& c) {
-    return {setting(c, key::d_model), setting(c, key::heads), setting(c, key::layers), setting(c, key::d_ff)};
+    return {c.size(param::d_model), c.size(param::heads), c.size(param::layers), c.size(param::d_ff)};
 }
 
 Models drawn_models(Rng& rng, const Config& c, std::size_t V) {
-    const std::size_t u = setting(c, key::width);
+    const std::size_t u = c.size(param::width);
     Models m{translation::drawn_model(rng, false, V, V, u), translation::drawn_model(rng, true, V, V, u), {}};
     m.transformer = translation::drawn_transformer(rng, sizes_of(c), V, V);
     return m;
@@ -178,7 +161,7 @@ Models drawn_models(Rng& rng, const Config& c, std::size_t V) {
 namespace {
 
 nn::AdamSettings transformer_adam(std::size_t step, const Config& c) {
-    return {nn::warmup_learning_rate(step, setting(c, key::d_model), setting(c, key::warmup)), 0.9, 0.98, 1e-9};
+    return {nn::warmup_learning_rate(step, c.size(param::d_model), c.size(param::warmup)), 0.9, 0.98, 1e-9};
 }
 
 // Row `row` of the curves: the training losses given, the validation losses measured now.
@@ -191,7 +174,7 @@ void record_curves(Run& r, std::size_t row, const std::array<double, 3>& train) 
 
 }  // namespace
 
-std::size_t total_epochs(const Run& r) { return setting(r.config, key::epochs); }
+std::size_t total_epochs(const Run& r) { return r.config.size(param::epochs); }
 
 Run start_run(const Verses& v, const Chosen& chosen, const Config& c) {
     Run r;
@@ -379,9 +362,9 @@ Opened opened(const std::vector<NpzMember>& members, const std::string& source) 
         if (const std::string why = l.limits(o.config); !why.empty())
             throw CheckpointError(fmt::format("{}: its configuration is not one attn trains: {}", source, why));
         o.epochs_done = o.description.at("epochs_done").get<std::size_t>();
-        if (o.epochs_done > static_cast<std::size_t>(o.config.get(key::epochs)))
+        if (o.epochs_done > o.config.size(param::epochs))
             throw CheckpointError(fmt::format("{}: {} epochs done of {}", source, o.epochs_done,
-                                              o.config.get(key::epochs)));
+                                              o.config.size(param::epochs)));
     } catch (const json::exception& e) {
         throw CheckpointError(fmt::format("{}: its attn.json is not what attn train writes: {}", source, e.what()));
     } catch (const SettingError& e) {

@@ -27,7 +27,27 @@
 
 namespace attn::real_translation {
 
-// The lesson's record (its parameters are the translator's settings).
+// The lesson's parameters (--set), which are also attn train's settings.
+namespace param {
+inline const Param pairs{"pairs", 128, 16, 30000,
+                         "training verse pairs, taken evenly from the training books' pairs of at most max_words words"};
+inline const Param validation{"validation", 24, 8, 600, "validation verse pairs (Ruth, Esther, Daniel), taken evenly"};
+inline const Param test{"test", 24, 8, 879, "test verse pairs (John, every length), taken evenly across the book"};
+inline const Param max_words{"max_words", 30, 10, 50,
+                             "most words of a training verse on either side (Bahdanau et al.'s RNNsearch-30 and -50)"};
+inline const Param vocab{"vocab", 400, 200, 16000,
+                         "most pieces of the SentencePiece vocabulary, shared by both languages (fewer when the "
+                         "training verses cannot fill it)"};
+inline const Param epochs{"epochs", 2, 1, 60, "passes over the training verses"};
+inline const Param width{"width", 24, 4, 256, "width u of the two GRU models"};
+inline const Param d_model{"d_model", 24, 4, 256, "width of the Transformer (even: the sinusoidal positions)"};
+inline const Param heads{"heads", 4, 1, 8, "attention heads h of the Transformer; must divide d_model"};
+inline const Param layers{"layers", 1, 1, 6, "blocks of the Transformer's encoder, and of its decoder"};
+inline const Param d_ff{"d_ff", 48, 1, 1024, "hidden width of the Transformer's feed-forward network"};
+inline const Param warmup{"warmup", 40, 1, 100000, "warm-up steps of the Transformer's learning rate"};
+}  // namespace param
+
+// The lesson's record.
 const Lesson& lesson();
 
 // ---------------------------------------------------------------- the verses

@@ -84,6 +84,33 @@ void print_steps(const Trace& trace) {
     for (std::size_t i = 0; i < steps.size(); ++i) fmt::print("{}\n", render_step(steps[i], i + 1, steps.size(), options));
 }
 
+// The run DIR/checkpoint.npz saved, when there is one and it is of the configuration asked for; nullopt
+// with `refused` exit_ok when there is none; nullopt with an exit code after saying why it cannot be resumed.
+std::optional<rt::Run> saved_run(const fs::path& file, const rt::Verses& verses, const Config& asked, int& refused) {
+    const std::string& name = this_program().name;
+    if (!fs::exists(file)) return std::nullopt;
+    std::optional<rt::Run> resumed;
+    try {
+        resumed = rt::resumed_run(verses, read_npz(file), file.string());
+    } catch (const std::runtime_error& e) {  // GoldenError (not an archive), rt::CheckpointError (not ours)
+        fmt::print(stderr, "{} train: {}\nMove it away (or choose another --out) to train from the start.\n", name,
+                   e.what());
+        refused = exit_golden;
+        return std::nullopt;
+    }
+    if (resumed->config != asked) {
+        fmt::print(stderr,
+                   "{} train: {} holds a checkpoint of another configuration ({}), not of the one asked for "
+                   "({}): give the same settings to resume it, or another --out\n",
+                   name, printable_utf8(file.string()), config_text(resumed->config), config_text(asked));
+        refused = exit_usage;
+        return std::nullopt;
+    }
+    fmt::print("{} train: resuming {} after epoch {} of {}\n", name, printable_utf8(file.string()), resumed->epoch,
+               rt::total_epochs(*resumed));
+    return resumed;
+}
+
 }  // namespace
 
 const std::vector<std::string>& full_settings() {
@@ -120,29 +147,9 @@ int cmd_train(const TrainOptions& o) {
     const fs::path file = o.out / checkpoint_name;
     const std::shared_ptr<const rt::Verses> verses = rt::read_verses();
     const rt::Chosen chosen = rt::chosen_verses(*verses, *asked);
-    std::optional<rt::Run> resumed;
-    if (fs::exists(file)) {
-        try {
-            resumed = rt::resumed_run(*verses, read_npz(file), file.string());
-        } catch (const GoldenError& e) {
-            fmt::print(stderr, "{} train: {}\nMove it away (or choose another --out) to train from the start.\n", name,
-                       e.what());
-            return exit_golden;
-        } catch (const rt::CheckpointError& e) {
-            fmt::print(stderr, "{} train: {}\nMove it away (or choose another --out) to train from the start.\n", name,
-                       e.what());
-            return exit_golden;
-        }
-        if (resumed->config != *asked) {
-            fmt::print(stderr,
-                       "{} train: {} holds a checkpoint of another configuration ({}), not of the one asked for "
-                       "({}): give the same settings to resume it, or another --out\n",
-                       name, printable_utf8(file.string()), config_text(resumed->config), config_text(*asked));
-            return exit_usage;
-        }
-        fmt::print("{} train: resuming {} after epoch {} of {}\n", name, printable_utf8(file.string()),
-                   resumed->epoch, rt::total_epochs(*resumed));
-    }
+    int refused = exit_ok;
+    std::optional<rt::Run> resumed = saved_run(file, *verses, *asked, refused);
+    if (refused != exit_ok) return refused;
     rt::Run run = resumed ? std::move(*resumed) : rt::start_run(*verses, chosen, *asked);
     if (!resumed)
         fmt::print("{} train: lesson 14's three models, {}: {} training verse pairs, {} pieces; about {} on this "
@@ -264,7 +271,7 @@ std::string refusal(const Loaded& m, const std::string& sentence) {
         if (pieces > most_source_pieces)
             return fmt::format("it is {} pieces long, above the {} this command takes (the models were trained on "
                                "verses of at most {} words)",
-                               pieces, most_source_pieces, m.translator.config.get("max_words"));
+                               pieces, most_source_pieces, m.translator.config.size(rt::param::max_words));
     } catch (const text::TokenizerError& e) {
         return e.what();
     }
@@ -338,7 +345,7 @@ int cmd_translate(const TranslateOptions& o) {
                                              : std::string("the Transformer, greedy"))
                                : (o.which == "with" ? "the GRU with attention, greedy" : "the GRU without attention, greedy");
     fmt::print(stderr, "{} translate: by {}, from {} (trained {} of {} epochs)\n", name, by,
-               printable_utf8(file.string()), m->translator.epochs_done, m->translator.config.get("epochs"));
+               printable_utf8(file.string()), m->translator.epochs_done, m->translator.config.size(rt::param::epochs));
     return all ? exit_ok : exit_usage;
 }
 
