@@ -3,6 +3,7 @@
 #include "nn/optimizer.hpp"
 #include "nn/reductions.hpp"
 #include "text/bpe.hpp"
+#include "text/utf8.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -50,11 +51,22 @@ std::shared_ptr<const Verses> read_verses() {
     v->pairs = text::align_by_reference(en, es, v->counts);
     v->split = text::split_by_books(v->pairs, text::book_split());
     v->near_duplicates = text::near_duplicates(v->split.test, v->split.train);
+    // every character but the space, in code point order (UTF-8's byte order); a character seen is not
+    // looked up again
     std::set<std::string> characters;
+    std::vector<unsigned char> seen(0x110000, 0);
     for (const text::VersePair& p : v->split.train)
         for (const std::string* side : {&p.en, &p.es})
-            for (std::string& ch : text::utf8_characters(*side))
-                if (ch != " ") characters.insert(std::move(ch));
+            for (std::size_t i = 0; i < side->size();) {
+                const std::size_t n = text::utf8_sequence_length(*side, i);
+                if (n == 0) throw text::BibleError(fmt::format("{}: invalid UTF-8 at byte {}", p.ref, i));
+                const char32_t c = text::utf8_code_point(*side, i, n);
+                if (c != U' ' && !seen[c]) {
+                    seen[c] = 1;
+                    characters.insert(side->substr(i, n));
+                }
+                i += n;
+            }
     for (const std::string& ch : characters) v->alphabet += ch;
     kept = v;
     return kept;

@@ -30,6 +30,28 @@ bool is_word_code_point(char32_t c) {
     return c >= 0xC0 && c != 0xD7 && c != 0xF7;
 }
 
+// Calls on_word(word) for each word of `text` in turn, as words_of cuts them, in `word` (reused: no
+// string per word).
+template <typename OnWord>
+void each_word(std::string_view text, std::string& word, OnWord on_word) {
+    word.clear();
+    for (std::size_t i = 0; i < text.size();) {
+        std::size_t length = 0;
+        const char32_t c = decode_at(text, i, length);
+        if (is_word_code_point(c)) {
+            for (std::size_t k = 0; k < length; ++k) {
+                const char b = text[i + k];
+                word += length == 1 && b >= 'A' && b <= 'Z' ? static_cast<char>(b - 'A' + 'a') : b;
+            }
+        } else if (!word.empty()) {
+            on_word(word);
+            word.clear();
+        }
+        i += length;
+    }
+    if (!word.empty()) on_word(word);
+}
+
 // Four words as their numbers in a vocabulary built on the way (unordered_map keys, hashed below). A
 // verse of fewer than four words is compared whole (see the header): its words, then a marker of its
 // length in the last slot, which no word's number reaches.
@@ -45,22 +67,22 @@ struct GramHash {
 
 class GramMaker {
 public:
-    // the distinct 4-grams of a text, sorted
+    // the distinct 4-grams of a text, sorted; words as words_of cuts them, numbered without a string per word
     std::vector<Gram> grams(std::string_view text) {
-        std::vector<std::uint32_t> ids;
-        for (const std::string& w : words_of(text)) {
-            const auto [it, added] = numbers_.emplace(w, static_cast<std::uint32_t>(numbers_.size()));
-            (void)added;
-            ids.push_back(it->second);
-        }
+        ids_.clear();
+        each_word(text, word_, [&](const std::string& w) {
+            auto it = numbers_.find(w);
+            if (it == numbers_.end()) it = numbers_.emplace(w, static_cast<std::uint32_t>(numbers_.size())).first;
+            ids_.push_back(it->second);
+        });
         std::vector<Gram> out;
-        if (ids.size() < 4) {
-            Gram whole{0, 0, 0, 0xFFFFFFF0u + static_cast<std::uint32_t>(ids.size())};
-            for (std::size_t k = 0; k < ids.size(); ++k) whole[k] = ids[k];
+        if (ids_.size() < 4) {
+            Gram whole{0, 0, 0, 0xFFFFFFF0u + static_cast<std::uint32_t>(ids_.size())};
+            for (std::size_t k = 0; k < ids_.size(); ++k) whole[k] = ids_[k];
             out.push_back(whole);
             return out;
         }
-        for (std::size_t k = 0; k + 4 <= ids.size(); ++k) out.push_back({ids[k], ids[k + 1], ids[k + 2], ids[k + 3]});
+        for (std::size_t k = 0; k + 4 <= ids_.size(); ++k) out.push_back({ids_[k], ids_[k + 1], ids_[k + 2], ids_[k + 3]});
         std::sort(out.begin(), out.end());
         out.erase(std::unique(out.begin(), out.end()), out.end());
         return out;
@@ -68,6 +90,8 @@ public:
 
 private:
     std::unordered_map<std::string, std::uint32_t> numbers_;
+    std::vector<std::uint32_t> ids_;
+    std::string word_;
 };
 
 }  // namespace
@@ -75,25 +99,16 @@ private:
 std::vector<std::string> words_of(std::string_view text) {
     std::vector<std::string> words;
     std::string word;
-    for (std::size_t i = 0; i < text.size();) {
-        std::size_t length = 0;
-        const char32_t c = decode_at(text, i, length);
-        if (is_word_code_point(c)) {
-            for (std::size_t k = 0; k < length; ++k) {
-                const char b = text[i + k];
-                word += length == 1 && b >= 'A' && b <= 'Z' ? static_cast<char>(b - 'A' + 'a') : b;
-            }
-        } else if (!word.empty()) {
-            words.push_back(std::move(word));
-            word.clear();
-        }
-        i += length;
-    }
-    if (!word.empty()) words.push_back(std::move(word));
+    each_word(text, word, [&](const std::string& w) { words.push_back(w); });
     return words;
 }
 
-std::size_t word_count(std::string_view text) { return words_of(text).size(); }
+std::size_t word_count(std::string_view text) {
+    std::size_t n = 0;
+    std::string word;
+    each_word(text, word, [&](const std::string&) { ++n; });
+    return n;
+}
 
 const BookSplit& book_split() {
     static const BookSplit split{{"Ruth", "Esther", "Daniel"}, {"John"}};
@@ -130,30 +145,37 @@ std::vector<std::size_t> near_duplicates(const std::vector<VersePair>& candidate
                                          const std::vector<VersePair>& reference) {
     // every 4-gram of the reference, with the verses that hold it; then for each candidate, the
     // reference verses it shares a 4-gram with, and how many
+    // the candidates' 4-grams (the smaller set: a test book) in a table, then every reference verse
+    // counted against them, each (candidate, reference) pair's shared 4-grams once
     GramMaker maker;
-    std::vector<std::size_t> sizes(reference.size());
+    std::vector<std::size_t> sizes(candidates.size());
     std::unordered_map<Gram, std::vector<std::uint32_t>, GramHash> holders;
-    for (std::size_t j = 0; j < reference.size(); ++j) {
-        const std::vector<Gram> grams = maker.grams(reference[j].en);
-        sizes[j] = grams.size();
-        for (const Gram& g : grams) holders[g].push_back(static_cast<std::uint32_t>(j));
-    }
-    std::vector<std::size_t> out;
-    std::unordered_map<std::uint32_t, std::size_t> shared;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
         const std::vector<Gram> grams = maker.grams(candidates[i].en);
-        shared.clear();
+        sizes[i] = grams.size();
+        for (const Gram& g : grams) holders[g].push_back(static_cast<std::uint32_t>(i));
+    }
+    std::vector<bool> near(candidates.size(), false);
+    std::vector<std::size_t> shared(candidates.size(), 0);
+    std::vector<std::uint32_t> touched;
+    for (const VersePair& r : reference) {
+        const std::vector<Gram> grams = maker.grams(r.en);
+        touched.clear();
         for (const Gram& g : grams) {
             const auto it = holders.find(g);
             if (it != holders.end())
-                for (const std::uint32_t j : it->second) ++shared[j];
+                for (const std::uint32_t i : it->second)
+                    if (shared[i]++ == 0) touched.push_back(i);
         }
         // |A ∩ B| / |A ∪ B| >= 1/2  <=>  2 |A ∩ B| >= |A| + |B| - |A ∩ B|
-        const bool near = std::any_of(shared.begin(), shared.end(), [&](const auto& js) {
-            return 3 * js.second >= grams.size() + sizes[js.first];
-        });
-        if (near) out.push_back(i);
+        for (const std::uint32_t i : touched) {
+            if (3 * shared[i] >= sizes[i] + grams.size()) near[i] = true;
+            shared[i] = 0;
+        }
     }
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < candidates.size(); ++i)
+        if (near[i]) out.push_back(i);
     return out;
 }
 
