@@ -7,7 +7,7 @@
 #                                            trains both models for one epoch in PyTorch and exits 1
 #                                            unless its losses agree with lesson 9's
 #   readme_example.sh ATTN README checkpoint lesson 14: a small attn train, then the ```python3 checkpoint
-#                                            block, which rebuilds the GRU models from the checkpoint and
+#                                            block, which rebuilds the GRU models and the Transformer from the checkpoint and
 #                                            exits 1 unless -log p of John 1:1 agrees to 1e-12
 # (Each example is the one block of README.md whose fence names that language exactly.)
 # Exit 77 (meson's "skipped") when no python3 with numpy (torch: PyTorch) is found, and says so;
@@ -55,13 +55,14 @@ elif [ "$example" = backprop ]; then
     "$python" example.py
     echo "README's gradient example ran ($lines lines, $python): lesson 8's dQ matches numpy's central differences"
 elif [ "$example" = checkpoint ]; then
-    # a small run (32 verse pairs, one epoch): seconds, most of them reading the Bible's two modules
-    "$attn" train --out model --set pairs=32 --set validation=8 --set test=8 --set epochs=1 > train.txt ||
+    # a small run (32 verse pairs, one epoch, two Transformer layers, so that the script's stacking is
+    # checked too): seconds, most of them reading the Bible's two modules
+    "$attn" train --out model --set pairs=32 --set validation=8 --set test=8 --set epochs=1 --set layers=2 > train.txt ||
         { cat train.txt; exit 1; }
     "$python" example.py model/checkpoint.npz | tee printed.txt
-    [ "$(grep -c 'relative difference' printed.txt)" -eq 2 ] ||
-        { echo "README's checkpoint script did not print the two models' numbers"; exit 1; }
-    echo "README's checkpoint script ran ($lines lines, $python): the GRU models rebuilt from the checkpoint give attn's -log p to 1e-12"
+    [ "$(grep -c 'relative difference' printed.txt)" -eq 3 ] ||
+        { echo "README's checkpoint script did not print the three models' numbers"; exit 1; }
+    echo "README's checkpoint script ran ($lines lines, $python): the GRU models and the Transformer (two layers) rebuilt from the checkpoint give attn's -log p to 1e-12"
 else
     "$attn" export learning-to-align --out lesson9
     # the script prints both models' epoch-1 losses beside lesson 9's and exits 1 when they differ
