@@ -60,7 +60,8 @@ std::string limits(const Config& c) {
 // (SentencePiece about 0.1 ms a training verse at 400 pieces). A training pass (forward and backward) of
 // the three models over a pair of about 43 + 46 pieces at u = d_model = 24 and 400 pieces takes about
 // 5 ms in all, most of it the output layers (V u multiply-adds a target piece); a greedy translation of a
-// test verse about as much. The default run took 7.3 s of user time (2026-11-30, load 2 from a build
+// test verse about as much (the Transformer's beam searches of widths 4 and 1, with their key-value caches,
+// about as much again: a third pass per test verse). The default run took 7.3 s of user time (2026-11-30, load 2 from a build
 // beside it; estimated 8.5 s); 240 pairs and 40 test verses 17.1 s (estimated 12 s, the greedy
 // translations then up to twice the source: the cap is now one and a half times).
 constexpr double fixed_seconds = 4.0;
@@ -76,7 +77,7 @@ double estimated_seconds(const Config& c) {
     const double per_pass = seconds_per_pass * length * length * (0.5 * (u * u + V * u) + 0.5 * (blocks * d * ff + V * d));
     const double passes = as_double(c.size(param::epochs)) *
                               (as_double(c.size(param::pairs)) + as_double(c.size(param::validation))) +
-                          2.0 * as_double(c.size(param::test)) + as_double(c.size(param::validation));
+                          3.0 * as_double(c.size(param::test)) + as_double(c.size(param::validation));
     return fixed_seconds + 1e-4 * as_double(c.size(param::pairs)) * V + per_pass * passes;
 }
 
@@ -348,29 +349,12 @@ void record_training(Trace& trace, const Run& r) {
 
 // ---------------------------------------------------------------- step [length]: Bahdanau's figure 2
 
+// The test verses' translations: greedy by the three models, then the Transformer's by beam search of
+// width beam_width (lesson 13), and of width 1, which must be the greedy ones.
+constexpr std::size_t beam_width = 4;
 struct Translations {
-    std::array<std::vector<std::vector<std::size_t>>, 3> outputs;  // greedy pieces of each test verse
-};
-
-// The most pieces a greedy translation may have: one and a half times the source's, and five more (Spanish
-// takes about a fifth more pieces than English here); a model that never says <eos> stops there.
-std::size_t most_pieces(const Pair& p) { return p.src.size() + p.src.size() / 2 + 5; }
-
-template <class Model>
-std::vector<std::vector<std::size_t>> greedy_all(const Model& m, const std::vector<Pair>& pairs) {
-    std::vector<std::vector<std::size_t>> out;
-    for (const Pair& p : pairs) out.push_back(translation::greedy(m, p, most_pieces(p)));
-    return out;
-}
-
-// Words as ids for BLEU: every word of the candidates and references numbered in the order met.
-struct WordIds {
-    std::map<std::string, std::size_t> ids;
-    std::vector<std::size_t> of(const std::string& sentence) {
-        std::vector<std::size_t> out;
-        for (const std::string& w : text::words_of(sentence)) out.push_back(ids.emplace(w, ids.size()).first->second);
-        return out;
-    }
+    std::array<std::vector<std::vector<std::size_t>>, 4> outputs;  // without, with, Transformer; Transformer beam
+    std::vector<std::vector<std::size_t>> beam_of_one;             // the Transformer, beam search of width 1
 };
 
 std::size_t bin_of(std::size_t words) { return std::min(words / 10, length_bins.size() - 1); }
@@ -379,15 +363,16 @@ void record_length(Trace& trace, const text::Tokenizer& t, const Chosen& chosen,
     const std::size_t B = length_bins.size();
     WordIds words;
     std::vector<std::vector<std::size_t>> references;
-    std::array<std::vector<std::vector<std::size_t>>, 3> candidates;
+    std::array<std::vector<std::vector<std::size_t>>, 4> candidates;  // as tr.outputs
     for (std::size_t k = 0; k < chosen.test.size(); ++k) {
         references.push_back(words.of(chosen.test[k].es));
-        for (std::size_t m = 0; m < 3; ++m) candidates[m].push_back(words.of(decoded(t, tr.outputs[m][k])));
+        for (std::size_t m = 0; m < candidates.size(); ++m) candidates[m].push_back(words.of(decoded(t, tr.outputs[m][k])));
     }
-    Mat scores = nn::zeros(B + 1, 3);
+    const std::size_t columns = tr.outputs.size();
+    Mat scores = nn::zeros(B + 1, columns);
     Vec count = nn::zeros(B);
     double pooled = 0.0;  // the largest difference between the bins' n-gram counts summed and the whole set's
-    for (std::size_t m = 0; m < 3; ++m) {
+    for (std::size_t m = 0; m < columns; ++m) {
         std::vector<std::vector<std::vector<std::size_t>>> cand(B), ref(B);
         for (std::size_t k = 0; k < chosen.test.size(); ++k) {
             const std::size_t b = bin_of(text::word_count(chosen.test[k].en));
@@ -421,17 +406,27 @@ void record_length(Trace& trace, const text::Tokenizer& t, const Chosen& chosen,
                    "taken over the verses of each bin of source length, in words. Bahdanau et al.'s figure 2: "
                    "the model without attention falls off as sentences grow past 20 or 30 words, the model with "
                    "attention holds. A bin of few verses gives a noisy BLEU, and a bin whose verses share no 4-gram "
-                   "with their references scores 0. This run: {:.2f}, {:.2f} and {:.2f} over all test verses "
-                   "(without, with, Transformer). Verses per bin below.",
-                   chosen.test.size(), scores(B, 0), scores(B, 1), scores(B, 2)));
+                   "with their references scores 0. The Transformer also translates by beam search of width {} "
+                   "(lesson 13: the {} likeliest partial translations kept at each step, Wu et al.'s length penalty "
+                   "at alpha = 1 choosing among the finished ones), which a model this small may or may not repay. "
+                   "This run: {:.2f}, {:.2f} and {:.2f} over all test verses (without, with, Transformer), {:.2f} "
+                   "by beam search. Verses per bin below.",
+                   chosen.test.size(), beam_width, beam_width, scores(B, 0), scores(B, 1), scores(B, 2),
+                   scores(B, 3)));
     trace.tensor("bleu", "BLEU x 100 per bin of source words, and over all", scores, rows,
-                 {"without", "with", "Transformer"})
+                 {"without", "with", "Transformer", fmt::format("Transformer, beam {}", beam_width)})
         .foreign_shown(trained_here());
     trace.tensor("verses_per_bin", "test verses per bin", count, std::vector<std::string>(rows.begin(), rows.end() - 1),
                  {}, View::bars);
     trace.check("the bins' matched and total n-grams add up to the whole set's (BLEU is pooled, not averaged)",
                 pooled, 0.0);
     trace.check("every test verse is in one bin", std::abs(nn::sum_of(count) - as_double(chosen.test.size())), 0.0);
+    // a beam of one keeps the likeliest word at every step, ties to the lower id, as greedy decoding does;
+    // its decoder reads a key-value cache, greedy decoding recomputes every position (lesson 13)
+    double differ = 0.0;
+    for (std::size_t k = 0; k < chosen.test.size(); ++k) differ += tr.beam_of_one[k] == tr.outputs[2][k] ? 0.0 : 1.0;
+    trace.check("beam search of width 1 translates every test verse as greedy decoding does (verses that differ)",
+                differ, 0.0);
 }
 
 // ---------------------------------------------------------------- step [maps]: Bahdanau's figure 3
@@ -663,7 +658,8 @@ void record_results(Trace& trace, const Run& run, const Verses& v, const Chosen&
     const Models trained{run.without.model, run.with.model, run.transformer.model};
     Translations tr;
     tr.outputs = {greedy_all(trained.without, run.data.test), greedy_all(trained.with, run.data.test),
-                  greedy_all(trained.transformer, run.data.test)};
+                  greedy_all(trained.transformer, run.data.test), beam_all(trained.transformer, run.data.test, beam_width)};
+    tr.beam_of_one = beam_all(trained.transformer, run.data.test, 1);
     record_length(trace, tokenizer, chosen, tr);
     record_maps(trace, tokenizer, trained, v);
     record_cost(trace, run.config, run);

@@ -1,5 +1,7 @@
 #include "real_translation.hpp"
 
+#include "nn/beam_search.hpp"
+#include "nn/bleu.hpp"
 #include "nn/optimizer.hpp"
 #include "nn/reductions.hpp"
 #include "text/bpe.hpp"
@@ -10,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -83,6 +86,51 @@ Chosen chosen_verses(const Verses& v, const Config& c) {
         if (longer_side(p) <= most) short_validation.push_back(p);
     return {evenly(short_train, c.size(param::pairs)), evenly(short_validation, c.size(param::validation)),
             evenly(v.split.test, c.size(param::test)), short_train.size()};
+}
+
+// ---------------------------------------------------------------- translating and scoring
+
+std::size_t most_pieces(std::size_t source_pieces) { return source_pieces + source_pieces / 2 + 5; }
+
+namespace {
+
+template <class Model>
+std::vector<std::vector<std::size_t>> greedy_each(const Model& m, const std::vector<Pair>& pairs) {
+    std::vector<std::vector<std::size_t>> out;
+    for (const Pair& p : pairs) out.push_back(translation::greedy(m, p, most_pieces(p.src.size())));
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::size_t>> greedy_all(const nn::Seq2Seq& m, const std::vector<Pair>& pairs) {
+    return greedy_each(m, pairs);
+}
+
+std::vector<std::vector<std::size_t>> greedy_all(const nn::EncoderDecoder& m, const std::vector<Pair>& pairs) {
+    return greedy_each(m, pairs);
+}
+
+std::vector<std::size_t> beam_translation(const nn::EncoderDecoder& m, const std::vector<std::size_t>& source,
+                                          std::size_t width) {
+    const Mat H = nn::encoder_output(m, source);
+    std::vector<std::size_t> out =
+        nn::beam_search(m, H, translation::sos, translation::eos, width, most_pieces(source.size()), 1.0).front().words;
+    if (!out.empty() && out.back() == translation::eos) out.pop_back();
+    return out;
+}
+
+std::vector<std::vector<std::size_t>> beam_all(const nn::EncoderDecoder& m, const std::vector<Pair>& pairs,
+                                               std::size_t width) {
+    std::vector<std::vector<std::size_t>> out;
+    for (const Pair& p : pairs) out.push_back(beam_translation(m, p.src, width));
+    return out;
+}
+
+std::vector<std::size_t> WordIds::of(const std::string& sentence) {
+    std::vector<std::size_t> out;
+    for (const std::string& w : text::words_of(sentence)) out.push_back(ids.emplace(w, ids.size()).first->second);
+    return out;
 }
 
 // ---------------------------------------------------------------- pieces and ids
@@ -187,6 +235,25 @@ void record_curves(Run& r, std::size_t row, const std::array<double, 3>& train) 
 }  // namespace
 
 std::size_t total_epochs(const Run& r) { return r.config.size(param::epochs); }
+
+std::array<double, 3> validation_bleu(const Run& r, const Chosen& chosen) {
+    if (chosen.validation.size() != r.data.validation.size())
+        throw std::logic_error("validation_bleu: the chosen verses are not the run's");
+    const text::Tokenizer tokenizer(r.tokenizer_model);
+    WordIds words;
+    std::vector<std::vector<std::size_t>> references;
+    for (const text::VersePair& v : chosen.validation) references.push_back(words.of(v.es));
+    const std::array<std::vector<std::vector<std::size_t>>, 3> outputs = {
+        greedy_all(r.without.model, r.data.validation), greedy_all(r.with.model, r.data.validation),
+        greedy_all(r.transformer.model, r.data.validation)};
+    std::array<double, 3> out{};
+    for (std::size_t m = 0; m < 3; ++m) {
+        std::vector<std::vector<std::size_t>> candidates;
+        for (const std::vector<std::size_t>& ids : outputs[m]) candidates.push_back(words.of(decoded(tokenizer, ids)));
+        out[m] = 100.0 * nn::bleu(candidates, references).bleu;
+    }
+    return out;
+}
 
 Run start_run(const Verses& v, const Chosen& chosen, const Config& c) {
     Run r;
@@ -434,6 +501,16 @@ std::vector<NpzMember> checkpoint_members(const Run& r) {
     for (const auto& [key, value] : configuration.items()) description[key] = value;
     description["epochs_done"] = r.epoch;
     description["batches_done"] = r.batches;
+    // attn train's validation BLEU after each epoch (null where it was not measured)
+    json bleu = json::array();
+    for (const std::array<double, 3>& b : r.validation_bleu) {
+        json row = json::array();
+        for (const double x : b) row.push_back(std::isnan(x) ? json(nullptr) : json(x));
+        bleu.push_back(row);
+    }
+    description["validation_bleu"] = {
+        {"about", "corpus BLEU x 100 of the validation verses after each epoch, greedy (without, with, Transformer)"},
+        {"by_epoch", bleu}};
     description["vocabulary"] = r.data.pieces.size();
     description["generator"] = {{"state", {hex64(g.words[0]), hex64(g.words[1]), hex64(g.words[2]), hex64(g.words[3])}},
                                 {"has_spare", g.has_spare},
@@ -521,6 +598,18 @@ Run resumed_run(const Verses& v, const std::vector<NpzMember>& members, const st
         r.rng = Rng::from_state(s);
         r.epoch = o.epochs_done;
         r.batches = o.description.at("batches_done").get<std::size_t>();
+        // absent from a checkpoint of an attn that did not measure it: NaN for every epoch done
+        r.validation_bleu.assign(r.epoch, {std::nan(""), std::nan(""), std::nan("")});
+        if (o.description.contains("validation_bleu")) {
+            const json& rows = o.description.at("validation_bleu").at("by_epoch");
+            if (rows.size() != r.epoch)
+                throw std::runtime_error(fmt::format("validation_bleu has {} epochs, not {}", rows.size(), r.epoch));
+            for (std::size_t e = 0; e < r.epoch; ++e)
+                for (std::size_t m = 0; m < 3; ++m) {
+                    const json& x = rows.at(e).at(m);
+                    r.validation_bleu[e][m] = x.is_null() ? std::nan("") : x.get<double>();
+                }
+        }
     } catch (const std::exception& e) {
         throw CheckpointError(fmt::format("{}: its generator state or counts are not what attn train writes: {}",
                                           source, e.what()));

@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -95,6 +96,30 @@ struct Tokenized {
 };
 Tokenized tokenized(const text::Tokenizer& t, const Chosen& chosen);
 
+// ---------------------------------------------------------------- translating and scoring
+
+// The most pieces a greedy translation may have: one and a half times the source's, and five more (Spanish
+// takes about a fifth more pieces than English here); a model that never says <eos> stops there.
+std::size_t most_pieces(std::size_t source_pieces);
+
+// Each pair's source translated greedily by m (its target is not read), at most most_pieces pieces.
+std::vector<std::vector<std::size_t>> greedy_all(const nn::Seq2Seq& m, const std::vector<translation::Pair>& pairs);
+std::vector<std::vector<std::size_t>> greedy_all(const nn::EncoderDecoder& m,
+                                                 const std::vector<translation::Pair>& pairs);
+
+// The Transformer's translation of `source` by beam search of `width` (lesson 13's, with the key-value cache,
+// Wu et al.'s length penalty at alpha = 1), at most most_pieces pieces, without <eos>; and of each pair's source.
+std::vector<std::size_t> beam_translation(const nn::EncoderDecoder& m, const std::vector<std::size_t>& source,
+                                          std::size_t width);
+std::vector<std::vector<std::size_t>> beam_all(const nn::EncoderDecoder& m, const std::vector<translation::Pair>& pairs,
+                                               std::size_t width);
+
+// Words as ids for BLEU: every word (text::words_of) of the candidates and references numbered in the order met.
+struct WordIds {
+    std::map<std::string, std::size_t> ids;
+    std::vector<std::size_t> of(const std::string& sentence);
+};
+
 // ---------------------------------------------------------------- the models
 
 struct Models {
@@ -122,6 +147,9 @@ struct Run {
     std::size_t batches = 0;         // minibatches done
     Mat first;                       // first_batches x 3: loss per target piece of each of the first batches
     Mat curves;                      // (epochs + 1) x 6: train and validation loss per piece, rows 0 .. epoch
+    // attn train's corpus BLEU x 100 of the validation verses after each epoch, translated greedily (without,
+    // with, Transformer); NaN for an epoch it was not measured after (a checkpoint of an attn without it)
+    std::vector<std::array<double, 3>> validation_bleu;
     // measured while this process trained (wall time): shown, never saved nor recorded
     std::array<double, 3> seconds{}, trained_pieces{};
 };
@@ -132,6 +160,9 @@ Run start_run(const Verses& v, const Chosen& chosen, const Config& c);
 // One more epoch; its progress on `progress` (Trace::progress).
 void train_epoch(Run& r, const Trace& progress);
 std::size_t total_epochs(const Run& r);
+// The three models' corpus BLEU x 100 on the run's validation verses as they stand, each source translated
+// greedily and scored against the verse's Spanish text (chosen.validation: the run's own choice).
+std::array<double, 3> validation_bleu(const Run& r, const Chosen& chosen);
 
 // The lesson's steps after the first training steps, for a run trained as far as it got: [training] (its
 // curves), [length] (BLEU by source length), [maps] (attention on the hand-aligned verses) and [cost]. What

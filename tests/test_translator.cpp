@@ -9,6 +9,7 @@
 #include "text/sentencepiece.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -95,6 +97,19 @@ TEST_CASE("a run stopped after an epoch, or killed, and run again ends with the 
     INFO(rest.output);
     REQUIRE(rest.code == 0);
     CHECK(read_file(dir / "stopped/checkpoint.npz") == expected);
+    // its closing table of validation BLEU holds the epochs trained before it resumed, read back from the
+    // checkpoint, as the uninterrupted run's does
+    const auto table = [](const std::string& output) {  // the lines "  epoch E: a b c" after its heading
+        std::string lines;
+        std::istringstream in(output.substr(output.find("validation BLEU x 100")));
+        for (std::string line; std::getline(in, line);)
+            if (line.rfind("  epoch ", 0) == 0) lines += line + "\n";
+        return lines;
+    };
+    REQUIRE(whole.output.find("validation BLEU x 100") != std::string::npos);
+    REQUIRE(rest.output.find("validation BLEU x 100") != std::string::npos);
+    CHECK(table(rest.output) == table(whole.output));
+    CHECK_THAT(table(rest.output), Catch::Contains("  epoch 1: ") && Catch::Contains("  epoch 3: "));
 
     // killed (SIGKILL: no handler runs) as soon as its first checkpoint is there, then run again
     const fs::path killed = dir / "killed";
@@ -143,6 +158,19 @@ TEST_CASE("the checkpoint: attn.json names every tensor with its shape; Sentence
     CHECK(description["format_version"] == 1);
     CHECK(description["settings"]["width"] == 8);
     CHECK(description["epochs_done"] == 1);
+    // the validation BLEU of each model after the epoch: a score in [0, 100] per model, the one printed
+    const nlohmann::json& bleu = description["validation_bleu"]["by_epoch"];
+    REQUIRE(bleu.size() == 1);
+    REQUIRE(bleu[0].size() == 3);
+    std::string printed;
+    for (const auto& x : bleu[0]) {
+        REQUIRE(x.is_number());
+        CHECK(x.get<double>() >= 0.0);
+        CHECK(x.get<double>() <= 100.0);
+        printed += (printed.empty() ? "" : " ") + fmt::format("{:.2f}", x.get<double>());
+    }
+    CHECK_THAT(trained.output, Catch::Contains("; validation BLEU " + printed + "; saved"));
+    CHECK_THAT(trained.output, Catch::Contains("  epoch 1: " + printed));
     const text::Tokenizer tokenizer(members[1].bytes());
     CHECK(description["vocabulary"] == tokenizer.size());
     // every array member listed once, with its shape, and nothing listed that is not there

@@ -77,6 +77,12 @@ std::string curves_line(const Mat& curves, std::size_t row) {
                        curves(row, 0), curves(row, 2), curves(row, 4), curves(row, 1), curves(row, 3), curves(row, 5));
 }
 
+// "12.34 15.02 20.11" (without, with, Transformer); "not measured" for a NaN (an older checkpoint's epoch)
+std::string bleu_line(const std::array<double, 3>& b) {
+    const auto one = [](double x) { return std::isnan(x) ? std::string("not measured") : fmt::format("{:.2f}", x); };
+    return fmt::format("{} {} {}", one(b[0]), one(b[1]), one(b[2]));
+}
+
 void print_steps(const Trace& trace) {
     RenderOptions options;
     options.color = use_color(ColorMode::auto_, ::isatty(STDOUT_FILENO));
@@ -177,6 +183,7 @@ int cmd_train(const TrainOptions& o) {
     std::size_t trained_now = 0;
     while (run.epoch < rt::total_epochs(run) && (o.epochs_now == 0 || trained_now < o.epochs_now)) {
         rt::train_epoch(run, progress);
+        run.validation_bleu.push_back(rt::validation_bleu(run, chosen));
         ++trained_now;
         try {
             write_npz(file, rt::checkpoint_members(run));
@@ -187,8 +194,9 @@ int cmd_train(const TrainOptions& o) {
             return exit_golden;
         }
         if (terminal) fmt::print(stderr, "\r\x1b[K");
-        fmt::print("epoch {} of {}: loss per piece {}; saved {}\n", run.epoch, rt::total_epochs(run),
-                   curves_line(run.curves, run.epoch), printable_utf8(file.string()));
+        fmt::print("epoch {} of {}: loss per piece {}; validation BLEU {}; saved {}\n", run.epoch,
+                   rt::total_epochs(run), curves_line(run.curves, run.epoch), bleu_line(run.validation_bleu.back()),
+                   printable_utf8(file.string()));
         std::fflush(stdout);
     }
     if (run.epoch < rt::total_epochs(run)) {
@@ -201,6 +209,10 @@ int cmd_train(const TrainOptions& o) {
     results.on_progress({});
     rt::record_results(results, run, *verses, chosen);
     print_steps(results);
+    fmt::print("{} train: validation BLEU x 100 after each epoch ({} verses, greedy; without, with, Transformer):\n",
+               name, run.data.validation.size());
+    for (std::size_t e = 0; e < run.validation_bleu.size(); ++e)
+        fmt::print("  epoch {}: {}\n", e + 1, bleu_line(run.validation_bleu[e]));
     if (run.seconds[0] > 0.0)
         fmt::print("{} train: this process trained {:.0f}, {:.0f} and {:.0f} target pieces a second (without, with, "
                    "Transformer; one core, wall time; load {})\n",
@@ -229,15 +241,11 @@ struct Translation {
 Translation translate_one(const Loaded& m, const TranslateOptions& o, const std::string& sentence) {
     Translation t;
     t.source = rt::model_ids(m.tokenizer, sentence);
-    const std::size_t most = t.source.size() + t.source.size() / 2 + 5;
+    const std::size_t most = rt::most_pieces(t.source.size());
     const rt::Models& models = m.translator.models;
     if (o.which == "transformer") {
         if (o.beam > 0) {
-            const Mat H = nn::encoder_output(models.transformer, t.source);
-            const std::vector<nn::Hypothesis> best =
-                nn::beam_search(models.transformer, H, translation::sos, translation::eos, o.beam, most, 1.0);
-            t.output = best.front().words;
-            if (!t.output.empty() && t.output.back() == translation::eos) t.output.pop_back();
+            t.output = rt::beam_translation(models.transformer, t.source, o.beam);
         } else {
             t.output = nn::encoder_decoder_greedy(models.transformer, t.source, translation::sos, translation::eos, most);
         }
