@@ -353,48 +353,53 @@ void record_training(Trace& trace, const Run& r) {
 // width beam_width (lesson 13), and of width 1, which must be the greedy ones.
 constexpr std::size_t beam_width = 4;
 struct Translations {
-    std::array<std::vector<std::vector<std::size_t>>, 4> outputs;  // without, with, Transformer; Transformer beam
-    std::vector<std::vector<std::size_t>> beam_of_one;             // the Transformer, beam search of width 1
+    std::vector<std::vector<std::vector<std::size_t>>> outputs;  // without, with, Transformer; Transformer beam
+    std::vector<std::vector<std::size_t>> beam_of_one;           // the Transformer, beam search of width 1
 };
 
 std::size_t bin_of(std::size_t words) { return std::min(words / 10, length_bins.size() - 1); }
 
-void record_length(Trace& trace, const text::Tokenizer& t, const Chosen& chosen, const Translations& tr) {
+// BLEU x 100 of each output by bin of source length (rows 0 .. B - 1) and over all (row B), the verses per
+// bin, and the largest difference between the bins' n-gram counts summed and the whole set's.
+struct LengthScores {
+    Mat scores;
+    Vec count;
+    double pooled = 0.0;
+};
+
+LengthScores bleu_by_length(const std::vector<text::VersePair>& test, const BleuWords& w) {
     const std::size_t B = length_bins.size();
-    WordIds words;
-    std::vector<std::vector<std::size_t>> references;
-    std::array<std::vector<std::vector<std::size_t>>, 4> candidates;  // as tr.outputs
-    for (std::size_t k = 0; k < chosen.test.size(); ++k) {
-        references.push_back(words.of(chosen.test[k].es));
-        for (std::size_t m = 0; m < candidates.size(); ++m) candidates[m].push_back(words.of(decoded(t, tr.outputs[m][k])));
-    }
-    const std::size_t columns = tr.outputs.size();
-    Mat scores = nn::zeros(B + 1, columns);
-    Vec count = nn::zeros(B);
-    double pooled = 0.0;  // the largest difference between the bins' n-gram counts summed and the whole set's
-    for (std::size_t m = 0; m < columns; ++m) {
+    LengthScores out{nn::zeros(B + 1, w.candidates.size()), nn::zeros(B), 0.0};
+    for (std::size_t m = 0; m < w.candidates.size(); ++m) {
         std::vector<std::vector<std::vector<std::size_t>>> cand(B), ref(B);
-        for (std::size_t k = 0; k < chosen.test.size(); ++k) {
-            const std::size_t b = bin_of(text::word_count(chosen.test[k].en));
-            cand[b].push_back(candidates[m][k]);
-            ref[b].push_back(references[k]);
-            if (m == 0) count(b) += 1.0;
+        for (std::size_t k = 0; k < test.size(); ++k) {
+            const std::size_t b = bin_of(text::word_count(test[k].en));
+            cand[b].push_back(w.candidates[m][k]);
+            ref[b].push_back(w.references[k]);
+            if (m == 0) out.count(b) += 1.0;
         }
-        const nn::BleuScore all = nn::bleu(candidates[m], references);
+        const nn::BleuScore all = nn::bleu(w.candidates[m], w.references);
         std::array<double, 4> matches{}, totals{};
         for (std::size_t b = 0; b < B; ++b) {
             if (cand[b].empty()) continue;
             const nn::BleuScore s = nn::bleu(cand[b], ref[b]);
-            scores(b, m) = 100.0 * s.bleu;
+            out.scores(b, m) = 100.0 * s.bleu;
             for (std::size_t n = 0; n < 4; ++n) {
                 matches[n] += s.matches[n];
                 totals[n] += s.totals[n];
             }
         }
-        scores(B, m) = 100.0 * all.bleu;
+        out.scores(B, m) = 100.0 * all.bleu;
         for (std::size_t n = 0; n < 4; ++n)
-            pooled = std::max({pooled, std::abs(matches[n] - all.matches[n]), std::abs(totals[n] - all.totals[n])});
+            out.pooled = std::max({out.pooled, std::abs(matches[n] - all.matches[n]), std::abs(totals[n] - all.totals[n])});
     }
+    return out;
+}
+
+void record_length(Trace& trace, const text::Tokenizer& t, const Chosen& chosen, const Translations& tr) {
+    const std::size_t B = length_bins.size();
+    const LengthScores l = bleu_by_length(chosen.test, bleu_words(t, chosen.test, tr.outputs));
+    const Mat& scores = l.scores;
     std::vector<std::string> rows;
     for (std::size_t b = 0; b < B; ++b) rows.push_back(length_bins[b] + " words");
     rows.push_back("all");
@@ -416,11 +421,11 @@ void record_length(Trace& trace, const text::Tokenizer& t, const Chosen& chosen,
     trace.tensor("bleu", "BLEU x 100 per bin of source words, and over all", scores, rows,
                  {"without", "with", "Transformer", fmt::format("Transformer, beam {}", beam_width)})
         .foreign_shown(trained_here());
-    trace.tensor("verses_per_bin", "test verses per bin", count, std::vector<std::string>(rows.begin(), rows.end() - 1),
+    trace.tensor("verses_per_bin", "test verses per bin", l.count, std::vector<std::string>(rows.begin(), rows.end() - 1),
                  {}, View::bars);
     trace.check("the bins' matched and total n-grams add up to the whole set's (BLEU is pooled, not averaged)",
-                pooled, 0.0);
-    trace.check("every test verse is in one bin", std::abs(nn::sum_of(count) - as_double(chosen.test.size())), 0.0);
+                l.pooled, 0.0);
+    trace.check("every test verse is in one bin", std::abs(nn::sum_of(l.count) - as_double(chosen.test.size())), 0.0);
     // a beam of one keeps the likeliest word at every step, ties to the lower id, as greedy decoding does;
     // its decoder reads a key-value cache, greedy decoding recomputes every position (lesson 13)
     double differ = 0.0;

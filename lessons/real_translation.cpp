@@ -5,7 +5,6 @@
 #include "nn/optimizer.hpp"
 #include "nn/reductions.hpp"
 #include "text/bpe.hpp"
-#include "text/utf8.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -16,7 +15,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <set>
 
 namespace attn::real_translation {
 
@@ -54,23 +52,7 @@ std::shared_ptr<const Verses> read_verses() {
     v->pairs = text::align_by_reference(en, es, v->counts);
     v->split = text::split_by_books(v->pairs, text::book_split());
     v->near_duplicates = text::near_duplicates(v->split.test, v->split.train);
-    // every character but the space, in code point order (UTF-8's byte order); a character seen is not
-    // looked up again
-    std::set<std::string> characters;
-    std::vector<unsigned char> seen(0x110000, 0);
-    for (const text::VersePair& p : v->split.train)
-        for (const std::string* side : {&p.en, &p.es})
-            for (std::size_t i = 0; i < side->size();) {
-                const std::size_t n = text::utf8_sequence_length(*side, i);
-                if (n == 0) throw text::BibleError(fmt::format("{}: invalid UTF-8 at byte {}", p.ref, i));
-                const char32_t c = text::utf8_code_point(*side, i, n);
-                if (c != U' ' && !seen[c]) {
-                    seen[c] = 1;
-                    characters.insert(side->substr(i, n));
-                }
-                i += n;
-            }
-    for (const std::string& ch : characters) v->alphabet += ch;
+    v->alphabet = text::alphabet(v->split.train);
     kept = v;
     return kept;
 }
@@ -92,25 +74,6 @@ Chosen chosen_verses(const Verses& v, const Config& c) {
 
 std::size_t most_pieces(std::size_t source_pieces) { return source_pieces + source_pieces / 2 + 5; }
 
-namespace {
-
-template <class Model>
-std::vector<std::vector<std::size_t>> greedy_each(const Model& m, const std::vector<Pair>& pairs) {
-    std::vector<std::vector<std::size_t>> out;
-    for (const Pair& p : pairs) out.push_back(translation::greedy(m, p, most_pieces(p.src.size())));
-    return out;
-}
-
-}  // namespace
-
-std::vector<std::vector<std::size_t>> greedy_all(const nn::Seq2Seq& m, const std::vector<Pair>& pairs) {
-    return greedy_each(m, pairs);
-}
-
-std::vector<std::vector<std::size_t>> greedy_all(const nn::EncoderDecoder& m, const std::vector<Pair>& pairs) {
-    return greedy_each(m, pairs);
-}
-
 std::vector<std::size_t> beam_translation(const nn::EncoderDecoder& m, const std::vector<std::size_t>& source,
                                           std::size_t width) {
     const Mat H = nn::encoder_output(m, source);
@@ -127,10 +90,22 @@ std::vector<std::vector<std::size_t>> beam_all(const nn::EncoderDecoder& m, cons
     return out;
 }
 
-std::vector<std::size_t> WordIds::of(const std::string& sentence) {
-    std::vector<std::size_t> out;
-    for (const std::string& w : text::words_of(sentence)) out.push_back(ids.emplace(w, ids.size()).first->second);
-    return out;
+BleuWords bleu_words(const text::Tokenizer& t, const std::vector<text::VersePair>& verses,
+                     const std::vector<std::vector<std::vector<std::size_t>>>& outputs) {
+    std::map<std::string, std::size_t> ids;
+    const auto of = [&](const std::string& sentence) {
+        std::vector<std::size_t> out;
+        for (const std::string& w : text::words_of(sentence)) out.push_back(ids.emplace(w, ids.size()).first->second);
+        return out;
+    };
+    BleuWords w;
+    for (const text::VersePair& v : verses) w.references.push_back(of(v.es));
+    for (const std::vector<std::vector<std::size_t>>& output : outputs) {
+        if (output.size() != verses.size()) throw std::logic_error("bleu_words: one translation a verse is needed");
+        w.candidates.emplace_back();
+        for (const std::vector<std::size_t>& pieces : output) w.candidates.back().push_back(of(decoded(t, pieces)));
+    }
+    return w;
 }
 
 // ---------------------------------------------------------------- pieces and ids
@@ -237,21 +212,12 @@ void record_curves(Run& r, std::size_t row, const std::array<double, 3>& train) 
 std::size_t total_epochs(const Run& r) { return r.config.size(param::epochs); }
 
 std::array<double, 3> validation_bleu(const Run& r, const Chosen& chosen) {
-    if (chosen.validation.size() != r.data.validation.size())
-        throw std::logic_error("validation_bleu: the chosen verses are not the run's");
-    const text::Tokenizer tokenizer(r.tokenizer_model);
-    WordIds words;
-    std::vector<std::vector<std::size_t>> references;
-    for (const text::VersePair& v : chosen.validation) references.push_back(words.of(v.es));
-    const std::array<std::vector<std::vector<std::size_t>>, 3> outputs = {
-        greedy_all(r.without.model, r.data.validation), greedy_all(r.with.model, r.data.validation),
-        greedy_all(r.transformer.model, r.data.validation)};
+    const BleuWords w = bleu_words(text::Tokenizer(r.tokenizer_model), chosen.validation,
+                                   {greedy_all(r.without.model, r.data.validation),
+                                    greedy_all(r.with.model, r.data.validation),
+                                    greedy_all(r.transformer.model, r.data.validation)});
     std::array<double, 3> out{};
-    for (std::size_t m = 0; m < 3; ++m) {
-        std::vector<std::vector<std::size_t>> candidates;
-        for (const std::vector<std::size_t>& ids : outputs[m]) candidates.push_back(words.of(decoded(tokenizer, ids)));
-        out[m] = 100.0 * nn::bleu(candidates, references).bleu;
-    }
+    for (std::size_t m = 0; m < out.size(); ++m) out[m] = 100.0 * nn::bleu(w.candidates[m], w.references).bleu;
     return out;
 }
 
@@ -461,6 +427,46 @@ void load_models(const Opened& o, Models& m, const std::string& source) {
     for (Slot& s : model_slots(m)) load(o.members, s.name, s.shape, s.data, source);
 }
 
+// attn train's validation BLEU after each epoch in attn.json, null where it was not measured; and read back:
+// NaN for every epoch done when a checkpoint of an attn that did not measure it has none.
+json validation_bleu_json(const std::vector<std::array<double, 3>>& by_epoch) {
+    json rows = json::array();
+    for (const std::array<double, 3>& b : by_epoch) {
+        json row = json::array();
+        for (const double x : b) row.push_back(std::isnan(x) ? json(nullptr) : json(x));
+        rows.push_back(row);
+    }
+    return {{"about", "corpus BLEU x 100 of the validation verses after each epoch, greedy (without, with, Transformer)"},
+            {"by_epoch", rows}};
+}
+
+std::vector<std::array<double, 3>> validation_bleu_of(const json& description, std::size_t epochs) {
+    std::vector<std::array<double, 3>> out(epochs, {std::nan(""), std::nan(""), std::nan("")});
+    if (!description.contains("validation_bleu")) return out;
+    const json& rows = description.at("validation_bleu").at("by_epoch");
+    if (rows.size() != epochs)
+        throw std::runtime_error(fmt::format("validation_bleu has {} epochs, not {}", rows.size(), epochs));
+    for (std::size_t e = 0; e < epochs; ++e)
+        for (std::size_t m = 0; m < 3; ++m) {
+            const json& x = rows.at(e).at(m);
+            out[e][m] = x.is_null() ? std::nan("") : x.get<double>();
+        }
+    return out;
+}
+
+// A worked example to check a reimplementation against (README's PyTorch script): the first test verse,
+// teacher-forced, and each model's -log p(target | source), in nats, as this attn computes it.
+json worked_example(const Run& r) {
+    const Pair& p = r.data.test.front();
+    return {{"source_ids", p.src},
+            {"target_ids", p.tgt},
+            {"about", "the first test verse (John 1:1) in the models' ids; the target without <sos> and <eos>, "
+                      "whose -log p is included"},
+            {"neg_log_prob", {{"without", translation::teacher_forced(r.without.model, p).loss},
+                              {"with", translation::teacher_forced(r.with.model, p).loss},
+                              {"transformer", translation::teacher_forced(r.transformer.model, p).loss}}}};
+}
+
 }  // namespace
 
 std::vector<NpzMember> checkpoint_members(const Run& r) {
@@ -501,34 +507,13 @@ std::vector<NpzMember> checkpoint_members(const Run& r) {
     for (const auto& [key, value] : configuration.items()) description[key] = value;
     description["epochs_done"] = r.epoch;
     description["batches_done"] = r.batches;
-    // attn train's validation BLEU after each epoch (null where it was not measured)
-    json bleu = json::array();
-    for (const std::array<double, 3>& b : r.validation_bleu) {
-        json row = json::array();
-        for (const double x : b) row.push_back(std::isnan(x) ? json(nullptr) : json(x));
-        bleu.push_back(row);
-    }
-    description["validation_bleu"] = {
-        {"about", "corpus BLEU x 100 of the validation verses after each epoch, greedy (without, with, Transformer)"},
-        {"by_epoch", bleu}};
+    description["validation_bleu"] = validation_bleu_json(r.validation_bleu);
     description["vocabulary"] = r.data.pieces.size();
     description["generator"] = {{"state", {hex64(g.words[0]), hex64(g.words[1]), hex64(g.words[2]), hex64(g.words[3])}},
                                 {"has_spare", g.has_spare},
                                 {"spare_bits", hex_double(g.spare)}};
     description["tensors"] = tensors;
-    // a worked example to check a reimplementation against (README's PyTorch script): the first test verse,
-    // teacher-forced, and each model's -log p(target | source), in nats, as this attn computes it
-    if (!r.data.test.empty()) {
-        const Pair& p = r.data.test.front();
-        description["example"] = {
-            {"source_ids", p.src},
-            {"target_ids", p.tgt},
-            {"about", "the first test verse (John 1:1) in the models' ids; the target without <sos> and <eos>, "
-                      "whose -log p is included"},
-            {"neg_log_prob", {{"without", translation::teacher_forced(r.without.model, p).loss},
-                              {"with", translation::teacher_forced(r.with.model, p).loss},
-                              {"transformer", translation::teacher_forced(r.transformer.model, p).loss}}}};
-    }
+    if (!r.data.test.empty()) description["example"] = worked_example(r);
     std::vector<NpzMember> out = {{"attn.json", description.dump(1) + "\n"}, {"tokenizer.model", r.tokenizer_model}};
     for (auto& m : weights) out.push_back(std::move(m));
     for (auto& m : state) out.push_back(std::move(m));
@@ -598,18 +583,7 @@ Run resumed_run(const Verses& v, const std::vector<NpzMember>& members, const st
         r.rng = Rng::from_state(s);
         r.epoch = o.epochs_done;
         r.batches = o.description.at("batches_done").get<std::size_t>();
-        // absent from a checkpoint of an attn that did not measure it: NaN for every epoch done
-        r.validation_bleu.assign(r.epoch, {std::nan(""), std::nan(""), std::nan("")});
-        if (o.description.contains("validation_bleu")) {
-            const json& rows = o.description.at("validation_bleu").at("by_epoch");
-            if (rows.size() != r.epoch)
-                throw std::runtime_error(fmt::format("validation_bleu has {} epochs, not {}", rows.size(), r.epoch));
-            for (std::size_t e = 0; e < r.epoch; ++e)
-                for (std::size_t m = 0; m < 3; ++m) {
-                    const json& x = rows.at(e).at(m);
-                    r.validation_bleu[e][m] = x.is_null() ? std::nan("") : x.get<double>();
-                }
-        }
+        r.validation_bleu = validation_bleu_of(o.description, r.epoch);
     } catch (const std::exception& e) {
         throw CheckpointError(fmt::format("{}: its generator state or counts are not what attn train writes: {}",
                                           source, e.what()));

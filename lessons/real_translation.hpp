@@ -20,7 +20,6 @@
 
 #include <array>
 #include <cstddef>
-#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -103,9 +102,12 @@ Tokenized tokenized(const text::Tokenizer& t, const Chosen& chosen);
 std::size_t most_pieces(std::size_t source_pieces);
 
 // Each pair's source translated greedily by m (its target is not read), at most most_pieces pieces.
-std::vector<std::vector<std::size_t>> greedy_all(const nn::Seq2Seq& m, const std::vector<translation::Pair>& pairs);
-std::vector<std::vector<std::size_t>> greedy_all(const nn::EncoderDecoder& m,
-                                                 const std::vector<translation::Pair>& pairs);
+template <class Model>
+std::vector<std::vector<std::size_t>> greedy_all(const Model& m, const std::vector<translation::Pair>& pairs) {
+    std::vector<std::vector<std::size_t>> out;
+    for (const translation::Pair& p : pairs) out.push_back(translation::greedy(m, p, most_pieces(p.src.size())));
+    return out;
+}
 
 // The Transformer's translation of `source` by beam search of `width` (lesson 13's, with the key-value cache,
 // Wu et al.'s length penalty at alpha = 1), at most most_pieces pieces, without <eos>; and of each pair's source.
@@ -114,11 +116,15 @@ std::vector<std::size_t> beam_translation(const nn::EncoderDecoder& m, const std
 std::vector<std::vector<std::size_t>> beam_all(const nn::EncoderDecoder& m, const std::vector<translation::Pair>& pairs,
                                                std::size_t width);
 
-// Words as ids for BLEU: every word (text::words_of) of the candidates and references numbered in the order met.
-struct WordIds {
-    std::map<std::string, std::size_t> ids;
-    std::vector<std::size_t> of(const std::string& sentence);
+// Translations and their references as word ids of one numbering (every word, as text::words_of cuts them,
+// numbered in the order met), for nn::bleu: references[k] is the Spanish of verses[k], candidates[m][k] the
+// pieces outputs[m][k] decoded.
+struct BleuWords {
+    std::vector<std::vector<std::size_t>> references;
+    std::vector<std::vector<std::vector<std::size_t>>> candidates;
 };
+BleuWords bleu_words(const text::Tokenizer& t, const std::vector<text::VersePair>& verses,
+                     const std::vector<std::vector<std::vector<std::size_t>>>& outputs);
 
 // ---------------------------------------------------------------- the models
 

@@ -179,6 +179,26 @@ std::vector<std::size_t> near_duplicates(const std::vector<VersePair>& candidate
     return out;
 }
 
+std::string alphabet(const std::vector<VersePair>& pairs) {
+    // a character seen is not looked up again
+    std::set<std::string> characters;
+    std::vector<unsigned char> seen(0x110000, 0);
+    for (const VersePair& p : pairs)
+        for (const std::string* side : {&p.en, &p.es})
+            for (std::size_t i = 0; i < side->size();) {
+                std::size_t length = 0;
+                const char32_t c = decode_at(*side, i, length);
+                if (c != U' ' && !seen[c]) {
+                    seen[c] = 1;
+                    characters.insert(side->substr(i, length));
+                }
+                i += length;
+            }
+    std::string out;
+    for (const std::string& ch : characters) out += ch;
+    return out;
+}
+
 std::vector<std::size_t> length_histogram(const std::vector<VersePair>& pairs, bool english, std::size_t width,
                                           std::size_t bins) {
     if (width == 0 || bins == 0) throw std::invalid_argument("length_histogram: the width and the bins must be at least 1");

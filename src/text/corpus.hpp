@@ -53,6 +53,10 @@ CorpusSplit split_by_books(const std::vector<VersePair>& pairs, const BookSplit&
 std::vector<std::size_t> near_duplicates(const std::vector<VersePair>& candidates,
                                          const std::vector<VersePair>& reference);
 
+// Every character of both sides of `pairs` but the space, each once, in code point order (which is UTF-8's
+// byte order). Throws BibleError on invalid UTF-8, naming the byte.
+std::string alphabet(const std::vector<VersePair>& pairs);
+
 // How many verses have each length in words (English side when `english`, else Spanish): bins of
 // `width` words, [0, width), [width, 2 width), ..., the last bin holding everything from
 // (bins - 1) width on. Throws std::invalid_argument for bins or width 0.
