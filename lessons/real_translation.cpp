@@ -211,6 +211,13 @@ void record_curves(Run& r, std::size_t row, const std::array<double, 3>& train) 
 
 std::size_t total_epochs(const Run& r) { return r.config.size(param::epochs); }
 
+void set_training(Run& r, const translation::Training& how) {
+    r.training = how;
+    r.without.how = how;
+    r.with.how = how;
+    r.transformer.how = how;
+}
+
 std::array<double, 3> validation_bleu(const Run& r, const Chosen& chosen) {
     const BleuWords w = bleu_words(text::Tokenizer(r.tokenizer_model), chosen.validation,
                                    {greedy_all(r.without.model, r.data.validation),
@@ -505,6 +512,7 @@ std::vector<NpzMember> checkpoint_members(const Run& r) {
     };
     const json configuration = config_json(r.config);  // a local: items() of a temporary would dangle
     for (const auto& [key, value] : configuration.items()) description[key] = value;
+    description["training"] = translation::training_name(r.training);
     description["epochs_done"] = r.epoch;
     description["batches_done"] = r.batches;
     description["validation_bleu"] = validation_bleu_json(r.validation_bleu);
@@ -584,6 +592,8 @@ Run resumed_run(const Verses& v, const std::vector<NpzMember>& members, const st
         r.epoch = o.epochs_done;
         r.batches = o.description.at("batches_done").get<std::size_t>();
         r.validation_bleu = validation_bleu_of(o.description, r.epoch);
+        // a checkpoint written before attn train had lanes was trained the lessons' way
+        r.saved_training = o.description.value("training", translation::training_name({}));
     } catch (const std::exception& e) {
         throw CheckpointError(fmt::format("{}: its generator state or counts are not what attn train writes: {}",
                                           source, e.what()));

@@ -158,7 +158,15 @@ struct Run {
     std::vector<std::array<double, 3>> validation_bleu;
     // measured while this process trained (wall time): shown, never saved nor recorded
     std::array<double, 3> seconds{}, trained_pieces{};
+    // how the three trainers sum and multiply (set_training; the lessons' way unless set), and what the
+    // checkpoint it was resumed from says it was trained with ("" for a run started here)
+    translation::Training training{};
+    std::string saved_training;
 };
+
+// Makes the three trainers train `how` (translation::Training): the lesson trains the lessons' way,
+// attn train in lanes unless --portable.
+void set_training(Run& r, const translation::Training& how);
 
 // The run before its first epoch: the tokenizer trained, the data encoded, the models drawn, row 0 of
 // the curves measured.

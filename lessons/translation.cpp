@@ -7,9 +7,73 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
 #include <set>
+#include <system_error>
+#include <thread>
 
 namespace attn::translation {
+
+Training fast_training(std::size_t threads) { return {true, std::max<std::size_t>(1, threads), nn::Arithmetic::native}; }
+
+std::string training_name(const Training& how) {
+    if (!how.lanes) return "the lessons' way (one sum, portable products)";
+    const bool fused = how.arithmetic == nn::Arithmetic::native && nn::native_is_fused();
+    return fmt::format("in {} lanes, {} products", gradient_lanes, fused ? "fused" : "portable");
+}
+
+void run_lanes(std::size_t lanes, std::size_t threads, nn::Arithmetic arithmetic,
+               const std::function<void(std::size_t)>& work) {
+    std::atomic<std::size_t> next{0};
+    std::mutex failed;
+    std::exception_ptr failure;
+    const auto take_lanes = [&] {
+        const nn::ScopedOneThread one;
+        const nn::ScopedArithmetic products(arithmetic);
+        for (std::size_t lane = next++; lane < lanes; lane = next++) try {
+                work(lane);
+            } catch (...) {
+                const std::lock_guard<std::mutex> hold(failed);
+                if (!failure) failure = std::current_exception();
+            }
+    };
+    std::vector<std::thread> helpers;
+    for (std::size_t k = 1; k < std::min(threads, lanes); ++k) try {
+            helpers.emplace_back(take_lanes);
+        } catch (const std::system_error&) {
+            break;  // no more threads to be had: the ones started take every lane
+        }
+    take_lanes();
+    for (std::thread& h : helpers) h.join();
+    if (failure) std::rethrow_exception(failure);
+}
+
+void add_lanes(const std::vector<std::vector<nn::Block>>& lanes, std::size_t threads) {
+    if (lanes.empty()) return;
+    std::size_t total = 0;
+    for (const nn::Block& b : lanes[0]) total += b.size;
+    // every entry's sum is its own: ranges of entries can go to any thread
+    constexpr std::size_t range = 1 << 14;
+    const std::size_t ranges = (total + range - 1) / range;
+    run_lanes(ranges, threads, nn::Arithmetic::portable, [&](std::size_t r) {
+        const std::size_t begin = r * range, end = std::min(total, begin + range);
+        std::size_t offset = 0;  // of block b's first entry in the flat order
+        for (std::size_t b = 0; b < lanes[0].size() && offset < end; ++b) {
+            const std::size_t size = lanes[0][b].size;
+            const std::size_t from = std::max(begin, offset), to = std::min(end, offset + size);
+            for (std::size_t step = 1; from < to && step < lanes.size(); step *= 2)
+                for (std::size_t j = 0; j + step < lanes.size(); j += 2 * step) {
+                    double* into = lanes[j][b].data;
+                    const double* added = lanes[j + step][b].data;
+                    for (std::size_t e = from - offset; e < to - offset; ++e) into[e] += added[e];
+                }
+            offset += size;
+        }
+    });
+}
 
 const std::vector<Entry> nouns = {{"lights", "lait"},  {"door", "darvaza"}, {"box", "dibba"},  {"table", "mez"},
                                   {"window", "khidki"}, {"car", "gaadi"},    {"cup", "pyala"},  {"chair", "kursi"},

@@ -12,12 +12,14 @@
 #include "core/rng.hpp"
 #include "core/trace.hpp"
 #include "nn/encoder_decoder.hpp"
+#include "nn/kernels.hpp"
 #include "nn/language_model.hpp"
 #include "nn/optimizer.hpp"
 #include "nn/seq2seq.hpp"
 
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -152,36 +154,97 @@ const nn::AdamSettings adam{0.01, 0.9, 0.999, 1e-8};  // lesson 9's
 constexpr double clip_threshold = 5.0;
 constexpr std::size_t batch = 16;
 
+// How a minibatch's gradient is summed and multiplied.
+//   The lessons' way (lanes = false, the default): sentence after sentence into one sum, on the calling
+//   thread, in the portable arithmetic: the numbers every golden file records.
+//   In lanes (attn train, training_bench): sentence k of the batch goes to lane k mod gradient_lanes,
+//   each lane sums its sentences' gradients in their order, and the lanes are then added in a fixed
+//   tree ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)); `threads` threads take lanes as they come free, so
+//   the bytes are the same whatever `threads` is (1 or 16; more threads than lanes wait). Its products
+//   run in `arithmetic` (nn::Arithmetic::native: the fused kernels where the processor has FMA, within a
+//   few ulp of portable per product, not the same bits). Not the lessons' bits either way: the sum's
+//   order differs; tests/test_training.cpp holds the two to a tolerance on the same step.
+constexpr std::size_t gradient_lanes = 8;
+struct Training {
+    bool lanes = false;
+    std::size_t threads = 1;
+    nn::Arithmetic arithmetic = nn::Arithmetic::portable;
+};
+
+// lanes, `threads` threads, the fused products where the processor has them
+Training fast_training(std::size_t threads);
+
+// What a Training is, for a person and for a checkpoint: "the lessons' way (one sum, portable products)"
+// or "in 8 lanes, fused products" ("portable products" where the processor has no FMA, or asked).
+std::string training_name(const Training& how);
+
+// Runs work(lane) once for each lane in [0, lanes) on `threads` threads (the calling one among them),
+// each under nn::ScopedOneThread and nn::ScopedArithmetic(arithmetic); the first exception a lane
+// throws is thrown again here once every thread has stopped.
+void run_lanes(std::size_t lanes, std::size_t threads, nn::Arithmetic arithmetic,
+               const std::function<void(std::size_t)>& work);
+
+// sum_j lanes[j] into lanes[0] in gradient_lanes' fixed tree, block by block, split between `threads`
+// threads by ranges of entries (the bytes do not depend on the split).
+void add_lanes(const std::vector<std::vector<nn::Block>>& lanes, std::size_t threads);
+
 template <class Model>
 struct Trainer {
     Model model;
     std::vector<double> m, v;  // Adam's moments, in the order of nn::blocks
     double beta1_power = 1.0, beta2_power = 1.0;
     double clipped = 0.0, steps = 0.0;  // how many steps clipped their gradient, of how many
+    Training how{};
+    std::vector<Model> lane_grads{};  // with lanes: one gradient per lane, kept from batch to batch
 };
 
 template <class Model>
-Trainer<Model> trainer(const Model& model) {
+Trainer<Model> trainer(const Model& model, const Training& how = {}) {
     Trainer<Model> t{model, {}, {}};
     const std::size_t n = parameter_count(model);
     t.m.assign(n, 0.0);
     t.v.assign(n, 0.0);
+    t.how = how;
     return t;
 }
 
-// One minibatch: the gradient of the mean loss per target word, clipped, then one Adam step with
-// `settings` (its learning rate may change from step to step). Returns the summed loss and adds
-// the words to `words`.
+// The gradient of the summed loss of pairs[order[first]] .. pairs[order[last - 1]] in `t.how`'s way;
+// returns the summed loss (in the same order as the gradient) and sets `count` to the target words.
+template <class Model>
+Model batch_gradient(Trainer<Model>& t, const std::vector<Pair>& pairs, const std::vector<std::size_t>& order,
+                     std::size_t first, std::size_t last, double& loss, double& count) {
+    count = 0.0;
+    for (std::size_t k = first; k < last; ++k) count += as_double(pairs[order[k]].tgt.size() + 1);
+    if (!t.how.lanes) {
+        Model grads = nn::zeros_like(t.model);
+        loss = 0.0;
+        for (std::size_t k = first; k < last; ++k) loss += backward_into(t.model, pairs[order[k]], grads);
+        return grads;
+    }
+    while (t.lane_grads.size() < gradient_lanes) t.lane_grads.push_back(nn::zeros_like(t.model));
+    std::array<double, gradient_lanes> lane_loss{};
+    run_lanes(gradient_lanes, t.how.threads, t.how.arithmetic, [&](std::size_t lane) {
+        for (const nn::Block& b : nn::blocks(t.lane_grads[lane])) std::fill(b.data, b.data + b.size, 0.0);
+        for (std::size_t k = first + lane; k < last; k += gradient_lanes)
+            lane_loss[lane] += backward_into(t.model, pairs[order[k]], t.lane_grads[lane]);
+    });
+    std::vector<std::vector<nn::Block>> lanes;
+    for (Model& g : t.lane_grads) lanes.push_back(nn::blocks(g));
+    add_lanes(lanes, t.how.threads);
+    for (std::size_t step = 1; step < gradient_lanes; step *= 2)
+        for (std::size_t j = 0; j + step < gradient_lanes; j += 2 * step) lane_loss[j] += lane_loss[j + step];
+    loss = lane_loss[0];
+    return t.lane_grads[0];
+}
+
+// One minibatch: the gradient of the mean loss per target word (batch_gradient), clipped, then one
+// Adam step with `settings` (its learning rate may change from step to step). Returns the summed
+// loss and adds the words to `words`.
 template <class Model>
 double train_batch(Trainer<Model>& t, const std::vector<Pair>& pairs, const std::vector<std::size_t>& order,
                    std::size_t first, std::size_t last, double& words, const nn::AdamSettings& settings) {
-    Model grads = nn::zeros_like(t.model);
     double loss = 0.0, count = 0.0;
-    for (std::size_t k = first; k < last; ++k) {
-        const Pair& p = pairs[order[k]];
-        loss += backward_into(t.model, p, grads);
-        count += as_double(p.tgt.size() + 1);
-    }
+    Model grads = batch_gradient(t, pairs, order, first, last, loss, count);
     words += count;
     const std::vector<nn::Block> g = nn::blocks(grads);
     for (const nn::Block& b : g)

@@ -75,12 +75,20 @@ TEST_CASE("a run stopped after an epoch, or killed, and run again ends with the 
     }
     const fs::path dir = fresh_folder("translator_resume");
     const RemovedAtEnd cleanup{dir};
-    const Result whole = train(dir / "whole");
+    const Result whole = train(dir / "whole", " --threads 2");
     INFO(whole.output);
     REQUIRE(whole.code == 0);
-    CHECK_THAT(whole.output, Catch::Contains("epoch 3 of 3"));
+    CHECK_THAT(whole.output, Catch::Contains("epoch 3 of 3") && Catch::Contains("in 8 lanes") &&
+                                 Catch::Contains("on 2 threads"));
     const std::string expected = read_file(dir / "whole/checkpoint.npz");
     REQUIRE(!expected.empty());
+
+    // one thread writes the same bytes as two (the lanes are the same sums, whichever thread runs them)
+    const Result one_thread = train(dir / "one_thread", " --threads 1");
+    INFO(one_thread.output);
+    REQUIRE(one_thread.code == 0);
+    CHECK_THAT(one_thread.output, Catch::Contains("on 1 thread "));
+    CHECK(read_file(dir / "one_thread/checkpoint.npz") == expected);
 
     // stopped after the first epoch, then resumed twice (one epoch, then the rest)
     const Result first = train(dir / "stopped", " --epochs-now 1");
@@ -135,6 +143,23 @@ TEST_CASE("a run stopped after an epoch, or killed, and run again ends with the 
     INFO(other.output);
     CHECK(other.code == 2);
     CHECK_THAT(other.output, Catch::Contains("another configuration") && Catch::Contains("width=12"));
+
+    // --portable trains the lesson's way, other bytes; its checkpoint goes on only with --portable, and the
+    // lanes' only without, before any training
+    const Result portable = train(dir / "portable", " --portable --epochs-now 1");
+    INFO(portable.output);
+    REQUIRE(portable.code == 0);
+    CHECK_THAT(portable.output, Catch::Contains("the lessons' way") && Catch::Contains("on 1 thread\n"));
+    const Result mixed = train(dir / "portable");
+    INFO(mixed.output);
+    CHECK(mixed.code == 2);
+    CHECK_THAT(mixed.output, Catch::Contains("resume it with --portable"));
+    CHECK_THAT(mixed.output, !Catch::Contains("resuming"));
+    const Result mixed_back = train(dir / "whole", " --portable");
+    INFO(mixed_back.output);
+    CHECK(mixed_back.code == 2);
+    CHECK_THAT(mixed_back.output, Catch::Contains("resume it without --portable"));
+    CHECK(read_file(dir / "whole/checkpoint.npz") == expected);
 }
 
 TEST_CASE("the checkpoint: attn.json names every tensor with its shape; SentencePiece loads its tokenizer",

@@ -24,6 +24,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 namespace attn {
 
@@ -90,9 +91,39 @@ void print_steps(const Trace& trace) {
     for (std::size_t i = 0; i < steps.size(); ++i) fmt::print("{}\n", render_step(steps[i], i + 1, steps.size(), options));
 }
 
+// --portable: the lessons' way on one thread; otherwise lanes on --threads threads (the processor's cores,
+// at most the lanes).
+translation::Training training_asked(const TrainOptions& o) {
+    if (o.portable) return {};
+    const std::size_t cores = std::max(1U, std::thread::hardware_concurrency());
+    return translation::fast_training(o.threads > 0 ? o.threads : std::min(cores, translation::gradient_lanes));
+}
+
+// Whether a checkpoint trained `saved` can go on `asked`: the same sums (lanes or the lessons' one sum),
+// or it would not end with the bytes of a run never stopped. Products that differ only because this
+// processor has no FMA (or has it where the other had not) go on, saying so.
+bool same_training(const std::string& saved, const std::string& asked) {
+    if (saved == asked) return true;
+    const std::string& name = this_program().name;
+    const auto lanes = [](const std::string& t) { return t.rfind("in ", 0) == 0; };
+    if (lanes(saved) != lanes(asked)) {
+        fmt::print(stderr,
+                   "{} train: the checkpoint was trained {}, not {} as asked: resume it {} (or train into another "
+                   "--out), so that it ends with the bytes of a run never stopped\n",
+                   name, saved, asked, lanes(saved) ? "without --portable" : "with --portable");
+        return false;
+    }
+    fmt::print(stderr,
+               "{} train: note: the checkpoint was trained with {}, this processor gives {}: the run goes on, but its "
+               "numbers will not be the bytes of a run never stopped\n",
+               name, saved, asked);
+    return true;
+}
+
 // The run DIR/checkpoint.npz saved, when there is one and it is of the configuration asked for; nullopt
 // with `refused` exit_ok when there is none; nullopt with an exit code after saying why it cannot be resumed.
-std::optional<rt::Run> saved_run(const fs::path& file, const rt::Verses& verses, const Config& asked, int& refused) {
+std::optional<rt::Run> saved_run(const fs::path& file, const rt::Verses& verses, const Config& asked,
+                                 const translation::Training& how, int& refused) {
     const std::string& name = this_program().name;
     if (!fs::exists(file)) return std::nullopt;
     std::optional<rt::Run> resumed;
@@ -109,6 +140,10 @@ std::optional<rt::Run> saved_run(const fs::path& file, const rt::Verses& verses,
                    "{} train: {} holds a checkpoint of another configuration ({}), not of the one asked for "
                    "({}): give the same settings to resume it, or another --out\n",
                    name, printable_utf8(file.string()), config_text(resumed->config), config_text(asked));
+        refused = exit_usage;
+        return std::nullopt;
+    }
+    if (!same_training(resumed->saved_training, translation::training_name(how))) {
         refused = exit_usage;
         return std::nullopt;
     }
@@ -154,14 +189,18 @@ int cmd_train(const TrainOptions& o) {
     const std::shared_ptr<const rt::Verses> verses = rt::read_verses();
     const rt::Chosen chosen = rt::chosen_verses(*verses, *asked);
     int refused = exit_ok;
-    std::optional<rt::Run> resumed = saved_run(file, *verses, *asked, refused);
+    const translation::Training how = training_asked(o);
+    std::optional<rt::Run> resumed = saved_run(file, *verses, *asked, how, refused);
     if (refused != exit_ok) return refused;
     rt::Run run = resumed ? std::move(*resumed) : rt::start_run(*verses, chosen, *asked);
+    rt::set_training(run, how);
     if (!resumed)
         fmt::print("{} train: lesson 14's three models, {}: {} training verse pairs, {} pieces; about {} on this "
-                   "machine. A checkpoint after every epoch: {}\n",
+                   "machine on one core. A checkpoint after every epoch: {}\n",
                    name, config_text(*asked), run.data.train.size(), run.data.pieces.size(), minutes(estimate.seconds),
                    printable_utf8(file.string()));
+    fmt::print("{} train: training {} on {} thread{}{}\n", name, translation::training_name(how), how.threads,
+               how.threads == 1 ? "" : "s", how.lanes ? " (the same numbers on any count; --portable: lesson 14's)" : "");
 
     // progress on a terminal only: the epoch, the verses, the losses so far and the time left
     Trace progress("real-translation", *asked);
@@ -215,9 +254,10 @@ int cmd_train(const TrainOptions& o) {
         fmt::print("  epoch {}: {}\n", e + 1, bleu_line(run.validation_bleu[e]));
     if (run.seconds[0] > 0.0)
         fmt::print("{} train: this process trained {:.0f}, {:.0f} and {:.0f} target pieces a second (without, with, "
-                   "Transformer; one core, wall time; load {})\n",
+                   "Transformer; {}, {} thread{}, wall time; load {})\n",
                    name, run.trained_pieces[0] / run.seconds[0], run.trained_pieces[1] / run.seconds[1],
-                   run.trained_pieces[2] / run.seconds[2], load_average());
+                   run.trained_pieces[2] / run.seconds[2], translation::training_name(how), how.threads,
+                   how.threads == 1 ? "" : "s", load_average());
     fmt::print("{} train: done; translate with: {} translate --model {} \"In the beginning was the Word.\"\n", name,
                name, printable_utf8(o.out.string()));
     return results.all_checks_hold() ? exit_ok : exit_mismatch;

@@ -17,6 +17,8 @@ struct TrainOptions {
     bool full = false;                  // --full: every short training verse, more epochs (full_settings)
     bool long_run = false;              // --long: train even when the estimate is above a minute
     std::size_t epochs_now = 0;         // --epochs-now K: stop after K more epochs (0: train to the end)
+    std::size_t threads = 0;            // --threads N: the lanes' threads (0: the processor's cores, at most 8)
+    bool portable = false;              // --portable: the lessons' arithmetic (one sum, portable products, one thread)
 };
 
 struct TranslateOptions {

@@ -481,10 +481,13 @@ void matmul_pack_block(const double* B, std::size_t ldb, std::size_t k, std::siz
     for (std::size_t j0 = 0; j0 < n; j0 += NR) {
         double* panel = panels + j0 * k;
         const std::size_t cols = std::min(NR, n - j0);
-        for (std::size_t p = 0; p < k; ++p) {
-            std::copy(B + p * ldb + j0, B + p * ldb + j0 + cols, panel + p * NR);
-            std::fill(panel + p * NR + cols, panel + (p + 1) * NR, 0.0);
+        if (cols == NR) {  // eight values a row, copied inline: a call of memmove for each cost more than the copy
+            for (std::size_t p = 0; p < k; ++p)
+                for (std::size_t c = 0; c < NR; ++c) panel[p * NR + c] = B[p * ldb + j0 + c];
+            continue;
         }
+        for (std::size_t p = 0; p < k; ++p)
+            for (std::size_t c = 0; c < NR; ++c) panel[p * NR + c] = c < cols ? B[p * ldb + j0 + c] : 0.0;
     }
 }
 
@@ -567,11 +570,30 @@ double online_softmax_row(double* s, std::size_t n, double& running_max, double&
     return row(s, n, running_max, running_sum);
 }
 
+namespace {
+
+thread_local Arithmetic arithmetic_of_thread = Arithmetic::portable;
+thread_local bool one_thread = false;
+
+}  // namespace
+
+Arithmetic thread_arithmetic() { return arithmetic_of_thread; }
+
+ScopedArithmetic::ScopedArithmetic(Arithmetic arithmetic) : previous_(arithmetic_of_thread) {
+    arithmetic_of_thread = arithmetic;
+}
+
+ScopedArithmetic::~ScopedArithmetic() { arithmetic_of_thread = previous_; }
+
+ScopedOneThread::ScopedOneThread() : previous_(one_thread) { one_thread = true; }
+
+ScopedOneThread::~ScopedOneThread() { one_thread = previous_; }
+
 void for_each_row(std::size_t rows, std::size_t cols, const std::function<void(std::size_t)>& row) {
     // Starting a thread costs tens of microseconds, the time of a few thousand exp() calls.
     constexpr std::size_t entries_worth_a_thread = std::size_t{1} << 15;
     static const bool two_cores = std::thread::hardware_concurrency() >= 2;
-    if (!two_cores || rows < 2 || rows * cols < entries_worth_a_thread) {
+    if (!two_cores || one_thread || rows < 2 || rows * cols < entries_worth_a_thread) {
         for (std::size_t r = 0; r < rows; ++r) row(r);
         return;
     }

@@ -109,8 +109,40 @@ double online_softmax_row(double* s, std::size_t n, double& running_max, double&
                           Arithmetic arithmetic = Arithmetic::portable);
 
 // Calls row(r) once for every r in [0, rows), on two threads when the rows x cols matrix is large
-// enough to repay starting one. row(r) must touch row r only: then the result is the same, bit for
-// bit, whichever thread computes which row.
+// enough to repay starting one (and no ScopedOneThread is alive on the calling thread). row(r) must
+// touch row r only: then the result is the same, bit for bit, whichever thread computes which row.
 void for_each_row(std::size_t rows, std::size_t cols, const std::function<void(std::size_t)>& row);
+
+// The arithmetic nn::matmul uses on the calling thread: portable, unless a ScopedArithmetic alive on
+// this thread says native. Only training whose numbers are reported rather than golden-checked sets
+// one (translation::Training's lanes: attn train, training_bench); every lesson runs without.
+Arithmetic thread_arithmetic();
+
+// Sets thread_arithmetic() on the calling thread for its lifetime (scopes nest; the previous one
+// comes back at the end).
+class ScopedArithmetic {
+public:
+    explicit ScopedArithmetic(Arithmetic arithmetic);
+    ~ScopedArithmetic();
+    ScopedArithmetic(const ScopedArithmetic&) = delete;
+    ScopedArithmetic& operator=(const ScopedArithmetic&) = delete;
+
+private:
+    Arithmetic previous_;
+};
+
+// While one is alive on a thread, for_each_row runs every row on that thread: a thread that is
+// itself one of several (a training lane) starts no helper of its own. The results are the same
+// bits either way.
+class ScopedOneThread {
+public:
+    ScopedOneThread();
+    ~ScopedOneThread();
+    ScopedOneThread(const ScopedOneThread&) = delete;
+    ScopedOneThread& operator=(const ScopedOneThread&) = delete;
+
+private:
+    bool previous_;
+};
 
 }  // namespace attn::nn

@@ -17,7 +17,7 @@ Mat matmul(const Mat& A, const Mat& B, const char* what) {
         throw ShapeError(std::string(what) + ": cannot multiply " + shape_string(shape_of(A)) + " by " +
                          shape_string(shape_of(B)));
     Mat product = xt::empty<double>({A.shape(0), B.shape(1)});
-    matmul_span(A.data(), B.data(), product.data(), A.shape(0), A.shape(1), B.shape(1));
+    matmul_span(A.data(), B.data(), product.data(), A.shape(0), A.shape(1), B.shape(1), thread_arithmetic());
     return product;
 }
 

@@ -9,7 +9,8 @@ namespace attn::nn {
 
 // A B for A (r x k) and B (k x c); `what` names the product in a shape error ("Q K^T").
 // Fixed order of operations (nn::matmul_span): the same bits on every processor, unlike BLAS, whose
-// kernels sum in an order that depends on the processor it picks them for.
+// kernels sum in an order that depends on the processor it picks them for. In the arithmetic of the
+// calling thread (nn::thread_arithmetic: portable unless a training lane asked for the fused kernels).
 Mat matmul(const Mat& A, const Mat& B, const char* what);
 
 // Row i of the result is row ids[i] of `table`: an embedding lookup (table: V x d).

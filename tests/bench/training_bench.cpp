@@ -11,10 +11,16 @@
 // (every thread's; on a shared machine the wall clock counts other people's work too). A benchmark,
 // not a test.
 //
-//   training_bench [--batches N] [--repetitions N] [--model gru|transformer|all] [--scale 1|4|all]
+// Each model is timed twice (issue 43): the lessons' way (one sum, portable products, one thread: the
+// arithmetic of every golden file) and in lanes (translation::fast_training: eight lanes of the batch
+// on --threads threads, fused products where the processor has FMA: attn train's way). Beside each
+// run, the process's peak resident memory so far (getrusage; the runs go from small to large).
 //
-// Times are wall time; attn's kernels split large products between two threads (nn::for_each_row),
-// which at these sizes they rarely are.
+//   training_bench [--batches N] [--repetitions N] [--model gru|transformer|all] [--scale 1|4|8|all]
+//                  [--threads N]
+//
+// --scale 8 is lesson 12's Transformer at d_model 256 and the GRU at u = 128 (issue 43's targets).
+// --threads: the lanes' threads (default: the processor's cores, at most translation::gradient_lanes).
 #include "core/allocator.hpp"
 #include "registry.hpp"
 #include "transformer_race.hpp"
@@ -31,7 +37,10 @@
 #include <iostream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <sys/resource.h>
 
 namespace {
 
@@ -41,6 +50,8 @@ using translation::Pair;
 struct Options {
     std::size_t batches = 8, repetitions = 5;
     std::string model = "all", scale = "all";
+    std::size_t threads = std::min<std::size_t>(translation::gradient_lanes,
+                                                std::max(1U, std::thread::hardware_concurrency()));
 };
 
 std::size_t positive(const std::string& flag, const std::string& value) {
@@ -68,12 +79,14 @@ Options parse(int argc, char** argv) {
             o.repetitions = positive(flag, value);
         else if (flag == "--model" && (value == "gru" || value == "transformer" || value == "all"))
             o.model = value;
-        else if (flag == "--scale" && (value == "1" || value == "4" || value == "all"))
+        else if (flag == "--scale" && (value == "1" || value == "4" || value == "8" || value == "all"))
             o.scale = value;
+        else if (flag == "--threads")
+            o.threads = positive(flag, value);
         else
             throw std::invalid_argument("unknown argument '" + flag + " " + value +
                                         "' (--batches N, --repetitions N, --model gru|transformer|all, "
-                                        "--scale 1|4|all)");
+                                        "--scale 1|4|8|all, --threads N)");
     }
     return o;
 }
@@ -103,11 +116,18 @@ struct Timing {
     double seconds, cpu_seconds, tokens;  // per pass: the medians of wall and processor time, target tokens
 };
 
-// Trains `model` over the batches `repetitions` times (the weights move on), timing each pass.
+// The process's peak resident memory so far, in MB.
+double peak_megabytes() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+// Trains `model` `how` over the batches `repetitions` times (the weights move on), timing each pass.
 template <class Model, class Settings>
-Timing timed_training(const Model& model, const std::vector<Pair>& pairs, const Options& o,
-                                         Settings settings) {
-    translation::Trainer<Model> t = translation::trainer(model);
+Timing timed_training(const Model& model, const std::vector<Pair>& pairs, const Options& o, Settings settings,
+                      const translation::Training& how) {
+    translation::Trainer<Model> t = translation::trainer(model, how);
     std::vector<std::size_t> order(pairs.size());
     for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
     std::vector<double> seconds, cpu;
@@ -132,7 +152,19 @@ void add_timing(nlohmann::json& run, const Timing& t) {
                 {"cpu_seconds_per_pass", t.cpu_seconds},
                 {"tokens_per_pass", t.tokens},
                 {"tokens_per_second", t.tokens / t.seconds},
-                {"tokens_per_cpu_second", t.tokens / t.cpu_seconds}});
+                {"tokens_per_cpu_second", t.tokens / t.cpu_seconds},
+                {"peak_megabytes", peak_megabytes()}});
+}
+
+// Times `model` both ways: the lessons' fields at the top of `run`, the lanes' under "lanes".
+template <class Model, class Settings>
+void time_both(nlohmann::json& run, const Model& model, const std::vector<Pair>& pairs, const Options& o,
+               Settings settings) {
+    add_timing(run, timed_training(model, pairs, o, settings, translation::Training{}));
+    const translation::Training lanes = translation::fast_training(o.threads);
+    nlohmann::json fast{{"threads", o.threads}, {"training", translation::training_name(lanes)}};
+    add_timing(fast, timed_training(model, pairs, o, settings, lanes));
+    run["lanes"] = fast;
 }
 
 }  // namespace
@@ -152,7 +184,7 @@ int main(int argc, char** argv) {
                        {"clip", translation::clip_threshold},
                        {"repetitions", o.repetitions},
                        {"runs", nlohmann::json::array()}};
-    for (const long long scale : {1LL, 4LL}) {
+    for (const long long scale : {1LL, 4LL, 8LL}) {
         if (o.scale != "all" && std::to_string(scale) != o.scale) continue;
         // lesson 12's defaults (its corpus, lesson 9's width), every width times `scale`
         Config c = lesson->defaults;
@@ -171,20 +203,16 @@ int main(int argc, char** argv) {
                                     {"eos", translation::eos},
                                     {"pairs", batches}};
         if (o.model != "transformer") {
-            const Timing t = timed_training(r.start.with, pairs, o, [](std::size_t) { return translation::adam; });
             nlohmann::json run = common;
             run.update({{"model", "gru-attention"},
                         {"width", c.get("width")},
                         {"adam", {translation::adam.learning_rate, translation::adam.beta1, translation::adam.beta2,
                                   translation::adam.epsilon}},
                         {"parameters", translation::parameter_count(r.start.with)}});
-            add_timing(run, t);
+            time_both(run, r.start.with, pairs, o, [](std::size_t) { return translation::adam; });
             out["runs"].push_back(run);
         }
         if (o.model != "gru") {
-            const Timing t = timed_training(r.start.transformer, pairs, o, [&](std::size_t step) {
-                return transformer::transformer_adam(step, c);
-            });
             nlohmann::json run = common;
             run.update({{"model", "transformer"},
                         {"d_model", c.get("d_model")},
@@ -193,7 +221,8 @@ int main(int argc, char** argv) {
                         {"layers", c.get("layers")},
                         {"warmup", c.get("warmup")},
                         {"parameters", translation::parameter_count(r.start.transformer)}});
-            add_timing(run, t);
+            time_both(run, r.start.transformer, pairs, o,
+                      [&](std::size_t step) { return transformer::transformer_adam(step, c); });
             out["runs"].push_back(run);
         }
     }
