@@ -445,6 +445,37 @@ TEST_CASE("matmul adds the products in the order of k, as the textbook triple lo
     CHECK(std::memcmp(product.data(), loop.data(), product.size() * sizeof(double)) == 0);
 }
 
+TEST_CASE("matmul_transposed is matmul by the transpose to the bit, and in either arithmetic", "[nn][linalg]") {
+    // the shapes of the test above, as A (m x k) times B^T for B: n x k, and a column block of a wider B
+    const auto shape = GENERATE(std::make_tuple(1, 1, 1), std::make_tuple(3, 5, 2), std::make_tuple(9, 17, 300),
+                                std::make_tuple(130, 64, 520), std::make_tuple(5, 0, 4), std::make_tuple(5, 0, 9),
+                                std::make_tuple(7, 300, 13), std::make_tuple(66, 257, 70), std::make_tuple(1, 9, 8),
+                                std::make_tuple(12, 64, 256));
+    const auto [m, k, n] = shape;
+    const auto um = static_cast<std::size_t>(m), uk = static_cast<std::size_t>(k), un = static_cast<std::size_t>(n);
+    INFO(m << " x " << k << " times (" << n << " x " << k << ")^T");
+    Rng rng(5);
+    const Mat A = rng.normal_mat(um, uk), B = rng.normal_mat(un, uk);
+    const auto same_bits = [](const Mat& x, const Mat& y) {
+        return x.shape() == y.shape() && std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0;
+    };
+    for (const nn::Arithmetic arithmetic : {nn::Arithmetic::portable, nn::Arithmetic::native}) {
+        const nn::ScopedArithmetic scope(arithmetic);
+        const Mat expected = nn::matmul(A, nn::transposed(B), "A B^T");
+        CHECK(same_bits(nn::matmul_transposed(A, B, "A B^T"), expected));
+        // columns [2, 2 + k) of a wider matrix: the same product without copying them out
+        Mat wide = rng.normal_mat(un, uk + 5);
+        for (std::size_t r = 0; r < un; ++r)
+            for (std::size_t c = 0; c < uk; ++c) wide(r, c + 2) = B(r, c);
+        CHECK(same_bits(nn::matmul_transposed_columns(A, wide, 2, 2 + uk, "A W^T"), expected));
+    }
+    CHECK(nn::thread_arithmetic() == nn::Arithmetic::portable);  // the scope is gone with its block
+    CHECK_THROWS_WITH(nn::matmul_transposed(A, rng.normal_mat(3, uk + 1), "A C^T"),
+                      Catch::Contains("A C^T: cannot multiply") && Catch::Contains("by the transpose of"));
+    CHECK_THROWS_WITH(nn::matmul_transposed_columns(A, B, 1, uk + 1, "A B_cols^T"),
+                      Catch::Contains("columns 1 to"));
+}
+
 TEST_CASE("for_each_row visits every row once, on one thread or two", "[nn][softmax]") {
     const auto shape = GENERATE(std::make_pair(std::size_t{0}, std::size_t{5}),
                                 std::make_pair(std::size_t{1}, std::size_t{1}),

@@ -109,7 +109,7 @@ Mat local_m_weights(const Mat& scores, std::size_t half_width) {
 
 Mat location_weights(const Mat& states, const Mat& W_a) {
     expect_shape("location-based W_a", W_a, {W_a.shape(0), states.shape(1)});
-    return softmax_rows(matmul(states, transposed(W_a), "H W_a^T"));
+    return softmax_rows(matmul_transposed(states, W_a, "H W_a^T"));
 }
 
 }  // namespace attn::nn

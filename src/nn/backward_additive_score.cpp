@@ -38,8 +38,8 @@ AdditiveScoreGrads additive_scores_backward(const Mat& Q, const Mat& K, const Ma
     expect_shape("additive score backward weight W_q", W_q, {d_a, Q.shape(1)});
     expect_shape("additive score backward weight W_k", W_k, {d_a, K.shape(1)});
     // 1. the projections again, exactly as the forward computed them (the same tanh inputs)
-    const Mat projected_q = matmul(Q, transposed(W_q), "Q W_q^T");
-    const Mat projected_k = matmul(K, transposed(W_k), "K W_k^T");
+    const Mat projected_q = matmul_transposed(Q, W_q, "Q W_q^T");
+    const Mat projected_k = matmul_transposed(K, W_k, "K W_k^T");
     // 2. through the tanh and v
     ProjectedScoreGrads p = additive_scores_projected_backward(projected_q, projected_k, v, dE);
     // 3. through the projections P_q = Q W_q^T and P_k = K W_k^T

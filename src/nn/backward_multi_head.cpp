@@ -16,15 +16,15 @@ MultiHeadGrads multi_head_self_attention_backward(const Mat& X, const MultiHeadP
     MultiHeadGrads g;
     // 1. Y = Concat W^O
     g.params.W_O = matmul(transposed(forward.concat), dY, "Concat^T dY");
-    const Mat d_concat = matmul(dY, transposed(p.W_O), "dY W_O^T");
+    const Mat d_concat = matmul_transposed(dY, p.W_O, "dY W_O^T");
     g.dX = zeros(T, d_model);
     const Mat X_t = transposed(X);
     // Every head's projections in one product each: head i's Q_i = X W_i^Q is columns
     // [i d_k, (i+1) d_k) of X W^Q, each entry the same sum in the same order (nn::matmul adds in the
-    // order of k, entry by entry), and W_i^Q^T is rows [i d_k, (i+1) d_k) of W^Q^T: the numbers of
-    // the head-by-head products, without packing and transposing each head's blocks (issue 34).
+    // order of k, entry by entry), and W_i^Q^T is columns [i d_k, (i+1) d_k) of W^Q, transposed as they
+    // are packed (nn::matmul_transposed_columns): the numbers of the head-by-head products, without
+    // copying and transposing each head's blocks (issues 34 and 43).
     const Mat Q_all = matmul(X, p.W_Q, "X W^Q"), K_all = matmul(X, p.W_K, "X W^K"), V_all = matmul(X, p.W_V, "X W^V");
-    const Mat W_Q_t = transposed(p.W_Q), W_K_t = transposed(p.W_K), W_V_t = transposed(p.W_V);
     Mat dQ_all = xt::empty<double>({T, d_model}), dK_all = xt::empty<double>({T, d_model}),
         dV_all = xt::empty<double>({T, d_model});
     for (std::size_t i = 0; i < heads; ++i) {
@@ -37,9 +37,9 @@ MultiHeadGrads multi_head_self_attention_backward(const Mat& X, const MultiHeadP
             scaled_dot_product_attention_backward(Q, K, V, head, columns_of(d_concat, first, last));
         // 3. through the projections to X, head after head (the order of the sums into dX)
         set_columns(dQ_all, first, a.dQ), set_columns(dK_all, first, a.dK), set_columns(dV_all, first, a.dV);
-        g.dX += matmul(a.dQ, rows_of(W_Q_t, first, last), "dQ_i W_i^Q^T");
-        g.dX += matmul(a.dK, rows_of(W_K_t, first, last), "dK_i W_i^K^T");
-        g.dX += matmul(a.dV, rows_of(W_V_t, first, last), "dV_i W_i^V^T");
+        g.dX += matmul_transposed_columns(a.dQ, p.W_Q, first, last, "dQ_i W_i^Q^T");
+        g.dX += matmul_transposed_columns(a.dK, p.W_K, first, last, "dK_i W_i^K^T");
+        g.dX += matmul_transposed_columns(a.dV, p.W_V, first, last, "dV_i W_i^V^T");
     }
     // 4. and to the projections' blocks of columns, every head's at once: X^T dQ_i is columns
     // [i d_k, (i+1) d_k) of X^T [dQ_1 .. dQ_h], entry by entry

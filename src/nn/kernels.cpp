@@ -491,6 +491,49 @@ void matmul_pack_block(const double* B, std::size_t ldb, std::size_t k, std::siz
     }
 }
 
+// Columns [0, n) of B^T packed as matmul_pack packs a k x n matrix, for B: n x k with row stride ldb.
+void matmul_pack_transposed_block(const double* B, std::size_t ldb, std::size_t k, std::size_t n, double* panels) {
+    constexpr std::size_t NR = matmul_panel_width;
+    for (std::size_t j0 = 0; j0 < n; j0 += NR) {
+        double* panel = panels + j0 * k;
+        const std::size_t cols = std::min(NR, n - j0);
+        for (std::size_t c = 0; c < NR; ++c) {
+            if (c >= cols) {
+                for (std::size_t p = 0; p < k; ++p) panel[p * NR + c] = 0.0;
+                continue;
+            }
+            const double* row = B + (j0 + c) * ldb;
+            for (std::size_t p = 0; p < k; ++p) panel[p * NR + c] = row[p];
+        }
+    }
+}
+
+// The products' shared blocking (see matmul_span): B a block of 256 columns at a time, packed by `pack`
+// (column offset, columns, panels) into the calling thread's kept buffer; blocks of 16 rows to the threads.
+template <class Pack, class Product>
+void packed_blocks(const double* A, double* C, std::size_t m, std::size_t k, std::size_t n, const Pack& pack,
+                   const Product& product) {
+    constexpr std::size_t columns_per_block = 256, rows_per_block = 16;
+    thread_local std::vector<double> kept_panels;
+    const std::size_t packed = matmul_packed_size(k, std::min(n, columns_per_block));
+    if (kept_panels.size() < packed) kept_panels.resize(packed);
+    // this thread's buffer, by address: in the helper thread below the name kept_panels is the helper's own
+    double* const panels = kept_panels.data();
+    const std::size_t blocks = (m + rows_per_block - 1) / rows_per_block;
+    for (std::size_t j0 = 0; j0 < n; j0 += columns_per_block) {
+        const std::size_t cols = std::min(columns_per_block, n - j0);
+        pack(j0, cols, panels);
+        // a block's work in multiply-adds, counted as for_each_row counts entries (a thread repays
+        // itself from about 2^15 entries of a softmax, about 2^18 multiply-adds)
+        const std::size_t work = std::max<std::size_t>(1, rows_per_block * k * cols / 8);
+        for_each_row(blocks, work, [&](std::size_t b) {
+            const std::size_t first = b * rows_per_block, rows = std::min(rows_per_block, m - first);
+            product(A + first * k, k, panels, k * matmul_panel_width, C + first * n + j0, n, rows, k, cols,
+                    false);
+        });
+    }
+}
+
 }  // namespace
 
 void matmul_pack(const double* B, std::size_t k, std::size_t n, double* panels) {
@@ -537,25 +580,31 @@ void matmul_span(const double* A, const double* B, double* C, std::size_t m, std
     // buffer is kept by the calling thread from one product to the next: training multiplies small
     // matrices thousands of times a second, and allocating it each time cost lesson 12 a tenth of its
     // training (the buffer keeps the largest size asked, k x 256 doubles at most).
-    constexpr std::size_t columns_per_block = 256, rows_per_block = 16;
-    thread_local std::vector<double> kept_panels;
-    const std::size_t packed = matmul_packed_size(k, std::min(n, columns_per_block));
-    if (kept_panels.size() < packed) kept_panels.resize(packed);
-    // this thread's buffer, by address: in the helper thread below the name kept_panels is the helper's own
-    double* const panels = kept_panels.data();
-    const std::size_t blocks = (m + rows_per_block - 1) / rows_per_block;
-    for (std::size_t j0 = 0; j0 < n; j0 += columns_per_block) {
-        const std::size_t cols = std::min(columns_per_block, n - j0);
-        matmul_pack_block(B + j0, n, k, cols, panels);
-        // a block's work in multiply-adds, counted as for_each_row counts entries (a thread repays
-        // itself from about 2^15 entries of a softmax, about 2^18 multiply-adds)
-        const std::size_t work = std::max<std::size_t>(1, rows_per_block * k * cols / 8);
-        for_each_row(blocks, work, [&](std::size_t b) {
-            const std::size_t first = b * rows_per_block, rows = std::min(rows_per_block, m - first);
-            product(A + first * k, k, panels, k * matmul_panel_width, C + first * n + j0, n, rows, k, cols,
-                    false);
-        });
+    packed_blocks(A, C, m, k, n,
+                  [&](std::size_t j0, std::size_t cols, double* panels) { matmul_pack_block(B + j0, n, k, cols, panels); },
+                  product);
+}
+
+void matmul_transposed_span(const double* A, const double* B, std::size_t ldb, double* C, std::size_t m,
+                            std::size_t k, std::size_t n, Arithmetic arithmetic) {
+    const Kernels& kernels = active();
+    constexpr std::size_t few_rows = 4;
+    if (n < matmul_panel_width || (m <= few_rows && !fused(arithmetic))) {
+        // matmul_span's path for a few rows or columns, on B^T written out (k x n)
+        thread_local std::vector<double> B_t;
+        B_t.resize(k * n);
+        for (std::size_t j = 0; j < n; ++j)
+            for (std::size_t p = 0; p < k; ++p) B_t[p * n + j] = B[j * ldb + p];
+        const double* const transposed = B_t.data();  // this thread's, by address (as in matmul_span)
+        for_each_row(m, std::max<std::size_t>(1, k * n / 8),
+                     [&](std::size_t i) { kernels.matmul_narrow(A + i * k, transposed, C + i * n, 1, k, n); });
+        return;
     }
+    packed_blocks(A, C, m, k, n,
+                  [&](std::size_t j0, std::size_t cols, double* panels) {
+                      matmul_pack_transposed_block(B + j0 * ldb, ldb, k, cols, panels);
+                  },
+                  packed_product(kernels, arithmetic));
 }
 
 void exp_span(const double* x, double* out, std::size_t n, Arithmetic arithmetic) {

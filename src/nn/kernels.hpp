@@ -82,6 +82,14 @@ void exp_span(const double* x, double* out, std::size_t n, Arithmetic arithmetic
 void matmul_span(const double* A, const double* B, double* C, std::size_t m, std::size_t k, std::size_t n,
                  Arithmetic arithmetic = Arithmetic::portable);
 
+// C = A B^T for row-major A (m x k) and B (n x k, row stride ldb >= k; C: m x n, not overlapping A or B):
+// exactly the numbers of matmul_span(A, B^T), each C_ij = (((0 + A_i0 B_j0) + A_i1 B_j1) + ...) in the
+// order of k, without B^T in memory: B's rows are packed straight into the panels (a transpose and then a
+// packing read and wrote every weight twice, a sixth of a training step at d_model = 256). ldb > k takes
+// columns of a wider matrix (B pointing at the first).
+void matmul_transposed_span(const double* A, const double* B, std::size_t ldb, double* C, std::size_t m,
+                            std::size_t k, std::size_t n, Arithmetic arithmetic = Arithmetic::portable);
+
 // B packed for matmul_packed: its columns in panels of matmul_panel_width, panel q (columns 8q ..
 // 8q + 7) a contiguous k x 8 row-major block at offset 8 q k, zeros past column n - 1.
 constexpr std::size_t matmul_panel_width = 8;

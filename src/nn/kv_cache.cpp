@@ -101,7 +101,7 @@ Mat cached_cross_attention(const Mat& x, const MultiHeadParams& p, std::size_t h
     Mat concat = xt::empty<double>({std::size_t{1}, d});
     for (std::size_t i = 0; i < heads; ++i) {
         const Mat q = counted(x, head_block(p.W_Q, i, d_k, scale), "x W_i^Q", work);
-        const Mat weights = softmax_rows(matmul(q, transposed(K[i]), "q K_i^T"));
+        const Mat weights = softmax_rows(matmul_transposed(q, K[i], "q K_i^T"));
         const Mat head = matmul(weights, V[i], "A_i V_i");
         const double attention = 2.0 * as_double(K[i].shape(0) * d_k);
         work.multiply_adds += attention;

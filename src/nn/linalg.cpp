@@ -21,6 +21,23 @@ Mat matmul(const Mat& A, const Mat& B, const char* what) {
     return product;
 }
 
+Mat matmul_transposed(const Mat& A, const Mat& B, const char* what) {
+    return matmul_transposed_columns(A, B, 0, B.shape(1), what);
+}
+
+Mat matmul_transposed_columns(const Mat& A, const Mat& B, std::size_t first, std::size_t last, const char* what) {
+    if (first > last || last > B.shape(1) || A.shape(1) != last - first)
+        throw ShapeError(std::string(what) + ": cannot multiply " + shape_string(shape_of(A)) + " by the transpose of " +
+                         (first == 0 && last == B.shape(1) ? std::string()
+                                                           : "columns " + std::to_string(first) + " to " +
+                                                                 std::to_string(last) + " of ") +
+                         shape_string(shape_of(B)));
+    Mat product = xt::empty<double>({A.shape(0), B.shape(0)});
+    matmul_transposed_span(A.data(), B.data() + first, B.shape(1), product.data(), A.shape(0), last - first, B.shape(0),
+                           thread_arithmetic());
+    return product;
+}
+
 Mat gather_rows(const Mat& table, const std::vector<std::size_t>& ids) {
     Mat out = xt::empty<double>({ids.size(), table.shape(1)});
     for (std::size_t i = 0; i < ids.size(); ++i) {

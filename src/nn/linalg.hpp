@@ -13,6 +13,13 @@ namespace attn::nn {
 // calling thread (nn::thread_arithmetic: portable unless a training lane asked for the fused kernels).
 Mat matmul(const Mat& A, const Mat& B, const char* what);
 
+// A B^T for A (r x k) and B (c x k): the bits of matmul(A, transposed(B)), without B^T in memory.
+Mat matmul_transposed(const Mat& A, const Mat& B, const char* what);
+
+// A (columns [first, last) of B)^T for A (r x (last - first)) and B (c x n): the bits of
+// matmul(A, rows_of(transposed(B), first, last)), without copying either.
+Mat matmul_transposed_columns(const Mat& A, const Mat& B, std::size_t first, std::size_t last, const char* what);
+
 // Row i of the result is row ids[i] of `table`: an embedding lookup (table: V x d).
 // Throws ShapeError naming the id when one is out of range.
 Mat gather_rows(const Mat& table, const std::vector<std::size_t>& ids);

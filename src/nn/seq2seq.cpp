@@ -52,7 +52,7 @@ Encoded encode(const Seq2Seq& m, const std::vector<std::size_t>& src) {
     // the backward GRU's last state has read the whole sentence, ending at its first word: the
     // decoder starts from it, as s_0 = tanh(W_s h←_1) does in Bahdanau et al. 2015, appendix A.2.2
     enc.s0 = row_of(enc.backward.states, T - 1);
-    enc.projected_keys = matmul(enc.H, transposed(m.U_a), "H U_a^T");
+    enc.projected_keys = matmul_transposed(enc.H, m.U_a, "H U_a^T");
     return enc;
 }
 

@@ -159,9 +159,9 @@ Mat position_wise_feed_forward(const FeedForward& g, const Mat& H) {
     expect_shape("feed-forward b_1", g.b_1, {d_ff});
     expect_shape("feed-forward W_2", g.W_2, {d_out, d_ff});
     expect_shape("feed-forward b_2", g.b_2, {d_out});
-    const Mat pre = matmul(H, transposed(g.W_1), "H W_1^T") + g.b_1;
+    const Mat pre = matmul_transposed(H, g.W_1, "H W_1^T") + g.b_1;
     const Mat hidden = xt::maximum(pre, 0.0);
-    return matmul(hidden, transposed(g.W_2), "max(0, .) W_2^T") + g.b_2;
+    return matmul_transposed(hidden, g.W_2, "max(0, .) W_2^T") + g.b_2;
 }
 
 namespace {
@@ -180,7 +180,7 @@ FeedForwardGrads position_wise_feed_forward_backward(const FeedForward& g, const
     const std::size_t T = H.shape(0), d_out = g.W_2.shape(0);
     expect_shape("feed-forward backward dL/dY", dY, {T, d_out});
     // 1. the forward's hidden layer again (cheaper to recompute than to keep)
-    const Mat pre = matmul(H, transposed(g.W_1), "H W_1^T") + g.b_1;
+    const Mat pre = matmul_transposed(H, g.W_1, "H W_1^T") + g.b_1;
     const Mat hidden = xt::maximum(pre, 0.0);
     FeedForwardGrads out;
     // 2. the second layer, 3. the ReLU passes the gradient where it was on, 4. the first layer

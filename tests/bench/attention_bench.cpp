@@ -31,6 +31,8 @@
 #include "core/allocator.hpp"
 #include "core/rng.hpp"
 #include "nn/fast_attention.hpp"
+#include "nn/kernels.hpp"
+#include "nn/linalg.hpp"
 #include "nn/multi_head.hpp"
 #include "nn/self_attention.hpp"
 #include "openblas_kernels.hpp"
@@ -44,6 +46,7 @@
 #include <xtensor/xview.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -243,6 +246,56 @@ void run_multi_head_gemms(MultiHeadGemms& g) {
     xt::blas::gemm(g.concat, g.W_O, g.output);
     benchmark::DoNotOptimize(g.output.data());
 }
+
+// ---- A training step's products (issue 43): a sentence of training_T tokens through a weight of
+// training_d x training_d, as attn train's lanes run them (nn::Arithmetic::native, one thread: the
+// lanes are the threads): X W (the forward's projections), dY W^T (the backward to the inputs:
+// nn::matmul_transposed) and X^T dY (a weight's gradient: the small X transposed, then a product), each
+// against OpenBLAS's dgemm of the same shapes and transposes.
+constexpr std::size_t training_T = 12, training_d = 256;
+
+struct TrainingProducts {
+    Mat X, W, dY, Y, dW;
+};
+
+TrainingProducts training_products() {
+    Rng rng(29);
+    return {rng.normal_mat(training_T, training_d), rng.normal_mat(training_d, training_d),
+            rng.normal_mat(training_T, training_d), rng.normal_mat(training_T, training_d),
+            rng.normal_mat(training_d, training_d)};
+}
+
+// range(0): 0 X W, 1 dY W^T, 2 X^T dY; range(1): 1 for OpenBLAS's dgemm instead of attn's
+void BM_training_product(benchmark::State& state) {
+    TrainingProducts g = training_products();
+    const nn::ScopedOneThread one;
+    const nn::ScopedArithmetic fused(nn::Arithmetic::native);
+    const std::int64_t which = state.range(0);
+    const bool blas = state.range(1) != 0;
+    for (auto _ : state) {
+        if (which == 0) {
+            if (blas)
+                xt::blas::gemm(g.X, g.W, g.Y);
+            else
+                g.Y = nn::matmul(g.X, g.W, "X W");
+            benchmark::DoNotOptimize(g.Y.data());
+        } else if (which == 1) {
+            if (blas)
+                xt::blas::gemm(g.dY, g.W, g.Y, false, true);
+            else
+                g.Y = nn::matmul_transposed(g.dY, g.W, "dY W^T");
+            benchmark::DoNotOptimize(g.Y.data());
+        } else {
+            if (blas)
+                xt::blas::gemm(g.X, g.dY, g.dW, true, false);
+            else
+                g.dW = nn::matmul(nn::transposed(g.X), g.dY, "X^T dY");
+            benchmark::DoNotOptimize(g.dW.data());
+        }
+    }
+}
+
+const std::array<const char*, 3> training_product_names = {"X W", "dY W^T", "X^T dY"};
 
 // ---- Google Benchmark's cases. Real time, not CPU time: BLAS and the softmax use other threads.
 
@@ -482,6 +535,26 @@ void print_backward_table(const RecordingReporter& reporter) {
 
 }  // namespace
 
+// A training step's products against OpenBLAS's dgemm (target: at most 1.2 x, issue 43).
+void print_training_table(const RecordingReporter& reporter, const FloorKernels& kernels) {
+    constexpr double target = 1.2;
+    fmt::print("\n{:<44}{:>14}{:>10}{:>12}{:>8}{:>8}\n",
+               fmt::format("training product, T={} d_model={}", training_T, training_d), "attn_us", "gemm_us",
+               "openblas", "ratio", "target");
+    for (std::size_t which = 0; which < training_product_names.size(); ++which) {
+        const double op = 1e3 * reporter.median_ms(fmt::format("training_{}", which));
+        const double floor = 1e3 * reporter.median_ms(fmt::format("training_{}_gemm", which));
+        const double ratio = op / floor;
+        const std::string verdict = std::isnan(ratio)        ? "not run"
+                                    : kernels.choice.generic ? "no floor (generic kernels)"
+                                    : ratio <= target        ? "ok"
+                                                             : "OVER";
+        fmt::print("{:<44}{:>14.2f}{:>10.2f}{:>12}{:>8.2f}{:>8.2f}  {}\n",
+                   fmt::format("{} (fused, one thread)", training_product_names[which]), op, floor, kernels.corename,
+                   ratio, target, verdict);
+    }
+}
+
 int main(int argc, char** argv) {
     const std::string decide = "--openblas_decide=";
     for (int i = 1; i < argc; ++i)
@@ -524,6 +597,14 @@ int main(int argc, char** argv) {
                           ->UseRealTime();
             if (T >= 65536) b->Iterations(1);
         }
+
+    for (const std::int64_t which : {0, 1, 2})
+        for (const std::int64_t blas : {0, 1})
+            benchmark::RegisterBenchmark(fmt::format("training_{}{}", which, blas ? "_gemm" : "").c_str(),
+                                         BM_training_product)
+                ->Args({which, blas})
+                ->Unit(benchmark::kMillisecond)  // as every case, so that median_ms reads ms
+                ->UseRealTime();
 
     RecordingReporter reporter(benchmark::CreateDefaultDisplayReporter());
     benchmark::RunSpecifiedBenchmarks(&reporter);
@@ -606,5 +687,6 @@ int main(int argc, char** argv) {
                        plain / (1024.0 * 1024.0));
         }
     print_backward_table(reporter);
+    print_training_table(reporter, kernels);
     return 0;
 }
