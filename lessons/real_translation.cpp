@@ -85,8 +85,9 @@ std::vector<std::size_t> beam_translation(const nn::EncoderDecoder& m, const std
 
 std::vector<std::vector<std::size_t>> beam_all(const nn::EncoderDecoder& m, const std::vector<Pair>& pairs,
                                                std::size_t width) {
-    std::vector<std::vector<std::size_t>> out;
-    for (const Pair& p : pairs) out.push_back(beam_translation(m, p.src, width));
+    std::vector<std::vector<std::size_t>> out(pairs.size());
+    translation::for_each_independent(pairs.size(),
+                                      [&](std::size_t k) { out[k] = beam_translation(m, pairs[k].src, width); });
     return out;
 }
 

@@ -104,8 +104,10 @@ std::size_t most_pieces(std::size_t source_pieces);
 // Each pair's source translated greedily by m (its target is not read), at most most_pieces pieces.
 template <class Model>
 std::vector<std::vector<std::size_t>> greedy_all(const Model& m, const std::vector<translation::Pair>& pairs) {
-    std::vector<std::vector<std::size_t>> out;
-    for (const translation::Pair& p : pairs) out.push_back(translation::greedy(m, p, most_pieces(p.src.size())));
+    std::vector<std::vector<std::size_t>> out(pairs.size());
+    translation::for_each_independent(pairs.size(), [&](std::size_t k) {
+        out[k] = translation::greedy(m, pairs[k], most_pieces(pairs[k].src.size()));
+    });
     return out;
 }
 

@@ -51,6 +51,11 @@ void run_lanes(std::size_t lanes, std::size_t threads, nn::Arithmetic arithmetic
     if (failure) std::rethrow_exception(failure);
 }
 
+void for_each_independent(std::size_t n, const std::function<void(std::size_t)>& work) {
+    static const std::size_t cores = std::min<std::size_t>(gradient_lanes, std::max(1U, std::thread::hardware_concurrency()));
+    run_lanes(n, cores, nn::Arithmetic::portable, work);
+}
+
 void add_lanes(const std::vector<std::vector<nn::Block>>& lanes, std::size_t threads) {
     if (lanes.empty()) return;
     std::size_t total = 0;

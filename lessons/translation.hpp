@@ -184,6 +184,12 @@ std::string training_name(const Training& how);
 void run_lanes(std::size_t lanes, std::size_t threads, nn::Arithmetic arithmetic,
                const std::function<void(std::size_t)>& work);
 
+// Runs work(k) once for every k in [0, n) on the processor's cores (at most gradient_lanes threads), each
+// on one thread, in the portable arithmetic: for work whose results do not depend on one another (each
+// pair's loss or translation, into a slot of its own), so that they are the bytes a loop on one thread
+// gives; the caller then sums them in order.
+void for_each_independent(std::size_t n, const std::function<void(std::size_t)>& work);
+
 // sum_j lanes[j] into lanes[0] in gradient_lanes' fixed tree, block by block, split between `threads`
 // threads by ranges of entries (the bytes do not depend on the split).
 void add_lanes(const std::vector<std::vector<nn::Block>>& lanes, std::size_t threads);
@@ -291,10 +297,12 @@ void export_weights(Trace& trace, const std::string& model, nn::EncoderDecoder m
 // The mean loss per target word over a set, teacher-forced.
 template <class Model>
 double mean_loss(const Model& m, const std::vector<Pair>& pairs) {
+    std::vector<double> losses(pairs.size());
+    for_each_independent(pairs.size(), [&](std::size_t k) { losses[k] = teacher_forced(m, pairs[k]).loss; });
     double loss = 0.0, words = 0.0;
-    for (const Pair& p : pairs) {
-        loss += teacher_forced(m, p).loss;
-        words += as_double(p.tgt.size() + 1);
+    for (std::size_t k = 0; k < pairs.size(); ++k) {  // in the order of the pairs, as one loop would
+        loss += losses[k];
+        words += as_double(pairs[k].tgt.size() + 1);
     }
     return loss / words;
 }
@@ -315,14 +323,19 @@ double right_positions(const std::vector<std::size_t>& out, const std::vector<st
 template <class Model>
 Scores scores(const Model& m, const std::vector<Pair>& pairs, std::size_t max_words) {
     Scores s;
+    std::vector<Forward> passes(pairs.size());
+    s.outputs.resize(pairs.size());
+    for_each_independent(pairs.size(), [&](std::size_t k) {
+        passes[k] = teacher_forced(m, pairs[k]);
+        s.outputs[k] = greedy(m, pairs[k], max_words);
+    });
     double words = 0.0;
-    for (const Pair& p : pairs) {
+    for (std::size_t k = 0; k < pairs.size(); ++k) {  // summed in the order of the pairs
+        const Pair& p = pairs[k];
         const std::vector<std::size_t> out = decoder_outputs(p);
-        const Forward pass = teacher_forced(m, p);
-        for (std::size_t i = 0; i < out.size(); ++i) s.teacher_forced += pass.predicted[i] == out[i] ? 1.0 : 0.0;
-        s.outputs.push_back(greedy(m, p, max_words));
-        s.free_tokens += right_positions(s.outputs.back(), p.tgt);
-        s.exact += s.outputs.back() == p.tgt ? 1.0 : 0.0;
+        for (std::size_t i = 0; i < out.size(); ++i) s.teacher_forced += passes[k].predicted[i] == out[i] ? 1.0 : 0.0;
+        s.free_tokens += right_positions(s.outputs[k], p.tgt);
+        s.exact += s.outputs[k] == p.tgt ? 1.0 : 0.0;
         words += as_double(out.size());
     }
     s.teacher_forced /= words;
