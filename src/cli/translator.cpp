@@ -156,8 +156,8 @@ std::optional<rt::Run> saved_run(const fs::path& file, const rt::Verses& verses,
 
 const std::vector<std::string>& full_settings() {
     // Every training verse of at most 30 words (20,785 of the training books), the validation and test books
-    // whole, and wider models and more pieces than the lesson's default: about 25 minutes on this project's
-    // 2-core machine (README gives the figures measured).
+    // whole, and wider models and more pieces than the lesson's default: about 13 minutes on this project's
+    // 2-core machine in lanes, 36 the lessons' way on one core (README gives the figures measured).
     static const std::vector<std::string> settings = {"pairs=30000", "validation=200", "test=879",  "vocab=1000",
                                                       "epochs=3",    "width=32",       "d_model=32", "heads=4",
                                                       "layers=1",    "d_ff=64",        "warmup=400"};
