@@ -20,7 +20,7 @@ AttentionGrads scaled_dot_product_attention_backward(const Mat& Q, const Mat& K,
     AttentionGrads g;
     // 1. O_i = sum_j P_ij v_j: each value receives the output gradients its weights sent it
     g.dV = matmul(transposed(forward.weights), dO, "P^T dO");
-    g.dP = matmul_transposed(dO, V, "dO V^T");
+    g.dP = matmul(dO, transposed(V), "dO V^T");
     // 2. through each row's softmax; masked entries (P_ij = 0) get exactly 0, so no gradient reaches them
     g.dS = softmax_rows_backward(forward.weights, g.dP);
     // 3. the mask is a constant; the scale divides the gradient as it divided the scores

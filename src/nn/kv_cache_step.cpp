@@ -23,7 +23,7 @@ AttentionResult kv_cache_step(KVCache& cache, const Mat& Q, const Mat& K_new, co
     for (std::size_t i = 0; i < T_q; ++i)
         for (std::size_t j = offset + i + 1; j < T_k; ++j) mask(i, j) = -std::numeric_limits<double>::infinity();
     // 3. attention against every cached position (the scale is already in Q)
-    const Mat S = matmul_transposed(Q, cache.K, "Q K^T");
+    const Mat S = matmul(Q, transposed(cache.K), "Q K^T");
     AttentionResult r;
     r.scores = S;
     for (std::size_t k = 0; k < S.size(); ++k) r.scores.data()[k] += mask.data()[k];  // S + M

@@ -35,7 +35,7 @@ Mat head_scores(const Mat& X_q, const Mat& X_kv, const MultiHeadParams& p, std::
     const double scale = 1.0 / std::sqrt(static_cast<double>(d_k));
     const Mat Q_i = matmul(X_q, head_columns(p.W_Q, i, d_k, scale), "X_q W_i^Q");
     const Mat K_i = matmul(X_kv, head_columns(p.W_K, i, d_k), "X_kv W_i^K");
-    return matmul_transposed(Q_i, K_i, "Q_i K_i^T");
+    return matmul(Q_i, transposed(K_i), "Q_i K_i^T");
 }
 
 void expect_width(const char* what, const Mat& X, std::size_t d_model) {

@@ -34,7 +34,7 @@ Mat additive_scores(const Mat& Q, const Mat& K, const Mat& W_q, const Mat& W_k, 
     expect_shape("additive score weight W_q", W_q, {d_a, Q.shape(1)});
     expect_shape("additive score weight W_k", W_k, {d_a, K.shape(1)});
     // project every query and every key once, then score each pair
-    return additive_scores_projected(matmul_transposed(Q, W_q, "Q W_q^T"), matmul_transposed(K, W_k, "K W_k^T"), v);
+    return additive_scores_projected(matmul(Q, transposed(W_q), "Q W_q^T"), matmul(K, transposed(W_k), "K W_k^T"), v);
 }
 
 }  // namespace attn::nn
