@@ -489,10 +489,11 @@ def print_training(report, rows, load_before, load_after):
     print("attn lessons: one sum, portable products, one thread (every golden file's arithmetic); attn lanes: %s, "
           "%d threads (attn train's); x: attn lanes / torch, x lessons: attn lessons / best torch" %
           (lanes["training"], lanes["threads"]))
-    print("peak memory: the benchmark process's resident peak after the run (MB; the runs go from small to large)\n")
-    header = "%-14s %-34s %5s %9s %9s %10s %10s %6s %6s %9s %7s %6s  %s" % (
+    print("step MB: the resident memory a trainer and its first step add at their peak (the model's copy, Adam's "
+          "moments, the gradients; training_bench's step_megabytes), the lessons' way / in lanes\n")
+    header = "%-14s %-34s %5s %9s %9s %10s %10s %6s %6s %9s %7s %9s  %s" % (
         "model", "sizes", "clock", "lessons", "lanes", "torch 1thr", "torch 2thr", "x 1thr", "x 2thr", "x lessons",
-        "target", "MB", "")
+        "target", "step MB", "")
     print(header)
     print("-" * len(header))
     for run, peer in rows:
@@ -506,11 +507,11 @@ def print_training(report, rows, load_before, load_after):
             lessons, fast = run[key], run["lanes"][key]
             best = max(peer[1][k], peer[2][k])
             reached = (fast if column == "lanes" else lessons) / best
-            print("%-14s %-34s %5s %9.0f %9.0f %10.0f %10.0f %6.2f %6.2f %9.2f %7s %6s  %s" % (
+            print("%-14s %-34s %5s %9.0f %9.0f %10.0f %10.0f %6.2f %6.2f %9.2f %7s %9s  %s" % (
                 run["model"] if k == 0 else "", sizes if k == 0 else "", clock, lessons, fast, peer[1][k], peer[2][k],
                 fast / peer[1][k], fast / peer[2][k], lessons / best,
                 ("%s %s >= %.0f" % ("", "", target)).strip() if k == 0 else "",
-                "%.0f" % run["lanes"]["peak_megabytes"] if k == 0 else "",
+                "%.0f/%.0f" % (run["step_megabytes"], run["lanes"]["step_megabytes"]) if k == 0 else "",
                 ("%s %s" % (column, "met" if reached >= target else "MISSED")) if k == 0 else ""))
 
 

@@ -14,7 +14,8 @@
 // Each model is timed twice (issue 43): the lessons' way (one sum, portable products, one thread: the
 // arithmetic of every golden file) and in lanes (translation::fast_training: eight lanes of the batch
 // on --threads threads, fused products where the processor has FMA: attn train's way). Beside each
-// run, the process's peak resident memory so far (getrusage; the runs go from small to large).
+// run, the resident memory its trainer and first step added at their peak (step_megabytes: the copy of
+// the model, Adam's moments, the lanes' gradients, the pass itself), and the process's peak so far.
 //
 //   training_bench [--batches N] [--repetitions N] [--model gru|transformer|all] [--scale 1|4|8|all]
 //                  [--threads N]
@@ -31,15 +32,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 namespace {
@@ -114,6 +119,7 @@ double cpu_seconds() {
 
 struct Timing {
     double seconds, cpu_seconds, tokens;  // per pass: the medians of wall and processor time, target tokens
+    double step_megabytes;                // added_peak_megabytes of the trainer and its first step
 };
 
 // The process's peak resident memory so far, in MB.
@@ -123,15 +129,51 @@ double peak_megabytes() {
     return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
+// A field of /proc/self/status in MB ("VmRSS", "VmHWM"), NaN where it cannot be read.
+double status_megabytes(const std::string& field) {
+    std::ifstream in("/proc/self/status");
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024.0;
+    return std::nan("");
+}
+
+// How much resident memory `work` adds at its peak, in MB: the peak since Linux's clear_refs reset it
+// (writing 5), less the resident memory before, after malloc_trim has given back what earlier runs
+// freed (so that reusing it is counted). NaN where the kernel does not allow it.
+template <class F>
+double added_peak_megabytes(F work) {
+    malloc_trim(0);
+    {
+        std::ofstream reset("/proc/self/clear_refs");
+        reset << "5";
+        if (!reset.flush()) {
+            work();
+            return std::nan("");
+        }
+    }
+    const double before = status_megabytes("VmRSS");
+    work();
+    return status_megabytes("VmHWM") - before;
+}
+
 // Trains `model` `how` over the batches `repetitions` times (the weights move on), timing each pass.
 template <class Model, class Settings>
 Timing timed_training(const Model& model, const std::vector<Pair>& pairs, const Options& o, Settings settings,
                       const translation::Training& how) {
-    translation::Trainer<Model> t = translation::trainer(model, how);
     std::vector<std::size_t> order(pairs.size());
     for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
     std::vector<double> seconds, cpu;
-    double tokens = 0.0;
+    double tokens = 0.0, step_megabytes = 0.0;
+    std::optional<translation::Trainer<Model>> trainer;
+    // the trainer (its copy of the model, Adam's moments) and one batch's step, the lanes' gradients
+    // included: the memory training needs beyond the data and the model it starts from
+    step_megabytes = added_peak_megabytes([&] {
+        trainer = translation::trainer(model, how);
+        double words = 0.0;
+        translation::train_batch(*trainer, pairs, order, 0, std::min(pairs.size(), translation::batch), words,
+                                 settings(static_cast<std::size_t>(trainer->steps) + 1));
+    });
+    translation::Trainer<Model>& t = *trainer;
     for (std::size_t r = 0; r <= o.repetitions; ++r) {  // the first pass warms up, untimed
         double words = 0.0;
         const auto start = std::chrono::steady_clock::now();
@@ -143,7 +185,7 @@ Timing timed_training(const Model& model, const std::vector<Pair>& pairs, const 
         if (r > 0) seconds.push_back(took.count()), cpu.push_back(cpu_seconds() - cpu_start);
         tokens = words;
     }
-    return {median(seconds), median(cpu), tokens};
+    return {median(seconds), median(cpu), tokens, step_megabytes};
 }
 
 // A run's timing fields: the median pass's seconds and tokens, by the wall clock and by processor time.
@@ -153,6 +195,7 @@ void add_timing(nlohmann::json& run, const Timing& t) {
                 {"tokens_per_pass", t.tokens},
                 {"tokens_per_second", t.tokens / t.seconds},
                 {"tokens_per_cpu_second", t.tokens / t.cpu_seconds},
+                {"step_megabytes", t.step_megabytes},
                 {"peak_megabytes", peak_megabytes()}});
 }
 
