@@ -311,6 +311,14 @@ TEST_CASE("attn train refuses a long run without --long, and bad settings, befor
     INFO(bad.output);
     CHECK(bad.code == 2);
     CHECK_THAT(bad.output, Catch::Contains("'widht'") && Catch::Contains("did you mean 'width'?"));
+    // --portable trains on one thread: asking for threads as well is a mistake, and so is no thread
+    for (const char* threads : {" --portable --threads 2", " --threads 0"}) {
+        const Result refused = run_command(attn_bin() + " train --out /nonexistent/never" + threads + " 2>&1");
+        INFO(refused.output);
+        CHECK(refused.code == 2);
+        CHECK_THAT(refused.output, Catch::Contains("--threads"));
+    }
+    CHECK_FALSE(fs::exists("/nonexistent/never"));
 }
 
 }  // namespace test_translator

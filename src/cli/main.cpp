@@ -214,13 +214,15 @@ int run_main(int argc, char** argv) {
     train_cmd->add_option("--epochs-now", train.epochs_now,
                           "Stop after this many more epochs (the same command without it resumes)")
         ->check(CLI::Range(1, 1000));
-    train_cmd->add_option("--threads", train.threads,
-                          "Threads that train (default: this processor's cores, at most 8); every number is "
-                          "the same whatever their count")
-        ->check(CLI::Range(1, 64));
-    train_cmd->add_flag("--portable", train.portable,
-                        "Train as lesson 14 does: one sum per batch, the portable products, one thread (the "
-                        "lesson's bits on every processor; slower)");
+    auto* threads_option = train_cmd->add_option("--threads", train.threads,
+                                                 "Threads that train (default: this processor's cores, at most 8); "
+                                                 "every number is the same whatever their count")
+                               ->check(CLI::Range(1, 64));
+    train_cmd
+        ->add_flag("--portable", train.portable,
+                   "Train as lesson 14 does: one sum per batch, the portable products, one thread (the lesson's "
+                   "bits on every processor; slower)")
+        ->excludes(threads_option);
 
     TranslateOptions translate;
     auto* translate_cmd = app.add_subcommand(
