@@ -16,6 +16,7 @@
 
 #include "core/rng.hpp"
 #include "nn/bleu.hpp"
+#include "nn/bleu_bins.hpp"
 #include "nn/encoder_decoder.hpp"
 #include "nn/optimizer.hpp"
 #include "nn/reductions.hpp"
@@ -61,8 +62,8 @@ std::string limits(const Config& c) {
 // the three models over a pair of about 43 + 46 pieces at u = d_model = 24 and 400 pieces takes about
 // 5 ms in all, most of it the output layers (V u multiply-adds a target piece); a greedy translation of a
 // test verse about as much (the Transformer's beam searches of widths 4 and 1, with their key-value caches,
-// about as much again: a third pass per test verse). The default run took 7.3 s of user time (2026-11-30, load 2 from a build
-// beside it; estimated 8.5 s); 240 pairs and 40 test verses 17.1 s (estimated 12 s, the greedy
+// about as much again: a third pass per test verse). The default run took 7.3 s of user time (2026-11-30,
+// load 2 from a build beside it; estimated 8.5 s); 240 pairs and 40 test verses 17.1 s (estimated 12 s, the greedy
 // translations then up to twice the source: the cap is now one and a half times).
 constexpr double fixed_seconds = 4.0;
 constexpr double seconds_per_pass = 0.006;
@@ -359,46 +360,12 @@ struct Translations {
 
 std::size_t bin_of(std::size_t words) { return std::min(words / 10, length_bins.size() - 1); }
 
-// BLEU x 100 of each output by bin of source length (rows 0 .. B - 1) and over all (row B), the verses per
-// bin, and the largest difference between the bins' n-gram counts summed and the whole set's.
-struct LengthScores {
-    Mat scores;
-    Vec count;
-    double pooled = 0.0;
-};
-
-LengthScores bleu_by_length(const std::vector<text::VersePair>& test, const BleuWords& w) {
-    const std::size_t B = length_bins.size();
-    LengthScores out{nn::zeros(B + 1, w.candidates.size()), nn::zeros(B), 0.0};
-    for (std::size_t m = 0; m < w.candidates.size(); ++m) {
-        std::vector<std::vector<std::vector<std::size_t>>> cand(B), ref(B);
-        for (std::size_t k = 0; k < test.size(); ++k) {
-            const std::size_t b = bin_of(text::word_count(test[k].en));
-            cand[b].push_back(w.candidates[m][k]);
-            ref[b].push_back(w.references[k]);
-            if (m == 0) out.count(b) += 1.0;
-        }
-        const nn::BleuScore all = nn::bleu(w.candidates[m], w.references);
-        std::array<double, 4> matches{}, totals{};
-        for (std::size_t b = 0; b < B; ++b) {
-            if (cand[b].empty()) continue;
-            const nn::BleuScore s = nn::bleu(cand[b], ref[b]);
-            out.scores(b, m) = 100.0 * s.bleu;
-            for (std::size_t n = 0; n < 4; ++n) {
-                matches[n] += s.matches[n];
-                totals[n] += s.totals[n];
-            }
-        }
-        out.scores(B, m) = 100.0 * all.bleu;
-        for (std::size_t n = 0; n < 4; ++n)
-            out.pooled = std::max({out.pooled, std::abs(matches[n] - all.matches[n]), std::abs(totals[n] - all.totals[n])});
-    }
-    return out;
-}
-
 void record_length(Trace& trace, const text::Tokenizer& t, const Chosen& chosen, const Translations& tr) {
     const std::size_t B = length_bins.size();
-    const LengthScores l = bleu_by_length(chosen.test, bleu_words(t, chosen.test, tr.outputs));
+    std::vector<std::size_t> bins;
+    for (const text::VersePair& v : chosen.test) bins.push_back(bin_of(text::word_count(v.en)));
+    const BleuWords words = bleu_words(t, chosen.test, tr.outputs);
+    const nn::BleuByBins l = nn::bleu_by_bins(words.candidates, words.references, bins, B);
     const Mat& scores = l.scores;
     std::vector<std::string> rows;
     for (std::size_t b = 0; b < B; ++b) rows.push_back(length_bins[b] + " words");
@@ -421,11 +388,11 @@ void record_length(Trace& trace, const text::Tokenizer& t, const Chosen& chosen,
     trace.tensor("bleu", "BLEU x 100 per bin of source words, and over all", scores, rows,
                  {"without", "with", "Transformer", fmt::format("Transformer, beam {}", beam_width)})
         .foreign_shown(trained_here());
-    trace.tensor("verses_per_bin", "test verses per bin", l.count, std::vector<std::string>(rows.begin(), rows.end() - 1),
+    trace.tensor("verses_per_bin", "test verses per bin", l.counts, std::vector<std::string>(rows.begin(), rows.end() - 1),
                  {}, View::bars);
     trace.check("the bins' matched and total n-grams add up to the whole set's (BLEU is pooled, not averaged)",
-                l.pooled, 0.0);
-    trace.check("every test verse is in one bin", std::abs(nn::sum_of(l.count) - as_double(chosen.test.size())), 0.0);
+                l.pooling_gap, 0.0);
+    trace.check("every test verse is in one bin", std::abs(nn::sum_of(l.counts) - as_double(chosen.test.size())), 0.0);
     // a beam of one keeps the likeliest word at every step, ties to the lower id, as greedy decoding does;
     // its decoder reads a key-value cache, greedy decoding recomputes every position (lesson 13)
     double differ = 0.0;

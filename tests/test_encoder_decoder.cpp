@@ -9,6 +9,7 @@
 #include "core/rng.hpp"
 #include "nn/beam_search.hpp"
 #include "nn/bleu.hpp"
+#include "nn/bleu_bins.hpp"
 #include "nn/encoder_decoder.hpp"
 #include "nn/kv_cache.hpp"
 #include "nn/language_model.hpp"
@@ -495,6 +496,30 @@ TEST_CASE("the language model is causal: position t's distribution does not read
     CHECK_THROWS_AS(nn::language_model_forward(lm, {0, 2}, {2}), ShapeError);
     nn::LanguageModel grads = nn::zeros_like(lm);
     CHECK_THROWS_AS(nn::language_model_backward(lm, {0, 2}, {2, 9}, grads), ShapeError);
+}
+
+TEST_CASE("bleu_by_bins: each bin's BLEU, the whole corpus's, and the bins' counts pooled", "[bleu]") {
+    // four sentences in bins 0, 2, 0, 2 (bin 1 empty); two systems: the references themselves, and one
+    // that drops each sentence's last word
+    const std::vector<std::vector<std::size_t>> refs = {{1, 2, 3, 4, 5}, {6, 7, 8, 9}, {1, 3, 5, 7, 9}, {2, 4, 6, 8}};
+    std::vector<std::vector<std::size_t>> shorter = refs;
+    for (auto& s : shorter) s.pop_back();
+    const std::vector<std::size_t> bins = {0, 2, 0, 2};
+    const nn::BleuByBins b = nn::bleu_by_bins({refs, shorter}, refs, bins, 3);
+    REQUIRE(b.scores.shape(0) == 4);
+    REQUIRE(b.scores.shape(1) == 2);
+    CHECK(b.scores(0, 0) == 100.0);
+    CHECK(b.scores(3, 0) == 100.0);
+    CHECK(b.scores(1, 0) == 0.0);  // no sentence in bin 1
+    CHECK(b.scores(0, 1) == 100.0 * nn::bleu({shorter[0], shorter[2]}, {refs[0], refs[2]}).bleu);
+    CHECK(b.scores(3, 1) == 100.0 * nn::bleu(shorter, refs).bleu);
+    CHECK(b.scores(3, 1) < 100.0);
+    CHECK(b.counts(0) == 2.0);
+    CHECK(b.counts(1) == 0.0);
+    CHECK(b.counts(2) == 2.0);
+    CHECK(b.pooling_gap == 0.0);
+    CHECK_THROWS_WITH(nn::bleu_by_bins({refs}, refs, {0, 3, 0, 2}, 3), Catch::Contains("bin 3 of 3"));
+    CHECK_THROWS_WITH(nn::bleu_by_bins({refs}, refs, {0, 1}, 3), Catch::Contains("2 bins for 4 sentences"));
 }
 
 }  // namespace test_encoder_decoder
