@@ -213,11 +213,12 @@ void record_curves(Run& r, std::size_t row, const std::array<double, 3>& train) 
 std::size_t total_epochs(const Run& r) { return r.config.size(param::epochs); }
 
 void set_training(Run& r, const translation::Training& how) {
-    r.training = how;
     r.without.how = how;
     r.with.how = how;
     r.transformer.how = how;
 }
+
+std::size_t lanes_of(const translation::Training& how) { return how.lanes ? translation::gradient_lanes : 0; }
 
 std::array<double, 3> validation_bleu(const Run& r, const Chosen& chosen) {
     const BleuWords w = bleu_words(text::Tokenizer(r.tokenizer_model), chosen.validation,
@@ -513,7 +514,8 @@ std::vector<NpzMember> checkpoint_members(const Run& r) {
     };
     const json configuration = config_json(r.config);  // a local: items() of a temporary would dangle
     for (const auto& [key, value] : configuration.items()) description[key] = value;
-    description["training"] = translation::training_name(r.training);
+    description["training"] = translation::training_name(r.transformer.how);
+    description["gradient_lanes"] = lanes_of(r.transformer.how);
     description["epochs_done"] = r.epoch;
     description["batches_done"] = r.batches;
     description["validation_bleu"] = validation_bleu_json(r.validation_bleu);
@@ -595,6 +597,7 @@ Run resumed_run(const Verses& v, const std::vector<NpzMember>& members, const st
         r.validation_bleu = validation_bleu_of(o.description, r.epoch);
         // a checkpoint written before attn train had lanes was trained the lessons' way
         r.saved_training = o.description.value("training", translation::training_name({}));
+        r.saved_lanes = o.description.value("gradient_lanes", std::size_t{0});
     } catch (const std::exception& e) {
         throw CheckpointError(fmt::format("{}: its generator state or counts are not what attn train writes: {}",
                                           source, e.what()));

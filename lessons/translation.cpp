@@ -17,12 +17,21 @@
 
 namespace attn::translation {
 
+std::size_t default_threads() {
+    static const std::size_t threads = std::min<std::size_t>(gradient_lanes, std::max(1U, std::thread::hardware_concurrency()));
+    return threads;
+}
+
 Training fast_training(std::size_t threads) { return {true, std::max<std::size_t>(1, threads), nn::Arithmetic::native}; }
 
 std::string training_name(const Training& how) {
     if (!how.lanes) return "the lessons' way (one sum, portable products)";
     const bool fused = how.arithmetic == nn::Arithmetic::native && nn::native_is_fused();
     return fmt::format("in {} lanes, {} products", gradient_lanes, fused ? "fused" : "portable");
+}
+
+std::string training_text(const Training& how) {
+    return fmt::format("{} on {} thread{}", training_name(how), how.threads, how.threads == 1 ? "" : "s");
 }
 
 void run_lanes(std::size_t lanes, std::size_t threads, nn::Arithmetic arithmetic,
@@ -52,8 +61,7 @@ void run_lanes(std::size_t lanes, std::size_t threads, nn::Arithmetic arithmetic
 }
 
 void for_each_independent(std::size_t n, const std::function<void(std::size_t)>& work) {
-    static const std::size_t cores = std::min<std::size_t>(gradient_lanes, std::max(1U, std::thread::hardware_concurrency()));
-    run_lanes(n, cores, nn::Arithmetic::portable, work);
+    run_lanes(n, default_threads(), nn::Arithmetic::portable, work);
 }
 
 void add_lanes(const std::vector<std::vector<nn::Block>>& lanes, std::size_t threads) {

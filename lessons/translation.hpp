@@ -171,12 +171,19 @@ struct Training {
     nn::Arithmetic arithmetic = nn::Arithmetic::portable;
 };
 
+// The processor's cores, at most gradient_lanes: the threads of attn train and training_bench unless
+// asked otherwise, and of for_each_independent.
+std::size_t default_threads();
+
 // lanes, `threads` threads, the fused products where the processor has them
 Training fast_training(std::size_t threads);
 
 // What a Training is, for a person and for a checkpoint: "the lessons' way (one sum, portable products)"
 // or "in 8 lanes, fused products" ("portable products" where the processor has no FMA, or asked).
 std::string training_name(const Training& how);
+
+// training_name(how) and its threads: "in 8 lanes, fused products on 2 threads".
+std::string training_text(const Training& how);
 
 // Runs work(lane) once for each lane in [0, lanes) on `threads` threads (the calling one among them),
 // each under nn::ScopedOneThread and nn::ScopedArithmetic(arithmetic); the first exception a lane

@@ -24,7 +24,6 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <thread>
 
 namespace attn {
 
@@ -95,28 +94,27 @@ void print_steps(const Trace& trace) {
 // at most the lanes).
 translation::Training training_asked(const TrainOptions& o) {
     if (o.portable) return {};
-    const std::size_t cores = std::max(1U, std::thread::hardware_concurrency());
-    return translation::fast_training(o.threads > 0 ? o.threads : std::min(cores, translation::gradient_lanes));
+    return translation::fast_training(o.threads > 0 ? o.threads : translation::default_threads());
 }
 
-// Whether a checkpoint trained `saved` can go on `asked`: the same sums (lanes or the lessons' one sum),
-// or it would not end with the bytes of a run never stopped. Products that differ only because this
-// processor has no FMA (or has it where the other had not) go on, saying so.
-bool same_training(const std::string& saved, const std::string& asked) {
-    if (saved == asked) return true;
+// Whether the run `saved` was trained as `how` asks, so that it can go on: the same sums (lanes or the
+// lessons' one sum), or it would not end with the bytes of a run never stopped. Products that differ only
+// because this processor has no FMA (or has it where the other had not) go on, saying so.
+bool same_training(const rt::Run& saved, const translation::Training& how) {
+    const std::string asked = translation::training_name(how);
+    if (saved.saved_training == asked) return true;
     const std::string& name = this_program().name;
-    const auto lanes = [](const std::string& t) { return t.rfind("in ", 0) == 0; };
-    if (lanes(saved) != lanes(asked)) {
+    if (saved.saved_lanes != rt::lanes_of(how)) {
         fmt::print(stderr,
                    "{} train: the checkpoint was trained {}, not {} as asked: resume it {} (or train into another "
                    "--out), so that it ends with the bytes of a run never stopped\n",
-                   name, saved, asked, lanes(saved) ? "without --portable" : "with --portable");
+                   name, saved.saved_training, asked, saved.saved_lanes > 0 ? "without --portable" : "with --portable");
         return false;
     }
     fmt::print(stderr,
                "{} train: note: the checkpoint was trained with {}, this processor gives {}: the run goes on, but its "
                "numbers will not be the bytes of a run never stopped\n",
-               name, saved, asked);
+               name, saved.saved_training, asked);
     return true;
 }
 
@@ -143,7 +141,7 @@ std::optional<rt::Run> saved_run(const fs::path& file, const rt::Verses& verses,
         refused = exit_usage;
         return std::nullopt;
     }
-    if (!same_training(resumed->saved_training, translation::training_name(how))) {
+    if (!same_training(*resumed, how)) {
         refused = exit_usage;
         return std::nullopt;
     }
@@ -199,8 +197,8 @@ int cmd_train(const TrainOptions& o) {
                    "machine on one core. A checkpoint after every epoch: {}\n",
                    name, config_text(*asked), run.data.train.size(), run.data.pieces.size(), minutes(estimate.seconds),
                    printable_utf8(file.string()));
-    fmt::print("{} train: training {} on {} thread{}{}\n", name, translation::training_name(how), how.threads,
-               how.threads == 1 ? "" : "s", how.lanes ? " (the same numbers on any count; --portable: lesson 14's)" : "");
+    fmt::print("{} train: training {}{}\n", name, translation::training_text(how),
+               how.lanes ? " (the same numbers on any count; --portable: lesson 14's)" : "");
 
     // progress on a terminal only: the epoch, the verses, the losses so far and the time left
     Trace progress("real-translation", *asked);
@@ -254,10 +252,9 @@ int cmd_train(const TrainOptions& o) {
         fmt::print("  epoch {}: {}\n", e + 1, bleu_line(run.validation_bleu[e]));
     if (run.seconds[0] > 0.0)
         fmt::print("{} train: this process trained {:.0f}, {:.0f} and {:.0f} target pieces a second (without, with, "
-                   "Transformer; {}, {} thread{}, wall time; load {})\n",
+                   "Transformer; {}, wall time; load {})\n",
                    name, run.trained_pieces[0] / run.seconds[0], run.trained_pieces[1] / run.seconds[1],
-                   run.trained_pieces[2] / run.seconds[2], translation::training_name(how), how.threads,
-                   how.threads == 1 ? "" : "s", load_average());
+                   run.trained_pieces[2] / run.seconds[2], translation::training_text(how), load_average());
     fmt::print("{} train: done; translate with: {} translate --model {} \"In the beginning was the Word.\"\n", name,
                name, printable_utf8(o.out.string()));
     return results.all_checks_hold() ? exit_ok : exit_mismatch;

@@ -41,7 +41,6 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <malloc.h>
@@ -55,8 +54,7 @@ using translation::Pair;
 struct Options {
     std::size_t batches = 8, repetitions = 5;
     std::string model = "all", scale = "all";
-    std::size_t threads = std::min<std::size_t>(translation::gradient_lanes,
-                                                std::max(1U, std::thread::hardware_concurrency()));
+    std::size_t threads = translation::default_threads();
 };
 
 std::size_t positive(const std::string& flag, const std::string& value) {
