@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Runs one of README's Python examples end to end, as a reader would.
-#   readme_example.sh ATTN README numpy      lesson 1: attn export, the ```python block, attn compare
-#   readme_example.sh ATTN README backprop   lesson 8: attn export backprop, the ```py block, which
+# Runs one of the documentation's Python examples end to end, as a reader would (numpy, backprop and torch
+# are in docs/your-numbers.md, checkpoint in docs/translator.md; the tests keep their names readme_*).
+#   readme_example.sh ATTN DOC numpy      lesson 1: attn export, the ```python block, attn compare
+#   readme_example.sh ATTN DOC backprop   lesson 8: attn export backprop, the ```py block, which
 #                                            checks dQ against numpy's central differences
-#   readme_example.sh ATTN README torch      lesson 9: attn export 9, the ```python3 block, which
+#   readme_example.sh ATTN DOC torch      lesson 9: attn export 9, the ```python3 block, which
 #                                            trains both models for one epoch in PyTorch and exits 1
 #                                            unless its losses agree with lesson 9's
-#   readme_example.sh ATTN README checkpoint lesson 14: a small attn train, then the ```python3 checkpoint
+#   readme_example.sh ATTN DOC checkpoint lesson 14: a small attn train, then the ```python3 checkpoint
 #                                            block, which rebuilds the GRU models and the Transformer from the checkpoint and
 #                                            exits 1 unless -log p of John 1:1 agrees to 1e-12
-# (Each example is the one block of README.md whose fence names that language exactly.)
+# (Each example is the one block of DOC whose fence names that language exactly.)
 # Exit 77 (meson's "skipped") when no python3 with numpy (torch: PyTorch) is found, and says so;
 # for torch under CI=true a failure instead, since CI installs it (.ci/torch-packages.txt).
 set -euo pipefail
@@ -36,7 +37,7 @@ if [ -z "$python" ]; then
         echo "FAIL: no python3 with PyTorch under CI=true (bash .ci/install-deps --ci installs python3-torch)"
         exit 1
     fi
-    echo "SKIPPED: no python3 with $module found, so README's $example example was not run"
+    echo "SKIPPED: no python3 with $module found, so the documentation's $example example was not run"
     exit 77
 fi
 work="$(mktemp -d)"
@@ -44,16 +45,16 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 awk -v fence="$fence" '$0 == fence {inside=1; next} /^```/{inside=0} inside' "$readme" > example.py
 lines=$(grep -cv '^\s*$' example.py)
-[ "$lines" -ge "$fewest" ] || { echo "README's $example example ($fence block) not found ($lines lines)"; exit 1; }
+[ "$lines" -ge "$fewest" ] || { echo "the documentation's $example example ($fence block) not found ($lines lines)"; exit 1; }
 if [ "$example" = numpy ]; then
     "$attn" export 1 --format npy --out lesson1
     "$python" example.py
     "$attn" compare mine --lesson 1
-    echo "README's numpy example ran ($lines lines, $python) and attn compare accepted its numbers"
+    echo "the documentation's numpy example ran ($lines lines, $python) and attn compare accepted its numbers"
 elif [ "$example" = backprop ]; then
     "$attn" export backprop --format npy --out backprop
     "$python" example.py
-    echo "README's gradient example ran ($lines lines, $python): lesson 8's dQ matches numpy's central differences"
+    echo "the documentation's gradient example ran ($lines lines, $python): lesson 8's dQ matches numpy's central differences"
 elif [ "$example" = checkpoint ]; then
     # a small run (32 verse pairs, one epoch, two Transformer layers, so that the script's stacking is
     # checked too): seconds, most of them reading the Bible's two modules
@@ -61,13 +62,13 @@ elif [ "$example" = checkpoint ]; then
         { cat train.txt; exit 1; }
     "$python" example.py model/checkpoint.npz | tee printed.txt
     [ "$(grep -c 'relative difference' printed.txt)" -eq 3 ] ||
-        { echo "README's checkpoint script did not print the three models' numbers"; exit 1; }
-    echo "README's checkpoint script ran ($lines lines, $python): the GRU models and the Transformer (two layers) rebuilt from the checkpoint give attn's -log p to 1e-12"
+        { echo "the documentation's checkpoint script did not print the three models' numbers"; exit 1; }
+    echo "the documentation's checkpoint script ran ($lines lines, $python): the GRU models and the Transformer (two layers) rebuilt from the checkpoint give attn's -log p to 1e-12"
 else
     "$attn" export learning-to-align --out lesson9
     # the script prints both models' epoch-1 losses beside lesson 9's and exits 1 when they differ
     "$python" example.py | tee printed.txt
     [ "$(grep -c 'relative difference' printed.txt)" -eq 4 ] ||
-        { echo "README's PyTorch script did not print the four losses"; exit 1; }
-    echo "README's PyTorch script ran ($lines lines, $python): lesson 9's epoch-1 losses reproduced"
+        { echo "the documentation's PyTorch script did not print the four losses"; exit 1; }
+    echo "the documentation's PyTorch script ran ($lines lines, $python): lesson 9's epoch-1 losses reproduced"
 fi

@@ -124,7 +124,7 @@ int run_main(int argc, char** argv) {
     app.set_version_flag("--version", version_text(program));
     app.require_subcommand(1);
     app.footer("Exit codes: 0 ok, 1 mismatch or failed identity check, 2 usage error,\n"
-               "3 missing or corrupt golden file. See README.md for the golden-file workflow.");
+               "3 missing or corrupt golden file. See docs/golden-files.md for the golden-file workflow.");
 
     app.add_subcommand("list", "List the lessons in course order");
 
