@@ -218,7 +218,7 @@ void set_training(Run& r, const translation::Training& how) {
     r.transformer.how = how;
 }
 
-std::size_t lanes_of(const translation::Training& how) { return how.lanes ? translation::gradient_lanes : 0; }
+std::size_t lanes_of(const translation::Training& how) { return how.fast ? translation::gradient_lanes : 0; }
 
 std::array<double, 3> validation_bleu(const Run& r, const Chosen& chosen) {
     const BleuWords w = bleu_words(text::Tokenizer(r.tokenizer_model), chosen.validation,
@@ -597,7 +597,6 @@ Run resumed_run(const Verses& v, const std::vector<NpzMember>& members, const st
         r.validation_bleu = validation_bleu_of(o.description, r.epoch);
         // a checkpoint written before attn train had lanes was trained the lessons' way
         r.saved_training = o.description.value("training", translation::training_name({}));
-        r.saved_lanes = o.description.value("gradient_lanes", std::size_t{0});
     } catch (const std::exception& e) {
         throw CheckpointError(fmt::format("{}: its generator state or counts are not what attn train writes: {}",
                                           source, e.what()));

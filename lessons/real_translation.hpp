@@ -160,18 +160,18 @@ struct Run {
     std::vector<std::array<double, 3>> validation_bleu;
     // measured while this process trained (wall time): shown, never saved nor recorded
     std::array<double, 3> seconds{}, trained_pieces{};
-    // what the checkpoint it was resumed from says it was trained with: translation::training_name, and
-    // its lanes (0 for the lessons' one sum); "" and 0 for a run started here
+    // what the checkpoint it was resumed from says it was trained with (translation::training_name); ""
+    // for a run started here
     std::string saved_training;
-    std::size_t saved_lanes = 0;
 };
 
 // Makes the three trainers train `how` (translation::Training; the lessons' way until set): the lesson
-// trains the lessons' way, attn train in lanes unless --portable. The checkpoint records the Transformer
+// trains the lessons' way, attn train fast (stacked and in lanes) unless --portable. The checkpoint records the Transformer
 // trainer's, which is the three's.
 void set_training(Run& r, const translation::Training& how);
 
-// The lanes a Training sums in: translation::gradient_lanes, or 0 for the lessons' one sum.
+// The lanes a Training sums the GRUs' batches in: translation::gradient_lanes, or 0 for the lessons' one
+// sum (the Transformer's are stacked or one sum: training_name says which).
 std::size_t lanes_of(const translation::Training& how);
 
 // The run before its first epoch: the tokenizer trained, the data encoded, the models drawn, row 0 of

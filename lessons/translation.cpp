@@ -24,10 +24,15 @@ std::size_t default_threads() {
 
 Training fast_training(std::size_t threads) { return {true, std::max<std::size_t>(1, threads), nn::Arithmetic::native}; }
 
+std::string summation_name(const Training& how) {
+    return how.fast ? fmt::format("stacked (Transformer) or in {} lanes (GRU)", gradient_lanes)
+                    : "the lessons' way (one sum";
+}
+
 std::string training_name(const Training& how) {
-    if (!how.lanes) return "the lessons' way (one sum, portable products)";
+    if (!how.fast) return summation_name(how) + ", portable products)";
     const bool fused = how.arithmetic == nn::Arithmetic::native && nn::native_is_fused();
-    return fmt::format("in {} lanes, {} products", gradient_lanes, fused ? "fused" : "portable");
+    return fmt::format("{}, {} products", summation_name(how), fused ? "fused" : "portable");
 }
 
 std::string training_text(const Training& how) {
@@ -64,27 +69,33 @@ void for_each_independent(std::size_t n, const std::function<void(std::size_t)>&
     run_lanes(n, default_threads(), nn::Arithmetic::portable, work);
 }
 
-void add_lanes(const std::vector<std::vector<nn::Block>>& lanes, std::size_t threads) {
-    if (lanes.empty()) return;
+void for_each_piece(const std::vector<nn::Block>& blocks, std::size_t threads,
+                    const std::function<void(std::size_t, std::size_t, std::size_t)>& work) {
     std::size_t total = 0;
-    for (const nn::Block& b : lanes[0]) total += b.size;
-    // every entry's sum is its own: ranges of entries can go to any thread
+    for (const nn::Block& b : blocks) total += b.size;
     constexpr std::size_t range = 1 << 14;
     const std::size_t ranges = (total + range - 1) / range;
     run_lanes(ranges, threads, nn::Arithmetic::portable, [&](std::size_t r) {
         const std::size_t begin = r * range, end = std::min(total, begin + range);
         std::size_t offset = 0;  // of block b's first entry in the flat order
-        for (std::size_t b = 0; b < lanes[0].size() && offset < end; ++b) {
-            const std::size_t size = lanes[0][b].size;
-            const std::size_t from = std::max(begin, offset), to = std::min(end, offset + size);
-            for (std::size_t step = 1; from < to && step < lanes.size(); step *= 2)
-                for (std::size_t j = 0; j + step < lanes.size(); j += 2 * step) {
-                    double* into = lanes[j][b].data;
-                    const double* added = lanes[j + step][b].data;
-                    for (std::size_t e = from - offset; e < to - offset; ++e) into[e] += added[e];
-                }
-            offset += size;
+        for (std::size_t b = 0; b < blocks.size() && offset < end; ++b) {
+            const std::size_t from = std::max(begin, offset), to = std::min(end, offset + blocks[b].size);
+            if (from < to) work(b, from - offset, to - offset);
+            offset += blocks[b].size;
         }
+    });
+}
+
+void add_lanes(const std::vector<std::vector<nn::Block>>& lanes, std::size_t threads) {
+    if (lanes.empty()) return;
+    // every entry's sum is its own: pieces of entries can go to any thread
+    for_each_piece(lanes[0], threads, [&](std::size_t b, std::size_t from, std::size_t to) {
+        for (std::size_t step = 1; step < lanes.size(); step *= 2)
+            for (std::size_t j = 0; j + step < lanes.size(); j += 2 * step) {
+                double* into = lanes[j][b].data;
+                const double* added = lanes[j + step][b].data;
+                for (std::size_t e = from; e < to; ++e) into[e] += added[e];
+            }
     });
 }
 

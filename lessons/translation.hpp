@@ -12,6 +12,7 @@
 #include "core/rng.hpp"
 #include "core/trace.hpp"
 #include "nn/encoder_decoder.hpp"
+#include "nn/encoder_decoder_batch.hpp"
 #include "nn/kernels.hpp"
 #include "nn/language_model.hpp"
 #include "nn/optimizer.hpp"
@@ -22,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -155,18 +157,26 @@ constexpr double clip_threshold = 5.0;
 constexpr std::size_t batch = 16;
 
 // How a minibatch's gradient is summed and multiplied.
-//   The lessons' way (lanes = false, the default): sentence after sentence into one sum, on the calling
+//   The lessons' way (fast = false, the default): sentence after sentence into one sum, on the calling
 //   thread, in the portable arithmetic: the numbers every golden file records.
-//   In lanes (attn train, training_bench): sentence k of the batch goes to lane k mod gradient_lanes,
-//   each lane sums its sentences' gradients in their order, and the lanes are then added in a fixed
-//   tree ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)); `threads` threads take lanes as they come free, so
-//   the bytes are the same whatever `threads` is (1 or 16; more threads than lanes wait). Its products
-//   run in `arithmetic` (nn::Arithmetic::native: the fused kernels where the processor has FMA, within a
-//   few ulp of portable per product, not the same bits). Not the lessons' bits either way: the sum's
-//   order differs; tests/test_training.cpp holds the two to a tolerance on the same step.
+//   Fast (attn train, training_bench), in `arithmetic` (nn::Arithmetic::native: the fused kernels where
+//   the processor has FMA, within a few ulp of portable per product, not the same bits) on `threads`
+//   threads, the same bytes whatever `threads` is (1 or 16):
+//   - a Transformer (nn::EncoderDecoder) stacks the batch (nn::encoder_decoder_batch_gradient) in
+//     gradient_stacks stacks: sentence k of the batch in stack k mod gradient_stacks, every linear layer
+//     one product over all of a stack's tokens, each weight's gradient one sum over them; the stacks run
+//     side by side on the threads (their products split by rows between threads to spare) and their
+//     gradients are added, stack 0 + stack 1;
+//   - the GRUs and the language model sum in lanes: sentence k of the batch goes to lane k mod
+//     gradient_lanes, each lane sums its sentences' gradients in their order, and the lanes are then
+//     added in a fixed tree ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)); the threads take lanes as they
+//     come free (more threads than lanes wait).
+//   Not the lessons' bits either way: the sums' order differs; tests/test_training.cpp holds the two to a
+//   tolerance on the same step.
 constexpr std::size_t gradient_lanes = 8;
+constexpr std::size_t gradient_stacks = 2;
 struct Training {
-    bool lanes = false;
+    bool fast = false;
     std::size_t threads = 1;
     nn::Arithmetic arithmetic = nn::Arithmetic::portable;
 };
@@ -175,12 +185,16 @@ struct Training {
 // asked otherwise, and of for_each_independent.
 std::size_t default_threads();
 
-// lanes, `threads` threads, the fused products where the processor has them
+// fast, on `threads` threads, the fused products where the processor has them
 Training fast_training(std::size_t threads);
 
 // What a Training is, for a person and for a checkpoint: "the lessons' way (one sum, portable products)"
-// or "in 8 lanes, fused products" ("portable products" where the processor has no FMA, or asked).
+// or "stacked (Transformer) or in 8 lanes (GRU), fused products" ("portable products" where the processor
+// has no FMA, or asked).
 std::string training_name(const Training& how);
+
+// training_name without its products: how the sums go, which a resumed run must keep.
+std::string summation_name(const Training& how);
 
 // training_name(how) and its threads: "in 8 lanes, fused products on 2 threads".
 std::string training_text(const Training& how);
@@ -196,6 +210,12 @@ void run_lanes(std::size_t lanes, std::size_t threads, nn::Arithmetic arithmetic
 // pair's loss or translation, into a slot of its own), so that they are the bytes a loop on one thread
 // gives; the caller then sums them in order.
 void for_each_independent(std::size_t n, const std::function<void(std::size_t)>& work);
+
+// Calls work(b, from, to) for pieces [from, to) of blocks[b] that cover every entry of `blocks` once, in
+// ranges of 2^14 entries split between `threads` threads: for work on each entry by itself (an Adam step,
+// a sum of lanes), whose bytes do not depend on the split.
+void for_each_piece(const std::vector<nn::Block>& blocks, std::size_t threads,
+                    const std::function<void(std::size_t, std::size_t, std::size_t)>& work);
 
 // sum_j lanes[j] into lanes[0] in gradient_lanes' fixed tree, block by block, split between `threads`
 // threads by ranges of entries (the bytes do not depend on the split).
@@ -228,11 +248,33 @@ Model batch_gradient(Trainer<Model>& t, const std::vector<Pair>& pairs, const st
                      std::size_t first, std::size_t last, double& loss, double& count) {
     count = 0.0;
     for (std::size_t k = first; k < last; ++k) count += as_double(pairs[order[k]].tgt.size() + 1);
-    if (!t.how.lanes) {
+    if (!t.how.fast) {
         Model grads = nn::zeros_like(t.model);
         loss = 0.0;
         for (std::size_t k = first; k < last; ++k) loss += backward_into(t.model, pairs[order[k]], grads);
         return grads;
+    }
+    if constexpr (std::is_same_v<Model, nn::EncoderDecoder>) {
+        std::array<std::vector<nn::TeacherForcedPair>, gradient_stacks> stacks;
+        for (std::size_t k = first; k < last; ++k) {
+            const Pair& p = pairs[order[k]];
+            stacks[(k - first) % gradient_stacks].push_back({p.src, decoder_inputs(p), decoder_outputs(p)});
+        }
+        t.lane_grads.resize(gradient_stacks);
+        std::array<double, gradient_stacks> stack_loss{};
+        const std::size_t inner = std::max<std::size_t>(1, t.how.threads / gradient_stacks);
+        run_lanes(gradient_stacks, t.how.threads, t.how.arithmetic, [&](std::size_t s) {
+            const nn::ScopedThreads split(inner);
+            t.lane_grads[s] = stacks[s].empty() ? nn::zeros_like(t.model)
+                                                : nn::encoder_decoder_batch_gradient(t.model, stacks[s], stack_loss[s]);
+        });
+        static_assert(gradient_stacks == 2, "the stacks are added as a pair");
+        const std::vector<nn::Block> into = nn::blocks(t.lane_grads[0]), added = nn::blocks(t.lane_grads[1]);
+        for_each_piece(into, t.how.threads, [&](std::size_t b, std::size_t from, std::size_t to) {
+            for (std::size_t k = from; k < to; ++k) into[b].data[k] += added[b].data[k];
+        });
+        loss = stack_loss[0] + stack_loss[1];
+        return std::move(t.lane_grads[0]);
     }
     while (t.lane_grads.size() < gradient_lanes) t.lane_grads.push_back(nn::zeros_like(t.model));
     std::array<double, gradient_lanes> lane_loss{};
@@ -259,20 +301,31 @@ double train_batch(Trainer<Model>& t, const std::vector<Pair>& pairs, const std:
     double loss = 0.0, count = 0.0;
     Model grads = batch_gradient(t, pairs, order, first, last, loss, count);
     words += count;
+    // each entry by itself, on the training's threads (the bytes of one thread): the mean, the clipping
+    // (nn::clip_by_global_norm's scale, its norm summed in order on this thread) and Adam
     const std::vector<nn::Block> g = nn::blocks(grads);
-    for (const nn::Block& b : g)
-        for (std::size_t k = 0; k < b.size; ++k) b.data[k] /= count;
-    if (nn::clip_by_global_norm(g, clip_threshold) > clip_threshold) t.clipped += 1.0;
+    for_each_piece(g, t.how.threads, [&](std::size_t b, std::size_t from, std::size_t to) {
+        for (std::size_t k = from; k < to; ++k) g[b].data[k] /= count;
+    });
+    const double norm = nn::global_norm(g);
+    if (norm > clip_threshold) {
+        t.clipped += 1.0;
+        const double scale = clip_threshold / norm;
+        for_each_piece(g, t.how.threads, [&](std::size_t b, std::size_t from, std::size_t to) {
+            for (std::size_t k = from; k < to; ++k) g[b].data[k] *= scale;
+        });
+    }
     t.steps += 1.0;
     t.beta1_power *= settings.beta1;
     t.beta2_power *= settings.beta2;
-    std::size_t offset = 0;
     const std::vector<nn::Block> w = nn::blocks(t.model);
-    for (std::size_t b = 0; b < w.size(); ++b) {
-        nn::adam_step(w[b].data, g[b].data, t.m.data() + offset, t.v.data() + offset, w[b].size, settings,
+    std::vector<std::size_t> offsets(w.size() + 1, 0);  // of each block's first entry in m and v
+    for (std::size_t b = 0; b < w.size(); ++b) offsets[b + 1] = offsets[b] + w[b].size;
+    for_each_piece(w, t.how.threads, [&](std::size_t b, std::size_t from, std::size_t to) {
+        const std::size_t at = offsets[b] + from;
+        nn::adam_step(w[b].data + from, g[b].data + from, t.m.data() + at, t.v.data() + at, to - from, settings,
                       t.beta1_power, t.beta2_power);
-        offset += w[b].size;
-    }
+    });
     return loss;
 }
 

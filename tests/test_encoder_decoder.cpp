@@ -11,6 +11,8 @@
 #include "nn/bleu.hpp"
 #include "nn/bleu_bins.hpp"
 #include "nn/encoder_decoder.hpp"
+#include "nn/encoder_decoder_batch.hpp"
+#include "nn/kernels.hpp"
 #include "nn/kv_cache.hpp"
 #include "nn/language_model.hpp"
 #include "nn/linalg.hpp"
@@ -292,6 +294,112 @@ TEST_CASE("encoder_decoder: causal in the target, greedy decoding is the teacher
     const auto pass = nn::encoder_decoder_forward(m, src, in, out);
     for (std::size_t i = 0; i < words.size(); ++i) CHECK(pass.predicted[i] == words[i]);
     if (words.size() < 6) CHECK(pass.predicted[words.size()] == 1);  // it stopped at <eos>
+}
+
+// A batch of pairs of these source and decoder lengths, words drawn from the vocabularies.
+std::vector<nn::TeacherForcedPair> random_batch(Rng& rng, const std::vector<std::size_t>& src_lengths,
+                                                const std::vector<std::size_t>& tgt_lengths, std::size_t V_src,
+                                                std::size_t V_tgt) {
+    std::vector<nn::TeacherForcedPair> batch;
+    const auto word = [&](std::size_t V) { return std::min(V - 1, static_cast<std::size_t>(rng.uniform() * V)); };
+    for (std::size_t s = 0; s < src_lengths.size(); ++s) {
+        nn::TeacherForcedPair p;
+        for (std::size_t t = 0; t < src_lengths[s]; ++t) p.src.push_back(word(V_src));
+        p.dec_in.push_back(0);
+        for (std::size_t t = 0; t < tgt_lengths[s]; ++t) p.dec_out.push_back(word(V_tgt));
+        p.dec_in.insert(p.dec_in.end(), p.dec_out.begin(), p.dec_out.end() - 1);
+        batch.push_back(p);
+    }
+    return batch;
+}
+
+// The largest |a - b| over every trained tensor, and the largest |b|.
+std::pair<double, double> gradient_gap(nn::EncoderDecoder& a, nn::EncoderDecoder& b) {
+    const auto x = nn::blocks(a), y = nn::blocks(b);
+    REQUIRE(x.size() == y.size());
+    double gap = 0.0, size = 0.0;
+    for (std::size_t k = 0; k < x.size(); ++k)
+        for (std::size_t i = 0; i < x[k].size; ++i) {
+            gap = std::max(gap, std::abs(x[k].data[i] - y[k].data[i]));
+            size = std::max(size, std::abs(y[k].data[i]));
+        }
+    return {gap, size};
+}
+
+TEST_CASE("the stacked batch: every sentence's loss to the bit, the per-sentence gradients' sum to rounding, "
+          "the same bytes on 1, 2 and 3 threads",
+          "[encoder_decoder]") {
+    Rng rng(29);
+    // lengths 1 (a one-word source, a decoder that reads <sos> only) beside longer ones, so that a
+    // sentence attending to its neighbours' rows, positions counted from the stack's first row or a
+    // causal mask over the whole stack change the losses
+    const std::vector<std::size_t> src_lengths = {5, 1, 3, 7, 2}, tgt_lengths = {3, 1, 4, 2, 6};
+    for (const bool learned : {false, true}) {
+        INFO((learned ? "learned positions" : "sinusoidal positions"));
+        nn::EncoderDecoder m = random_model(rng, 7, 6, 8, 2);
+        if (learned) m.P_src = rng.normal_mat(8, 8, 0.5), m.P_tgt = rng.normal_mat(8, 8, 0.5);
+        const auto batch = random_batch(rng, src_lengths, tgt_lengths, 7, 6);
+        // each loss as encoder_decoder_forward computes it, bit for bit (portable arithmetic)
+        const std::vector<double> losses = nn::encoder_decoder_batch_losses(m, batch);
+        REQUIRE(losses.size() == batch.size());
+        nn::EncoderDecoder one_by_one = nn::zeros_like(m);
+        double total = 0.0;
+        for (std::size_t s = 0; s < batch.size(); ++s) {
+            CHECK(losses[s] == nn::encoder_decoder_forward(m, batch[s].src, batch[s].dec_in, batch[s].dec_out).loss);
+            total += nn::encoder_decoder_backward(m, batch[s].src, batch[s].dec_in, batch[s].dec_out, one_by_one).loss;
+        }
+        double stacked_loss = 0.0;
+        nn::EncoderDecoder stacked = nn::encoder_decoder_batch_gradient(m, batch, stacked_loss);
+        CHECK(stacked_loss == total);
+        // the gradient sums the same terms in another order: each entry adds tens of terms of the
+        // size of the largest, so rounding leaves it within 1e-15 of it; 1e-12 gives a margin of 1000,
+        // and leaving one sentence out is off by a share of the gradient itself
+        const auto [gap, size] = gradient_gap(stacked, one_by_one);
+        CHECK(size > 0.1);
+        CHECK(gap <= 1e-12 * size);
+        double fewer_loss = 0.0;
+        nn::EncoderDecoder fewer = nn::encoder_decoder_batch_gradient(m, {batch.begin(), batch.end() - 1}, fewer_loss);
+        CHECK(gradient_gap(fewer, one_by_one).first > 1e3 * 1e-12 * size);
+        // shaped like the model, tensor by tensor
+        const auto names = nn::named_tensors(m), got = nn::named_tensors(stacked);
+        REQUIRE(got.size() == names.size());
+        for (std::size_t k = 0; k < names.size(); ++k) CHECK(got[k].shape == names[k].shape);
+    }
+    // bad batches are refused by name
+    const nn::EncoderDecoder m = random_model(rng, 7, 6, 8, 2);
+    double loss = 0.0;
+    CHECK_THROWS_WITH(nn::encoder_decoder_batch_gradient(m, {}, loss), Catch::Contains("no sentence pair"));
+    CHECK_THROWS_WITH(nn::encoder_decoder_batch_gradient(m, {{{3}, {0, 2}, {2}}}, loss),
+                      Catch::Contains("as many decoder outputs as inputs"));
+    CHECK_THROWS_WITH(nn::encoder_decoder_batch_gradient(m, {{{3}, {0, 2}, {2, 6}}}, loss),
+                      Catch::Contains("target 6 is not among the 6 words"));
+    CHECK_THROWS_WITH(nn::encoder_decoder_batch_gradient(m, {{{}, {0}, {1}}}, loss), Catch::Contains("a source word"));
+
+    // threads: at d_model = 64 and 16 pairs each product and each layer's heads are past for_each_row's
+    // threshold, so 2 and 3 threads split them; the bytes are those of 1, in both arithmetics
+    const nn::EncoderDecoder wide = random_model(rng, 20, 20, 64, 4);
+    std::vector<std::size_t> src16, tgt16;
+    for (std::size_t s = 0; s < 16; ++s) src16.push_back(4 + (s * 7) % 9), tgt16.push_back(3 + (s * 5) % 8);
+    const auto batch = random_batch(rng, src16, tgt16, 20, 20);
+    for (const nn::Arithmetic arithmetic : {nn::Arithmetic::portable, nn::Arithmetic::native}) {
+        const nn::ScopedArithmetic products(arithmetic);
+        std::vector<nn::EncoderDecoder> grads;
+        std::vector<double> losses;
+        for (const std::size_t threads : {1, 2, 3}) {
+            const nn::ScopedThreads split(threads);
+            losses.push_back(0.0);
+            grads.push_back(nn::encoder_decoder_batch_gradient(wide, batch, losses.back()));
+        }
+        for (std::size_t k = 1; k < grads.size(); ++k) {
+            INFO("threads " << k + 1 << (arithmetic == nn::Arithmetic::native ? ", native" : ", portable"));
+            CHECK(losses[k] == losses[0]);
+            const auto x = nn::blocks(grads[k]), y = nn::blocks(grads[0]);
+            bool same = x.size() == y.size();
+            for (std::size_t b = 0; same && b < x.size(); ++b)
+                same = x[b].size == y[b].size && std::memcmp(x[b].data, y[b].data, x[b].size * sizeof(double)) == 0;
+            CHECK(same);
+        }
+    }
 }
 
 TEST_CASE("warmup_learning_rate against d^-0.5 min(s^-0.5, s w^-1.5) in long double, s from 1",

@@ -183,9 +183,10 @@ TEST_CASE("the checkpoint: attn.json names every tensor with its shape; Sentence
     CHECK(description["format_version"] == 1);
     CHECK(description["settings"]["width"] == 8);
     CHECK(description["epochs_done"] == 1);
-    // how it was trained: in lanes (attn train's default), which a resume must match
+    // how it was trained: fast (attn train's default: the Transformer's batch stacked, the GRUs' in 8 lanes),
+    // which a resume must match
     CHECK(description["gradient_lanes"] == 8);
-    CHECK(description["training"].get<std::string>().rfind("in 8 lanes, ", 0) == 0);
+    CHECK(description["training"].get<std::string>().rfind("stacked (Transformer) or in 8 lanes (GRU), ", 0) == 0);
     // the validation BLEU of each model after the epoch: a score in [0, 100] per model, the one printed
     const nlohmann::json& bleu = description["validation_bleu"]["by_epoch"];
     REQUIRE(bleu.size() == 1);

@@ -90,25 +90,36 @@ void print_steps(const Trace& trace) {
     for (std::size_t i = 0; i < steps.size(); ++i) fmt::print("{}\n", render_step(steps[i], i + 1, steps.size(), options));
 }
 
-// --portable: the lessons' way on one thread; otherwise lanes on --threads threads (the processor's cores,
-// at most the lanes).
+// --portable: the lessons' way on one thread; otherwise fast (the Transformer's batch stacked, the GRUs'
+// in lanes) on --threads threads (the processor's cores, at most the lanes).
 translation::Training training_asked(const TrainOptions& o) {
     if (o.portable) return {};
     return translation::fast_training(o.threads > 0 ? o.threads : translation::default_threads());
 }
 
-// Whether the run `saved` was trained as `how` asks, so that it can go on: the same sums (lanes or the
-// lessons' one sum), or it would not end with the bytes of a run never stopped. Products that differ only
-// because this processor has no FMA (or has it where the other had not) go on, saying so.
+// Whether the run `saved` was trained as `how` asks, so that it can go on: the same sums (stacked and in
+// lanes, or the lessons' one sum), or it would not end with the bytes of a run never stopped. Products that
+// differ only because this processor has no FMA (or has it where the other had not) go on, saying so.
 bool same_training(const rt::Run& saved, const translation::Training& how) {
     const std::string asked = translation::training_name(how);
     if (saved.saved_training == asked) return true;
     const std::string& name = this_program().name;
-    if (saved.saved_lanes != rt::lanes_of(how)) {
-        fmt::print(stderr,
-                   "{} train: the checkpoint was trained {}, not {} as asked: resume it {} (or train into another "
-                   "--out), so that it ends with the bytes of a run never stopped\n",
-                   name, saved.saved_training, asked, saved.saved_lanes > 0 ? "without --portable" : "with --portable");
+    if (saved.saved_training.rfind(translation::summation_name(how) + ", ", 0) != 0) {
+        const auto saved_as = [&](const translation::Training& way) {
+            return saved.saved_training.rfind(translation::summation_name(way) + ", ", 0) == 0;
+        };
+        const bool saved_one_sum = saved_as({}), saved_fast = saved_as(translation::fast_training(1));
+        if (saved_one_sum || saved_fast)
+            fmt::print(stderr,
+                       "{} train: the checkpoint was trained {}, not {} as asked: resume it {} (or train into another "
+                       "--out), so that it ends with the bytes of a run never stopped\n",
+                       name, saved.saved_training, asked, saved_one_sum ? "with --portable" : "without --portable");
+        else
+            fmt::print(stderr,
+                       "{} train: the checkpoint was trained {}, which this attn train no longer does (it trains {} or "
+                       "{}): it cannot go on to the bytes of a run never stopped; train into another --out\n",
+                       name, saved.saved_training, translation::summation_name(translation::fast_training(1)),
+                       translation::summation_name({}) + ")");
         return false;
     }
     fmt::print(stderr,
@@ -198,7 +209,7 @@ int cmd_train(const TrainOptions& o) {
                    name, config_text(*asked), run.data.train.size(), run.data.pieces.size(), minutes(estimate.seconds),
                    printable_utf8(file.string()));
     fmt::print("{} train: training {}{}\n", name, translation::training_text(how),
-               how.lanes ? " (the same numbers on any count; --portable: lesson 14's)" : "");
+               how.fast ? " (the same numbers on any count; --portable: lesson 14's)" : "");
 
     // progress on a terminal only: the epoch, the verses, the losses so far and the time left
     Trace progress("real-translation", *asked);

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -509,7 +512,8 @@ void matmul_pack_transposed_block(const double* B, std::size_t ldb, std::size_t 
 }
 
 // The products' shared blocking (see matmul_span): B a block of 256 columns at a time, packed by `pack`
-// (column offset, columns, panels) into the calling thread's kept buffer; blocks of 16 rows to the threads.
+// (column offset, columns, panels) into the calling thread's kept buffer, groups of panels on the threads;
+// then blocks of 16 rows to the threads.
 template <class Pack, class Product>
 void packed_blocks(const double* A, double* C, std::size_t m, std::size_t k, std::size_t n, const Pack& pack,
                    const Product& product) {
@@ -522,7 +526,12 @@ void packed_blocks(const double* A, double* C, std::size_t m, std::size_t k, std
     const std::size_t blocks = (m + rows_per_block - 1) / rows_per_block;
     for (std::size_t j0 = 0; j0 < n; j0 += columns_per_block) {
         const std::size_t cols = std::min(columns_per_block, n - j0);
-        pack(j0, cols, panels);
+        // eight panels of eight columns at a time to the threads (each panel is its own copy)
+        constexpr std::size_t columns_per_group = 8 * matmul_panel_width;
+        for_each_row((cols + columns_per_group - 1) / columns_per_group, k * columns_per_group, [&](std::size_t g) {
+            const std::size_t first = g * columns_per_group;
+            pack(j0 + first, std::min(columns_per_group, cols - first), panels + first * k);
+        });
         // a block's work in multiply-adds, counted as for_each_row counts entries (a thread repays
         // itself from about 2^15 entries of a softmax, about 2^18 multiply-adds)
         const std::size_t work = std::max<std::size_t>(1, rows_per_block * k * cols / 8);
@@ -622,7 +631,8 @@ double online_softmax_row(double* s, std::size_t n, double& running_max, double&
 namespace {
 
 thread_local Arithmetic arithmetic_of_thread = Arithmetic::portable;
-thread_local bool one_thread = false;
+// for_each_row's threads on this thread: 0 for the default (two where the processor has two cores)
+thread_local std::size_t threads_of_thread = 0;
 
 }  // namespace
 
@@ -634,15 +644,104 @@ ScopedArithmetic::ScopedArithmetic(Arithmetic arithmetic) : previous_(arithmetic
 
 ScopedArithmetic::~ScopedArithmetic() { arithmetic_of_thread = previous_; }
 
-ScopedOneThread::ScopedOneThread() : previous_(one_thread) { one_thread = true; }
+ScopedOneThread::ScopedOneThread() : previous_(threads_of_thread) { threads_of_thread = 1; }
 
-ScopedOneThread::~ScopedOneThread() { one_thread = previous_; }
+ScopedOneThread::~ScopedOneThread() { threads_of_thread = previous_; }
+
+ScopedThreads::ScopedThreads(std::size_t threads) : previous_(threads_of_thread) {
+    threads_of_thread = std::max<std::size_t>(1, threads);
+}
+
+ScopedThreads::~ScopedThreads() { threads_of_thread = previous_; }
+
+namespace {
+
+// The helper threads of for_each_row, started when first needed and asleep between calls: starting a
+// thread for every call cost a tenth of a stacked training step's processor time (issue 43). One caller
+// at a time; another thread that calls meanwhile is told so and runs its rows itself.
+class RowPool {
+public:
+    // Runs take() on `helpers` pool threads and on the calling one, and returns when every one has; the
+    // first exception any of them threw is thrown again here. false, having run nothing, when another
+    // thread is using the pool or no thread could be started.
+    bool run(std::size_t helpers, const std::function<void()>& take) {
+        const std::unique_lock<std::mutex> mine(in_use_, std::try_to_lock);
+        if (!mine.owns_lock()) return false;
+        {
+            const std::lock_guard<std::mutex> hold(state_);
+            try {
+                while (threads_.size() < helpers) {
+                    const std::size_t id = threads_.size();
+                    threads_.emplace_back([this, id] { serve(id); });
+                }
+            } catch (const std::system_error&) {
+                helpers = threads_.size();  // what could be had
+                if (helpers == 0) return false;
+            }
+            job_ = &take, wanted_ = helpers, finished_ = 0, failure_ = nullptr;
+            ++generation_;
+        }
+        wake_.notify_all();
+        std::exception_ptr mine_failed;
+        try {
+            take();
+        } catch (...) {
+            mine_failed = std::current_exception();
+        }
+        std::unique_lock<std::mutex> hold(state_);
+        done_.wait(hold, [&] { return finished_ == wanted_; });
+        job_ = nullptr;
+        if (mine_failed) std::rethrow_exception(mine_failed);
+        if (failure_) std::rethrow_exception(failure_);
+        return true;
+    }
+
+private:
+    void serve(std::size_t id) {
+        std::size_t seen = 0;
+        std::unique_lock<std::mutex> hold(state_);
+        for (;;) {
+            wake_.wait(hold, [&] { return generation_ != seen; });
+            seen = generation_;
+            if (id >= wanted_) continue;
+            const std::function<void()>* job = job_;
+            hold.unlock();
+            std::exception_ptr failed;
+            try {
+                (*job)();
+            } catch (...) {
+                failed = std::current_exception();
+            }
+            hold.lock();
+            if (failed && !failure_) failure_ = failed;
+            if (++finished_ == wanted_) done_.notify_one();
+        }
+    }
+
+    std::mutex in_use_, state_;
+    std::condition_variable wake_, done_;
+    std::vector<std::thread> threads_;
+    const std::function<void()>* job_ = nullptr;
+    std::size_t wanted_ = 0, finished_ = 0, generation_ = 0;
+    std::exception_ptr failure_;
+};
+
+// Never destroyed: its threads sleep until the process ends (joining them at exit could wait on a
+// thread that exit() stopped mid-job).
+RowPool& row_pool() {
+    static RowPool* pool = new RowPool;
+    return *pool;
+}
+
+}  // namespace
 
 void for_each_row(std::size_t rows, std::size_t cols, const std::function<void(std::size_t)>& row) {
-    // Starting a thread costs tens of microseconds, the time of a few thousand exp() calls.
+    // Waking a thread costs some microseconds, the time of a few hundred exp() calls.
     constexpr std::size_t entries_worth_a_thread = std::size_t{1} << 15;
-    static const bool two_cores = std::thread::hardware_concurrency() >= 2;
-    if (!two_cores || one_thread || rows < 2 || rows * cols < entries_worth_a_thread) {
+    static const std::size_t cores = std::max(1U, std::thread::hardware_concurrency());
+    const std::size_t threads =
+        std::min(rows, threads_of_thread == 0 ? std::min<std::size_t>(2, cores) : threads_of_thread);
+    if (threads < 2 || rows * cols < entries_worth_a_thread) {
         for (std::size_t r = 0; r < rows; ++r) row(r);
         return;
     }
@@ -650,17 +749,13 @@ void for_each_row(std::size_t rows, std::size_t cols, const std::function<void(s
     // has i + 1 entries to exponentiate) and a thread that the system pauses on a busy machine
     // leave no thread waiting for the other's share.
     std::atomic<std::size_t> next{0};
-    const auto take_rows = [&] {
+    const Arithmetic arithmetic = arithmetic_of_thread;
+    const std::function<void()> take_rows = [&] {
+        const ScopedArithmetic products(arithmetic);
+        const ScopedOneThread one;
         for (std::size_t r = next++; r < rows; r = next++) row(r);
     };
-    std::thread helper;
-    try {
-        helper = std::thread(take_rows);
-    } catch (const std::system_error&) {
-        // no thread to be had: this one takes every row
-    }
-    take_rows();
-    if (helper.joinable()) helper.join();
+    if (!row_pool().run(threads - 1, take_rows)) take_rows();  // the pool busy: every row on this thread
 }
 
 }  // namespace attn::nn

@@ -116,9 +116,11 @@ void matmul_packed(const double* A, std::size_t lda, const double* panels, std::
 double online_softmax_row(double* s, std::size_t n, double& running_max, double& running_sum,
                           Arithmetic arithmetic = Arithmetic::portable);
 
-// Calls row(r) once for every r in [0, rows), on two threads when the rows x cols matrix is large
-// enough to repay starting one (and no ScopedOneThread is alive on the calling thread). row(r) must
-// touch row r only: then the result is the same, bit for bit, whichever thread computes which row.
+// Calls row(r) once for every r in [0, rows), on two threads (or ScopedThreads' count) when the rows x
+// cols matrix is large enough to repay starting one (and no ScopedOneThread is alive on the calling
+// thread). row(r) must touch row r only: then the result is the same, bit for bit, whichever thread
+// computes which row. When it starts threads, every row runs under ScopedOneThread (a row's own
+// products stay on its thread) and in the calling thread's thread_arithmetic().
 void for_each_row(std::size_t rows, std::size_t cols, const std::function<void(std::size_t)>& row);
 
 // The arithmetic nn::matmul uses on the calling thread: portable, unless a ScopedArithmetic alive on
@@ -150,7 +152,20 @@ public:
     ScopedOneThread& operator=(const ScopedOneThread&) = delete;
 
 private:
-    bool previous_;
+    std::size_t previous_;
+};
+
+// While one is alive on a thread, for_each_row splits rows between `threads` threads (the calling one
+// among them) instead of two; 1 is ScopedOneThread's. The results are the same bits whatever the count.
+class ScopedThreads {
+public:
+    explicit ScopedThreads(std::size_t threads);
+    ~ScopedThreads();
+    ScopedThreads(const ScopedThreads&) = delete;
+    ScopedThreads& operator=(const ScopedThreads&) = delete;
+
+private:
+    std::size_t previous_;
 };
 
 }  // namespace attn::nn

@@ -324,7 +324,7 @@ def torch_gru_model(torch, run):
             total = total - torch.log_softmax(w["W_o"] @ s + w["b_o"], dim=0)[y]
         return total
 
-    return w, loss
+    return w, loss, None
 
 
 def torch_transformer_model(torch, run):
@@ -398,20 +398,76 @@ def torch_transformer_model(torch, run):
         logits = ln("dec", y) @ w["W_o"].T + w["b_o"]
         return -torch.log_softmax(logits, dim=1)[torch.arange(T), dec_out].sum()
 
-    return w, loss
+    def padded_mha(name, Xq, Xkv, mask):
+        B, Tq, Tk, dk = Xq.shape[0], Xq.shape[1], Xkv.shape[1], d // h
+        Q = (Xq @ w[name + ".W_Q"]).view(B, Tq, h, dk).transpose(1, 2)
+        K = (Xkv @ w[name + ".W_K"]).view(B, Tk, h, dk).transpose(1, 2)
+        V = (Xkv @ w[name + ".W_V"]).view(B, Tk, h, dk).transpose(1, 2)
+        S = Q @ K.transpose(2, 3) / math.sqrt(dk) + mask
+        return (torch.softmax(S, dim=-1) @ V).transpose(1, 2).reshape(B, Tq, d) @ w[name + ".W_O"]
+
+    def padded_loss(part):
+        """The summed loss of a batch of pairs as a PyTorch user trains it: padded to the longest
+        sentence, the padding hidden from every key and from the loss."""
+        B = len(part)
+        dec = [([run["sos"]] + tgt, tgt + [run["eos"]]) for _, tgt in part]
+        Tx, Ty = max(len(src) for src, _ in part), max(len(i) for i, _ in dec)
+        src_ids, dec_in, dec_out = (torch.zeros(B, T, dtype=torch.long) for T in (Tx, Ty, Ty))
+        src_keep, tgt_keep = torch.zeros(B, Tx, dtype=torch.bool), torch.zeros(B, Ty, dtype=torch.bool)
+        for b, (src, _) in enumerate(part):
+            src_ids[b, :len(src)], src_keep[b, :len(src)] = torch.tensor(src), True
+            dec_in[b, :len(dec[b][0])], dec_out[b, :len(dec[b][1])] = torch.tensor(dec[b][0]), torch.tensor(dec[b][1])
+            tgt_keep[b, :len(dec[b][0])] = True
+        src_mask = torch.zeros(B, 1, 1, Tx).masked_fill(~src_keep[:, None, None, :], -math.inf)
+        tgt_mask = (torch.full((Ty, Ty), -math.inf).triu(1)[None, None, :, :] +
+                    torch.zeros(B, 1, 1, Ty).masked_fill(~tgt_keep[:, None, None, :], -math.inf))
+        x = w["E_src"][src_ids] * math.sqrt(d) + PE[:Tx]
+        for l in range(L):
+            a = ln("enc%d.n1" % l, x)
+            x = x + padded_mha("enc%d.self" % l, a, a, src_mask)
+            x = x + ffn("enc%d.ff" % l, ln("enc%d.n2" % l, x))
+        H = ln("enc", x)
+        y = w["E_tgt"][dec_in] * math.sqrt(d) + PE[:Ty]
+        for l in range(L):
+            a = ln("dec%d.n1" % l, y)
+            y = y + padded_mha("dec%d.self" % l, a, a, tgt_mask)
+            y = y + padded_mha("dec%d.cross" % l, ln("dec%d.n2" % l, y), H, src_mask)
+            y = y + ffn("dec%d.ff" % l, ln("dec%d.n3" % l, y))
+        logits = ln("dec", y) @ w["W_o"].T + w["b_o"]
+        nll = -torch.log_softmax(logits, dim=2).gather(2, dec_out.unsqueeze(2)).squeeze(2)
+        return nll.masked_fill(~tgt_keep, 0.0).sum()
+
+    return w, loss, padded_loss
 
 
-def torch_training(torch, run, batch, clip, threads, repetitions):
+def torch_training(torch, run, batch, clip, threads, repetitions, padded=False):
     """Target tokens per second of PyTorch training `run`'s model on `run`'s batches (the median
     pass of `repetitions` after one untimed), by the wall clock and per second of processor time (all
-    of the process's threads), after checking that the model has attn's parameter count."""
+    of the process's threads), after checking that the model has attn's parameter count. padded: each
+    batch padded into one tensor (the Transformer only), after checking that its loss is the sum of
+    the sentences'; otherwise sentence by sentence. None when the model has no padded form here."""
     torch.set_num_threads(threads)
     torch.manual_seed(9)
-    w, loss = (torch_gru_model if run["model"] == "gru-attention" else torch_transformer_model)(torch, run)
+    w, sentence_loss, padded_loss = (torch_gru_model if run["model"] == "gru-attention"
+                                     else torch_transformer_model)(torch, run)
+    if padded and padded_loss is None:
+        return None
     count = sum(t.numel() for t in w.values())
     if count != run["parameters"]:
         raise RuntimeError("the PyTorch %s has %d parameters, attn's %d" % (run["model"], count, run["parameters"]))
     pairs = [(list(src), list(tgt)) for src, tgt in run["pairs"]]
+    if padded:
+        with torch.no_grad():
+            one = sum(sentence_loss(src, tgt) for src, tgt in pairs[:batch]).item()
+            stacked = padded_loss(pairs[:batch]).item()
+        if abs(one - stacked) > 1e-9 * abs(one):
+            raise RuntimeError("the padded batch's loss %.17g is not the sentences' %.17g" % (stacked, one))
+
+        def loss_of(part):
+            return padded_loss(part)
+    else:
+        def loss_of(part):
+            return sum(sentence_loss(src, tgt) for src, tgt in part)
     if run["model"] == "gru-attention":
         lr, beta1, beta2, eps = run["adam"]
         adam = torch.optim.Adam(w.values(), lr=lr, betas=(beta1, beta2), eps=eps)
@@ -433,7 +489,7 @@ def torch_training(torch, run, batch, clip, threads, repetitions):
                 group["lr"] = rate(step)
             part = pairs[first:first + batch]
             adam.zero_grad()
-            batch_loss = sum(loss(src, tgt) for src, tgt in part)
+            batch_loss = loss_of(part)
             (batch_loss / sum(len(tgt) + 1 for _, tgt in part)).backward()
             norm = torch.sqrt(sum((p.grad ** 2).sum() for p in w.values()))
             if norm > clip:
@@ -460,6 +516,9 @@ def training_table(program, batches, repetitions, scale="all", threads=2):
         peer = {}
         for threads in (1, 2):
             peer[threads] = torch_training(torch, run, report["batch"], report["clip"], threads, repetitions)
+        padded = [torch_training(torch, run, report["batch"], report["clip"], threads, repetitions, padded=True)
+                  for threads in (1, 2)]
+        peer["padded"] = None if padded[0] is None else tuple(max(a[k], b[k]) for k in (0, 1) for a, b in [padded])
         rows.append((run, peer))
     torch.set_num_threads(2)
     return report, rows
@@ -486,14 +545,16 @@ def print_training(report, rows, load_before, load_after):
     print("wall: tokens per second of wall-clock time (the target's measure; on a shared machine it counts "
           "others' work); cpu: per second of processor time, every thread of the process\n")
     lanes = report["runs"][0]["lanes"] if report["runs"] else {"threads": 0, "training": "?"}
-    print("attn lessons: one sum, portable products, one thread (every golden file's arithmetic); attn lanes: %s, "
-          "%d threads (attn train's); x: attn lanes / torch, x lessons: attn lessons / best torch" %
-          (lanes["training"], lanes["threads"]))
+    print("attn lessons: one sum, portable products, one thread (every golden file's arithmetic); attn fast: %s, "
+          "%d threads (attn train's); torch: sentence by sentence as attn's lessons go (issues 34 and 43 measured "
+          "it so), 1 and 2 threads; torch batch: each batch padded into one tensor, as PyTorch users train (the "
+          "Transformer; the better of 1 and 2 threads); x: attn fast / torch, x lessons: attn lessons / best torch "
+          "by sentence" % (lanes["training"], lanes["threads"]))
     print("step MB: the resident memory a trainer and its first step add at their peak (the model's copy, Adam's "
-          "moments, the gradients; training_bench's step_megabytes), the lessons' way / in lanes\n")
-    header = "%-14s %-34s %5s %9s %9s %10s %10s %6s %6s %9s %7s %9s  %s" % (
-        "model", "sizes", "clock", "lessons", "lanes", "torch 1thr", "torch 2thr", "x 1thr", "x 2thr", "x lessons",
-        "target", "step MB", "")
+          "moments, the gradients; training_bench's step_megabytes), the lessons' way / fast\n")
+    header = "%-14s %-34s %5s %8s %8s %9s %9s %9s %6s %6s %7s %9s %7s %9s  %s" % (
+        "model", "sizes", "clock", "lessons", "fast", "torch 1t", "torch 2t", "torch bat", "x 1t", "x 2t", "x batch",
+        "x lessons", "target", "step MB", "")
     print(header)
     print("-" * len(header))
     for run, peer in rows:
@@ -506,13 +567,15 @@ def print_training(report, rows, load_before, load_after):
         for clock, k, key in (("wall", 0, "tokens_per_second"), ("cpu", 1, "tokens_per_cpu_second")):
             lessons, fast = run[key], run["lanes"][key]
             best = max(peer[1][k], peer[2][k])
+            batched = peer["padded"][k] if peer.get("padded") else math.nan
             reached = (fast if column == "lanes" else lessons) / best
-            print("%-14s %-34s %5s %9.0f %9.0f %10.0f %10.0f %6.2f %6.2f %9.2f %7s %9s  %s" % (
+            print("%-14s %-34s %5s %8.0f %8.0f %9.0f %9.0f %9.0f %6.2f %6.2f %7.2f %9.2f %7s %9s  %s" % (
                 run["model"] if k == 0 else "", sizes if k == 0 else "", clock, lessons, fast, peer[1][k], peer[2][k],
-                fast / peer[1][k], fast / peer[2][k], lessons / best,
-                ("%s %s >= %.0f" % ("", "", target)).strip() if k == 0 else "",
+                batched, fast / peer[1][k], fast / peer[2][k], fast / batched, lessons / best,
+                (">= %.0f" % target) if k == 0 else "",
                 "%.0f/%.0f" % (run["step_megabytes"], run["lanes"]["step_megabytes"]) if k == 0 else "",
-                ("%s %s" % (column, "met" if reached >= target else "MISSED")) if k == 0 else ""))
+                ("%s %s" % ("fast" if column == "lanes" else column, "met" if reached >= target else "MISSED"))
+                if k == 0 else ""))
 
 
 # ---- the backward pass (issue 34): nn::fast_attention_backward against PyTorch's autograd

@@ -18,10 +18,12 @@
 // the model, Adam's moments, the lanes' gradients, the pass itself), and the process's peak so far.
 //
 //   training_bench [--batches N] [--repetitions N] [--model gru|transformer|all] [--scale 1|4|8|all]
-//                  [--threads N]
+//                  [--threads N] [--ways lessons|fast|both]
 //
 // --scale 8 is lesson 12's Transformer at d_model 256 and the GRU at u = 128 (issue 43's targets).
-// --threads: the lanes' threads (default: the processor's cores, at most translation::gradient_lanes).
+// --threads: the fast way's threads (default: the processor's cores, at most translation::gradient_lanes).
+// --ways: time only the lessons' way or only the fast one (to profile one of them; compare_peers.py takes
+// both).
 #include "core/allocator.hpp"
 #include "registry.hpp"
 #include "transformer_race.hpp"
@@ -53,7 +55,7 @@ using translation::Pair;
 
 struct Options {
     std::size_t batches = 8, repetitions = 5;
-    std::string model = "all", scale = "all";
+    std::string model = "all", scale = "all", ways = "both";
     std::size_t threads = translation::default_threads();
 };
 
@@ -86,10 +88,12 @@ Options parse(int argc, char** argv) {
             o.scale = value;
         else if (flag == "--threads")
             o.threads = positive(flag, value);
+        else if (flag == "--ways" && (value == "lessons" || value == "fast" || value == "both"))
+            o.ways = value;
         else
             throw std::invalid_argument("unknown argument '" + flag + " " + value +
                                         "' (--batches N, --repetitions N, --model gru|transformer|all, "
-                                        "--scale 1|4|8|all, --threads N)");
+                                        "--scale 1|4|8|all, --threads N, --ways lessons|fast|both)");
     }
     return o;
 }
@@ -201,7 +205,8 @@ void add_timing(nlohmann::json& run, const Timing& t) {
 template <class Model, class Settings>
 void time_both(nlohmann::json& run, const Model& model, const std::vector<Pair>& pairs, const Options& o,
                Settings settings) {
-    add_timing(run, timed_training(model, pairs, o, settings, translation::Training{}));
+    if (o.ways != "fast") add_timing(run, timed_training(model, pairs, o, settings, translation::Training{}));
+    if (o.ways == "lessons") return;
     const translation::Training lanes = translation::fast_training(o.threads);
     nlohmann::json fast{{"threads", o.threads}, {"training", translation::training_name(lanes)}};
     add_timing(fast, timed_training(model, pairs, o, settings, lanes));
