@@ -160,6 +160,27 @@ TEST_CASE("a run stopped after an epoch, or killed, and run again ends with the 
     CHECK(mixed_back.code == 2);
     CHECK_THAT(mixed_back.output, Catch::Contains("resume it without --portable"));
     CHECK(read_file(dir / "whole/checkpoint.npz") == expected);
+
+    // a checkpoint the earlier attn train wrote summing the Transformer's batches in lanes: neither way
+    // goes on to its bytes, and both say so before any training
+    std::vector<NpzMember> members = read_npz(dir / "whole/checkpoint.npz");
+    REQUIRE(members[0].name == "attn.json");
+    nlohmann::json description = nlohmann::json::parse(members[0].bytes());
+    description["training"] = "in 8 lanes, fused products";
+    members[0].content = description.dump();
+    fs::create_directories(dir / "lanes");
+    write_npz(dir / "lanes/checkpoint.npz", members);
+    const std::string lanes_bytes = read_file(dir / "lanes/checkpoint.npz");
+    for (const char* how : {"", " --portable"}) {
+        const Result old = train(dir / "lanes", how);
+        INFO(old.output);
+        CHECK(old.code == 2);
+        CHECK_THAT(old.output, Catch::Contains("was trained in 8 lanes, fused products, which this attn train no "
+                                               "longer does") &&
+                                   Catch::Contains("train into another --out"));
+        CHECK_THAT(old.output, !Catch::Contains("resuming"));
+    }
+    CHECK(read_file(dir / "lanes/checkpoint.npz") == lanes_bytes);
 }
 
 TEST_CASE("the checkpoint: attn.json names every tensor with its shape; SentencePiece loads its tokenizer",
