@@ -31,6 +31,8 @@ std::string summation_name(const Training& how) {
 
 std::string training_name(const Training& how) {
     if (!how.fast) return summation_name(how) + ", portable products)";
+    if (how.arithmetic == nn::Arithmetic::single)
+        return fmt::format("{}, float32 products{}", summation_name(how), nn::native_is_fused() ? " (fused)" : "");
     const bool fused = how.arithmetic == nn::Arithmetic::native && nn::native_is_fused();
     return fmt::format("{}, {} products", summation_name(how), fused ? "fused" : "portable");
 }

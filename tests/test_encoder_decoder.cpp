@@ -326,8 +326,8 @@ std::pair<double, double> gradient_gap(nn::EncoderDecoder& a, nn::EncoderDecoder
     return {gap, size};
 }
 
-TEST_CASE("the stacked batch: every sentence's loss to the bit, the per-sentence gradients' sum to rounding, "
-          "the same bytes on 1, 2 and 3 threads",
+TEST_CASE("the stacked batch: every sentence's loss and the per-sentence gradients' sum to rounding, the same "
+          "bytes on 1, 2 and 3 threads",
           "[encoder_decoder]") {
     Rng rng(29);
     // lengths 1 (a one-word source, a decoder that reads <sos> only) beside longer ones, so that a
@@ -339,18 +339,26 @@ TEST_CASE("the stacked batch: every sentence's loss to the bit, the per-sentence
         nn::EncoderDecoder m = random_model(rng, 7, 6, 8, 2);
         if (learned) m.P_src = rng.normal_mat(8, 8, 0.5), m.P_tgt = rng.normal_mat(8, 8, 0.5);
         const auto batch = random_batch(rng, src_lengths, tgt_lengths, 7, 6);
-        // each loss as encoder_decoder_forward computes it, bit for bit (portable arithmetic)
+        // each loss as encoder_decoder_forward computes it, to rounding: the online softmax of the fast path
+        // against the lessons' two-pass one, a few ulp per weight through some twenty operations, so 1e-12 of
+        // a loss of order 1 to 10 has a margin of a thousand; a sentence that read its neighbours' rows, or
+        // positions counted from the stack's first row, would move it by more than 1e-3
         const std::vector<double> losses = nn::encoder_decoder_batch_losses(m, batch);
         REQUIRE(losses.size() == batch.size());
         nn::EncoderDecoder one_by_one = nn::zeros_like(m);
         double total = 0.0;
         for (std::size_t s = 0; s < batch.size(); ++s) {
-            CHECK(losses[s] == nn::encoder_decoder_forward(m, batch[s].src, batch[s].dec_in, batch[s].dec_out).loss);
+            const double alone = nn::encoder_decoder_forward(m, batch[s].src, batch[s].dec_in, batch[s].dec_out).loss;
+            CHECK(std::abs(losses[s] - alone) <= 1e-12 * alone);
             total += nn::encoder_decoder_backward(m, batch[s].src, batch[s].dec_in, batch[s].dec_out, one_by_one).loss;
         }
         double stacked_loss = 0.0;
         nn::EncoderDecoder stacked = nn::encoder_decoder_batch_gradient(m, batch, stacked_loss);
-        CHECK(stacked_loss == total);
+        CHECK(std::abs(stacked_loss - total) <= 1e-12 * total);
+        // the sentences' order in the stack is the order of their losses: a batch reversed has them reversed
+        std::vector<nn::TeacherForcedPair> reversed(batch.rbegin(), batch.rend());
+        const std::vector<double> backwards = nn::encoder_decoder_batch_losses(m, reversed);
+        for (std::size_t s = 0; s < batch.size(); ++s) CHECK(backwards[batch.size() - 1 - s] == losses[s]);
         // the gradient sums the same terms in another order: each entry adds tens of terms of the
         // size of the largest, so rounding leaves it within 1e-15 of it; 1e-12 gives a margin of 1000,
         // and leaving one sentence out is off by a share of the gradient itself

@@ -476,6 +476,49 @@ TEST_CASE("matmul_transposed is matmul by the transpose to the bit, and in eithe
                       Catch::Contains("columns 1 to"));
 }
 
+TEST_CASE("float32 products (Arithmetic::single): within float32's rounding of the exact product, not "
+          "double's; the same bytes on 1, 2 and 3 threads; on every copy of the kernels",
+          "[nn][kernels]") {
+    // 37 x 200 times 200 x 67 (and its transpose): partial tiles in rows and panels, more than one
+    // block of rows, k longer than a float's 24 bits make exact for sums of this many terms
+    Rng rng(11);
+    const Mat A = rng.normal_mat(37, 200), B = rng.normal_mat(200, 67), B_t = nn::transposed(B);
+    // the exact product (long double sums of double products: far below float32's 6e-8) and the bound:
+    // each operand rounded to float32 (2^-24 relative each), then k sums in float32, so
+    // |error| <= (k + 2) 2^-24 sum_p |a_ip b_pj| to first order
+    const auto check_single = [&](const Mat& C) {
+        double worst = 0.0;
+        for (std::size_t i = 0; i < 37; ++i)
+            for (std::size_t j = 0; j < 67; ++j) {
+                long double exact = 0.0L, magnitude = 0.0L;
+                for (std::size_t p = 0; p < 200; ++p) {
+                    exact += static_cast<long double>(A(i, p)) * B(p, j);
+                    magnitude += std::abs(static_cast<long double>(A(i, p)) * B(p, j));
+                }
+                worst = std::max(worst, static_cast<double>(std::abs(C(i, j) - exact) / magnitude));
+            }
+        INFO("largest error " << worst << " of the terms' magnitudes");
+        CHECK(worst <= 202.0 * std::ldexp(1.0, -24));
+        CHECK(worst > 1e-12);  // float32, not double: double's error here is below 1e-14
+    };
+    const nn::KernelPath in_use = nn::kernel_path();
+    for (const nn::KernelPath path : nn::kernel_paths_supported()) {
+        nn::use_kernel_path(path);
+        INFO("the " << nn::kernel_path_name(path) << " copy");
+        const nn::ScopedArithmetic single(nn::Arithmetic::single);
+        std::vector<Mat> products;
+        for (const std::size_t threads : {1, 2, 3}) {
+            const nn::ScopedThreads split(threads);
+            products.push_back(nn::matmul(A, B, "A B"));
+            check_single(products.back());
+            const Mat transposed = nn::matmul_transposed(A, B_t, "A (B^T)^T");
+            CHECK(std::memcmp(transposed.data(), products.back().data(), transposed.size() * sizeof(double)) == 0);
+        }
+        for (const Mat& C : products) CHECK(std::memcmp(C.data(), products[0].data(), C.size() * sizeof(double)) == 0);
+    }
+    nn::use_kernel_path(in_use);
+}
+
 TEST_CASE("for_each_row visits every row once, on one thread or two", "[nn][softmax]") {
     const auto shape = GENERATE(std::make_pair(std::size_t{0}, std::size_t{5}),
                                 std::make_pair(std::size_t{1}, std::size_t{1}),

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 // Everything of this file in a namespace of its own: the test program is built as a few
@@ -383,6 +384,17 @@ void check_fast(const Model& model, const std::vector<translation::Pair>& pairs)
     CHECK(std::abs(one.second - lessons.second) <= tolerance * lessons.second);
     const auto fewer = one_gradient(model, pairs, n - 1, translation::fast_training(2));
     CHECK(largest_gap(fewer.first, lessons.first) > 1e3 * tolerance * scale);
+    // attn train --float32: the products in float32 (2^-24 = 6e-8 per rounding, some tens of roundings
+    // deep through the pass): within 1e-4 of the largest entry, a margin of about a hundred; and not
+    // float64's (more than 1e-10 of it away) where the model's products have 8 columns or more, as the
+    // Transformer's do (the GRU's matrix-vector products stay float64)
+    translation::Training single = translation::fast_training(2);
+    single.arithmetic = nn::Arithmetic::single;
+    const auto f32 = one_gradient(model, pairs, n, single);
+    const double f32_gap = largest_gap(f32.first, lessons.first);
+    INFO("float32 products: largest gap " << f32_gap << " of the largest entry " << scale);
+    CHECK(f32_gap <= 1e-4 * scale);
+    if constexpr (std::is_same_v<Model, nn::EncoderDecoder>) CHECK(f32_gap > 1e-10 * scale);
 }
 
 }  // namespace

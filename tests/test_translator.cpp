@@ -59,6 +59,15 @@ Result train(const fs::path& out, const std::string& more = "") {
     return run_command(attn_bin() + " train --out '" + out.string() + "'" + small + more + " 2>&1");
 }
 
+// attn train into `out` with `more`, refused (exit 2) before any training, saying `says`.
+void check_refused(const fs::path& out, const std::string& more, const std::string& says) {
+    const Result r = train(out, more);
+    INFO(r.output);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains(says));
+    CHECK_THAT(r.output, !Catch::Contains("resuming"));
+}
+
 void write_bytes(const fs::path& file, const std::string& bytes) {
     std::ofstream out(file, std::ios::binary);
     out << bytes;
@@ -150,16 +159,26 @@ TEST_CASE("a run stopped after an epoch, or killed, and run again ends with the 
     INFO(portable.output);
     REQUIRE(portable.code == 0);
     CHECK_THAT(portable.output, Catch::Contains("the lessons' way") && Catch::Contains("on 1 thread\n"));
-    const Result mixed = train(dir / "portable");
-    INFO(mixed.output);
-    CHECK(mixed.code == 2);
-    CHECK_THAT(mixed.output, Catch::Contains("resume it with --portable"));
-    CHECK_THAT(mixed.output, !Catch::Contains("resuming"));
-    const Result mixed_back = train(dir / "whole", " --portable");
-    INFO(mixed_back.output);
-    CHECK(mixed_back.code == 2);
-    CHECK_THAT(mixed_back.output, Catch::Contains("resume it without --portable"));
+    check_refused(dir / "portable", "", "resume it with --portable");
+    check_refused(dir / "whole", " --portable", "resume it without --portable");
     CHECK(read_file(dir / "whole/checkpoint.npz") == expected);
+
+    // --float32 multiplies in float32: its checkpoint says so, and goes on only with --float32
+    const Result single = train(dir / "single", " --float32 --epochs-now 1");
+    INFO(single.output);
+    REQUIRE(single.code == 0);
+    CHECK_THAT(single.output, Catch::Contains("float32 products"));
+    const std::vector<NpzMember> single_members = read_npz(dir / "single/checkpoint.npz");
+    CHECK(nlohmann::json::parse(single_members[0].bytes())["training"].get<std::string>().find("float32 products") !=
+          std::string::npos);
+    const std::string single_bytes = read_file(dir / "single/checkpoint.npz");
+    check_refused(dir / "single", "", "resume it with --float32");
+    check_refused(dir / "whole", " --float32", "resume it without --float32");
+    CHECK(read_file(dir / "single/checkpoint.npz") == single_bytes);
+    const Result both = train(dir / "both", " --float32 --portable");
+    CHECK(both.code != 0);
+    CHECK_THAT(both.output, Catch::Contains("--float32") && Catch::Contains("--portable"));
+    CHECK(!fs::exists(dir / "both/checkpoint.npz"));
 
     // a checkpoint the earlier attn train wrote summing the Transformer's batches in lanes: neither way
     // goes on to its bytes, and both say so before any training
@@ -171,15 +190,11 @@ TEST_CASE("a run stopped after an epoch, or killed, and run again ends with the 
     fs::create_directories(dir / "lanes");
     write_npz(dir / "lanes/checkpoint.npz", members);
     const std::string lanes_bytes = read_file(dir / "lanes/checkpoint.npz");
-    for (const char* how : {"", " --portable"}) {
-        const Result old = train(dir / "lanes", how);
-        INFO(old.output);
-        CHECK(old.code == 2);
-        CHECK_THAT(old.output, Catch::Contains("was trained in 8 lanes, fused products, which this attn train no "
-                                               "longer does") &&
-                                   Catch::Contains("train into another --out"));
-        CHECK_THAT(old.output, !Catch::Contains("resuming"));
-    }
+    for (const char* how : {"", " --portable"})
+        check_refused(dir / "lanes", how,
+                      "was trained in 8 lanes, fused products, which this attn train no longer does (it trains "
+                      "stacked (Transformer) or in 8 lanes (GRU) or the lessons' way (one sum)): it cannot go on to "
+                      "the bytes of a run never stopped; train into another --out");
     CHECK(read_file(dir / "lanes/checkpoint.npz") == lanes_bytes);
 }
 

@@ -218,11 +218,18 @@ int run_main(int argc, char** argv) {
                                                  "Threads that train (default: this processor's cores, at most 8); "
                                                  "every number is the same whatever their count")
                                ->check(CLI::Range(1, 64));
+    auto* portable_flag =
+        train_cmd
+            ->add_flag("--portable", train.portable,
+                       "Train as lesson 14 does: one sum per batch, the portable products, one thread (the lesson's "
+                       "bits on every processor; slower)")
+            ->excludes(threads_option);
     train_cmd
-        ->add_flag("--portable", train.portable,
-                   "Train as lesson 14 does: one sum per batch, the portable products, one thread (the lesson's "
-                   "bits on every processor; slower)")
-        ->excludes(threads_option);
+        ->add_flag("--float32", train.float32,
+                   "Multiply in float32: the training's matrix products (the Transformer's nearly all its work; "
+                   "the GRUs' matrix-vector products stay float64) rounded to float32 and summed in float32, the "
+                   "rest in float64; faster, and the losses move from float64's in the fourth digit")
+        ->excludes(portable_flag);
 
     TranslateOptions translate;
     auto* translate_cmd = app.add_subcommand(

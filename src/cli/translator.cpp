@@ -91,10 +91,13 @@ void print_steps(const Trace& trace) {
 }
 
 // --portable: the lessons' way on one thread; otherwise fast (the Transformer's batch stacked, the GRUs'
-// in lanes) on --threads threads (the processor's cores, at most the lanes).
+// in lanes) on --threads threads (the processor's cores, at most the lanes), its products in float32 with
+// --float32.
 translation::Training training_asked(const TrainOptions& o) {
     if (o.portable) return {};
-    return translation::fast_training(o.threads > 0 ? o.threads : translation::default_threads());
+    translation::Training how = translation::fast_training(o.threads > 0 ? o.threads : translation::default_threads());
+    if (o.float32) how.arithmetic = nn::Arithmetic::single;
+    return how;
 }
 
 // Whether the run `saved` was trained as `how` asks, so that it can go on: the same sums (stacked and in
@@ -120,6 +123,14 @@ bool same_training(const rt::Run& saved, const translation::Training& how) {
                        "{}): it cannot go on to the bytes of a run never stopped; train into another --out\n",
                        name, saved.saved_training, translation::summation_name(translation::fast_training(1)),
                        translation::summation_name({}) + ")");
+        return false;
+    }
+    const bool saved_single = saved.saved_training.find("float32 products") != std::string::npos;
+    if (saved_single != (how.arithmetic == nn::Arithmetic::single)) {
+        fmt::print(stderr,
+                   "{} train: the checkpoint was trained {}, not {} as asked: resume it {} (or train into another "
+                   "--out), so that it ends with the bytes of a run never stopped\n",
+                   name, saved.saved_training, asked, saved_single ? "with --float32" : "without --float32");
         return false;
     }
     fmt::print(stderr,
@@ -165,8 +176,9 @@ std::optional<rt::Run> saved_run(const fs::path& file, const rt::Verses& verses,
 
 const std::vector<std::string>& full_settings() {
     // Every training verse of at most 30 words (20,785 of the training books), the validation and test books
-    // whole, and wider models and more pieces than the lesson's default: about 13 minutes on this project's
-    // 2-core machine in lanes, 36 the lessons' way on one core (README gives the figures measured).
+    // whole, and wider models and more pieces than the lesson's default: about 10 minutes on this project's
+    // 2-core machine the fast way, 36 the lessons' way on one core (docs/translator.md gives the figures
+    // measured).
     static const std::vector<std::string> settings = {"pairs=30000", "validation=200", "test=879",  "vocab=1000",
                                                       "epochs=3",    "width=32",       "d_model=32", "heads=4",
                                                       "layers=1",    "d_ff=64",        "warmup=400"};

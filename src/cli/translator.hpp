@@ -19,6 +19,7 @@ struct TrainOptions {
     std::size_t epochs_now = 0;         // --epochs-now K: stop after K more epochs (0: train to the end)
     std::size_t threads = 0;            // --threads N: the lanes' threads (0: the processor's cores, at most 8)
     bool portable = false;              // --portable: the lessons' arithmetic (one sum, portable products, one thread)
+    bool float32 = false;               // --float32: the fast way's products in float32 (nn::Arithmetic::single)
 };
 
 struct TranslateOptions {

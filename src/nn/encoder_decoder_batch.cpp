@@ -5,16 +5,15 @@
 
 #include "core/portable_math.hpp"
 #include "nn/backward.hpp"
+#include "nn/fast_attention.hpp"
 #include "nn/kernels.hpp"
 #include "nn/linalg.hpp"
 #include "nn/reductions.hpp"
-#include "nn/reference/softmax_row.hpp"
 #include "nn/self_attention.hpp"
 #include "nn/softmax.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <string>
 #include <utility>
 
@@ -68,30 +67,18 @@ SegmentedAttention segmented_attention(const Mat& X_q, const Segments& queries, 
                          std::to_string(keys.count()) + " of keys");
     expect_segments("X_q", X_q, queries, d_model);
     expect_segments("X_kv", X_kv, keys, d_model);
-    const double minus_inf = -std::numeric_limits<double>::infinity();
-    // 1/sqrt(d_k) scales W^Q, as multi_head_attention scales each head's block of it
-    const double scale = 1.0 / std::sqrt(static_cast<double>(d_k));
-    Mat W_Q = xt::empty<double>({d_model, d_model});
-    for (std::size_t k = 0; k < W_Q.size(); ++k) W_Q.data()[k] = scale * p.W_Q.data()[k];
-    const Mat Q = matmul(X_q, W_Q, "X_q W^Q / sqrt(d_k)"), K = matmul(X_kv, p.W_K, "X_kv W^K"),
-              V = matmul(X_kv, p.W_V, "X_kv W^V");
     SegmentedAttention r;
-    r.weights.resize(queries.count() * heads);
+    r.Q = matmul(X_q, p.W_Q, "X_q W^Q"), r.K = matmul(X_kv, p.W_K, "X_kv W^K"), r.V = matmul(X_kv, p.W_V, "X_kv W^V");
+    r.row_lse.resize(queries.count() * heads);
     r.concat = xt::empty<double>({queries.rows(), d_model});
-    for_each_row(r.weights.size(), head_work(queries, keys, d_k), [&](std::size_t job) {
+    const Arithmetic arithmetic = thread_arithmetic();
+    for_each_row(r.row_lse.size(), head_work(queries, keys, d_k), [&](std::size_t job) {
         const std::size_t s = job / heads, i = job % heads, T_q = queries.length(s), T_k = keys.length(s);
-        const Mat Q_i = stacked_block(Q, queries.start[s], T_q, i * d_k, d_k);
-        const Mat K_i = stacked_block(K, keys.start[s], T_k, i * d_k, d_k);
-        Mat A = matmul_transposed(Q_i, K_i, "Q_i K_i^T");
-        for (std::size_t t = 0; t < T_q; ++t) {
-            double* row = A.data() + t * T_k;
-            if (causal)
-                for (std::size_t j = t + 1; j < T_k; ++j) row[j] = minus_inf;
-            softmax_row(row, row, T_k);
-        }
-        set_stacked_block(r.concat, queries.start[s], i * d_k,
-                  matmul(A, stacked_block(V, keys.start[s], T_k, i * d_k, d_k), "A_i V_i"));
-        r.weights[job] = std::move(A);
+        FastAttentionForward head = fast_attention_forward(
+            stacked_block(r.Q, queries.start[s], T_q, i * d_k, d_k), stacked_block(r.K, keys.start[s], T_k, i * d_k, d_k),
+            stacked_block(r.V, keys.start[s], T_k, i * d_k, d_k), causal, arithmetic);
+        set_stacked_block(r.concat, queries.start[s], i * d_k, head.output);
+        r.row_lse[job] = std::move(head.L);
     });
     r.output = matmul(r.concat, p.W_O, "Concat(heads) W^O");
     return r;
@@ -100,30 +87,30 @@ SegmentedAttention segmented_attention(const Mat& X_q, const Segments& queries, 
 SegmentedAttentionGrads segmented_attention_backward(const Mat& X_q, const Segments& queries, const Mat& X_kv,
                                                      const Segments& keys, const MultiHeadParams& p,
                                                      std::size_t heads, const SegmentedAttention& forward,
-                                                     const Mat& dO) {
+                                                     const Mat& dO, bool causal) {
     const std::size_t d_model = p.W_Q.shape(0), d_k = head_width(d_model, heads);
     expect_segments("X_q", X_q, queries, d_model);
     expect_segments("X_kv", X_kv, keys, d_model);
     expect_segments("dL/dO", dO, queries, d_model);
-    if (forward.weights.size() != queries.count() * heads)
-        throw ShapeError("segmented attention backward: the forward kept " + std::to_string(forward.weights.size()) +
-                         " heads' weights, not sentences x heads = " + std::to_string(queries.count() * heads));
+    if (forward.row_lse.size() != queries.count() * heads)
+        throw ShapeError("segmented attention backward: the forward kept " + std::to_string(forward.row_lse.size()) +
+                         " heads' log-sum-exps, not sentences x heads = " + std::to_string(queries.count() * heads));
     SegmentedAttentionGrads g;
     // 1. O = Concat W^O
     g.params.W_O = matmul(transposed(forward.concat), dO, "Concat^T dO");
     const Mat d_concat = matmul_transposed(dO, p.W_O, "dO W_O^T");
-    // 2. each sentence's heads backwards, on the unscaled projections (the backward divides by sqrt(d_k))
-    const Mat Q = matmul(X_q, p.W_Q, "X_q W^Q"), K = matmul(X_kv, p.W_K, "X_kv W^K"),
-              V = matmul(X_kv, p.W_V, "X_kv W^V");
+    // 2. each sentence's heads backwards from their outputs and log-sum-exps (FlashAttention's backward:
+    // no T_q x T_k matrix kept or formed whole)
     Mat dQ = xt::empty<double>({queries.rows(), d_model}), dK = xt::empty<double>({keys.rows(), d_model}),
         dV = xt::empty<double>({keys.rows(), d_model});
-    for_each_row(forward.weights.size(), head_work(queries, keys, d_k), [&](std::size_t job) {
+    const Arithmetic arithmetic = thread_arithmetic();
+    for_each_row(forward.row_lse.size(), head_work(queries, keys, d_k), [&](std::size_t job) {
         const std::size_t s = job / heads, i = job % heads, T_q = queries.length(s), T_k = keys.length(s);
         const std::size_t q0 = queries.start[s], k0 = keys.start[s], c0 = i * d_k;
-        const AttentionResult head{{}, forward.weights[job], {}};
-        const AttentionGrads a = scaled_dot_product_attention_backward(
-            stacked_block(Q, q0, T_q, c0, d_k), stacked_block(K, k0, T_k, c0, d_k), stacked_block(V, k0, T_k, c0, d_k), head,
-            stacked_block(d_concat, q0, T_q, c0, d_k));
+        const FastAttentionGrads a = fast_attention_backward(
+            stacked_block(forward.Q, q0, T_q, c0, d_k), stacked_block(forward.K, k0, T_k, c0, d_k),
+            stacked_block(forward.V, k0, T_k, c0, d_k), stacked_block(forward.concat, q0, T_q, c0, d_k),
+            forward.row_lse[job], stacked_block(d_concat, q0, T_q, c0, d_k), causal, arithmetic);
         set_stacked_block(dQ, q0, c0, a.dQ), set_stacked_block(dK, k0, c0, a.dK), set_stacked_block(dV, k0, c0, a.dV);
     });
     // 3. through the projections, every head and every sentence at once
@@ -276,13 +263,13 @@ EncoderDecoder encoder_decoder_batch_gradient(const EncoderDecoder& m, const std
         FeedForwardGrads ffn = position_wise_feed_forward_backward(p.feed_forward, f.norm_3.output, d_stream);
         LayerNormGrads ln_3 = layer_norm_backward(f.norm_3, p.norm_3.gain, ffn.dH);
         const Mat d_residual_2 = d_stream + ln_3.dX;
-        SegmentedAttentionGrads cross = segmented_attention_backward(f.norm_2.output, pass.tgt, H, pass.src,
-                                                                     p.cross_attention, m.heads, f.cross, d_residual_2);
+        SegmentedAttentionGrads cross = segmented_attention_backward(
+            f.norm_2.output, pass.tgt, H, pass.src, p.cross_attention, m.heads, f.cross, d_residual_2, false);
         LayerNormGrads ln_2 = layer_norm_backward(f.norm_2, p.norm_2.gain, cross.dX_q);
         const Mat d_residual_1 = d_residual_2 + ln_2.dX;
         SegmentedAttentionGrads self = segmented_attention_backward(
             f.norm_1.output, pass.tgt, f.norm_1.output, pass.tgt, p.self_attention, m.heads, f.self_attention,
-            d_residual_1);
+            d_residual_1, true);
         LayerNormGrads ln_1 = layer_norm_backward(f.norm_1, p.norm_1.gain, self.dX_q + self.dX_kv);
         d_stream = d_residual_1 + ln_1.dX;
         dH += cross.dX_kv;
@@ -302,7 +289,8 @@ EncoderDecoder encoder_decoder_batch_gradient(const EncoderDecoder& m, const std
         LayerNormGrads ln_2 = layer_norm_backward(f.norm_2, p.norm_2.gain, ffn.dH);
         const Mat d_residual_1 = d_stream + ln_2.dX;
         SegmentedAttentionGrads self = segmented_attention_backward(
-            f.norm_1.output, pass.src, f.norm_1.output, pass.src, p.attention, m.heads, f.attention, d_residual_1);
+            f.norm_1.output, pass.src, f.norm_1.output, pass.src, p.attention, m.heads, f.attention, d_residual_1,
+            false);
         LayerNormGrads ln_1 = layer_norm_backward(f.norm_1, p.norm_1.gain, self.dX_q + self.dX_kv);
         d_stream = d_residual_1 + ln_1.dX;
         g.encoder[l] = {norm_grads(ln_1), std::move(self.params), norm_grads(ln_2), std::move(ffn.params)};

@@ -8,12 +8,12 @@
 // nn/encoder_decoder.hpp.
 //
 // The numbers: each row of a product is the sum its sentence alone would give (nn::matmul sums every
-// entry in the order of k), the norms and softmaxes go row by row, and the scores are
-// X_q (W^Q / sqrt(d_k)) K^T as multi_head_attention computes them: in the portable arithmetic the
-// forward gives every sentence's loss bit for bit as nn::encoder_decoder_forward does. The gradient
-// differs in the order of its sums only (over the batch's tokens in one product, rather than sentence
-// by sentence); tests/test_encoder_decoder.cpp holds it to the per-sentence sum. For training whose
-// numbers are reported (translation::Training, stacked): every lesson sums sentence by sentence.
+// entry in the order of k), the norms go row by row, and attention is the fast path's (online softmax,
+// within a few ulp of the lessons' two-pass softmax): each sentence's loss is within rounding of
+// nn::encoder_decoder_forward's, and the gradient differs from the per-sentence sum in rounding and the
+// order of its sums (over a stack's tokens in one product, rather than sentence by sentence);
+// tests/test_encoder_decoder.cpp holds both to tolerances. For training whose numbers are reported
+// (translation::Training, fast): every lesson sums sentence by sentence.
 #pragma once
 
 #include "core/tensor.hpp"
@@ -36,16 +36,20 @@ struct Segments {
 Segments segments_of(const std::vector<std::size_t>& lengths);
 
 // Multi-head attention within each sentence of a stack: sentence s's queries (its rows of X_q) attend
-// to its own keys and values (its rows of X_kv) only.
+// to its own keys and values (its rows of X_kv) only, head by head through the fast path
+// (nn::fast_attention_forward: the online softmax, no T_q x T_k matrix held), sentences and heads split
+// between the threads.
 struct SegmentedAttention {
-    std::vector<Mat> weights;  // sentence s, head i at s h + i: T_q x T_k, softmax(Q_i K_i^T / sqrt(d_k) + M)
+    Mat Q, K, V;               // N_q x d_model and N_k x d_model: X_q W^Q, X_kv W^K, X_kv W^V
+    std::vector<Vec> row_lse;  // sentence s, head i at s h + i: each query's log-sum-exp of its scores (T_q)
     Mat concat;                // N_q x d_model, Concat(head_1, ..., head_h), sentence under sentence
     Mat output;                // N_q x d_model, Concat W^O
 };
 
 // As multi_head_attention(X_q of sentence s, X_kv of sentence s, p, heads, causal mask or none) for every
-// sentence s, each row the same numbers. `queries` and `keys` segment X_q and X_kv into the same number
-// of sentences; causal (self-attention: the same segments) hides each query's later keys.
+// sentence s, within rounding (the online softmax; fused in Arithmetic::native). `queries` and `keys`
+// segment X_q and X_kv into the same number of sentences; causal (self-attention: the same segments)
+// hides each query's later keys.
 SegmentedAttention segmented_attention(const Mat& X_q, const Segments& queries, const Mat& X_kv,
                                        const Segments& keys, const MultiHeadParams& p, std::size_t heads,
                                        bool causal);
@@ -57,12 +61,13 @@ struct SegmentedAttentionGrads {
 };
 
 // Its backward: dW^O = Concat^T dO, dConcat = dO W^O^T; each sentence's head i through
-// scaled_dot_product_attention_backward; then dX_q = dQ W^Q^T, dX_kv = dK W^K^T + dV W^V^T and
-// dW^Q = X_q^T dQ, dW^K = X_kv^T dK, dW^V = X_kv^T dV, each over every token of the batch at once.
+// nn::fast_attention_backward (from its output and log-sum-exps, recomputing the weights tile by tile);
+// then dX_q = dQ W^Q^T, dX_kv = dK W^K^T + dV W^V^T and dW^Q = X_q^T dQ, dW^K = X_kv^T dK,
+// dW^V = X_kv^T dV, each over every token of the batch at once. `causal` as the forward's.
 SegmentedAttentionGrads segmented_attention_backward(const Mat& X_q, const Segments& queries, const Mat& X_kv,
                                                      const Segments& keys, const MultiHeadParams& p,
                                                      std::size_t heads, const SegmentedAttention& forward,
-                                                     const Mat& dO);
+                                                     const Mat& dO, bool causal);
 
 // One sentence pair with teacher forcing, as encoder_decoder_backward takes it.
 struct TeacherForcedPair {

@@ -301,6 +301,77 @@ ATTN_ALWAYS_INLINE void exp_fused_body(const double* x, double* out, std::size_t
     for (std::size_t j = 0; j < n; ++j) out[j] = fused_exp_of_clamped(out[j]);
 }
 
+// Arithmetic::single: C (rows x n, row stride ldc, doubles) = A B with A (rows x k, row stride lda) and B's
+// panels (as matmul_packed's, panel_stride apart) already rounded to float32, each C_ij summed in float32
+// in the order of p (fused multiply-adds in the FMA copies), then widened to a double. Tiles of MR rows x
+// NP panels; the last partial panel through a scratch row.
+template <std::size_t MR, std::size_t NP, bool Fused>
+ATTN_ALWAYS_INLINE void matmul_single_tile(const float* ATTN_RESTRICT A, std::size_t lda, const float* ATTN_RESTRICT panel,
+                                           std::size_t k, double* ATTN_RESTRICT C, std::size_t ldc,
+                                           std::size_t panel_stride, std::size_t cols) {
+    constexpr std::size_t NR = matmul_panel_width;
+    float acc[MR][NP][NR];
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < NP; ++v)
+#pragma GCC unroll 16
+            for (std::size_t c = 0; c < NR; ++c) acc[r][v][c] = 0.0f;
+    for (std::size_t p = 0; p < k; ++p) {
+#pragma GCC unroll 16
+        for (std::size_t r = 0; r < MR; ++r) {
+            const float a = A[r * lda + p];
+#pragma GCC unroll 4
+            for (std::size_t v = 0; v < NP; ++v) {
+                const float* ATTN_RESTRICT b = panel + v * panel_stride + p * NR;
+#pragma GCC unroll 16
+                for (std::size_t c = 0; c < NR; ++c) {
+                    if constexpr (Fused)
+                        acc[r][v][c] = std::fma(a, b[c], acc[r][v][c]);
+                    else
+                        acc[r][v][c] += a * b[c];
+                }
+            }
+        }
+    }
+    if (cols == NP * NR) {
+#pragma GCC unroll 16
+        for (std::size_t r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+            for (std::size_t v = 0; v < NP; ++v)
+#pragma GCC unroll 16
+                for (std::size_t c = 0; c < NR; ++c) C[r * ldc + v * NR + c] = static_cast<double>(acc[r][v][c]);
+        return;
+    }
+    for (std::size_t r = 0; r < MR; ++r)
+        for (std::size_t j = 0; j < cols; ++j) C[r * ldc + j] = static_cast<double>(acc[r][j / NR][j % NR]);
+}
+
+template <std::size_t MR, std::size_t NP, bool Fused>
+ATTN_ALWAYS_INLINE void matmul_single_body(const float* A, std::size_t lda, const float* panels,
+                                           std::size_t panel_stride, double* C, std::size_t ldc, std::size_t rows,
+                                           std::size_t k, std::size_t n) {
+    constexpr std::size_t NR = matmul_panel_width;
+    std::size_t j0 = 0;
+    for (; j0 + NP * NR <= n; j0 += NP * NR) {
+        const float* panel = panels + (j0 / NR) * panel_stride;
+        std::size_t i = 0;
+        for (; i + MR <= rows; i += MR)
+            matmul_single_tile<MR, NP, Fused>(A + i * lda, lda, panel, k, C + i * ldc + j0, ldc, panel_stride, NP * NR);
+        for (; i < rows; ++i)
+            matmul_single_tile<1, NP, Fused>(A + i * lda, lda, panel, k, C + i * ldc + j0, ldc, panel_stride, NP * NR);
+    }
+    for (; j0 < n; j0 += NR) {
+        const float* panel = panels + (j0 / NR) * panel_stride;
+        const std::size_t cols = std::min(NR, n - j0);
+        std::size_t i = 0;
+        for (; i + MR <= rows; i += MR)
+            matmul_single_tile<MR, 1, Fused>(A + i * lda, lda, panel, k, C + i * ldc + j0, ldc, panel_stride, cols);
+        for (; i < rows; ++i)
+            matmul_single_tile<1, 1, Fused>(A + i * lda, lda, panel, k, C + i * ldc + j0, ldc, panel_stride, cols);
+    }
+}
+
 // One copy of every kernel, for one vector width.
 struct Kernels {
     void (*exp)(const double*, double*, std::size_t);
@@ -313,6 +384,11 @@ struct Kernels {
                                 std::size_t, std::size_t, std::size_t, bool) = nullptr;
     double (*online_softmax_row_fused)(double*, std::size_t, double&, double&) = nullptr;
     void (*exp_fused)(const double*, double*, std::size_t) = nullptr;
+    // Arithmetic::single: unfused in every copy, fused (FMA) in the wide ones
+    void (*matmul_single)(const float*, std::size_t, const float*, std::size_t, double*, std::size_t, std::size_t,
+                          std::size_t, std::size_t) = nullptr;
+    void (*matmul_single_fused)(const float*, std::size_t, const float*, std::size_t, double*, std::size_t,
+                                std::size_t, std::size_t, std::size_t) = nullptr;
 };
 
 #define ATTN_KERNEL_COPY(suffix, attributes, tile_rows)                                                       \
@@ -329,6 +405,11 @@ struct Kernels {
     attributes double online_softmax_row_##suffix(double* s, std::size_t n, double& running_max,             \
                                                   double& running_sum) {                                      \
         return online_softmax_row_body(s, n, running_max, running_sum);                                       \
+    }                                                                                                         \
+    attributes ATTN_NO_LOOP_VECTORIZE void matmul_single_##suffix(                                           \
+        const float* A, std::size_t lda, const float* panels, std::size_t panel_stride, double* C,           \
+        std::size_t ldc, std::size_t rows, std::size_t k, std::size_t n) {                                    \
+        matmul_single_body<tile_rows, 1, false>(A, lda, panels, panel_stride, C, ldc, rows, k, n);            \
     }
 
 // The fused kernels of one vector width (Arithmetic::native), compiled for FMA.
@@ -344,12 +425,18 @@ struct Kernels {
     }                                                                                                         \
     attributes void exp_fused_##suffix(const double* x, double* out, std::size_t n) {                          \
         exp_fused_body(x, out, n);                                                                            \
+    }                                                                                                         \
+    attributes ATTN_NO_LOOP_VECTORIZE void matmul_single_fused_##suffix(                                     \
+        const float* A, std::size_t lda, const float* panels, std::size_t panel_stride, double* C,           \
+        std::size_t ldc, std::size_t rows, std::size_t k, std::size_t n) {                                    \
+        matmul_single_body<4, single_panels, true>(A, lda, panels, panel_stride, C, ldc, rows, k, n);         \
     }
 
-#define ATTN_KERNELS_OF(suffix, fused_matmul, fused_softmax_row, fused_exp)                            \
+#define ATTN_KERNELS_OF(suffix, fused_matmul, fused_softmax_row, fused_exp, fused_single)              \
     constexpr Kernels kernels_##suffix{exp_##suffix,                                                      \
                                        matmul_packed_##suffix, matmul_narrow_##suffix, online_softmax_row_##suffix, \
-                                       fused_matmul,           fused_softmax_row,      fused_exp};
+                                       fused_matmul,           fused_softmax_row,      fused_exp,        \
+                                       matmul_single_##suffix, fused_single};
 
 // Tiles of 2 x 8 in SSE2's sixteen 2-wide registers, 4 x 8 with AVX2 and AVX-512 (8 accumulators of 4
 // or 4 of 8 doubles, and room for the row of B and the broadcast a). The fused tiles: 4 x 8 with AVX2
@@ -368,15 +455,20 @@ constexpr std::size_t avx512_fused_panels = 1;
 #else
 constexpr std::size_t avx512_fused_panels = 2;
 #endif
+// float32 tiles of 4 rows x 2 panels (16 columns): 8 accumulators of 8 floats with AVX2, as its double tile
+// has 8 of 4 doubles.
+constexpr std::size_t single_panels = 2;
 ATTN_KERNEL_COPY(baseline, ATTN_BASELINE_COPY, 2)
-ATTN_KERNELS_OF(baseline, nullptr, nullptr, nullptr)
+ATTN_KERNELS_OF(baseline, nullptr, nullptr, nullptr, nullptr)
 #if ATTN_WIDE_COPIES
 ATTN_KERNEL_COPY(avx2, ATTN_AVX2_COPY, 4)
 ATTN_FUSED_COPY(avx2, ATTN_AVX2_FMA_COPY, 4, 1, 4)
-ATTN_KERNELS_OF(avx2, matmul_packed_fused_avx2, online_softmax_row_fused_avx2, exp_fused_avx2)
+ATTN_KERNELS_OF(avx2, matmul_packed_fused_avx2, online_softmax_row_fused_avx2, exp_fused_avx2,
+                matmul_single_fused_avx2)
 ATTN_KERNEL_COPY(avx512, ATTN_AVX512_COPY, 4)
 ATTN_FUSED_COPY(avx512, ATTN_AVX512_FMA_COPY, 8, avx512_fused_panels, 8)
-ATTN_KERNELS_OF(avx512, matmul_packed_fused_avx512, online_softmax_row_fused_avx512, exp_fused_avx512)
+ATTN_KERNELS_OF(avx512, matmul_packed_fused_avx512, online_softmax_row_fused_avx512, exp_fused_avx512,
+                matmul_single_fused_avx512)
 #endif
 
 const Kernels& kernels_of(KernelPath path) {
@@ -543,6 +635,57 @@ void packed_blocks(const double* A, double* C, std::size_t m, std::size_t k, std
     }
 }
 
+// Columns [0, n) of the k rows of B (row stride ldb), rounded to float32, in matmul_pack's layout; with
+// `transposed`, columns [0, n) of B^T for B: n x k.
+void pack_single_block(const double* B, std::size_t ldb, std::size_t k, std::size_t n, bool transposed,
+                       float* panels) {
+    constexpr std::size_t NR = matmul_panel_width;
+    for (std::size_t j0 = 0; j0 < n; j0 += NR) {
+        float* panel = panels + j0 * k;
+        const std::size_t cols = std::min(NR, n - j0);
+        for (std::size_t p = 0; p < k; ++p)
+            for (std::size_t c = 0; c < NR; ++c)
+                panel[p * NR + c] = c >= cols    ? 0.0f
+                                    : transposed ? static_cast<float>(B[(j0 + c) * ldb + p])
+                                                 : static_cast<float>(B[p * ldb + j0 + c]);
+    }
+}
+
+// matmul_span and matmul_transposed_span in Arithmetic::single: A rounded to float32 once, B's panels
+// rounded as they are packed (256 columns at a time, groups of panels on the threads), then blocks of 16
+// rows to the threads.
+void single_product(const double* A, const double* B, std::size_t ldb, bool transposed, double* C, std::size_t m,
+                    std::size_t k, std::size_t n) {
+    constexpr std::size_t columns_per_block = 256, rows_per_block = 16, columns_per_group = 8 * matmul_panel_width;
+    const Kernels& kernels = active();
+    const auto product = processor_has_fma() && kernels.matmul_single_fused ? kernels.matmul_single_fused
+                                                                             : kernels.matmul_single;
+    thread_local std::vector<float> kept_A, kept_panels;
+    if (kept_A.size() < m * k) kept_A.resize(m * k);
+    const std::size_t packed = matmul_packed_size(k, std::min(n, columns_per_block));
+    if (kept_panels.size() < packed) kept_panels.resize(packed);
+    float* const A_single = kept_A.data();  // this thread's buffers, by address (as in packed_blocks)
+    float* const panels = kept_panels.data();
+    const std::size_t blocks = (m + rows_per_block - 1) / rows_per_block;
+    for_each_row(blocks, rows_per_block * k, [&](std::size_t b) {
+        const std::size_t first = b * rows_per_block, last = std::min(m, first + rows_per_block);
+        for (std::size_t e = first * k; e < last * k; ++e) A_single[e] = static_cast<float>(A[e]);
+    });
+    for (std::size_t j0 = 0; j0 < n; j0 += columns_per_block) {
+        const std::size_t cols = std::min(columns_per_block, n - j0);
+        for_each_row((cols + columns_per_group - 1) / columns_per_group, k * columns_per_group, [&](std::size_t g) {
+            const std::size_t first = g * columns_per_group;
+            pack_single_block(transposed ? B + (j0 + first) * ldb : B + j0 + first, ldb, k,
+                              std::min(columns_per_group, cols - first), transposed, panels + first * k);
+        });
+        const std::size_t work = std::max<std::size_t>(1, rows_per_block * k * cols / 16);
+        for_each_row(blocks, work, [&](std::size_t b) {
+            const std::size_t first = b * rows_per_block, rows = std::min(rows_per_block, m - first);
+            product(A_single + first * k, k, panels, k * matmul_panel_width, C + first * n + j0, n, rows, k, cols);
+        });
+    }
+}
+
 }  // namespace
 
 void matmul_pack(const double* B, std::size_t k, std::size_t n, double* panels) {
@@ -573,6 +716,10 @@ void matmul_span(const double* A, const double* B, double* C, std::size_t m, std
                  Arithmetic arithmetic) {
     const Kernels& kernels = active();
     const auto product = packed_product(kernels, arithmetic);
+    if (arithmetic == Arithmetic::single && n >= matmul_panel_width) {
+        single_product(A, B, n, false, C, m, k, n);
+        return;
+    }
     // A few columns (a matrix-vector product), or a few rows without the fused arithmetic (a decoder's
     // step: one query, or a beam's k): B as it is, rows on two threads when large. Packing B would copy
     // as many values as such a product multiplies (it was a quarter of lesson 13's beam search). Each
@@ -597,6 +744,10 @@ void matmul_span(const double* A, const double* B, double* C, std::size_t m, std
 void matmul_transposed_span(const double* A, const double* B, std::size_t ldb, double* C, std::size_t m,
                             std::size_t k, std::size_t n, Arithmetic arithmetic) {
     const Kernels& kernels = active();
+    if (arithmetic == Arithmetic::single && n >= matmul_panel_width) {
+        single_product(A, B, ldb, true, C, m, k, n);
+        return;
+    }
     constexpr std::size_t few_rows = 4;
     if (n < matmul_panel_width || (m <= few_rows && !fused(arithmetic))) {
         // matmul_span's path for a few rows or columns, on B^T written out (k x n)

@@ -64,7 +64,13 @@ void use_kernel_path(KernelPath path);
 //             multiply-add rounds once, exactly, the sums of each c_ij run in the same order of k
 //             whatever the tile, and both copies evaluate the same exp lane by lane): never for a
 //             number a lesson records.
-enum class Arithmetic { portable, native };
+//   single    (training whose numbers are reported, asked for with attn train --float32) matmul_span's
+//             and matmul_transposed_span's products of at least 8 columns in float32: both operands
+//             rounded to float32, each C_ij summed in float32 in the order of k (fused multiply-adds
+//             where the processor has FMA), then widened to a double; every other kernel as portable.
+//             Twice the values per vector and half the bytes per operand; each product within about
+//             k 2^-24 of its exact value relative to the sum of its terms' magnitudes.
+enum class Arithmetic { portable, native, single };
 
 // Whether Arithmetic::native runs the fused copies here (FMA and the avx2 or avx512 copy in use).
 bool native_is_fused();

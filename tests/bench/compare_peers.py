@@ -460,7 +460,7 @@ def torch_training(torch, run, batch, clip, threads, repetitions, padded=False):
         with torch.no_grad():
             one = sum(sentence_loss(src, tgt) for src, tgt in pairs[:batch]).item()
             stacked = padded_loss(pairs[:batch]).item()
-        if abs(one - stacked) > 1e-9 * abs(one):
+        if abs(one - stacked) > (1e-9 if torch.get_default_dtype() == torch.float64 else 1e-4) * abs(one):
             raise RuntimeError("the padded batch's loss %.17g is not the sentences' %.17g" % (stacked, one))
 
         def loss_of(part):
@@ -519,6 +519,15 @@ def training_table(program, batches, repetitions, scale="all", threads=2):
         padded = [torch_training(torch, run, report["batch"], report["clip"], threads, repetitions, padded=True)
                   for threads in (1, 2)]
         peer["padded"] = None if padded[0] is None else tuple(max(a[k], b[k]) for k in (0, 1) for a, b in [padded])
+        if "float32" in run:  # attn train --float32 beside PyTorch in float32, by sentence and padded
+            torch.set_default_dtype(torch.float32)
+            by_sentence = [torch_training(torch, run, report["batch"], report["clip"], threads, repetitions)
+                           for threads in (1, 2)]
+            padded = [torch_training(torch, run, report["batch"], report["clip"], threads, repetitions, padded=True)
+                      for threads in (1, 2)]
+            torch.set_default_dtype(torch.float64)
+            peer["float32"] = (max(by_sentence[0][0], by_sentence[1][0]),
+                               None if padded[0] is None else max(padded[0][0], padded[1][0]))
         rows.append((run, peer))
     torch.set_num_threads(2)
     return report, rows
@@ -576,6 +585,23 @@ def print_training(report, rows, load_before, load_after):
                 "%.0f/%.0f" % (run["step_megabytes"], run["lanes"]["step_megabytes"]) if k == 0 else "",
                 ("%s %s" % ("fast" if column == "lanes" else column, "met" if reached >= target else "MISSED"))
                 if k == 0 else ""))
+    single = [(run, peer) for run, peer in rows if "float32" in peer]
+    if single:
+        print("\nfloat32, tokens per second of wall time: attn train --float32 (%s) beside PyTorch in float32, the "
+              "better of 1 and 2 threads, sentence by sentence and padded into one tensor per batch (the "
+              "Transformer)\n" % single[0][0]["float32"]["training"])
+        header = "%-14s %-34s %9s %9s %10s %9s %7s %7s" % (
+            "model", "sizes", "attn f64", "attn f32", "torch f32", "torch bat", "x f32", "x batch")
+        print(header)
+        print("-" * len(header))
+        for run, peer in single:
+            sizes = ("u=%d" % run["width"] if run["model"] == "gru-attention" else
+                     "d_model=%d d_ff=%d h=%d L=%d" % (run["d_model"], run["d_ff"], run["heads"], run["layers"]))
+            attn32, (torch32, batch32) = run["float32"]["tokens_per_second"], peer["float32"]
+            print("%-14s %-34s %9.0f %9.0f %10.0f %9.0f %7.2f %7.2f" % (
+                run["model"], sizes + (" (%dx)" % run["scale"] if run["scale"] != 1 else ""),
+                run["lanes"]["tokens_per_second"], attn32, torch32, batch32 if batch32 else math.nan,
+                attn32 / torch32, attn32 / batch32 if batch32 else math.nan))
 
 
 # ---- the backward pass (issue 34): nn::fast_attention_backward against PyTorch's autograd

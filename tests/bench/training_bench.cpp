@@ -11,9 +11,11 @@
 // (every thread's; on a shared machine the wall clock counts other people's work too). A benchmark,
 // not a test.
 //
-// Each model is timed twice (issue 43): the lessons' way (one sum, portable products, one thread: the
-// arithmetic of every golden file) and in lanes (translation::fast_training: eight lanes of the batch
-// on --threads threads, fused products where the processor has FMA: attn train's way). Beside each
+// Each model is timed three times (issue 43): the lessons' way (one sum, portable products, one thread: the
+// arithmetic of every golden file), the fast way (translation::fast_training: the Transformer's batch
+// stacked, the GRU's in eight lanes, on --threads threads, fused products where the processor has FMA:
+// attn train's way; under "lanes") and the fast way with float32 products (attn train --float32; under
+// "float32"). Beside each
 // run, the resident memory its trainer and first step added at their peak (step_megabytes: the copy of
 // the model, Adam's moments, the lanes' gradients, the pass itself), and the process's peak so far.
 //
@@ -211,6 +213,12 @@ void time_both(nlohmann::json& run, const Model& model, const std::vector<Pair>&
     nlohmann::json fast{{"threads", o.threads}, {"training", translation::training_name(lanes)}};
     add_timing(fast, timed_training(model, pairs, o, settings, lanes));
     run["lanes"] = fast;
+    // attn train --float32: the same, its products in float32
+    translation::Training single = lanes;
+    single.arithmetic = nn::Arithmetic::single;
+    nlohmann::json f32{{"threads", o.threads}, {"training", translation::training_name(single)}};
+    add_timing(f32, timed_training(model, pairs, o, settings, single));
+    run["float32"] = f32;
 }
 
 }  // namespace
