@@ -3,6 +3,7 @@
 #include "attn_config.hpp"
 #include "core/golden.hpp"
 #include "core/npy.hpp"
+#include "core/render.hpp"
 #include "exercises/table.hpp"
 #include "registry.hpp"
 
@@ -70,6 +71,59 @@ TEST_CASE("run prints every step and exits 0", "[cli]") {
     CHECK_THAT(r.output, Catch::Contains("h_t = z_t * h_{t-1} + (1 - z_t) * h~_t"));
     CHECK_THAT(r.output, Catch::Contains("✓"));
     CHECK(r.output.find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("run --width draws the rules and wraps the explanations at that width; under 60 is refused",
+          "[cli]") {
+    // The lines of a run: every step's rule ("── Step i/n · title ── [id] ──", its title going on under it
+    // when the width is too narrow for it, the rule ending its last line) and the explanation, the block
+    // after the equation up to the first blank line.
+    const auto shown = [](std::size_t width) {
+        const Result r = run_attn("run 1 --color never" + (width ? " --width " + std::to_string(width) : ""));
+        REQUIRE(r.code == 0);
+        std::vector<std::string> rules, ends, text;
+        std::istringstream in(r.output);
+        std::string line;
+        bool in_rule = false;
+        int after_rule = -1;  // lines since a rule's last line: the equation is 1, the explanation from 3
+        while (std::getline(in, line)) {
+            if (line.rfind("── Step", 0) == 0) in_rule = true;
+            if (in_rule) {
+                rules.push_back(line);
+                const std::string end = "] ──";
+                if (line.size() >= end.size() && line.compare(line.size() - end.size(), end.size(), end) == 0) {
+                    ends.push_back(line);
+                    in_rule = false;
+                    after_rule = 0;
+                }
+                continue;
+            }
+            if (after_rule < 0) continue;
+            ++after_rule;
+            if (after_rule >= 3 && line.empty()) after_rule = -1;
+            else if (after_rule >= 3) text.push_back(line);
+        }
+        REQUIRE(ends.size() == 8);
+        REQUIRE(text.size() > 20);
+        return std::make_tuple(rules, ends, text);
+    };
+    const auto widest = [](const std::vector<std::string>& lines) {
+        std::size_t w = 0;
+        for (const std::string& l : lines) w = std::max(w, display_width(l));
+        return w;
+    };
+    for (const std::size_t width : {0, 60, 120}) {
+        INFO("--width " << width);
+        const std::size_t expected = width ? width : 78;  // not a terminal: 78
+        const auto [rules, ends, text] = shown(width);
+        for (const std::string& end : ends) CHECK(display_width(end) == expected);
+        CHECK(widest(rules) <= expected);
+        CHECK(widest(text) <= expected);
+        CHECK(widest(text) > expected - 12);  // filled to the width, not to 78 whatever it is
+    }
+    const Result narrow = run_attn("run 1 --width 59");
+    CHECK(narrow.code == 2);
+    CHECK_THAT(narrow.output, Catch::Contains("--width") && Catch::Contains("60"));
 }
 
 TEST_CASE("NO_COLOR and --color decide the escape codes", "[cli]") {

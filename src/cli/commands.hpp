@@ -27,6 +27,7 @@ struct RunOptions {
     std::filesystem::path book_dir;    // --book: also write the lessons run as web pages there, as `book --out`
     bool help = false;                 // --help: the options, and the named lessons' parameters
     bool kept_race = false;            // --kept-race: lessons 12 and 13 load the race the build kept (use_kept_race)
+    std::size_t width = 0;             // --width N: draw in N columns (0: the terminal's, or 78 when not a terminal)
 };
 
 struct BookOptions {

@@ -39,6 +39,20 @@ using namespace attn;
 const std::map<std::string, ColorMode> color_modes = {
     {"auto", ColorMode::auto_}, {"always", ColorMode::always}, {"never", ColorMode::never}};
 
+// The columns attn run draws in on a terminal `columns` wide (0: not a terminal, or one that does not say):
+// its width (at most 400), or 78 when it has none; one narrower than min_line_width is told so on standard
+// error and drawn at min_line_width.
+std::size_t drawing_width(std::size_t columns) {
+    if (columns == 0) return RenderOptions{}.line_width;
+    if (columns < min_line_width) {
+        fmt::print(stderr, "{} run: this terminal is {} columns wide and a table needs {}: drawing at {} (widen it, "
+                           "or pipe into 'less -S')\n",
+                   this_program().name, columns, min_line_width, min_line_width);
+        return min_line_width;
+    }
+    return std::min<std::size_t>(columns, 400);
+}
+
 void add_golden_options(CLI::App& cmd, GoldenOptions& o) {
     cmd.add_option("--golden", o.golden_dir, "Directory of the golden files (default: the source tree's golden/)");
 }
@@ -149,6 +163,12 @@ int run_main(int argc, char** argv) {
     run_cmd->add_option("--book", run.book_dir, "Also write the lessons run as web pages into this directory, as "
                                                 "'book --out' does, from the same runs (created if missing)");
     run_cmd->add_flag("--kept-race", run.kept_race, kept_race_help);
+    run_cmd
+        ->add_option("--width", run.width,
+                     fmt::format("Draw in this many columns (default: the terminal's width; 78 when the output is "
+                                 "not a terminal); at least {}, where a table of a few columns still fits",
+                                 min_line_width))
+        ->check(CLI::Range(min_line_width, std::size_t{400}));
 
     BookOptions book;
     auto* book_cmd = app.add_subcommand(
@@ -373,6 +393,7 @@ int run_main(int argc, char** argv) {
                 return exit_usage;
             }
             run.render.color = use_color(color_modes.at(color), ::isatty(STDOUT_FILENO));
+            run.render.line_width = run.width > 0 ? run.width : drawing_width(terminal_columns(STDOUT_FILENO));
             if (run.kept_race) use_kept_race();
             return cmd_run(run);
         }

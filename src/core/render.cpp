@@ -32,6 +32,9 @@
 #include <optional>
 #include <vector>
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 namespace attn {
 namespace {
 
@@ -353,13 +356,13 @@ std::vector<std::string> column_numbers(const Shown& cols) {
     return numbers;
 }
 
-// "  1 turn  2 off  3 the  4 lights", wrapped so it never exceeds 78 columns.
-std::string column_legend(const Layout& layout) {
+// "  1 turn  2 off  3 the  4 lights", wrapped so it never exceeds `width` columns.
+std::string column_legend(const Layout& layout, std::size_t width) {
     std::string out, line;
     for (std::size_t k = 0; k < layout.cols.size(); ++k) {
         const auto& c = layout.cols[k];
         const std::string item = c ? fmt::format("{} {}", *c + 1, layout.col_labels[k]) : ellipsis;
-        if (!line.empty() && display_width(line) + 2 + display_width(item) > 78) {
+        if (!line.empty() && display_width(line) + 2 + display_width(item) > width) {
             out += line + "\n";
             line.clear();
         }
@@ -404,7 +407,7 @@ std::string heatmap(const MatrixView& m, const Layout& layout, const ValueRange&
                            : pad(ellipsis, cell_width, true);
         out += line + "\n";
     }
-    if (labelled_cols && !named) out += column_legend(layout);
+    if (labelled_cols && !named) out += column_legend(layout, opt.line_width);
     return out + scale_legend(range, fixed, opt.precision, opt.color);
 }
 
@@ -696,6 +699,12 @@ std::string render_slices(const TensorRecord& t, const RenderOptions& opt) {
 
 }  // namespace
 
+std::size_t terminal_columns(int fd) {
+    winsize size{};
+    if (::isatty(fd) == 0 || ::ioctl(fd, TIOCGWINSZ, &size) != 0) return 0;
+    return size.ws_col;
+}
+
 bool use_color(ColorMode mode, bool stdout_is_tty) {
     if (mode != ColorMode::auto_) return mode == ColorMode::always;
     const char* no_color = std::getenv("NO_COLOR");
@@ -820,12 +829,25 @@ std::string render_check(const CheckRecord& c, const RenderOptions& opt) {
 }
 
 std::string render_step(const Step& s, std::size_t index, std::size_t count, const RenderOptions& opt) {
-    constexpr std::size_t rule_width = 78;
-    // The id sits at the right end of the rule: it is what --step expects.
-    const std::string left = fmt::format("── Step {}/{} · {} ", index, count, s.title);
+    const std::size_t rule_width = opt.line_width;
+    // The id sits at the right end of the rule: it is what --step expects. A title too long for the width
+    // (a narrow terminal) goes on under the rule's start, word by word, and the rule ends its last line.
+    const std::string left = fmt::format("── Step {}/{} · ", index, count);
     const std::string right = fmt::format(" [{}] ──", s.id);
-    const std::size_t used = display_width(left) + display_width(right);
-    const std::string rule = left + repeat("─", used + 2 < rule_width ? rule_width - used : 2) + right;
+    const std::size_t indent = display_width(left), room = rule_width > indent + 8 ? rule_width - indent : 8;
+    std::vector<std::string> title = {s.title};
+    if (indent + display_width(s.title) + 1 + 2 + display_width(right) > rule_width) title = wrap_words(s.title, room);
+    std::string rule;
+    for (std::size_t k = 0; k + 1 < title.size(); ++k) rule += (k == 0 ? left : std::string(indent, ' ')) + title[k] + "\n";
+    std::string last = (title.size() == 1 ? left : std::string(indent, ' ')) + title.back();
+    if (display_width(last) + 1 + 2 + display_width(right) > rule_width) {
+        rule += last + "\n";
+        last = std::string(indent, ' ');
+    } else {
+        last += " ";
+    }
+    const std::size_t used = display_width(last) + display_width(right);
+    rule += last + repeat("─", used + 2 < rule_width ? rule_width - used : 2) + right;
 
     // Blocks are separated by one blank line; the result ends without a trailing blank line.
     std::vector<std::string> blocks;

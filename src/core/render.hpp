@@ -17,10 +17,18 @@ struct RenderOptions {
     bool color = false;         // ANSI escapes allowed (decided by use_color)
     std::size_t max_rows = 12;  // larger tensors are summarised: first/last rows with a "…" row
     std::size_t max_cols = 10;  // and first/last columns with a "…" column (fewer when they would not fit)
-    std::size_t line_width = 78;  // tables and check lines are kept within this many columns
+    std::size_t line_width = 78;  // the rule, the wrapped text, tables and check lines are kept within this many
+                                  // columns (attn run: the terminal's width, or --width)
     bool scientific = false;      // every number in scientific notation (render_tensor decides per tensor)
     bool show_params = false;     // drawn parameters in full (--show-params), not one summary line each
 };
+
+// The fewest columns attn draws in: below, a table of a few columns with its labels cannot fit.
+inline constexpr std::size_t min_line_width = 60;
+
+// The columns of the terminal that file descriptor `fd` writes to, 0 when it is not a terminal or does
+// not say.
+std::size_t terminal_columns(int fd);
 
 // Whether to emit colour: never/always as asked; auto means "stdout is a terminal"
 // and NO_COLOR unset or empty (https://no-color.org).
@@ -60,8 +68,8 @@ std::string render_tensor(const TensorRecord& t, const RenderOptions& opt);
 // on a second line when the whole would be wider than opt.line_width.
 std::string render_check(const CheckRecord& c, const RenderOptions& opt);
 
-// A whole step: "── Step i/n · title ──", the equation, the explanation wrapped to
-// 76 columns and indented by 2, each tensor, each check.
+// A whole step: "── Step i/n · title ──" across opt.line_width columns, the equation, the explanation
+// wrapped to opt.line_width - 2 columns and indented by 2, each tensor, each check.
 std::string render_step(const Step& s, std::size_t index, std::size_t count, const RenderOptions& opt);
 
 }  // namespace attn

@@ -247,27 +247,28 @@ void run_multi_head_gemms(MultiHeadGemms& g) {
     benchmark::DoNotOptimize(g.output.data());
 }
 
-// ---- A training step's products (issue 43): a sentence of training_T tokens through a weight of
-// training_d x training_d, as attn train's lanes run them (nn::Arithmetic::native, one thread: the
-// lanes are the threads): X W (the forward's projections), dY W^T (the backward to the inputs:
-// nn::matmul_transposed) and X^T dY (a weight's gradient: the small X transposed, then a product), each
-// against OpenBLAS's dgemm of the same shapes and transposes.
-constexpr std::size_t training_T = 12, training_d = 256;
+// ---- A training step's products (issue 43): T tokens through a weight of training_d x training_d, one
+// thread in nn::Arithmetic::native as attn train runs them (each stack, or lane, on a thread of its own):
+// X W (the forward's projections), dY W^T (the backward to the inputs: nn::matmul_transposed) and X^T dY
+// (a weight's gradient: the small X transposed, then a product), each against OpenBLAS's dgemm of the same
+// shapes and transposes. T = 12, a sentence of lesson 12's corpus (the lanes of the GRU, the lessons'
+// way); T = 68, a stack of the Transformer's (8 such sentences: attn train stacks a batch of 16 in two).
+constexpr std::size_t training_d = 256;
+constexpr std::array<std::int64_t, 2> training_Ts = {12, 68};
 
 struct TrainingProducts {
     Mat X, W, dY, Y, dW;
 };
 
-TrainingProducts training_products() {
+TrainingProducts training_products(std::size_t T) {
     Rng rng(29);
-    return {rng.normal_mat(training_T, training_d), rng.normal_mat(training_d, training_d),
-            rng.normal_mat(training_T, training_d), rng.normal_mat(training_T, training_d),
-            rng.normal_mat(training_d, training_d)};
+    return {rng.normal_mat(T, training_d), rng.normal_mat(training_d, training_d), rng.normal_mat(T, training_d),
+            rng.normal_mat(T, training_d), rng.normal_mat(training_d, training_d)};
 }
 
-// range(0): 0 X W, 1 dY W^T, 2 X^T dY; range(1): 1 for OpenBLAS's dgemm instead of attn's
+// range(0): 0 X W, 1 dY W^T, 2 X^T dY; range(1): 1 for OpenBLAS's dgemm instead of attn's; range(2): T
 void BM_training_product(benchmark::State& state) {
-    TrainingProducts g = training_products();
+    TrainingProducts g = training_products(static_cast<std::size_t>(state.range(2)));
     const nn::ScopedOneThread one;
     const nn::ScopedArithmetic fused(nn::Arithmetic::native);
     const std::int64_t which = state.range(0);
@@ -538,20 +539,22 @@ void print_backward_table(const RecordingReporter& reporter) {
 // A training step's products against OpenBLAS's dgemm (target: at most 1.2 x, issue 43).
 void print_training_table(const RecordingReporter& reporter, const FloorKernels& kernels) {
     constexpr double target = 1.2;
-    fmt::print("\n{:<44}{:>14}{:>10}{:>12}{:>8}{:>8}\n",
-               fmt::format("training product, T={} d_model={}", training_T, training_d), "attn_us", "gemm_us",
-               "openblas", "ratio", "target");
-    for (std::size_t which = 0; which < training_product_names.size(); ++which) {
-        const double op = 1e3 * reporter.median_ms(fmt::format("training_{}", which));
-        const double floor = 1e3 * reporter.median_ms(fmt::format("training_{}_gemm", which));
-        const double ratio = op / floor;
-        const std::string verdict = std::isnan(ratio)        ? "not run"
-                                    : kernels.choice.generic ? "no floor (generic kernels)"
-                                    : ratio <= target        ? "ok"
-                                                             : "OVER";
-        fmt::print("{:<44}{:>14.2f}{:>10.2f}{:>12}{:>8.2f}{:>8.2f}  {}\n",
-                   fmt::format("{} (fused, one thread)", training_product_names[which]), op, floor, kernels.corename,
-                   ratio, target, verdict);
+    for (const std::int64_t T : training_Ts) {
+        fmt::print("\n{:<44}{:>14}{:>10}{:>12}{:>8}{:>8}\n",
+                   fmt::format("training product, T={} d_model={}", T, training_d), "attn_us", "gemm_us", "openblas",
+                   "ratio", "target");
+        for (std::size_t which = 0; which < training_product_names.size(); ++which) {
+            const double op = 1e3 * reporter.median_ms(fmt::format("training_{}_T{}", which, T));
+            const double floor = 1e3 * reporter.median_ms(fmt::format("training_{}_gemm_T{}", which, T));
+            const double ratio = op / floor;
+            const std::string verdict = std::isnan(ratio)        ? "not run"
+                                        : kernels.choice.generic ? "no floor (generic kernels)"
+                                        : ratio <= target        ? "ok"
+                                                                 : "OVER";
+            fmt::print("{:<44}{:>14.2f}{:>10.2f}{:>12}{:>8.2f}{:>8.2f}  {}\n",
+                       fmt::format("{} (fused, one thread)", training_product_names[which]), op, floor,
+                       kernels.corename, ratio, target, verdict);
+        }
     }
 }
 
@@ -598,13 +601,14 @@ int main(int argc, char** argv) {
             if (T >= 65536) b->Iterations(1);
         }
 
-    for (const std::int64_t which : {0, 1, 2})
-        for (const std::int64_t blas : {0, 1})
-            benchmark::RegisterBenchmark(fmt::format("training_{}{}", which, blas ? "_gemm" : "").c_str(),
-                                         BM_training_product)
-                ->Args({which, blas})
-                ->Unit(benchmark::kMillisecond)  // as every case, so that median_ms reads ms
-                ->UseRealTime();
+    for (const std::int64_t T : training_Ts)
+        for (const std::int64_t which : {0, 1, 2})
+            for (const std::int64_t blas : {0, 1})
+                benchmark::RegisterBenchmark(fmt::format("training_{}{}_T{}", which, blas ? "_gemm" : "", T).c_str(),
+                                             BM_training_product)
+                    ->Args({which, blas, T})
+                    ->Unit(benchmark::kMillisecond)  // as every case, so that median_ms reads ms
+                    ->UseRealTime();
 
     RecordingReporter reporter(benchmark::CreateDefaultDisplayReporter());
     benchmark::RunSpecifiedBenchmarks(&reporter);
