@@ -218,8 +218,8 @@ void for_each_independent(std::size_t n, const std::function<void(std::size_t)>&
 void for_each_piece(const std::vector<nn::Block>& blocks, std::size_t threads,
                     const std::function<void(std::size_t, std::size_t, std::size_t)>& work);
 
-// sum_j lanes[j] into lanes[0] in gradient_lanes' fixed tree, block by block, split between `threads`
-// threads by ranges of entries (the bytes do not depend on the split).
+// sum_j lanes[j] into lanes[0] in a fixed tree, ((0 + 1) + (2 + 3)) + ... (two stacks: 0 + 1), block by
+// block, split between `threads` threads by ranges of entries (the bytes do not depend on the split).
 void add_lanes(const std::vector<std::vector<nn::Block>>& lanes, std::size_t threads);
 
 template <class Model>
@@ -255,42 +255,39 @@ Model batch_gradient(Trainer<Model>& t, const std::vector<Pair>& pairs, const st
         for (std::size_t k = first; k < last; ++k) loss += backward_into(t.model, pairs[order[k]], grads);
         return grads;
     }
-    if constexpr (std::is_same_v<Model, nn::EncoderDecoder>) {
-        std::array<std::vector<nn::TeacherForcedPair>, gradient_stacks> stacks;
+    // one gradient and loss per stack (the Transformer) or lane (the others), then added in a fixed tree
+    constexpr bool stacked = std::is_same_v<Model, nn::EncoderDecoder>;
+    constexpr std::size_t lanes = stacked ? gradient_stacks : gradient_lanes;
+    std::array<double, lanes> lane_loss{};
+    if constexpr (stacked) {
+        std::array<std::vector<nn::TeacherForcedPair>, lanes> stacks;
         for (std::size_t k = first; k < last; ++k) {
             const Pair& p = pairs[order[k]];
-            stacks[(k - first) % gradient_stacks].push_back({p.src, decoder_inputs(p), decoder_outputs(p)});
+            stacks[(k - first) % lanes].push_back({p.src, decoder_inputs(p), decoder_outputs(p)});
         }
-        t.lane_grads.resize(gradient_stacks);
-        std::array<double, gradient_stacks> stack_loss{};
-        const std::size_t inner = std::max<std::size_t>(1, t.how.threads / gradient_stacks);
-        run_lanes(gradient_stacks, t.how.threads, t.how.arithmetic, [&](std::size_t s) {
-            const nn::ScopedThreads split(inner);
+        t.lane_grads.resize(lanes);
+        const std::size_t inner = std::max<std::size_t>(1, t.how.threads / lanes);
+        run_lanes(lanes, t.how.threads, t.how.arithmetic, [&](std::size_t s) {
+            const nn::ScopedThreads split(inner);  // threads to spare split each stack's products
             t.lane_grads[s] = stacks[s].empty() ? nn::zeros_like(t.model)
-                                                : nn::encoder_decoder_batch_gradient(t.model, stacks[s], stack_loss[s]);
+                                                : nn::encoder_decoder_batch_gradient(t.model, stacks[s], lane_loss[s]);
         });
-        static_assert(gradient_stacks == 2, "the stacks are added as a pair");
-        const std::vector<nn::Block> into = nn::blocks(t.lane_grads[0]), added = nn::blocks(t.lane_grads[1]);
-        for_each_piece(into, t.how.threads, [&](std::size_t b, std::size_t from, std::size_t to) {
-            for (std::size_t k = from; k < to; ++k) into[b].data[k] += added[b].data[k];
+    } else {
+        while (t.lane_grads.size() < lanes) t.lane_grads.push_back(nn::zeros_like(t.model));
+        run_lanes(lanes, t.how.threads, t.how.arithmetic, [&](std::size_t lane) {
+            for (const nn::Block& b : nn::blocks(t.lane_grads[lane])) std::fill(b.data, b.data + b.size, 0.0);
+            for (std::size_t k = first + lane; k < last; k += lanes)
+                lane_loss[lane] += backward_into(t.model, pairs[order[k]], t.lane_grads[lane]);
         });
-        loss = stack_loss[0] + stack_loss[1];
-        return std::move(t.lane_grads[0]);
     }
-    while (t.lane_grads.size() < gradient_lanes) t.lane_grads.push_back(nn::zeros_like(t.model));
-    std::array<double, gradient_lanes> lane_loss{};
-    run_lanes(gradient_lanes, t.how.threads, t.how.arithmetic, [&](std::size_t lane) {
-        for (const nn::Block& b : nn::blocks(t.lane_grads[lane])) std::fill(b.data, b.data + b.size, 0.0);
-        for (std::size_t k = first + lane; k < last; k += gradient_lanes)
-            lane_loss[lane] += backward_into(t.model, pairs[order[k]], t.lane_grads[lane]);
-    });
-    std::vector<std::vector<nn::Block>> lanes;
-    for (Model& g : t.lane_grads) lanes.push_back(nn::blocks(g));
-    add_lanes(lanes, t.how.threads);
-    for (std::size_t step = 1; step < gradient_lanes; step *= 2)
-        for (std::size_t j = 0; j + step < gradient_lanes; j += 2 * step) lane_loss[j] += lane_loss[j + step];
+    std::vector<std::vector<nn::Block>> sums;
+    for (Model& g : t.lane_grads) sums.push_back(nn::blocks(g));
+    add_lanes(sums, t.how.threads);
+    for (std::size_t step = 1; step < lanes; step *= 2)
+        for (std::size_t j = 0; j + step < lanes; j += 2 * step) lane_loss[j] += lane_loss[j + step];
     loss = lane_loss[0];
-    return t.lane_grads[0];
+    if constexpr (stacked) return std::move(t.lane_grads[0]);  // each stack's gradient is made anew
+    return t.lane_grads[0];                                    // the lanes' are kept and cleared
 }
 
 // One minibatch: the gradient of the mean loss per target word (batch_gradient), clipped, then one
@@ -302,20 +299,12 @@ double train_batch(Trainer<Model>& t, const std::vector<Pair>& pairs, const std:
     double loss = 0.0, count = 0.0;
     Model grads = batch_gradient(t, pairs, order, first, last, loss, count);
     words += count;
-    // each entry by itself, on the training's threads (the bytes of one thread): the mean, the clipping
-    // (nn::clip_by_global_norm's scale, its norm summed in order on this thread) and Adam
+    // the mean and Adam entry by entry on the training's threads (the bytes of one thread)
     const std::vector<nn::Block> g = nn::blocks(grads);
     for_each_piece(g, t.how.threads, [&](std::size_t b, std::size_t from, std::size_t to) {
         for (std::size_t k = from; k < to; ++k) g[b].data[k] /= count;
     });
-    const double norm = nn::global_norm(g);
-    if (norm > clip_threshold) {
-        t.clipped += 1.0;
-        const double scale = clip_threshold / norm;
-        for_each_piece(g, t.how.threads, [&](std::size_t b, std::size_t from, std::size_t to) {
-            for (std::size_t k = from; k < to; ++k) g[b].data[k] *= scale;
-        });
-    }
+    if (nn::clip_by_global_norm(g, clip_threshold) > clip_threshold) t.clipped += 1.0;
     t.steps += 1.0;
     t.beta1_power *= settings.beta1;
     t.beta2_power *= settings.beta2;

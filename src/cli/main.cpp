@@ -39,18 +39,14 @@ using namespace attn;
 const std::map<std::string, ColorMode> color_modes = {
     {"auto", ColorMode::auto_}, {"always", ColorMode::always}, {"never", ColorMode::never}};
 
-// The columns attn run draws in on a terminal `columns` wide (0: not a terminal, or one that does not say):
-// its width (at most 400), or 78 when it has none; one narrower than min_line_width is told so on standard
-// error and drawn at min_line_width.
-std::size_t drawing_width(std::size_t columns) {
-    if (columns == 0) return RenderOptions{}.line_width;
-    if (columns < min_line_width) {
+// The columns attn run draws in on a terminal `columns` wide (0: not a terminal): drawing_width, saying on
+// standard error when the terminal is narrower than a table needs.
+std::size_t run_width(std::size_t columns) {
+    if (columns > 0 && columns < min_line_width)
         fmt::print(stderr, "{} run: this terminal is {} columns wide and a table needs {}: drawing at {} (widen it, "
                            "or pipe into 'less -S')\n",
                    this_program().name, columns, min_line_width, min_line_width);
-        return min_line_width;
-    }
-    return std::min<std::size_t>(columns, 400);
+    return drawing_width(columns);
 }
 
 void add_golden_options(CLI::App& cmd, GoldenOptions& o) {
@@ -393,7 +389,7 @@ int run_main(int argc, char** argv) {
                 return exit_usage;
             }
             run.render.color = use_color(color_modes.at(color), ::isatty(STDOUT_FILENO));
-            run.render.line_width = run.width > 0 ? run.width : drawing_width(terminal_columns(STDOUT_FILENO));
+            run.render.line_width = run.width > 0 ? run.width : run_width(terminal_columns(STDOUT_FILENO));
             if (run.kept_race) use_kept_race();
             return cmd_run(run);
         }

@@ -86,9 +86,7 @@ std::string bleu_line(const std::array<double, 3>& b) {
 void print_steps(const Trace& trace) {
     RenderOptions options;
     options.color = use_color(ColorMode::auto_, ::isatty(STDOUT_FILENO));
-    // as wide as the terminal (attn run's rule: at least min_line_width; 78 when not a terminal)
-    const std::size_t columns = terminal_columns(STDOUT_FILENO);
-    if (columns > 0) options.line_width = std::clamp<std::size_t>(columns, min_line_width, 400);
+    options.line_width = drawing_width(terminal_columns(STDOUT_FILENO));  // as wide as the terminal, as attn run
     const std::vector<Step>& steps = trace.steps();
     for (std::size_t i = 0; i < steps.size(); ++i) fmt::print("{}\n", render_step(steps[i], i + 1, steps.size(), options));
 }

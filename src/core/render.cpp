@@ -705,6 +705,10 @@ std::size_t terminal_columns(int fd) {
     return size.ws_col;
 }
 
+std::size_t drawing_width(std::size_t columns) {
+    return columns == 0 ? RenderOptions{}.line_width : std::clamp<std::size_t>(columns, min_line_width, 400);
+}
+
 bool use_color(ColorMode mode, bool stdout_is_tty) {
     if (mode != ColorMode::auto_) return mode == ColorMode::always;
     const char* no_color = std::getenv("NO_COLOR");

@@ -30,6 +30,10 @@ inline constexpr std::size_t min_line_width = 60;
 // not say.
 std::size_t terminal_columns(int fd);
 
+// The line width to draw in on a terminal `columns` wide (terminal_columns): RenderOptions' 78 for 0,
+// otherwise the width, at least min_line_width and at most 400.
+std::size_t drawing_width(std::size_t columns);
+
 // Whether to emit colour: never/always as asked; auto means "stdout is a terminal"
 // and NO_COLOR unset or empty (https://no-color.org).
 bool use_color(ColorMode mode, bool stdout_is_tty);

@@ -55,25 +55,27 @@ ATTN_ALWAYS_INLINE void exp_body(const double* x, double* out, std::size_t n) {
 // `Fused` (the native copies only, compiled for FMA): c_ij = fma(a_ip, b_pj, c_ij), one rounding per
 // product instead of two, in the same order of p. Not the textbook loop's bits: never for a number
 // a lesson records.
-template <std::size_t MR, bool Fused = false, std::size_t NP = 1>
-ATTN_ALWAYS_INLINE void matmul_tile(const double* ATTN_RESTRICT A, std::size_t lda, const double* ATTN_RESTRICT panel,
+// T = float (Arithmetic::single): A and the panels already rounded to float32, the sums in float32, C
+// still doubles (a float32 partial sum stored there and loaded again is the same float).
+template <std::size_t MR, bool Fused = false, std::size_t NP = 1, class T = double>
+ATTN_ALWAYS_INLINE void matmul_tile(const T* ATTN_RESTRICT A, std::size_t lda, const T* ATTN_RESTRICT panel,
                                     std::size_t k, double* ATTN_RESTRICT C, std::size_t ldc, bool from_C,
                                     std::size_t panel_stride = 0) {
     constexpr std::size_t NR = matmul_panel_width;
-    double acc[MR][NP][NR];
+    T acc[MR][NP][NR];
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < MR; ++r)
 #pragma GCC unroll 4
         for (std::size_t v = 0; v < NP; ++v)
 #pragma GCC unroll 16
-            for (std::size_t c = 0; c < NR; ++c) acc[r][v][c] = from_C ? C[r * ldc + v * NR + c] : 0.0;
+            for (std::size_t c = 0; c < NR; ++c) acc[r][v][c] = from_C ? static_cast<T>(C[r * ldc + v * NR + c]) : T(0);
     for (std::size_t p = 0; p < k; ++p) {
 #pragma GCC unroll 16
         for (std::size_t r = 0; r < MR; ++r) {
-            const double a = A[r * lda + p];
+            const T a = A[r * lda + p];
 #pragma GCC unroll 4
             for (std::size_t v = 0; v < NP; ++v) {
-                const double* ATTN_RESTRICT b = panel + v * panel_stride + p * NR;
+                const T* ATTN_RESTRICT b = panel + v * panel_stride + p * NR;
 #pragma GCC unroll 16
                 for (std::size_t c = 0; c < NR; ++c) {
                     if constexpr (Fused)
@@ -94,14 +96,13 @@ ATTN_ALWAYS_INLINE void matmul_tile(const double* ATTN_RESTRICT A, std::size_t l
 
 // The last panel when it is short (cols < 8 columns of C): one row at a time through an 8-wide
 // scratch row, so that the tile never writes past C's columns.
-template <bool Fused>
-ATTN_ALWAYS_INLINE void matmul_short_tile(const double* A, std::size_t lda, const double* panel, std::size_t k,
-                                          double* C, std::size_t ldc, std::size_t rows, std::size_t cols,
-                                          bool from_C) {
+template <bool Fused, class T = double>
+ATTN_ALWAYS_INLINE void matmul_short_tile(const T* A, std::size_t lda, const T* panel, std::size_t k, double* C,
+                                          std::size_t ldc, std::size_t rows, std::size_t cols, bool from_C) {
     double scratch[matmul_panel_width] = {};
     for (std::size_t i = 0; i < rows; ++i) {
         if (from_C) std::copy(C + i * ldc, C + i * ldc + cols, scratch);
-        matmul_tile<1, Fused>(A + i * lda, lda, panel, k, scratch, matmul_panel_width, from_C);
+        matmul_tile<1, Fused, 1, T>(A + i * lda, lda, panel, k, scratch, matmul_panel_width, from_C);
         std::copy(scratch, scratch + cols, C + i * ldc);
     }
 }
@@ -110,11 +111,11 @@ ATTN_ALWAYS_INLINE void matmul_short_tile(const double* A, std::size_t lda, cons
 // matmul_packed in nn/kernels.hpp), or C += A B with `accumulate`. Blocks of 64 rows, and in each
 // the products in blocks of 128 values of p (the block of A stays in the second-level cache, a
 // panel's slice in the first), NP panels at a time (then the rest panel by panel), MR rows at a time
-// and the last rows one by one; each entry's sum runs on from the block before.
-template <std::size_t MR, bool Fused = false, std::size_t NP = 1>
-ATTN_ALWAYS_INLINE void matmul_packed_body(const double* A, std::size_t lda, const double* panels,
-                                           std::size_t panel_stride, double* C, std::size_t ldc, std::size_t rows,
-                                           std::size_t k, std::size_t n, bool accumulate) {
+// and the last rows one by one; each entry's sum runs on from the block before. T as matmul_tile's.
+template <std::size_t MR, bool Fused = false, std::size_t NP = 1, class T = double>
+ATTN_ALWAYS_INLINE void matmul_packed_body(const T* A, std::size_t lda, const T* panels, std::size_t panel_stride,
+                                           double* C, std::size_t ldc, std::size_t rows, std::size_t k, std::size_t n,
+                                           bool accumulate) {
     constexpr std::size_t NR = matmul_panel_width, k_block = 128, row_block = 64;
     if (k == 0) {
         if (!accumulate)
@@ -123,7 +124,7 @@ ATTN_ALWAYS_INLINE void matmul_packed_body(const double* A, std::size_t lda, con
     }
     for (std::size_t i0 = 0; i0 < rows; i0 += row_block) {
         const std::size_t block_rows = std::min(row_block, rows - i0);
-        const double* A_block = A + i0 * lda;
+        const T* A_block = A + i0 * lda;
         double* C_block = C + i0 * ldc;
         for (std::size_t p0 = 0; p0 < k; p0 += k_block) {
             const std::size_t depth = std::min(k_block, k - p0);
@@ -131,28 +132,28 @@ ATTN_ALWAYS_INLINE void matmul_packed_body(const double* A, std::size_t lda, con
             std::size_t j0 = 0;
             if constexpr (NP > 1)
                 for (; j0 + NP * NR <= n; j0 += NP * NR) {
-                    const double* panel = panels + (j0 / NR) * panel_stride + p0 * NR;
+                    const T* panel = panels + (j0 / NR) * panel_stride + p0 * NR;
                     std::size_t i = 0;
                     for (; i + MR <= block_rows; i += MR)
-                        matmul_tile<MR, Fused, NP>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0,
+                        matmul_tile<MR, Fused, NP, T>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0,
                                                    ldc, from_C, panel_stride);
                     for (; i < block_rows; ++i)
-                        matmul_tile<1, Fused, NP>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0,
+                        matmul_tile<1, Fused, NP, T>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0,
                                                   ldc, from_C, panel_stride);
                 }
             for (; j0 < n; j0 += NR) {
-                const double* panel = panels + (j0 / NR) * panel_stride + p0 * NR;
+                const T* panel = panels + (j0 / NR) * panel_stride + p0 * NR;
                 if (n - j0 < NR) {
-                    matmul_short_tile<Fused>(A_block + p0, lda, panel, depth, C_block + j0, ldc, block_rows, n - j0,
+                    matmul_short_tile<Fused, T>(A_block + p0, lda, panel, depth, C_block + j0, ldc, block_rows, n - j0,
                                              from_C);
                     continue;
                 }
                 std::size_t i = 0;
                 for (; i + MR <= block_rows; i += MR)
-                    matmul_tile<MR, Fused>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0, ldc,
+                    matmul_tile<MR, Fused, 1, T>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0, ldc,
                                            from_C);
                 for (; i < block_rows; ++i)
-                    matmul_tile<1, Fused>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0, ldc,
+                    matmul_tile<1, Fused, 1, T>(A_block + i * lda + p0, lda, panel, depth, C_block + i * ldc + j0, ldc,
                                           from_C);
             }
         }
@@ -301,77 +302,6 @@ ATTN_ALWAYS_INLINE void exp_fused_body(const double* x, double* out, std::size_t
     for (std::size_t j = 0; j < n; ++j) out[j] = fused_exp_of_clamped(out[j]);
 }
 
-// Arithmetic::single: C (rows x n, row stride ldc, doubles) = A B with A (rows x k, row stride lda) and B's
-// panels (as matmul_packed's, panel_stride apart) already rounded to float32, each C_ij summed in float32
-// in the order of p (fused multiply-adds in the FMA copies), then widened to a double. Tiles of MR rows x
-// NP panels; the last partial panel through a scratch row.
-template <std::size_t MR, std::size_t NP, bool Fused>
-ATTN_ALWAYS_INLINE void matmul_single_tile(const float* ATTN_RESTRICT A, std::size_t lda, const float* ATTN_RESTRICT panel,
-                                           std::size_t k, double* ATTN_RESTRICT C, std::size_t ldc,
-                                           std::size_t panel_stride, std::size_t cols) {
-    constexpr std::size_t NR = matmul_panel_width;
-    float acc[MR][NP][NR];
-#pragma GCC unroll 16
-    for (std::size_t r = 0; r < MR; ++r)
-#pragma GCC unroll 4
-        for (std::size_t v = 0; v < NP; ++v)
-#pragma GCC unroll 16
-            for (std::size_t c = 0; c < NR; ++c) acc[r][v][c] = 0.0f;
-    for (std::size_t p = 0; p < k; ++p) {
-#pragma GCC unroll 16
-        for (std::size_t r = 0; r < MR; ++r) {
-            const float a = A[r * lda + p];
-#pragma GCC unroll 4
-            for (std::size_t v = 0; v < NP; ++v) {
-                const float* ATTN_RESTRICT b = panel + v * panel_stride + p * NR;
-#pragma GCC unroll 16
-                for (std::size_t c = 0; c < NR; ++c) {
-                    if constexpr (Fused)
-                        acc[r][v][c] = std::fma(a, b[c], acc[r][v][c]);
-                    else
-                        acc[r][v][c] += a * b[c];
-                }
-            }
-        }
-    }
-    if (cols == NP * NR) {
-#pragma GCC unroll 16
-        for (std::size_t r = 0; r < MR; ++r)
-#pragma GCC unroll 4
-            for (std::size_t v = 0; v < NP; ++v)
-#pragma GCC unroll 16
-                for (std::size_t c = 0; c < NR; ++c) C[r * ldc + v * NR + c] = static_cast<double>(acc[r][v][c]);
-        return;
-    }
-    for (std::size_t r = 0; r < MR; ++r)
-        for (std::size_t j = 0; j < cols; ++j) C[r * ldc + j] = static_cast<double>(acc[r][j / NR][j % NR]);
-}
-
-template <std::size_t MR, std::size_t NP, bool Fused>
-ATTN_ALWAYS_INLINE void matmul_single_body(const float* A, std::size_t lda, const float* panels,
-                                           std::size_t panel_stride, double* C, std::size_t ldc, std::size_t rows,
-                                           std::size_t k, std::size_t n) {
-    constexpr std::size_t NR = matmul_panel_width;
-    std::size_t j0 = 0;
-    for (; j0 + NP * NR <= n; j0 += NP * NR) {
-        const float* panel = panels + (j0 / NR) * panel_stride;
-        std::size_t i = 0;
-        for (; i + MR <= rows; i += MR)
-            matmul_single_tile<MR, NP, Fused>(A + i * lda, lda, panel, k, C + i * ldc + j0, ldc, panel_stride, NP * NR);
-        for (; i < rows; ++i)
-            matmul_single_tile<1, NP, Fused>(A + i * lda, lda, panel, k, C + i * ldc + j0, ldc, panel_stride, NP * NR);
-    }
-    for (; j0 < n; j0 += NR) {
-        const float* panel = panels + (j0 / NR) * panel_stride;
-        const std::size_t cols = std::min(NR, n - j0);
-        std::size_t i = 0;
-        for (; i + MR <= rows; i += MR)
-            matmul_single_tile<MR, 1, Fused>(A + i * lda, lda, panel, k, C + i * ldc + j0, ldc, panel_stride, cols);
-        for (; i < rows; ++i)
-            matmul_single_tile<1, 1, Fused>(A + i * lda, lda, panel, k, C + i * ldc + j0, ldc, panel_stride, cols);
-    }
-}
-
 // One copy of every kernel, for one vector width.
 struct Kernels {
     void (*exp)(const double*, double*, std::size_t);
@@ -386,9 +316,9 @@ struct Kernels {
     void (*exp_fused)(const double*, double*, std::size_t) = nullptr;
     // Arithmetic::single: unfused in every copy, fused (FMA) in the wide ones
     void (*matmul_single)(const float*, std::size_t, const float*, std::size_t, double*, std::size_t, std::size_t,
-                          std::size_t, std::size_t) = nullptr;
+                          std::size_t, std::size_t, bool) = nullptr;
     void (*matmul_single_fused)(const float*, std::size_t, const float*, std::size_t, double*, std::size_t,
-                                std::size_t, std::size_t, std::size_t) = nullptr;
+                                std::size_t, std::size_t, std::size_t, bool) = nullptr;
 };
 
 #define ATTN_KERNEL_COPY(suffix, attributes, tile_rows)                                                       \
@@ -408,8 +338,8 @@ struct Kernels {
     }                                                                                                         \
     attributes ATTN_NO_LOOP_VECTORIZE void matmul_single_##suffix(                                           \
         const float* A, std::size_t lda, const float* panels, std::size_t panel_stride, double* C,           \
-        std::size_t ldc, std::size_t rows, std::size_t k, std::size_t n) {                                    \
-        matmul_single_body<tile_rows, 1, false>(A, lda, panels, panel_stride, C, ldc, rows, k, n);            \
+        std::size_t ldc, std::size_t rows, std::size_t k, std::size_t n, bool accumulate) {                   \
+        matmul_packed_body<tile_rows, false, 1, float>(A, lda, panels, panel_stride, C, ldc, rows, k, n, accumulate); \
     }
 
 // The fused kernels of one vector width (Arithmetic::native), compiled for FMA.
@@ -428,8 +358,9 @@ struct Kernels {
     }                                                                                                         \
     attributes ATTN_NO_LOOP_VECTORIZE void matmul_single_fused_##suffix(                                     \
         const float* A, std::size_t lda, const float* panels, std::size_t panel_stride, double* C,           \
-        std::size_t ldc, std::size_t rows, std::size_t k, std::size_t n) {                                    \
-        matmul_single_body<4, single_panels, true>(A, lda, panels, panel_stride, C, ldc, rows, k, n);         \
+        std::size_t ldc, std::size_t rows, std::size_t k, std::size_t n, bool accumulate) {                   \
+        matmul_packed_body<4, true, single_panels, float>(A, lda, panels, panel_stride, C, ldc, rows, k, n,   \
+                                                          accumulate);                                        \
     }
 
 #define ATTN_KERNELS_OF(suffix, fused_matmul, fused_softmax_row, fused_exp, fused_single)              \
@@ -605,16 +536,17 @@ void matmul_pack_transposed_block(const double* B, std::size_t ldb, std::size_t 
 
 // The products' shared blocking (see matmul_span): B a block of 256 columns at a time, packed by `pack`
 // (column offset, columns, panels) into the calling thread's kept buffer, groups of panels on the threads;
-// then blocks of 16 rows to the threads.
-template <class Pack, class Product>
-void packed_blocks(const double* A, double* C, std::size_t m, std::size_t k, std::size_t n, const Pack& pack,
+// then blocks of 16 rows to the threads. T: the operands' element type (float for Arithmetic::single: A
+// and the panels already rounded to it), C being doubles either way.
+template <class T, class Pack, class Product>
+void packed_blocks(const T* A, double* C, std::size_t m, std::size_t k, std::size_t n, const Pack& pack,
                    const Product& product) {
     constexpr std::size_t columns_per_block = 256, rows_per_block = 16;
-    thread_local std::vector<double> kept_panels;
+    thread_local std::vector<T> kept_panels;
     const std::size_t packed = matmul_packed_size(k, std::min(n, columns_per_block));
     if (kept_panels.size() < packed) kept_panels.resize(packed);
     // this thread's buffer, by address: in the helper thread below the name kept_panels is the helper's own
-    double* const panels = kept_panels.data();
+    T* const panels = kept_panels.data();
     const std::size_t blocks = (m + rows_per_block - 1) / rows_per_block;
     for (std::size_t j0 = 0; j0 < n; j0 += columns_per_block) {
         const std::size_t cols = std::min(columns_per_block, n - j0);
@@ -652,38 +584,24 @@ void pack_single_block(const double* B, std::size_t ldb, std::size_t k, std::siz
 }
 
 // matmul_span and matmul_transposed_span in Arithmetic::single: A rounded to float32 once, B's panels
-// rounded as they are packed (256 columns at a time, groups of panels on the threads), then blocks of 16
-// rows to the threads.
+// rounded as packed_blocks packs them.
 void single_product(const double* A, const double* B, std::size_t ldb, bool transposed, double* C, std::size_t m,
                     std::size_t k, std::size_t n) {
-    constexpr std::size_t columns_per_block = 256, rows_per_block = 16, columns_per_group = 8 * matmul_panel_width;
+    constexpr std::size_t rows_per_block = 16;
     const Kernels& kernels = active();
-    const auto product = processor_has_fma() && kernels.matmul_single_fused ? kernels.matmul_single_fused
-                                                                             : kernels.matmul_single;
-    thread_local std::vector<float> kept_A, kept_panels;
+    thread_local std::vector<float> kept_A;
     if (kept_A.size() < m * k) kept_A.resize(m * k);
-    const std::size_t packed = matmul_packed_size(k, std::min(n, columns_per_block));
-    if (kept_panels.size() < packed) kept_panels.resize(packed);
-    float* const A_single = kept_A.data();  // this thread's buffers, by address (as in packed_blocks)
-    float* const panels = kept_panels.data();
-    const std::size_t blocks = (m + rows_per_block - 1) / rows_per_block;
-    for_each_row(blocks, rows_per_block * k, [&](std::size_t b) {
+    float* const A_single = kept_A.data();  // this thread's buffer, by address (as in packed_blocks)
+    for_each_row((m + rows_per_block - 1) / rows_per_block, rows_per_block * k, [&](std::size_t b) {
         const std::size_t first = b * rows_per_block, last = std::min(m, first + rows_per_block);
         for (std::size_t e = first * k; e < last * k; ++e) A_single[e] = static_cast<float>(A[e]);
     });
-    for (std::size_t j0 = 0; j0 < n; j0 += columns_per_block) {
-        const std::size_t cols = std::min(columns_per_block, n - j0);
-        for_each_row((cols + columns_per_group - 1) / columns_per_group, k * columns_per_group, [&](std::size_t g) {
-            const std::size_t first = g * columns_per_group;
-            pack_single_block(transposed ? B + (j0 + first) * ldb : B + j0 + first, ldb, k,
-                              std::min(columns_per_group, cols - first), transposed, panels + first * k);
-        });
-        const std::size_t work = std::max<std::size_t>(1, rows_per_block * k * cols / 16);
-        for_each_row(blocks, work, [&](std::size_t b) {
-            const std::size_t first = b * rows_per_block, rows = std::min(rows_per_block, m - first);
-            product(A_single + first * k, k, panels, k * matmul_panel_width, C + first * n + j0, n, rows, k, cols);
-        });
-    }
+    packed_blocks(
+        static_cast<const float*>(A_single), C, m, k, n,
+        [&](std::size_t j0, std::size_t cols, float* panels) {
+            pack_single_block(transposed ? B + j0 * ldb : B + j0, ldb, k, cols, transposed, panels);
+        },
+        processor_has_fma() && kernels.matmul_single_fused ? kernels.matmul_single_fused : kernels.matmul_single);
 }
 
 }  // namespace
