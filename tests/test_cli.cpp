@@ -126,6 +126,30 @@ TEST_CASE("run --width draws the rules and wraps the explanations at that width;
     CHECK_THAT(narrow.output, Catch::Contains("--width") && Catch::Contains("60"));
 }
 
+TEST_CASE("run --width 60 and 78: every line of every quick lesson fits, long tables numbered or labels above",
+          "[cli]") {
+    // Lessons 7, 9 and 12 to 14 measure or train for seconds: the quick ones hold every kind of line (equations,
+    // tensor headers, checks, drawn weights, tables with long labels, bars, heatmaps, plots).
+    for (const int width : {60, 78}) {
+        const Result r = run_attn("run 1 2 3 4 5 6 8 10 11 --color never --width " + std::to_string(width));
+        REQUIRE(r.code == 0);
+        std::istringstream in(r.output);
+        std::size_t lines = 0;
+        for (std::string line; std::getline(in, line); ++lines) {
+            INFO("--width " << width << ": " << line);
+            CHECK(display_width(line) <= static_cast<std::size_t>(width));
+        }
+        CHECK(lines > 1000);
+    }
+    // lesson 8's shortcut table: its column labels ("without attention", "with attention", "alpha_3,1") do not fit
+    // 60 columns beside the numbers, so the columns are numbered and the labels follow in a legend; at 120 they fit
+    const Result narrow = run_attn("run 8 --color never --width 60 --step shortcut");
+    CHECK_THAT(narrow.output, Catch::Contains("  1 without attention  2 with attention  3 alpha_3,1\n"));
+    const Result wide = run_attn("run 8 --color never --width 120 --step shortcut");
+    CHECK_THAT(wide.output, !Catch::Contains("  1 without attention  2 with attention"));
+    CHECK_THAT(wide.output, Catch::Contains("without attention  ") && Catch::Contains("  with attention"));
+}
+
 TEST_CASE("NO_COLOR and --color decide the escape codes", "[cli]") {
     CHECK(run_attn("run 1", "NO_COLOR=1").output.find('\x1b') == std::string::npos);
     CHECK(run_attn("run 1 --color always", "NO_COLOR=1").output.find('\x1b') != std::string::npos);

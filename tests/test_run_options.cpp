@@ -5,6 +5,7 @@
 #include "attn_config.hpp"
 #include "core/golden.hpp"
 #include "core/npy.hpp"
+#include "core/render.hpp"
 #include "registry.hpp"
 
 #include "support.hpp"
@@ -21,6 +22,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include <sys/stat.h>
@@ -134,6 +136,47 @@ TEST_CASE("--pause: Enter goes on, q then Enter quits, and a tall step comes a s
     // closing the input quits too, at once
     const Result closed = paused("");
     CHECK_THAT(closed.output, Catch::Contains("bottleneck: stopped at step 1 of 8"));
+}
+
+TEST_CASE("--pause on a 60 x 24 terminal: lines fit, and every screenful starts with the step's rule and equation",
+          "[cli]") {
+    if (run_command("script -qec true /dev/null >/dev/null 2>&1").code != 0) {
+        WARN("skipped: script(1) cannot run or create a pseudo-terminal here");
+        return;
+    }
+    const TempDir t;
+    const char* bin = std::getenv("ATTN_BIN");
+    REQUIRE(bin != nullptr);
+    // Enter at every prompt until step 3's first "more", then q
+    const Result r = run_command("cd '" + t.dir.string() + "' && printf '\\n\\n\\n\\n\\nq\\n' | script -qec \"stty rows 24 "
+                                 "cols 60; '" + std::string(bin) + "' run 1 --pause --color never\" /dev/null 2>&1");
+    INFO(r.output);
+    CHECK(r.code == 0);
+    // step 1 (the embeddings) is taller than 23 lines: its second screenful starts with its rule and equation again
+    const std::string more = "[Enter: more · q Enter: quit] ";
+    const std::size_t first_more = r.output.find(more);
+    REQUIRE(first_more != std::string::npos);
+    CHECK(r.output.compare(first_more + more.size(), std::string("── Step 1/8 · ").size(), "── Step 1/8 · ") == 0);
+    const std::size_t equation = r.output.find("  x_j = E_src[w_j],  y_i = E_tgt[w'_i]");
+    REQUIRE(equation != std::string::npos);
+    CHECK(r.output.find("  x_j = E_src[w_j],  y_i = E_tgt[w'_i]", equation + 1) > first_more);
+    // a screenful is at most 24 lines: between two prompts, at most 23 lines of the lesson
+    std::size_t from = first_more;
+    while (true) {
+        const std::size_t next = r.output.find("  [Enter:", from + 1);
+        if (next == std::string::npos) break;
+        const auto lines = std::count(r.output.begin() + static_cast<long>(from), r.output.begin() + static_cast<long>(next), '\n');
+        CHECK(lines <= 23);
+        from = next;
+    }
+    // the lesson drew at the terminal's 60 columns: no line of it is wider (the prompts are the terminal's input line)
+    std::istringstream lines(r.output);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.find("[Enter:") != std::string::npos) continue;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        INFO(line);
+        CHECK(display_width(line) <= 60);
+    }
 }
 
 TEST_CASE("run --set --seed prints the reproducibility line and exits 0", "[cli][settings]") {

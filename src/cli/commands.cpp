@@ -83,11 +83,15 @@ std::vector<const Lesson*> resolve_for_setup(const std::vector<std::string>& nam
     return lessons;
 }
 
-std::string lesson_header(const Lesson& l, const Config& c, const LessonSetup& setup) {
-    std::string header = fmt::format("Lesson {} · {} · {}\n  after {}\n  {}\n", l.number, l.slug, l.title, l.sources,
-                                     reproducibility_line(l, c, setup));
+// The lesson's title, sources and reproducibility line, each wrapped to `width` columns.
+std::string lesson_header(const Lesson& l, const Config& c, const LessonSetup& setup, std::size_t width) {
+    std::string header = wrap_hanging(fmt::format("Lesson {} · {} · {}", l.number, l.slug, l.title), width, "", "  ") +
+                         wrap_hanging("after " + l.sources, width, "  ", "    ") +
+                         wrap_hanging(reproducibility_line(l, c, setup), width, "  ", "    ");
     if (c != l.defaults || !setup.input.empty())
-        header += fmt::format("  (your own numbers: attn check and the golden file use {})\n", config_text(l.defaults));
+        header += wrap_hanging(fmt::format("(your own numbers: attn check and the golden file use {})",
+                                           config_text(l.defaults)),
+                               width, "  ", "    ");
     return header;
 }
 
@@ -151,13 +155,19 @@ std::size_t terminal_rows() {
     return size.ws_row;
 }
 
-// --pause: a step taller than the terminal is shown a screenful at a time. False when the user quit.
-bool show_paged(const std::string& text) {
+// --pause: a step taller than the terminal is shown a screenful at a time, each screenful after the first
+// starting with the step's head again (its rule and equation), so what the numbers are of stays on
+// screen. False when the user quit.
+bool show_paged(const StepText& step) {
     const std::size_t rows = terminal_rows();
+    const std::string text = step.body.empty() ? step.head : step.head + "\n" + step.body;
+    const std::size_t head_lines = static_cast<std::size_t>(std::count(step.head.begin(), step.head.end(), '\n'));
     if (rows < 3) {
         fmt::print("{}\n", text);
         return true;
     }
+    // the head is repeated only when it leaves at least half the screen for the rest
+    const bool repeat_head = 2 * (head_lines + 1) <= rows;
     std::size_t start = 0, shown = 0;
     while (start < text.size()) {
         const std::size_t end = text.find('\n', start);
@@ -168,6 +178,10 @@ bool show_paged(const std::string& text) {
         if (++shown == rows - 1 && start < text.size()) {
             if (!wait_for_enter("Enter: more · q Enter: quit")) return false;
             shown = 0;
+            if (repeat_head) {
+                fmt::print("{}", step.head);
+                shown = head_lines;
+            }
         }
     }
     fmt::print("\n");
@@ -342,7 +356,7 @@ int cmd_run(const RunOptions& o) {
         }
         const LessonRun& run = book ? runs.back() : *maybe_run;
         if (run.stopped()) {
-            fmt::print("{}\n{}\n\n", lesson_header(l, run.trace.config(), o.setup), stop_message(run));
+            fmt::print("{}\n{}\n\n", lesson_header(l, run.trace.config(), o.setup, o.render.line_width), stop_message(run));
             all_hold = false;
             continue;
         }
@@ -355,7 +369,7 @@ int cmd_run(const RunOptions& o) {
                        fmt::join(ids, ", "));
             return exit_usage;
         }
-        fmt::print("{}\n", lesson_header(l, trace.config(), o.setup));
+        fmt::print("{}\n", lesson_header(l, trace.config(), o.setup, o.render.line_width));
         // every check counts, also those of the steps before the one --step shows (the lesson ran up
         // to that step): the exit code speaks for the steps run
         std::size_t checks = 0, failed = 0;
@@ -363,10 +377,10 @@ int cmd_run(const RunOptions& o) {
             for (const auto& c : s.checks) checks += 1, failed += c.holds ? 0 : 1;
         for (std::size_t i = 0; i < steps.size(); ++i) {
             if (!o.step.empty() && steps[i].id != o.step) continue;
-            const std::string shown = render_step(steps[i], i + 1, steps.size(), o.render);
+            const StepText shown = render_step_parts(steps[i], i + 1, steps.size(), o.render);
             const bool last = i + 1 == steps.size() && li + 1 == lessons.size();
             if (!pause || !o.step.empty()) {
-                fmt::print("{}\n", shown);
+                fmt::print("{}\n", shown.body.empty() ? shown.head : shown.head + "\n" + shown.body);
                 continue;
             }
             if (!show_paged(shown) || (!last && !wait_for_enter("Enter: next step · q Enter: quit"))) {
@@ -398,10 +412,12 @@ int cmd_run(const RunOptions& o) {
     }
     // after the whole course, where to go next
     if (lessons.size() == all_lessons().size() && lessons.size() > 1 && o.step.empty())
-        fmt::print("All {} lessons ran. Next: one lesson at a time, step by step ('{} run 1 --pause'), your own sizes "
-                   "('{} run 4 --help'), or the exercises: write the functions yourself and check them with "
-                   "attn-student (README, 'Exercises (C++)').\n",
-                   lessons.size(), program_command(), program_command());
+        fmt::print("All {} lessons ran. Next:\n  one lesson at a time, step by step: {} run 1 --pause\n  your own sizes: {} "
+                   "run 4 --help\n{}",
+                   lessons.size(), program_command(), program_command(),
+                   wrap_hanging("the exercises: write the functions yourself and check them with attn-student (README, "
+                                "'Exercises (C++)').",
+                                o.render.line_width, "  ", "    "));
     return all_hold ? exit_ok : exit_mismatch;
 }
 

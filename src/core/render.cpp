@@ -222,7 +222,15 @@ struct MatrixView {
 struct Layout {
     Shown rows, cols;
     std::vector<std::string> row_labels, col_labels;  // shown ones; empty when unlabelled
+    bool numbered = false;  // the columns' labels too wide for the line: numbers above, a legend below
 };
+
+// Column numbers (1-based, as in the legend) fit the cells; labels would not.
+std::vector<std::string> column_numbers(const Shown& cols) {
+    std::vector<std::string> numbers;
+    for (const auto& c : cols) numbers.push_back(c ? std::to_string(*c + 1) : ellipsis);
+    return numbers;
+}
 
 // One format per table: when some entries of a tensor need scientific notation (huge, or too
 // small for fixed notation) and others do not, all of them are written in it, so a column never
@@ -258,6 +266,31 @@ std::size_t column_limit(const MatrixView& m, const Layout& layout, const std::v
     return std::max<std::size_t>(2, std::min(opt.max_cols, fit > 0 ? fit - 1 : 0));
 }
 
+// "  1 turn  2 off  3 the  4 lights", wrapped so it never exceeds `width` columns.
+std::string column_legend(const Layout& layout, std::size_t width) {
+    std::string out, line;
+    for (std::size_t k = 0; k < layout.cols.size(); ++k) {
+        const auto& c = layout.cols[k];
+        const std::string item = c ? fmt::format("{} {}", *c + 1, layout.col_labels[k]) : ellipsis;
+        if (!line.empty() && display_width(line) + 2 + display_width(item) > width) {
+            out += line + "\n";
+            line.clear();
+        }
+        line += "  " + item;
+    }
+    return out + line + "\n";
+}
+
+// The widest line of number_table at the deepest indent (4): row labels, then the cells, two apart.
+std::size_t table_width(const MatrixView& m, const Layout& layout, const RenderOptions& opt) {
+    std::size_t cell_width = layout.numbered ? widest(column_numbers(layout.cols)) : widest(layout.col_labels);
+    for (const auto& r : layout.rows)
+        for (const auto& c : layout.cols)
+            cell_width = std::max(cell_width, r && c ? format_cell(m.at(*r, *c), opt).size() : std::size_t{1});
+    const std::size_t label_width = widest(layout.row_labels);
+    return 4 + (label_width > 0 ? label_width + 2 : 0) + layout.cols.size() * (cell_width + 2) - 2;
+}
+
 Layout make_layout(const MatrixView& m, const std::vector<std::string>& row_labels,
                    const std::vector<std::string>& col_labels, const RenderOptions& opt) {
     Layout layout;
@@ -265,6 +298,14 @@ Layout make_layout(const MatrixView& m, const std::vector<std::string>& row_labe
     layout.row_labels = shown_labels(row_labels, layout.rows);
     layout.cols = shown_indices(m.cols, column_limit(m, layout, col_labels, opt));
     layout.col_labels = shown_labels(col_labels, layout.cols);
+    if (!col_labels.empty() && table_width(m, layout, opt) > opt.line_width) {
+        // the labels make the table too wide: numbers instead, which leave room for more columns
+        Shown all;
+        for (std::size_t c = 0; c < m.cols; ++c) all.emplace_back(c);
+        layout.cols = shown_indices(m.cols, column_limit(m, layout, column_numbers(all), opt));
+        layout.col_labels = shown_labels(col_labels, layout.cols);
+        layout.numbered = true;
+    }
     return layout;
 }
 
@@ -295,16 +336,24 @@ std::string number_table(const MatrixView& m, const Layout& layout, const Render
                          std::string_view indent) {
     if (m.rows * m.cols == 0) return "";  // the header's shape already says it is empty
     const auto cells = formatted_cells(m, layout, opt);
-    std::size_t cell_width = widest(layout.col_labels);
+    const std::vector<std::string> heads = layout.numbered ? column_numbers(layout.cols) : layout.col_labels;
+    std::size_t cell_width = widest(heads);
     for (const auto& row : cells) cell_width = std::max(cell_width, widest(row));
-    const std::size_t label_width = widest(layout.row_labels);
+    std::size_t label_width = widest(layout.row_labels);
+    // Row labels too long for the line (sentences) go on a line of their own, the cells under them.
+    const bool labels_above = label_width > 0 && display_width(indent) + label_width + 2 +
+                                                         cells.front().size() * (cell_width + 2) - 2 >
+                                                     opt.line_width;
+    const std::string cell_indent = labels_above ? std::string(indent) + "  " : std::string(indent);
+    if (labels_above) label_width = 0;
     std::string out;
-    if (!layout.col_labels.empty())
-        out += table_line(indent, "", label_width, layout.col_labels, cell_width, "  ");
+    if (!heads.empty()) out += table_line(cell_indent, "", label_width, heads, cell_width, "  ");
     for (std::size_t r = 0; r < cells.size(); ++r) {
         const std::string label = layout.row_labels.empty() ? "" : layout.row_labels[r];
-        out += table_line(indent, label, label_width, cells[r], cell_width, "  ");
+        if (labels_above) out += wrap_hanging(label, opt.line_width, indent, std::string(indent) + "  ");
+        out += table_line(cell_indent, label, label_width, cells[r], cell_width, "  ");
     }
+    if (layout.numbered) out += column_legend(layout, opt.line_width);
     return out;
 }
 
@@ -349,36 +398,20 @@ std::string heat_cell(double x, const ValueRange& range, std::size_t width, bool
     return repeat(shades[std::lround(position * 4)], width);
 }
 
-// Column numbers (1-based, as in the legend) fit the cells; labels would not.
-std::vector<std::string> column_numbers(const Shown& cols) {
-    std::vector<std::string> numbers;
-    for (const auto& c : cols) numbers.push_back(c ? std::to_string(*c + 1) : ellipsis);
-    return numbers;
-}
-
-// "  1 turn  2 off  3 the  4 lights", wrapped so it never exceeds `width` columns.
-std::string column_legend(const Layout& layout, std::size_t width) {
-    std::string out, line;
-    for (std::size_t k = 0; k < layout.cols.size(); ++k) {
-        const auto& c = layout.cols[k];
-        const std::string item = c ? fmt::format("{} {}", *c + 1, layout.col_labels[k]) : ellipsis;
-        if (!line.empty() && display_width(line) + 2 + display_width(item) > width) {
-            out += line + "\n";
-            line.clear();
-        }
-        line += "  " + item;
-    }
-    return out + line + "\n";
-}
-
-std::string scale_legend(const ValueRange& range, bool fixed, int precision, bool color) {
+std::string scale_legend(const ValueRange& range, bool fixed, int precision, bool color, std::size_t width) {
     if (!range.any) return "  scale: no finite values\n";
     const std::string low_mark = color ? grey_swatch(0.0, 1) : "░";
     const std::string high_mark = color ? grey_swatch(1.0, 1) : "█";
     if (fixed)
         return fmt::format("  scale: {} 0 … {} 1, fixed (probabilities)\n", low_mark, high_mark);
-    return fmt::format("  scale of this tensor's own range: {} low = {} … {} high = {}\n", low_mark,
-                       format_number(range.low, precision), high_mark, format_number(range.high, precision));
+    const std::string low = fmt::format("{} low = {}", low_mark, format_number(range.low, precision));
+    const std::string high = fmt::format("{} high = {}", high_mark, format_number(range.high, precision));
+    // colour escapes count no width: the plain marks decide whether it fits
+    const std::size_t plain = display_width(fmt::format("  scale of this tensor's own range: ░ low = {} … █ high = {}",
+                                                        format_number(range.low, precision),
+                                                        format_number(range.high, precision)));
+    if (plain <= width) return fmt::format("  scale of this tensor's own range: {} … {}\n", low, high);
+    return fmt::format("  scale of this tensor's own range:\n    {} … {}\n", low, high);
 }
 
 std::string heatmap(const MatrixView& m, const Layout& layout, const ValueRange& range, bool fixed,
@@ -408,7 +441,7 @@ std::string heatmap(const MatrixView& m, const Layout& layout, const ValueRange&
         out += line + "\n";
     }
     if (labelled_cols && !named) out += column_legend(layout, opt.line_width);
-    return out + scale_legend(range, fixed, opt.precision, opt.color);
+    return out + scale_legend(range, fixed, opt.precision, opt.color, opt.line_width);
 }
 
 // ---------------------------------------------------------------- bars
@@ -416,10 +449,10 @@ std::string heatmap(const MatrixView& m, const Layout& layout, const ValueRange&
 constexpr std::size_t bar_columns = 40;
 
 // Whole blocks plus one of the eighth blocks for the remainder.
-std::string bar(double magnitude, double largest) {
+std::string bar(double magnitude, double largest, std::size_t columns) {
     static const char* const eighths[] = {"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"};
     if (!std::isfinite(magnitude) || largest <= 0) return "";
-    const long total_eighths = std::lround(magnitude / largest * bar_columns * 8);
+    const long total_eighths = std::lround(magnitude / largest * static_cast<double>(columns) * 8);
     return repeat("█", static_cast<std::size_t>(total_eighths / 8)) + eighths[total_eighths % 8];
 }
 
@@ -436,6 +469,10 @@ std::string bar_chart(const MatrixView& column, const std::vector<std::string>& 
         values.push_back(r ? format_cell(column.at(*r, 0), opt) : "");
     }
     const std::size_t name_width = widest(names), value_width = widest(values);
+    // the bars take what the line leaves, at most bar_columns and at least 10
+    const std::size_t used = 2 + name_width + 2 + 2 + value_width;
+    const std::size_t bar_width = std::clamp<std::size_t>(opt.line_width > used ? opt.line_width - used : 0, 10,
+                                                          bar_columns);
     std::string out;
     for (std::size_t k = 0; k < shown.size(); ++k) {
         const auto& r = shown[k];
@@ -444,7 +481,7 @@ std::string bar_chart(const MatrixView& column, const std::vector<std::string>& 
             continue;
         }
         out += "  " + pad(names[k], name_width) + "  " +
-               pad(bar(std::fabs(column.at(*r, 0)), largest), bar_columns) + "  " +
+               pad(bar(std::fabs(column.at(*r, 0)), largest, bar_width), bar_width) + "  " +
                pad(values[k], value_width, true) + "\n";
     }
     return out;
@@ -630,10 +667,14 @@ std::string line_plot(const MatrixView& m, const std::vector<std::string>& row_l
 
 // ---------------------------------------------------------------- tensors by rank
 
-std::string header_line(const TensorRecord& t, bool color) {
-    std::string line = paint(t.name, "1", color) + "  " + shape_string(t.shape());
-    if (!t.equation.empty()) line += "  = " + t.equation;
-    return line + "\n";
+// "name  [r, c]  = equation" on one line when it fits in `width`; else the equation goes on under the
+// name, wrapped at its spaces ("  = ..." then "    ..."). Only the name is painted.
+std::string header_line(const TensorRecord& t, bool color, std::size_t width) {
+    const std::string head = t.name + "  " + shape_string(t.shape());
+    const std::string painted = paint(t.name, "1", color) + "  " + shape_string(t.shape());
+    if (t.equation.empty()) return painted + "\n";
+    if (display_width(head) + 4 + display_width(t.equation) <= width) return painted + "  = " + t.equation + "\n";
+    return painted + "\n" + wrap_hanging(t.equation, width, "  = ", "    ");
 }
 
 std::string render_vector(const TensorRecord& t, const RenderOptions& opt) {
@@ -656,7 +697,8 @@ std::string render_matrix(const TensorRecord& t, const RenderOptions& opt) {
         out += heatmap(m, layout, probabilities ? ValueRange{0.0, 1.0, true} : finite_range(t.value), probabilities,
                        opt);
         if (!t.row_axis.empty() || !t.col_axis.empty())
-            out += fmt::format("  rows: {} · columns: {}\n", t.row_axis, t.col_axis);
+            out += wrap_hanging(fmt::format("rows: {} · columns: {}", t.row_axis, t.col_axis), opt.line_width, "  ",
+                                "    ");
     }
     if (t.view == View::bars && m.cols == 1) out += bar_chart(m, t.rows, opt);
     if (t.view == View::plot && m.rows * m.cols > 0) out += line_plot(m, t.rows, t.cols, opt);
@@ -687,9 +729,8 @@ std::string render_slices(const TensorRecord& t, const RenderOptions& opt) {
             out += "  " + ellipsis + "\n";
             continue;
         }
-        out += "  " + slice_title(shape, *s);
-        if (rank3 && !t.rows.empty()) out += "  " + t.rows[*s];
-        out += "\n";
+        out += wrap_hanging(slice_title(shape, *s) + (rank3 && !t.rows.empty() ? "  " + t.rows[*s] : std::string()),
+                            opt.line_width, "  ", "    ");
         const MatrixView m{t.value.data() + *s * rows * cols, rows, cols};
         const Layout layout = make_layout(m, rank3 ? t.cols : std::vector<std::string>{}, {}, opt);
         out += number_table(m, layout, opt, "    ");
@@ -765,7 +806,7 @@ std::string format_in_style(double x, const NumberStyle& style) {
 namespace {
 
 // A drawn parameter in one line: its entries' mean, standard deviation and range, 3 significant digits.
-std::string parameter_summary(const TensorRecord& t) {
+std::string parameter_summary(const TensorRecord& t, std::size_t width) {
     const std::size_t n = t.value.size();
     double sum = 0.0, lowest = t.value.data()[0], highest = t.value.data()[0];
     for (std::size_t i = 0; i < n; ++i) {
@@ -774,12 +815,14 @@ std::string parameter_summary(const TensorRecord& t) {
         lowest = std::min(lowest, x);
         highest = std::max(highest, x);
     }
-    if (lowest == highest) return fmt::format("  all {} entries {:.3g}; --show-params prints them\n", n, lowest);
+    if (lowest == highest)
+        return wrap_hanging(fmt::format("all {} entries {:.3g}; --show-params prints them", n, lowest), width, "  ", "    ");
     const double mean = sum / static_cast<double>(n);
     double squares = 0.0;
     for (std::size_t i = 0; i < n; ++i) squares += (t.value.data()[i] - mean) * (t.value.data()[i] - mean);
-    return fmt::format("  drawn: mean {:.3g}, sd {:.3g}, from {:.3g} to {:.3g}; --show-params prints all {}\n", mean,
-                       std::sqrt(squares / static_cast<double>(n)), lowest, highest, n);
+    return wrap_hanging(fmt::format("drawn: mean {:.3g}, sd {:.3g}, from {:.3g} to {:.3g}; --show-params prints all {}",
+                                    mean, std::sqrt(squares / static_cast<double>(n)), lowest, highest, n),
+                        width, "  ", "    ");
 }
 
 // A step's export-only data in one line (wrapped): how many tensors and numbers, and their names
@@ -806,11 +849,11 @@ std::string export_only_summary(const std::vector<const TensorRecord*>& data, st
 
 std::string render_tensor(const TensorRecord& t, const RenderOptions& options) {
     if (t.drawn && !options.show_params && t.value.size() > 1)
-        return header_line(t, options.color) + parameter_summary(t);
+        return header_line(t, options.color, options.line_width) + parameter_summary(t, options.line_width);
     RenderOptions opt = options;
     if (t.value.size() > 0 && all_integers(t.value)) opt.precision = 0;
     else opt.scientific = needs_one_scientific_format(t.value, opt.precision);
-    std::string out = header_line(t, opt.color);
+    std::string out = header_line(t, opt.color, opt.line_width);
     switch (t.value.dimension()) {
         case 0: return out + "  " + format_number(*t.value.data(), opt.precision) + "\n";
         case 1: return out + render_vector(t, opt);
@@ -829,10 +872,18 @@ std::string render_check(const CheckRecord& c, const RenderOptions& opt) {
         fmt::format("(max |error| {:.3g} {} tolerance {:.3g})", c.max_abs_error, relation, c.tolerance);
     const std::string line = "  ✓ " + c.claim + "  " + numbers;  // its width, whatever the colour
     if (display_width(line) <= opt.line_width) return fmt::format("  {} {}  {}\n", mark, c.claim, numbers);
-    return fmt::format("  {} {}\n    {}\n", mark, c.claim, numbers);
+    // the claim wrapped under its mark (the mark painted after wrapping, so colour never counts as width)
+    std::string claim = wrap_hanging(c.claim, opt.line_width, "  ✓ ", "    ");
+    claim.replace(2, std::string_view("✓").size(), mark);
+    return claim + wrap_hanging(numbers, opt.line_width, "    ", "    ");
 }
 
 std::string render_step(const Step& s, std::size_t index, std::size_t count, const RenderOptions& opt) {
+    const StepText parts = render_step_parts(s, index, count, opt);
+    return parts.body.empty() ? parts.head : parts.head + "\n" + parts.body;
+}
+
+StepText render_step_parts(const Step& s, std::size_t index, std::size_t count, const RenderOptions& opt) {
     const std::size_t rule_width = opt.line_width;
     // The id sits at the right end of the rule: it is what --step expects. A title too long for the width
     // (a narrow terminal) goes on under the rule's start, word by word, and the rule ends its last line.
@@ -855,8 +906,7 @@ std::string render_step(const Step& s, std::size_t index, std::size_t count, con
 
     // Blocks are separated by one blank line; the result ends without a trailing blank line.
     std::vector<std::string> blocks;
-    blocks.push_back(paint(rule, "1;36", opt.color) + "\n" +
-                     (s.equation.empty() ? "" : "  " + s.equation + "\n"));
+    const std::string head = paint(rule, "1;36", opt.color) + "\n" + wrap_hanging(s.equation, rule_width, "  ", "      ");
     if (!s.explanation.empty()) blocks.push_back(wrap_text(s.explanation, rule_width - 2, "  "));
     std::vector<const TensorRecord*> data;
     for (const auto& t : s.tensors) {
@@ -869,7 +919,28 @@ std::string render_step(const Step& s, std::size_t index, std::size_t count, con
         for (const auto& c : s.checks) checks += render_check(c, opt);
         blocks.push_back(checks);
     }
-    return fmt::format("{}", fmt::join(blocks, "\n"));
+    return {head, fmt::format("{}", fmt::join(blocks, "\n"))};
+}
+
+std::string wrap_hanging(std::string_view text, std::size_t width, std::string_view first, std::string_view rest) {
+    if (text.empty()) return {};
+    // what fits is kept as written (an equation's runs of spaces separate its parts)
+    if (display_width(first) + display_width(text) <= width && text.find('\n') == std::string_view::npos)
+        return std::string(first) + std::string(text) + "\n";
+    const std::size_t first_room = width > display_width(first) ? width - display_width(first) : 1;
+    const std::size_t rest_room = width > display_width(rest) ? width - display_width(rest) : 1;
+    std::vector<std::string> lines = wrap_words(text, first_room);
+    if (lines.size() > 1 && rest_room != first_room) {
+        // the lines after the first are wrapped again, at their own room
+        std::string after;
+        for (std::size_t k = 1; k < lines.size(); ++k) after += (k > 1 ? " " : "") + lines[k];
+        std::vector<std::string> more = wrap_words(after, rest_room);
+        lines.resize(1);
+        lines.insert(lines.end(), more.begin(), more.end());
+    }
+    std::string out;
+    for (std::size_t k = 0; k < lines.size(); ++k) out += std::string(k == 0 ? first : rest) + lines[k] + "\n";
+    return out;
 }
 
 }  // namespace attn

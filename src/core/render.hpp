@@ -43,6 +43,10 @@ bool use_color(ColorMode mode, bool stdout_is_tty);
 // fullwidth characters take 2, everything else printable 1. Invalid UTF-8 bytes count 1.
 std::size_t display_width(std::string_view utf8);
 
+// `text` wrapped at its spaces to lines of at most `width` columns, the first starting with `first`, the
+// others with `rest` (a hanging indent); text that fits is kept as written; "" for empty text.
+std::string wrap_hanging(std::string_view text, std::size_t width, std::string_view first, std::string_view rest);
+
 // Pads (right-aligns when `right`) to `width` display columns.
 std::string pad(std::string_view utf8, std::size_t width, bool right = false);
 
@@ -75,5 +79,12 @@ std::string render_check(const CheckRecord& c, const RenderOptions& opt);
 // A whole step: "── Step i/n · title ──" across opt.line_width columns, the equation, the explanation
 // wrapped to opt.line_width - 2 columns and indented by 2, each tensor, each check.
 std::string render_step(const Step& s, std::size_t index, std::size_t count, const RenderOptions& opt);
+
+// The same step in two parts: `head`, the rule and the equation (what --pause keeps on every screenful),
+// and `body`, the rest; render_step is head, a blank line and body (head alone when body is empty).
+struct StepText {
+    std::string head, body;
+};
+StepText render_step_parts(const Step& s, std::size_t index, std::size_t count, const RenderOptions& opt);
 
 }  // namespace attn
