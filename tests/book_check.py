@@ -428,6 +428,33 @@ def without_html5lib():
     return None
 
 
+def check_code_and_exercises(site, pages):
+    """exercises.html has a section per exercise, each linked from a step of its lesson's page; steps show the
+    src/nn code they call, folded, and every code block holds a function of that file."""
+    path = os.path.join(site, "exercises.html")
+    if not os.path.isfile(path):
+        return
+    with open(path, encoding="utf-8") as f:
+        exercises = re.findall(r'<section class="exercise-page" id="([^"]+)">', f.read())
+    if len(exercises) < 27:
+        fail("exercises.html lists {} exercises, not the 27 of attn-student".format(len(exercises)))
+    linked, steps, with_code = set(), 0, 0
+    for page in pages:
+        with open(os.path.join(site, page), encoding="utf-8") as f:
+            text = f.read()
+        for section in re.findall(r'<section class="step".*?</section>', text, flags=re.S):
+            steps += 1
+            with_code += '<details class="code">' in section
+            linked.update(re.findall(r'<a href="exercises\.html#([^"]+)">', section))
+    unlinked = [x for x in exercises if x not in linked]
+    if unlinked:
+        fail("exercises not linked from any step of the lessons: {}".format(", ".join(unlinked)))
+    if with_code * 2 < steps:
+        fail("only {} of {} steps show the code they call".format(with_code, steps))
+    print("OK      {} exercises, each linked from its steps; {} of {} steps show their code".format(
+        len(exercises), with_code, steps))
+
+
 def check_site(attn, site, out_dir, static_only=False, seconds=None):
     """Parts 1 and 2 of the book in `site`, written by `attn book` or `attn run --book` for every lesson of
     `attn list`; returns the exit code (0, 1, or 77 when the browser part, or html5lib, is missing)."""
@@ -438,8 +465,9 @@ def check_site(attn, site, out_dir, static_only=False, seconds=None):
     numbers = lessons(attn)
     pages = ["{:02d}-{}.html".format(n, re.sub(r"[^A-Za-z0-9_.-]", "_", s)) for n, s in numbers]
     written = sorted(os.listdir(site)) if os.path.isdir(site) else []
-    if written != sorted(["index.html"] + pages):
-        fail("the site holds {}, not index.html and the {} lesson pages {}".format(written, len(pages), pages))
+    if written != sorted(["index.html", "exercises.html"] + pages):
+        fail("the site holds {}, not index.html, exercises.html and the {} lesson pages {}".format(written, len(pages),
+                                                                                                 pages))
     size = sum(os.path.getsize(os.path.join(site, f)) for f in written)
     print("        the book: {} files, {:.2f} MB{}".format(
         len(written), size / 1e6, "" if seconds is None else ", {:.1f} s".format(seconds)))
@@ -448,7 +476,7 @@ def check_site(attn, site, out_dir, static_only=False, seconds=None):
 
     ids_of = {f: ids_in(os.path.join(site, f)) for f in written}
     labels_of = {}
-    for f in ["index.html"] + pages:
+    for f in ["index.html", "exercises.html"] + pages:
         path = os.path.join(site, f)
         if not os.path.isfile(path):
             continue
@@ -458,6 +486,7 @@ def check_site(attn, site, out_dir, static_only=False, seconds=None):
         if len(failures) == before:
             print("OK      {}: HTML5, {} svg as XML, links inside the site".format(f, len(svgs)))
     check_special_pages(site, [(n, p) for (n, _), p in zip(numbers, pages)])
+    check_code_and_exercises(site, pages)
     if failures:
         print("{} failed".format(len(failures)))
         return 1
@@ -473,7 +502,7 @@ def check_site(attn, site, out_dir, static_only=False, seconds=None):
             return 1
         print("SKIP    browser check: {} not on PATH (the static checks above passed)".format(" and ".join(missing)))
         return SKIP
-    browser_check(site, ["index.html"] + pages, labels_of, out_dir, chromium, pdftotext)
+    browser_check(site, ["index.html", "exercises.html"] + pages, labels_of, out_dir, chromium, pdftotext)
     if failures:
         print("{} failed".format(len(failures)))
         return 1

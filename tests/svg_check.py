@@ -230,7 +230,7 @@ def run_all(attn, svg_dir, site=None):
     if code != 0:
         fail("{}: exit {}\n{}".format(" ".join(command[1:]), code, output[-2000:]))
         return False
-    if site and "\nWrote {} pages to {}: open ".format(len(lessons(attn)) + 1, site) not in output:
+    if site and "\nWrote {} pages to {}: open ".format(len(lessons(attn)) + 2, site) not in output:
         fail("attn run all --book {} does not say it wrote the book:\n{}".format(site, output[-1000:]))
     if "lessons ran. Next:\n  one lesson at a time, step by step: " not in output or "attn run 1 --pause\n" not in output:
         fail("attn run all does not end by saying where to go next:\n" + output[-1000:])

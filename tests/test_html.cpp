@@ -242,6 +242,82 @@ TEST_CASE("a lesson page escapes every text a trace holds", "[html]") {
     CHECK(book_page_name(3, "bad/<slug>") == "03-bad__slug_.html");
 }
 
+TEST_CASE("a step shows its code folded and escaped, then its notes, and sums up export-only data in a line",
+          "[html]") {
+    Trace trace("code", Config{});
+    trace.step("attention", "Attention", "O = A V", "");
+    trace.tensor("O", "", Array(xt::ones<double>({2, 2})));
+    trace.export_only("W_trained_1", "", Array(xt::zeros<double>({3, 4})));
+    trace.export_only("W_trained_2", "", Array(xt::zeros<double>({5})));
+    trace.step("other", "Other", "", "");
+    BookLesson l;
+    l.number = 4, l.slug = "self-attention", l.title = "Self", l.trace = &trace;
+    l.extras["attention"].code.push_back({"attend", "src/nn/a.cpp", 12, "Mat attend() { return x < y && \"</code></pre><script>\"; }"});
+    l.extras["attention"].notes_html = {"<p class=\"task-link\">note</p>"};
+    l.extras["not-a-step"].notes_html = {"<p>never shown</p>"};
+    BookInfo info;
+    info.pages.push_back({"more.html", "More <pages>", "<main><p>body</p></main>\n"});
+    info.index_note_html = "<p><a href=\"more.html\">more</a></p>";
+    const std::vector<BookLesson> lessons{l};
+    const std::string page = lesson_page(lessons, 0, info);
+    CHECK(xml_problem(page, true) == "");
+    CHECK(contains(page, "<details class=\"code\"><summary>Code: <code>nn::attend</code> <span class=\"file\">src/nn/a.cpp:12"));
+    CHECK(contains(page, "return x &lt; y &amp;&amp; &quot;&lt;/code&gt;&lt;/pre&gt;&lt;script&gt;&quot;; }"));
+    CHECK(!contains(page, "<script"));
+    CHECK(contains(page, "</details>\n<p class=\"task-link\">note</p>\n"));
+    CHECK(!contains(page, "never shown"));
+    // export-only tensors: no block of their own, one line naming them and the command that writes them
+    CHECK(contains(page, "id=\"s1-t1\""));
+    CHECK(!contains(page, "id=\"s1-t2\""));
+    CHECK(contains(page, "2 tensors of 17 numbers in all (<code>W_trained_1</code> [3, 4], <code>W_trained_2</code> [5]); "
+                         "<code>attn export 4 --out DIR</code> writes them."));
+    // the caller's pages: written under the book's head, linked from the index
+    const std::string more = extra_page(info.pages[0], info);
+    CHECK(xml_problem(more, true) == "");
+    CHECK(contains(more, "<title>More &lt;pages&gt; · "));
+    CHECK(contains(more, "<a href=\"index.html\">Contents</a>"));
+    CHECK(contains(book_index(lessons, info), "<p><a href=\"more.html\">more</a></p>"));
+    const fs::path root = temp_root();
+    const auto written = write_book(root / "book", lessons, info);
+    CHECK(written.size() == 3);
+    CHECK(test::read_file(root / "book" / "more.html") == more);
+    fs::remove_all(root);
+}
+
+TEST_CASE("attn book shows each step's src/nn code as the source holds it, and links every exercise", "[html]") {
+    const char* attn = std::getenv("ATTN_BIN");
+    const char* source = std::getenv("ATTN_SOURCE_DIR");
+    REQUIRE(attn != nullptr);
+    REQUIRE(source != nullptr);
+    const fs::path root = temp_root();
+    fs::create_directories(root);
+    REQUIRE(std::system(("'" + std::string(attn) + "' book 4 --out '" + (root / "site").string() + "' > /dev/null").c_str()) == 0);
+    const std::string page = test::read_file(root / "site" / "04-self-attention.html");
+    const std::string exercises = test::read_file(root / "site" / "exercises.html");
+    // step [attention] (the 7th) calls nn::scaled_dot_product_attention: its body, from the file itself
+    const std::size_t step = page.find("<section class=\"step\" id=\"step-7\">");
+    REQUIRE(step != std::string::npos);
+    const std::string section = page.substr(step, page.find("</section>", step) - step);
+    CHECK(contains(section, "Code: <code>nn::scaled_dot_product_attention</code> <span class=\"file\">src/nn/self_attention_scaled.cpp:"));
+    const std::string file = test::read_file(fs::path(source) / "src/nn/self_attention_scaled.cpp");
+    CHECK(contains(file, "    r.weights = softmax_rows(r.scores);\n"));
+    CHECK(contains(section, "    r.weights = softmax_rows(r.scores);\n"));
+    CHECK(contains(section, "exercises.html#scaled-attention"));
+    // every exercise has its section, and the steps of this lesson that check one link to it
+    std::size_t sections = 0;
+    for (std::size_t at = exercises.find("class=\"exercise-page\""); at != std::string::npos;
+         at = exercises.find("class=\"exercise-page\"", at + 1))
+        ++sections;
+    CHECK(sections == 27);
+    for (const std::string id : {"lin-penalty", "scaled-attention", "causal-mask", "positional"})
+        CHECK(contains(page, "exercises.html#" + id + "\""));
+    // the exercises page links the steps of the lessons the book has, and not those it has not
+    CHECK(contains(exercises, "<a href=\"04-self-attention.html#step-7\">[attention]</a>"));
+    CHECK(!contains(exercises, "01-bottleneck.html"));
+    CHECK(contains(exercises, "build/attn-student check softmax"));
+    fs::remove_all(root);
+}
+
 TEST_CASE("pages link their neighbours and the index, hold a table of contents, and repeat their bytes", "[html]") {
     Trace a("a", Config{}), b("b", Config{});
     a.step("one", "First step", "x_1 = 1", "");
@@ -394,7 +470,7 @@ TEST_CASE("run --book writes the pages attn book writes, from the runs it shows"
     test::Result r = attn_cmd(attn, "run 1 2 --book '" + (root / "run").string() + "'");
     INFO(r.output);
     CHECK(r.code == 0);
-    const auto wrote = r.output.find("Wrote 3 pages to " + (root / "run").string() + ": open ");
+    const auto wrote = r.output.find("Wrote 4 pages to " + (root / "run").string() + ": open ");  // the index, 2 lessons, the exercises
     REQUIRE(wrote != std::string::npos);
     CHECK(wrote > r.output.find("additive: all "));  // after the last lesson
     r = attn_cmd(attn, "book 1 2 --out '" + (root / "book").string() + "'");
@@ -406,8 +482,8 @@ TEST_CASE("run --book writes the pages attn book writes, from the runs it shows"
         INFO(name);
         CHECK(test::read_file(root / "run" / name) == test::read_file(entry.path()));
     }
-    CHECK(names == std::set<std::string>{"index.html", "01-bottleneck.html", "02-additive.html"});
-    CHECK(std::distance(fs::directory_iterator(root / "run"), fs::directory_iterator()) == 3);
+    CHECK(names == std::set<std::string>{"index.html", "01-bottleneck.html", "02-additive.html", "exercises.html"});
+    CHECK(std::distance(fs::directory_iterator(root / "run"), fs::directory_iterator()) == 4);
 
     r = attn_cmd(attn, "run 1 --step encoder --book '" + (root / "step").string() + "'");
     CHECK(r.code == 2);
@@ -417,7 +493,7 @@ TEST_CASE("run --book writes the pages attn book writes, from the runs it shows"
     // a student's starters: lesson 1 stops at its first exercise, and its page says where and why
     r = attn_cmd(student, "run 1 --book '" + (root / "student").string() + "'");
     CHECK(r.code == 1);
-    CHECK_THAT(r.output, Catch::Contains("Wrote 2 pages to "));
+    CHECK_THAT(r.output, Catch::Contains("Wrote 3 pages to "));  // the index, lesson 1, the exercises
     CHECK(contains(test::read_file(root / "student" / "01-bottleneck.html"), "The lesson stopped here."));
     fs::remove_all(temp_root());
 }

@@ -11,6 +11,7 @@
 #include "exercises/program.hpp"
 #include "exercises/table.hpp"
 #include "registry.hpp"
+#include "cli/book_exercises.hpp"
 #include "transformer_race.hpp"
 
 #include <fmt/format.h>
@@ -259,6 +260,7 @@ BookLesson book_page(const Lesson& l, const LessonRun& r, const LessonSetup& set
     if (r.trace.config() != l.defaults || !setup.input.empty())
         page.note = fmt::format("Your own numbers: attn check and the golden file use {}.", config_text(l.defaults));
     page.stopped = r.stopped() ? stop_message(r) : "";
+    page.extras = book_step_extras(l);
     return page;
 }
 
@@ -269,6 +271,7 @@ int write_book_of(const std::filesystem::path& out, std::vector<BookLesson> page
     const Program& program = this_program();
     BookInfo info;
     info.made_by = fmt::format("{} {} (golden format {})", program.name, ATTN_VERSION, golden_format_version);
+    add_exercises_page(info, pages);
     if (program.exercise_build)
         info.remark = fmt::format("These pages come from {}: the lessons ran with your exercise files from {}.",
                                   program.name, shown_path(program.exercises_dir));

@@ -71,6 +71,12 @@ ul.checks li { margin: 0.25rem 0; }
 .numbers { color: var(--muted); font-size: 0.9rem; }
 .stopped { border-left: 4px solid var(--fail); padding: 0.4rem 0.8rem; background: var(--panel); }
 .measured { border-left: 3px solid var(--rule); padding-left: 0.6rem; }
+details.code pre { background: var(--panel); padding: 0.5rem 0.8rem; border-radius: 6px; overflow-x: auto;
+  font-size: 0.85rem; line-height: 1.4; margin: 0.3rem 0; }
+details.code .file { color: var(--muted); }
+.export-only { color: var(--muted); font-size: 0.95rem; }
+pre.task { white-space: pre-wrap; background: var(--panel); padding: 0.5rem 0.8rem; border-radius: 6px; }
+.task-link { border-left: 3px solid var(--link); padding-left: 0.6rem; }
 @media print {
   body { max-width: none; padding: 0; font-size: 11pt; color: #000; background: #fff; }
   nav.pages { display: none; }
@@ -245,13 +251,47 @@ std::string check_item(const CheckRecord& c) {
         relation, html_text(fmt::format("{:.3g}", c.tolerance)));
 }
 
-std::string step_section(const Step& s, int lesson, std::size_t index, std::size_t count) {
+// Export-only tensors (what `attn export` writes, not what a reader reads: a trained model's weights) in
+// one line: how many, how many numbers, the first names, and the command that writes them.
+std::string export_only_line(const std::vector<const TensorRecord*>& data, int lesson) {
+    std::size_t numbers = 0;
+    std::vector<std::string> names;
+    for (std::size_t k = 0; k < data.size(); ++k) {
+        numbers += data[k]->value.size();
+        if (data.size() <= 6 || k < 3 || k + 1 == data.size())
+            names.push_back("<code>" + html_text(data[k]->name) + "</code> " + html_text(shape_string(data[k]->shape())));
+        if (data.size() > 6 && k == 3) names.push_back("…");
+    }
+    return fmt::format("<p class=\"export-only\">Export-only data, not shown here: {} tensor{} of {} numbers in all "
+                       "({}); <code>attn export {} --out DIR</code> writes them.</p>\n",
+                       data.size(), data.size() == 1 ? "" : "s", numbers, fmt::join(names, ", "), lesson);
+}
+
+// The code a step calls, each function folded under its name and file, then the caller's notes.
+std::string step_extras(const BookStepExtras& extras) {
+    std::string out;
+    for (const auto& c : extras.code)
+        out += fmt::format("<details class=\"code\"><summary>Code: <code>nn::{}</code> <span class=\"file\">{}:{}</span>"
+                           "</summary>\n<pre tabindex=\"0\" aria-label=\"{} in {}\"><code>{}</code></pre></details>\n",
+                           html_text(c.name), html_text(c.file), c.line, html_text(c.name), html_text(c.file),
+                           html_text(c.code));
+    for (const auto& note : extras.notes_html) out += note + "\n";
+    return out;
+}
+
+std::string step_section(const Step& s, int lesson, std::size_t index, std::size_t count, const BookStepExtras* extras) {
     std::string out = fmt::format("<section class=\"step\" id=\"step-{}\">\n", index);
     out += fmt::format("<h2><span class=\"muted\">Step {}/{}</span> {} <span class=\"step-id\">[{}]</span></h2>\n", index,
                        count, html_text(s.title), html_text(s.id));
     if (!s.equation.empty()) out += "<div class=\"equation\">" + equation_html(s.equation).html + "</div>\n";
     if (!s.explanation.empty()) out += "<p class=\"explanation\">" + html_text(s.explanation) + "</p>\n";
-    for (std::size_t k = 0; k < s.tensors.size(); ++k) out += tensor_block(s.tensors[k], s, lesson, index, k + 1);
+    if (extras) out += step_extras(*extras);
+    std::vector<const TensorRecord*> export_only;
+    for (std::size_t k = 0; k < s.tensors.size(); ++k) {
+        if (s.tensors[k].export_only) export_only.push_back(&s.tensors[k]);
+        else out += tensor_block(s.tensors[k], s, lesson, index, k + 1);
+    }
+    if (!export_only.empty()) out += export_only_line(export_only, lesson);
     if (!s.checks.empty()) {
         out += "<ul class=\"checks\">\n";
         for (const auto& c : s.checks) out += check_item(c);
@@ -303,7 +343,10 @@ std::string lesson_page(const std::vector<BookLesson>& lessons, std::size_t inde
                            failed ? fmt::format(" <span class=\"failed\">✗ {} failed</span>", failed) : "");
     }
     out += "</ol>\n</nav>\n<main>\n";
-    for (std::size_t i = 0; i < steps.size(); ++i) out += step_section(steps[i], l.number, i + 1, steps.size());
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        const auto extras = l.extras.find(steps[i].id);
+        out += step_section(steps[i], l.number, i + 1, steps.size(), extras == l.extras.end() ? nullptr : &extras->second);
+    }
     if (!l.stopped.empty())
         out += "<p class=\"stopped\"><strong>The lesson stopped here.</strong> " + html_text(l.stopped) + "</p>\n";
     out += "</main>\n<footer>\n" + page_links(lessons, index);
@@ -325,13 +368,23 @@ std::string book_index(const std::vector<BookLesson>& lessons, const BookInfo& i
                            "<td class=\"n\">{}</td><td>{}</td></tr>\n",
                            l.number, html_text(book_page_name(l.number, l.slug)), html_text(l.title),
                            l.trace ? l.trace->steps().size() : 0, check_summary(l), html_text(l.sources));
-    out += "</tbody></table></div>\n<h2>Reproducing these pages</h2>\n<p>Each lesson ran as:</p>\n<ul>\n";
+    out += "</tbody></table></div>\n";
+    if (!info.index_note_html.empty()) out += info.index_note_html + "\n";
+    out += "<h2>Reproducing these pages</h2>\n<p>Each lesson ran as:</p>\n<ul>\n";
     for (const auto& l : lessons) {
         out += "<li><code>" + html_text(l.reproducibility) + "</code>";
         if (!l.note.empty()) out += " <span class=\"note\">" + html_text(l.note) + "</span>";
         out += "</li>\n";
     }
     out += "</ul>\n</main>\n<footer>\n<p class=\"muted\">Written by " + html_text(info.made_by) + ".</p>\n</footer>\n</body>\n</html>\n";
+    return out;
+}
+
+std::string extra_page(const BookPage& page, const BookInfo& info) {
+    std::string out = page_start(page.title + " · " + info.title);
+    out += "<nav class=\"pages\" aria-label=\"Pages\"><a href=\"index.html\">Contents</a></nav>\n";
+    out += page.body_html;
+    out += "<footer>\n<p class=\"muted\">Written by " + html_text(info.made_by) + ".</p>\n</footer>\n</body>\n</html>\n";
     return out;
 }
 
@@ -347,6 +400,10 @@ std::vector<std::filesystem::path> write_book(const std::filesystem::path& dir, 
             printable_utf8(fmt::format("cannot create the directory {}: {}", dir.string(), ec.message())));
     std::vector<std::filesystem::path> written{dir / "index.html"};
     write_file_atomic(written.back(), book_index(lessons, info));
+    for (const auto& page : info.pages) {
+        written.push_back(dir / page.file);
+        write_file_atomic(written.back(), extra_page(page, info));
+    }
     for (std::size_t i = 0; i < lessons.size(); ++i) {
         written.push_back(dir / book_page_name(lessons[i].number, lessons[i].slug));
         write_file_atomic(written.back(), lesson_page(lessons, i, info));
