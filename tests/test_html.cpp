@@ -280,6 +280,48 @@ TEST_CASE("pages link their neighbours and the index, hold a table of contents, 
     }
 }
 
+TEST_CASE("every box that scrolls is a named region the keyboard reaches; the two navs are named apart", "[html]") {
+    Trace a("a", Config{});
+    a.step("one", "First step", "x_1 = 1", "");
+    a.tensor("wide", "", Array(xt::zeros<double>({3, 9})), {}, {}, View::heatmap);
+    a.tensor("counts", "", Array{{16.0, 0.5, 1e-9}, {40.0, 0.25, 2e-9}}, {}, {"entries", "max", "error"});
+    a.tensor("big", "", Array{3e6, 2.0, 81920.0});
+    std::vector<BookLesson> lessons(2);
+    lessons[0].number = 1, lessons[0].slug = "first", lessons[0].title = "First", lessons[0].trace = &a;
+    lessons[1].number = 2, lessons[1].slug = "second", lessons[1].title = "Second", lessons[1].trace = &a;
+    const std::string page = lesson_page(lessons, 0, BookInfo{}), index = book_index(lessons, BookInfo{});
+    // every element that scrolls sideways (class scroll or equation) is focusable, a region, and named
+    for (const std::string& p : {page, index}) {
+        std::size_t boxes = 0;
+        for (const std::string cls : {"<div class=\"scroll", "<div class=\"equation"})
+            for (std::size_t at = p.find(cls); at != std::string::npos; at = p.find(cls, at + 1), ++boxes) {
+                const std::string tag = p.substr(at, p.find('>', at) - at);
+                INFO(tag);
+                CHECK(contains(tag, " tabindex=\"0\" role=\"region\" aria-label=\""));
+                CHECK(!contains(tag, "aria-label=\"\""));
+            }
+        CHECK(boxes >= (p == page ? 5u : 1u));  // the equation, a figure, three tables; the lessons' table
+    }
+    CHECK(contains(page, "aria-label=\"the equation of step 1\""));
+    CHECK(contains(page, "aria-label=\"figure: wide\""));
+    CHECK(contains(page, "aria-label=\"the numbers of counts\""));
+    CHECK(occurrences(page, "<nav class=\"pages\" aria-label=\"Lessons, top of the page\">") == 1);
+    CHECK(occurrences(page, "<nav class=\"pages\" aria-label=\"Lessons, end of the page\">") == 1);
+    CHECK(!contains(page, "<th></th>"));
+    CHECK(contains(page, "<th><span class=\"visually-hidden\">row</span></th>"));
+    // a figure is never drawn narrower than keeps its smallest text at 10 px (the heatmap's labels: 12 px)
+    CHECK(contains(page, "<div style=\"min-width: "));
+    // whole numbers as whole numbers: a column of counts beside measurements, and a tensor of large integers
+    CHECK(contains(page, "<td>16</td><td>5.0000e-01</td><td>1.0000e-09</td>"));  // the rest as before: scientific
+    CHECK(contains(page, "<td>40</td>"));
+    CHECK(!contains(page, "1.6000e+01"));
+    CHECK(contains(page, "<td>3000000</td><td>2</td><td>81920</td>"));
+    CHECK(!contains(page, "3e+06"));
+    // the figures' dark palette is in the page once, not in every picture
+    CHECK(occurrences(page, "svg.fig .bg {") == 1);
+    CHECK(!contains(page, "<style>\n@media"));
+}
+
 TEST_CASE("a lesson's page has the same bytes on every run", "[html]") {
     const Lesson* lesson = find_lesson("additive");
     REQUIRE(lesson != nullptr);
@@ -293,7 +335,7 @@ TEST_CASE("a lesson's page has the same bytes on every run", "[html]") {
     CHECK(page == lesson_page(second, 0, BookInfo{}));
     // the alignment heatmap with its tokens, on the fixed scale of probabilities
     CHECK(contains(page, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
-    CHECK(contains(page, "1 (fixed scale:"));
+    CHECK(contains(page, ">fixed scale 0 to 1: probabilities</text>"));
     CHECK(contains(page, ">lights</text>"));
 }
 
