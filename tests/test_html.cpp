@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -41,6 +42,11 @@ std::string math(const std::string& text) {
 }
 
 bool contains(const std::string& text, const std::string& piece) { return text.find(piece) != std::string::npos; }
+
+std::string lower(std::string text) {
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+}
 
 std::size_t occurrences(const std::string& text, const std::string& piece) {
     std::size_t n = 0;
@@ -286,6 +292,8 @@ TEST_CASE("every box that scrolls is a named region the keyboard reaches; the tw
     a.tensor("wide", "", Array(xt::zeros<double>({3, 9})), {}, {}, View::heatmap);
     a.tensor("counts", "", Array{{16.0, 0.5, 1e-9}, {40.0, 0.25, 2e-9}}, {}, {"entries", "max", "error"});
     a.tensor("big", "", Array{3e6, 2.0, 81920.0});
+    a.tensor("G", "", Array{{1.5, 2.5}, {0.5, 1.0}});
+    a.tensor("g", "", Array{{1.5, 2.5}, {0.5, 1.0}});
     std::vector<BookLesson> lessons(2);
     lessons[0].number = 1, lessons[0].slug = "first", lessons[0].title = "First", lessons[0].trace = &a;
     lessons[1].number = 2, lessons[1].slug = "second", lessons[1].title = "Second", lessons[1].trace = &a;
@@ -303,8 +311,15 @@ TEST_CASE("every box that scrolls is a named region the keyboard reaches; the tw
         CHECK(boxes >= (p == page ? 5u : 1u));  // the equation, a figure, three tables; the lessons' table
     }
     CHECK(contains(page, "aria-label=\"the equation of step 1\""));
-    CHECK(contains(page, "aria-label=\"figure: wide\""));
-    CHECK(contains(page, "aria-label=\"the numbers of counts\""));
+    CHECK(contains(page, "aria-label=\"figure: wide (step 1, tensor 1)\""));
+    CHECK(contains(page, "aria-label=\"the numbers of counts (step 1, tensor 2)\""));
+    // each region's name is its own, ignoring case too (axe-core's landmark-unique)
+    std::set<std::string> names;
+    std::size_t regions = 0;
+    for (std::size_t at = page.find("role=\"region\" aria-label=\""); at != std::string::npos;
+         at = page.find("role=\"region\" aria-label=\"", at + 1), ++regions)
+        names.insert(lower(page.substr(at, page.find('"', at + 26) - at)));
+    CHECK(names.size() == regions);
     CHECK(occurrences(page, "<nav class=\"pages\" aria-label=\"Lessons, top of the page\">") == 1);
     CHECK(occurrences(page, "<nav class=\"pages\" aria-label=\"Lessons, end of the page\">") == 1);
     CHECK(!contains(page, "<th></th>"));

@@ -54,7 +54,7 @@ math { font-size: 1.1em; }
 .scroll { --cover: var(--bg); overflow-x: auto; max-width: 100%; }
 /* a box wider than the column scrolls, and shows it: a shadow on the side with more to see (the covers
    scroll with the content and hide the shadows at its ends), a thin visible scrollbar, a focus ring */
-.scroll, .equation { scrollbar-width: thin; scrollbar-color: var(--muted) transparent;
+.scroll, .equation { position: relative; scrollbar-width: thin; scrollbar-color: var(--muted) transparent;
   background: linear-gradient(to right, var(--cover) 30%, transparent) left center / 2.5rem 100% no-repeat local,
     linear-gradient(to left, var(--cover) 30%, transparent) right center / 2.5rem 100% no-repeat local,
     radial-gradient(farthest-side at 0 50%, var(--shade), transparent) left center / 0.9rem 100% no-repeat scroll,
@@ -192,8 +192,8 @@ std::string slice_name(const Shape& shape, std::size_t slice) {
     return fmt::format("[{}, :, :]", fmt::join(index, ", "));
 }
 
-std::string numbers_of(const TensorRecord& t) {
-    const std::string& name = t.name;
+// `name`: what the tables are of, unique in the page ("alpha (step 3, tensor 1)").
+std::string numbers_of(const TensorRecord& t, const std::string& name) {
     const NumberStyle style = number_style(t.value, 4);
     const Shape shape = t.shape();
     const double* data = t.value.data();
@@ -253,6 +253,8 @@ long narrowest_width(const std::string& svg) {
 std::string tensor_block(const TensorRecord& t, const Step& step, int lesson, std::size_t step_index,
                          std::size_t tensor_index) {
     const Shape shape = t.shape();
+    // unique in the page even ignoring case ("G" and "g" of one step), as a region's name must be
+    const std::string name = fmt::format("{} (step {}, tensor {})", t.name, step_index, tensor_index);
     std::string out = fmt::format("<div class=\"tensor{}\" id=\"s{}-t{}\">\n", t.measured ? " measured" : "", step_index,
                                   tensor_index);
     out += "<h3><code>" + html_text(t.name) + "</code> <span class=\"shape\">" + html_text(shape_string(shape)) + "</span>";
@@ -264,7 +266,7 @@ std::string tensor_block(const TensorRecord& t, const Step& step, int lesson, st
     svg.ids = fmt::format("l{}-s{}-t{}", lesson, step_index, tensor_index);
     const std::string picture = tensor_svg(t, step.title + " · " + t.name, svg);
     if (!picture.empty())
-        out += "<figure>\n" + scroll_box("scroll fig", "figure: " + t.name) +
+        out += "<figure>\n" + scroll_box("scroll fig", "figure: " + name) +
                fmt::format("<div style=\"min-width: {}px\">\n", narrowest_width(picture)) + picture + "</div></div></figure>\n";
     const bool small = shape.size() <= 2 && (shape.empty() || shape[0] <= open_rows) &&
                        (shape.size() < 2 || shape[1] <= open_cols);
@@ -272,13 +274,13 @@ std::string tensor_block(const TensorRecord& t, const Step& step, int lesson, st
         out += "<p class=\"muted\">empty: no numbers</p>\n";
     } else if (t.drawn && t.value.size() > 1) {
         out += "<details><summary>" + html_text(parameter_line(t)) + "; the numbers, " + html_text(shape_string(shape)) +
-               "</summary>\n" + numbers_of(t) + "</details>\n";
+               "</summary>\n" + numbers_of(t, name) + "</details>\n";
     } else if (small) {
-        out += numbers_of(t);
+        out += numbers_of(t, name);
     } else {
         out += "<details><summary>the numbers, " + html_text(shape_string(shape)) +
                (t.value.size() > table_rows * table_cols ? " (the first and last rows and columns)" : "") +
-               "</summary>\n" + numbers_of(t) + "</details>\n";
+               "</summary>\n" + numbers_of(t, name) + "</details>\n";
     }
     return out + "</div>\n";
 }
