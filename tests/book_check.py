@@ -24,10 +24,19 @@ below is that part, which svg_check.py calls), then:
    unless it sits in a scrolling box, and every <svg> and <math> has a box of non-zero size; the
    page printed to PDF holds the text of its title, its step titles and every visible label of
    its pictures (Devanagari included); a screenshot of its top is left in OUT_DIR/screenshots.
+   At 390 px no text of a picture is drawn under 10 px (its font size times the picture's scale).
+   With the dark scheme emulated (prefers-color-scheme: dark) no picture's background is light, in
+   the light scheme every one is white, and in both every text of a picture outside the cells keeps
+   a contrast of at least 4.5 to that background. axe-core (the version in .ci/axe-core-version,
+   installed by `bash .ci/install-deps --browser` from npm into
+   ${XDG_CACHE_HOME:-~/.cache}/attn/axe-core-VERSION, or the file ATTN_AXE_JS names) is injected
+   into every page after it loaded, at 1280 px in the light and the dark scheme: any finding of
+   impact serious or critical fails, named by rule, element and page.
 
 Exit 0 when everything ran and passed, 1 on a failure, 77 (skipped) when the static part passed
-but chromium or pdftotext is missing, or html5lib (part 1 then fails under CI=true); under
-CI=true the missing browser is a failure too.
+but chromium or pdftotext is missing, or html5lib (part 1 then fails under CI=true), or when
+everything else passed but axe-core is missing; under CI=true the missing browser or axe-core is
+a failure too.
 """
 
 import base64
@@ -50,6 +59,7 @@ from svg_check import loose  # noqa: E402  (the PDF text comparison, Devanagari 
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_BYTES = 8 * 1024 * 1024
 failures = []
 
@@ -194,7 +204,7 @@ def check_special_pages(site, pages):
             if rows != wanted["rows"] or cols != wanted["cols"]:
                 fail("{}: the alignment's labels are {} and {}, not the sentence pair".format(page, rows, cols))
             elif "target word" not in texts or "source word" not in texts or not any(
-                    t.startswith("1 (fixed scale") for t in texts):
+                    t == "fixed scale 0 to 1: probabilities" for t in texts):
                 fail("{}: the alignment has no axis titles or not the fixed scale of probabilities".format(page))
             else:
                 print("OK      {}: the alignment heatmap, {} x {} tokens, axis titles, fixed 0-1 scale".format(
@@ -202,6 +212,19 @@ def check_special_pages(site, pages):
 
 
 # ---------------------------------------------------------------- browser
+
+
+def axe_version():
+    with open(os.path.join(HERE, "..", ".ci", "axe-core-version"), encoding="utf-8") as f:
+        return next(line.strip() for line in f if line.strip() and not line.startswith("#"))
+
+
+def axe_path():
+    """axe.min.js of the pinned version, where .ci/install-deps puts it (or ATTN_AXE_JS); None when missing."""
+    path = os.environ.get("ATTN_AXE_JS") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "attn", "axe-core-" + axe_version(),
+        "node_modules", "axe-core", "axe.min.js")
+    return path if os.path.isfile(path) else None
 
 
 class Browser:
@@ -324,6 +347,108 @@ LAYOUT_CHECK = r"""(() => {
 })()"""
 
 
+# The smallest text of every picture as drawn: its computed font size times the picture's scale
+# (its width on screen over its viewBox's); texts in <title> are tooltips, not drawn.
+FIGURE_TEXT_CHECK = r"""(() => {
+  let smallest = Infinity, where = '', texts = 0;
+  const small = [];
+  for (const svg of document.querySelectorAll('svg')) {
+    const box = svg.viewBox && svg.viewBox.baseVal, r = svg.getBoundingClientRect();
+    if (!box || !box.width || !r.width) continue;
+    const scale = r.width / box.width;
+    const title = (svg.querySelector('title') || {}).textContent || '?';
+    for (const t of svg.querySelectorAll('text')) {
+      if (!t.textContent.trim()) continue;
+      const px = parseFloat(getComputedStyle(t).fontSize) * scale;
+      texts += 1;
+      if (px < smallest) { smallest = px; where = title + ': ' + t.textContent.slice(0, 30); }
+      if (px < 9.995) small.push(title + ': "' + t.textContent.slice(0, 30) + '" ' + px.toFixed(2) + ' px');
+    }
+  }
+  return {smallest: texts ? smallest : null, where: where, texts: texts, small: small};
+})()"""
+
+# Each picture's background (rect.bg) as computed in the scheme emulated, and the contrast of each of
+# its texts outside the cells (whose values are black or white by the cell) to it.
+FIGURE_SCHEME_CHECK = r"""(() => {
+  const rgb = c => (c.match(/[0-9.]+/g) || [0, 0, 0]).slice(0, 3).map(Number);
+  const lum = c => { const f = v => { v /= 255; return v <= 0.04045 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+                     const [r, g, b] = rgb(c); return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+  const out = {figures: 0, backgrounds: [], light: 0, low: [], lowest: Infinity};
+  for (const svg of document.querySelectorAll('svg')) {
+    const title = (svg.querySelector('title') || {}).textContent || '?';
+    const bg = svg.querySelector('rect.bg') || svg.querySelector(':scope > rect');
+    out.figures += 1;
+    if (!bg) { out.backgrounds.push([title, 'none', 1]); continue; }
+    const fill = getComputedStyle(bg).fill, l = lum(fill);
+    out.backgrounds.push([title, fill, l]);
+    if (l > 0.5) out.light += 1;
+    for (const t of svg.querySelectorAll('text')) {
+      if (t.closest('g.values') || !t.textContent.trim()) continue;
+      const lt = lum(getComputedStyle(t).fill);
+      const ratio = (Math.max(l, lt) + 0.05) / (Math.min(l, lt) + 0.05);
+      out.lowest = Math.min(out.lowest, ratio);
+      if (ratio < 4.5) out.low.push(title + ': "' + t.textContent.slice(0, 30) + '" ' + ratio.toFixed(2));
+    }
+  }
+  return out;
+})()"""
+
+AXE_RUN = r"""axe.run(document, {resultTypes: ['violations']}).then(r => r.violations.map(v => ({
+  id: v.id, impact: v.impact, help: v.help, count: v.nodes.length,
+  targets: v.nodes.slice(0, 3).map(n => n.target.join(' '))})))"""
+
+
+def evaluate(browser, expression, timeout=120, awaited=False):
+    result = browser.call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": awaited},
+                          session=True, timeout=timeout)
+    if "exceptionDetails" in result:
+        raise RuntimeError("evaluate threw: {}".format(result["exceptionDetails"].get("text")))
+    return result["result"].get("value")
+
+
+def set_scheme(browser, scheme):
+    browser.call("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]},
+                 session=True)
+
+
+def check_schemes(browser, page, axe):
+    """The pictures in the light and the dark scheme, and axe-core in both, at 1280 px, <details> as a reader
+    finds them; returns {scheme: {rule: count}} of axe's serious and critical findings."""
+    findings = {}
+    if axe is not None:
+        evaluate(browser, axe + "\n;void 0", timeout=120)
+    for scheme in ("light", "dark"):
+        set_scheme(browser, scheme)
+        r = evaluate(browser, FIGURE_SCHEME_CHECK)
+        if scheme == "dark" and r["light"]:
+            fail("{} (dark): {} of {} pictures have a light background: {}".format(
+                page, r["light"], r["figures"], [b[:2] for b in r["backgrounds"] if b[2] > 0.5][:3]))
+        if scheme == "light" and any(b[1] != "rgb(255, 255, 255)" for b in r["backgrounds"]):
+            fail("{} (light): pictures not on white: {}".format(
+                page, [b[:2] for b in r["backgrounds"] if b[1] != "rgb(255, 255, 255)"][:3]))
+        if r["low"]:
+            fail("{} ({}): picture texts under a contrast of 4.5: {}".format(page, scheme, r["low"][:5]))
+        STATS.setdefault("light_in_dark" if scheme == "dark" else "figures", 0)
+        STATS["light_in_dark" if scheme == "dark" else "figures"] += r["light"] if scheme == "dark" else r["figures"]
+        if axe is None:
+            continue
+        found = evaluate(browser, AXE_RUN, timeout=600, awaited=True)
+        findings[scheme] = {}
+        for v in found:
+            STATS.setdefault("axe", {}).setdefault((v["id"], v["impact"]), 0)
+            STATS["axe"][(v["id"], v["impact"])] += v["count"]
+            if v["impact"] in ("serious", "critical"):
+                findings[scheme][v["id"]] = v["count"]
+                fail("{} ({}, 1280 px): axe-core {} ({}): {} element(s), e.g. {}: {}".format(
+                    page, scheme, v["id"], v["impact"], v["count"], v["targets"], v["help"]))
+    set_scheme(browser, "light")
+    return findings
+
+
+STATS = {}
+
+
 def console_errors(events):
     errors = []
     for e in events:
@@ -337,7 +462,7 @@ def console_errors(events):
     return errors
 
 
-def browser_check(site, pages, labels_of, out_dir, chromium, pdftotext):
+def browser_check(site, pages, labels_of, out_dir, chromium, pdftotext, axe=None):
     shots = os.path.join(out_dir, "screenshots")
     pdfs = os.path.join(out_dir, "pdf")
     for folder in (shots, pdfs):
@@ -351,14 +476,14 @@ def browser_check(site, pages, labels_of, out_dir, chromium, pdftotext):
             return
         try:
             for page in pages:
-                check_in_browser(browser, site, page, labels_of[page], shots, pdfs, pdftotext)
+                check_in_browser(browser, site, page, labels_of[page], shots, pdfs, pdftotext, axe)
         except (RuntimeError, TimeoutError, OSError) as e:
             fail("the browser stopped answering: {}".format(e))
         finally:
             browser.close()
 
 
-def check_in_browser(browser, site, page, labels, shots, pdfs, pdftotext):
+def check_in_browser(browser, site, page, labels, shots, pdfs, pdftotext, axe=None):
     before = len(failures)
     stem = os.path.splitext(page)[0]
     metrics = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
@@ -380,7 +505,12 @@ def check_in_browser(browser, site, page, labels, shots, pdfs, pdftotext):
     pdf = os.path.join(pdfs, stem + ".pdf")
     with open(pdf, "wb") as f:
         f.write(base64.b64decode(printed["data"]))
-    layouts = []
+    check_schemes(browser, page, axe)
+    errors = console_errors(browser.events)
+    if errors:
+        fail("{}: console errors with the schemes and axe-core: {}".format(page, errors[:5]))
+    browser.events = []
+    layouts, smallest = [], None
     for width in (1280, 390):
         browser.call("Emulation.setDeviceMetricsOverride", dict(metrics, width=width, mobile=width < 500), session=True)
         result = browser.call("Runtime.evaluate", {"expression": LAYOUT_CHECK, "returnByValue": True}, session=True)
@@ -396,6 +526,14 @@ def check_in_browser(browser, site, page, labels, shots, pdfs, pdftotext):
                                                                                r["wide"][:5]))
         if r["empty"]:
             fail("{} at {} px: {} <svg>/<math> without a box: {}".format(page, width, len(r["empty"]), r["empty"][:5]))
+        if width == 390:
+            smallest = evaluate(browser, FIGURE_TEXT_CHECK)
+            if smallest["small"]:
+                fail("{} at 390 px: {} picture texts under 10 px: {}".format(page, len(smallest["small"]),
+                                                                           smallest["small"][:5]))
+            if smallest["smallest"] is not None:
+                STATS["smallest"] = min(STATS.get("smallest", (1e9, ""))[:2], (smallest["smallest"], page + ": " +
+                                                                              smallest["where"]))
     errors = console_errors(browser.events)
     if errors:
         fail("{}: console errors: {}".format(page, errors[:5]))
@@ -409,8 +547,10 @@ def check_in_browser(browser, site, page, labels, shots, pdfs, pdftotext):
     if missing:
         fail("{}: not in its PDF print: {}".format(page, missing[:10]))
     if len(failures) == before:
-        print("OK      {}  ({} svg, {} math; {} labels in the PDF; {} px tall at 1280)".format(
-            page, layouts[0]["svgs"], layouts[0]["maths"], len(labels), layouts[0]["height"]))
+        print("OK      {}  ({} svg, {} math; {} labels in the PDF; {} px tall at 1280; smallest picture text at 390 "
+              "px: {})".format(page, layouts[0]["svgs"], layouts[0]["maths"], len(labels), layouts[0]["height"],
+                             "-" if not smallest or smallest["smallest"] is None
+                             else "{:.1f} px".format(smallest["smallest"])))
 
 
 # ---------------------------------------------------------------- main
@@ -502,10 +642,29 @@ def check_site(attn, site, out_dir, static_only=False, seconds=None):
             return 1
         print("SKIP    browser check: {} not on PATH (the static checks above passed)".format(" and ".join(missing)))
         return SKIP
-    browser_check(site, ["index.html", "exercises.html"] + pages, labels_of, out_dir, chromium, pdftotext)
+    axe = axe_path()
+    if axe is None and ci:
+        print("FAIL    axe-core {} missing under CI=true (bash .ci/install-deps --ci installs it)".format(axe_version()))
+        return 1
+    axe_source = None
+    if axe is not None:
+        with open(axe, encoding="utf-8") as f:
+            axe_source = f.read()
+    browser_check(site, ["index.html", "exercises.html"] + pages, labels_of, out_dir, chromium, pdftotext, axe_source)
+    print("        pictures: {} in light and dark, {} with a light background in dark; smallest text at 390 px: "
+          "{}".format(STATS.get("figures", 0), STATS.get("light_in_dark", 0),
+                      "{:.2f} px ({})".format(*STATS["smallest"]) if "smallest" in STATS else "-"))
+    if axe_source is not None:
+        print("        axe-core {}: {}".format(axe_version(), ", ".join(
+            "{} ({}) {}".format(rule, impact, n) for (rule, impact), n in sorted(STATS.get("axe", {}).items()))
+            or "no findings"))
     if failures:
         print("{} failed".format(len(failures)))
         return 1
+    if axe_source is None:
+        print("SKIP    axe-core {} not installed (bash .ci/install-deps --browser installs it; the rest of the browser "
+              "check passed)".format(axe_version()))
+        return SKIP
     print("screenshots for a human to look at: {}".format(os.path.join(out_dir, "screenshots")))
     return 0
 

@@ -8,7 +8,8 @@ usage: svg_check.py [--xml-only | --book] ATTN_BIN OUT_DIR GOLDEN_DIR
    which holds what `attn export` writes at the defaults: the check_exact test proves it to the
    bit, so the lessons are not run twice) has its file <NN>-<step>-<tensor>.svg, no other file is
    written, and each file is UTF-8 SVG 1.1 that xml.etree parses, with an <svg> root carrying
-   xmlns, width, height and viewBox, and the title "Lesson N · step title · tensor". A heatmap has
+   xmlns, width, height and viewBox, and the title "Lesson N · step title · tensor", and its own dark
+   palette (a <style> with the prefers-color-scheme: dark rules, a background rect.bg). A heatmap has
    one cell per element and every row and column label as text; a line plot one line or marker
    group per series (the first six columns) and each series' name in its legend; a bar chart
    every label.
@@ -152,6 +153,13 @@ def check_svg(path, title, t):
         if not re.fullmatch(r"[0-9.]+", root.get(attribute, "")):
             fail("{}: <svg> has no numeric {}".format(name, attribute))
 
+    # on its own a file follows the viewer's scheme: its dark palette in its own <style>, over a background rect
+    style = root.find(SVG_NS + "style")
+    if "fig" not in (root.get("class") or "").split() or style is None or \
+            "@media (prefers-color-scheme: dark)" not in (style.text or "") or \
+            "svg.fig .bg {" not in (style.text or "") or root.find(SVG_NS + "rect[@class='bg']") is None:
+        fail("{}: no dark palette of its own (<svg class=\"fig\">, a <style> for the dark scheme, a rect.bg)".format(name))
+
     texts = [el.text or "" for el in root.iter(SVG_NS + "text")]
     tooltips = [el.text or "" for el in root.iter(SVG_NS + "title")]
     if title not in texts or root.find(SVG_NS + "title") is None or root.find(SVG_NS + "title").text != title:
@@ -174,7 +182,7 @@ def check_svg(path, title, t):
     for label in rows + cols:  # visible, or (thinned out or cut short) in a cell's tooltip
         if label not in texts and not any(label in tip for tip in tooltips):
             fail("{}: the label {!r} appears nowhere".format(name, label))
-    fixed = any(x.startswith("1 (fixed scale") for x in texts)  # probabilities: 0 to 1 whatever the values
+    fixed = "fixed scale 0 to 1: probabilities" in texts  # 0 to 1 whatever the values
     if not any(x.startswith("max ") for x in texts) and not fixed and "no finite values" not in texts:
         fail("{}: the colour bar has no max/min values (nor the fixed scale of probabilities)".format(name))
 

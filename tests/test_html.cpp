@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -41,6 +42,11 @@ std::string math(const std::string& text) {
 }
 
 bool contains(const std::string& text, const std::string& piece) { return text.find(piece) != std::string::npos; }
+
+std::string lower(std::string text) {
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+}
 
 std::size_t occurrences(const std::string& text, const std::string& piece) {
     std::size_t n = 0;
@@ -356,6 +362,57 @@ TEST_CASE("pages link their neighbours and the index, hold a table of contents, 
     }
 }
 
+TEST_CASE("every box that scrolls is a named region the keyboard reaches; the two navs are named apart", "[html]") {
+    Trace a("a", Config{});
+    a.step("one", "First step", "x_1 = 1", "");
+    a.tensor("wide", "", Array(xt::zeros<double>({3, 9})), {}, {}, View::heatmap);
+    a.tensor("counts", "", Array{{16.0, 0.5, 1e-9}, {40.0, 0.25, 2e-9}}, {}, {"entries", "max", "error"});
+    a.tensor("big", "", Array{3e6, 2.0, 81920.0});
+    a.tensor("G", "", Array{{1.5, 2.5}, {0.5, 1.0}});
+    a.tensor("g", "", Array{{1.5, 2.5}, {0.5, 1.0}});
+    std::vector<BookLesson> lessons(2);
+    lessons[0].number = 1, lessons[0].slug = "first", lessons[0].title = "First", lessons[0].trace = &a;
+    lessons[1].number = 2, lessons[1].slug = "second", lessons[1].title = "Second", lessons[1].trace = &a;
+    const std::string page = lesson_page(lessons, 0, BookInfo{}), index = book_index(lessons, BookInfo{});
+    // every element that scrolls sideways (class scroll or equation) is focusable, a region, and named
+    for (const std::string& p : {page, index}) {
+        std::size_t boxes = 0;
+        for (const std::string cls : {"<div class=\"scroll", "<div class=\"equation"})
+            for (std::size_t at = p.find(cls); at != std::string::npos; at = p.find(cls, at + 1), ++boxes) {
+                const std::string tag = p.substr(at, p.find('>', at) - at);
+                INFO(tag);
+                CHECK(contains(tag, " tabindex=\"0\" role=\"region\" aria-label=\""));
+                CHECK(!contains(tag, "aria-label=\"\""));
+            }
+        CHECK(boxes >= (p == page ? 5u : 1u));  // the equation, a figure, three tables; the lessons' table
+    }
+    CHECK(contains(page, "aria-label=\"the equation of step 1\""));
+    CHECK(contains(page, "aria-label=\"figure: wide (step 1, tensor 1)\""));
+    CHECK(contains(page, "aria-label=\"the numbers of counts (step 1, tensor 2)\""));
+    // each region's name is its own, ignoring case too (axe-core's landmark-unique)
+    std::set<std::string> names;
+    std::size_t regions = 0;
+    for (std::size_t at = page.find("role=\"region\" aria-label=\""); at != std::string::npos;
+         at = page.find("role=\"region\" aria-label=\"", at + 1), ++regions)
+        names.insert(lower(page.substr(at, page.find('"', at + 26) - at)));
+    CHECK(names.size() == regions);
+    CHECK(occurrences(page, "<nav class=\"pages\" aria-label=\"Lessons, top of the page\">") == 1);
+    CHECK(occurrences(page, "<nav class=\"pages\" aria-label=\"Lessons, end of the page\">") == 1);
+    CHECK(!contains(page, "<th></th>"));
+    CHECK(contains(page, "<th><span class=\"visually-hidden\">row</span></th>"));
+    // a figure is never drawn narrower than keeps its smallest text at 10 px (the heatmap's labels: 12 px)
+    CHECK(contains(page, "<div style=\"min-width: "));
+    // whole numbers as whole numbers: a column of counts beside measurements, and a tensor of large integers
+    CHECK(contains(page, "<td>16</td><td>5.0000e-01</td><td>1.0000e-09</td>"));  // the rest as before: scientific
+    CHECK(contains(page, "<td>40</td>"));
+    CHECK(!contains(page, "1.6000e+01"));
+    CHECK(contains(page, "<td>3000000</td><td>2</td><td>81920</td>"));
+    CHECK(!contains(page, "3e+06"));
+    // the figures' dark palette is in the page once, not in every picture
+    CHECK(occurrences(page, "svg.fig .bg {") == 1);
+    CHECK(!contains(page, "<style>\n@media"));
+}
+
 TEST_CASE("a lesson's page has the same bytes on every run", "[html]") {
     const Lesson* lesson = find_lesson("additive");
     REQUIRE(lesson != nullptr);
@@ -369,7 +426,7 @@ TEST_CASE("a lesson's page has the same bytes on every run", "[html]") {
     CHECK(page == lesson_page(second, 0, BookInfo{}));
     // the alignment heatmap with its tokens, on the fixed scale of probabilities
     CHECK(contains(page, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
-    CHECK(contains(page, "1 (fixed scale:"));
+    CHECK(contains(page, ">fixed scale 0 to 1: probabilities</text>"));
     CHECK(contains(page, ">lights</text>"));
 }
 

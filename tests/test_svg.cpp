@@ -276,7 +276,7 @@ TEST_CASE("rows of probabilities are drawn on the fixed scale 0 to 1, other tens
     const Array weights{{0.2, 0.3, 0.25, 0.25}, {0.3, 0.2, 0.25, 0.25}};
     const std::string svg = heatmap_svg(heatmap(weights), "weights");
     require_well_formed(svg);
-    CHECK(svg.find(">1 (fixed scale:</text>") != std::string::npos);
+    CHECK(svg.find(">fixed scale 0 to 1: probabilities</text>") != std::string::npos);
     CHECK(svg.find(">max ") == std::string::npos);
     const Array scores = weights * 3.0;  // rows sum to 3, columns to 1.5: not probabilities
     const std::string own = heatmap_svg(heatmap(scores), "scores");
@@ -537,6 +537,92 @@ TEST_CASE("a bar chart draws one bar per element from zero, names non-finite val
     CHECK(inside.find("id=\"p7-scale\"") != std::string::npos);
     CHECK(inside.find("url(#p7-minus-inf)") != std::string::npos);
     CHECK(inside.find("attn-") == std::string::npos);
+}
+
+TEST_CASE("the x ticks of a plot whose rows run right to left are labelled like any others (issue 44)", "[svg]") {
+    // lesson 8's fd_curve: h = 1e-01, 1e-02, ..., 1e-10 down the rows, on a log x axis; before, the
+    // labels were taken in row order, each left of the one before, so only the first was shown
+    std::vector<std::string> h;
+    Array v = xt::zeros<double>({10, 2});
+    for (std::size_t r = 0; r < 10; ++r) {
+        h.push_back(fmt::format("{:.0e}", std::pow(10.0, -static_cast<double>(r + 1))));
+        v(r, 0) = std::pow(10.0, -static_cast<double>(r));
+        v(r, 1) = std::pow(10.0, -static_cast<double>(9 - r));
+    }
+    TensorRecord t = curves(v, h, {"|error|", "eps |L| / h"});
+    t.name = "fd_curve";
+    const std::string svg = plot_svg(t, "Lesson 8 · fd_curve");
+    require_well_formed(svg);
+    const auto ticks = texts_of(svg, "x-ticks");
+    CHECK(ticks.size() >= 5);  // a label at least every other decade of the nine
+    // left to right: from 1e-10 up to 1e-01, every label at its own place
+    const auto xs = attributes(group(svg, "x-ticks"), "<text", "x");
+    REQUIRE(xs.size() == ticks.size());
+    for (std::size_t k = 1; k < xs.size(); ++k) CHECK(std::stod(xs[k]) > std::stod(xs[k - 1]) + 20);
+    CHECK(ticks.front() == "1e-10");
+    CHECK(ticks.back() == "1e-01");
+}
+
+TEST_CASE("a bar chart draws a row that repeats the one before it once (issue 44)", "[svg]") {
+    // lesson 12's schedule: its fourth warm-up length and its last step are both step 400
+    TensorRecord t;
+    t.name = "learning_rate";
+    t.value = Array{0.0002, 0.0177, 0.0088, 0.0088, 0.0050};
+    t.rows = {"step 1", "step 100", "step 400", "step 400", "step 900"};
+    t.view = View::bars;
+    const std::string svg = bars_svg(t, "Lesson 12 · schedule · learning_rate");
+    require_well_formed(svg);
+    const auto texts = texts_of(svg, "bars");
+    CHECK(std::count(texts.begin(), texts.end(), "step 400") == 1);
+    CHECK(std::count(texts.begin(), texts.end(), "step 900") == 1);
+    CHECK(count(group(svg, "bars"), "<rect") == 4);
+    // the same label with another value is another row, drawn
+    t.value = Array{0.0002, 0.0177, 0.0088, 0.0087, 0.0050};
+    const auto both = texts_of(bars_svg(t, "t"), "bars");
+    CHECK(std::count(both.begin(), both.end(), "step 400") == 2);
+}
+
+TEST_CASE("a colour bar's ends are its numbers; the fixed scale is said once, not split across them (issue 44)",
+          "[svg]") {
+    const std::string svg = heatmap_svg(heatmap(Array{{0.25, 0.75}, {0.5, 0.5}}), "weights");
+    require_well_formed(svg);
+    const auto bar = texts_of(svg, "colour-bar");
+    REQUIRE(bar.size() == 3);
+    CHECK(bar[0] == "1");
+    CHECK(bar[1] == "0");
+    CHECK(bar[2] == "fixed scale 0 to 1: probabilities");
+    // below the bar, not beside its top or bottom end
+    const auto ys = text_ys(svg, "colour-bar");
+    CHECK(ys[2] > ys[1]);
+    for (const auto& text : bar) CHECK(text.find('(') == std::string::npos);
+}
+
+TEST_CASE("every picture has a dark palette: in its own <style> when standalone, from the page inline", "[svg]") {
+    TensorRecord bars;
+    bars.name = "b";
+    bars.value = Array{1.0, -2.0};
+    bars.view = View::bars;
+    const std::vector<std::string> pictures = {
+        heatmap_svg(heatmap(Array{{-inf, 1.0}, {2.0, 3.0}}), "h"),
+        plot_svg(curves(Array{{1.0, 2.0}, {3.0, 4.0}}, {"1", "2"}, {"a", "b"}), "p"), bars_svg(bars, "b")};
+    for (const std::string& svg : pictures) {
+        require_well_formed(svg);
+        CHECK(svg.find("<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" class=\"fig\"") != std::string::npos);
+        CHECK(svg.find("<style>\n@media (prefers-color-scheme: dark)") != std::string::npos);
+        CHECK(svg.find("<rect class=\"bg\" ") != std::string::npos);
+    }
+    const std::string css(svg_dark_css());
+    CHECK(css.find("svg.fig .bg { fill: #1c1f24; }") != std::string::npos);
+    // the hatching of masked cells and every series' line and marker have a dark colour by class
+    CHECK(pictures[0].find("<rect class=\"hatch-bg\"") != std::string::npos);
+    CHECK(pictures[1].find("<polyline class=\"k1\"") != std::string::npos);
+    CHECK(pictures[1].find("<rect class=\"f1\"") != std::string::npos);
+    CHECK(pictures[2].find("<rect class=\"neg\"") != std::string::npos);
+    for (const std::string cls : {".k0", ".f0", ".k5", ".f5", ".neg", ".pos", ".hatch-bg", ".title", ".x-ticks"})
+        CHECK(css.find("svg.fig " + cls) != std::string::npos);
+    SvgOptions inline_picture;
+    inline_picture.standalone = false;
+    CHECK(heatmap_svg(heatmap(Array{{1.0, 2.0}}), "t", inline_picture).find("<style>") == std::string::npos);
 }
 
 }  // namespace test_svg

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <system_error>
 
@@ -28,10 +29,10 @@ constexpr std::size_t open_rows = 12, open_cols = 10;
 constexpr std::size_t table_rows = 64, table_cols = 32;
 
 constexpr const char* stylesheet = R"(:root { color-scheme: light dark; --fg: #1b1b1b; --bg: #ffffff; --muted: #5b5b5b;
-  --rule: #d8d8d8; --panel: #f4f5f7; --link: #0b57a4; --pass: #1a7f37; --fail: #c62828; }
+  --rule: #d8d8d8; --panel: #f4f5f7; --link: #0b57a4; --pass: #1a7f37; --fail: #c62828; --shade: rgba(0, 0, 0, 0.28); }
 @media (prefers-color-scheme: dark) {
   :root { --fg: #e6e6e6; --bg: #16181c; --muted: #a6a6a6; --rule: #3a3d44; --panel: #22252b; --link: #8ab8ff;
-    --pass: #5cc878; --fail: #ff7b72; }
+    --pass: #5cc878; --fail: #ff7b72; --shade: rgba(0, 0, 0, 0.75); }
 }
 * { box-sizing: border-box; }
 html { -webkit-text-size-adjust: 100%; }
@@ -47,10 +48,19 @@ code, table { font-family: "DejaVu Sans Mono", "Noto Sans Mono", ui-monospace, m
 nav.pages { display: flex; flex-wrap: wrap; gap: 0.4rem 1.2rem; font-size: 0.95rem; }
 nav.toc { background: var(--panel); padding: 0.6rem 1rem; border-radius: 6px; margin: 1rem 0; }
 nav.toc ol { margin: 0.3rem 0; padding-left: 1.6rem; }
-.equation { background: var(--panel); padding: 0.5rem 0.8rem; border-radius: 6px; overflow-x: auto; margin: 0.6rem 0; }
+.equation { --cover: var(--panel); padding: 0.5rem 0.8rem; border-radius: 6px; overflow-x: auto; margin: 0.6rem 0; }
 math { font-size: 1.1em; }
 .eq-piece { white-space: nowrap; }
-.scroll { overflow-x: auto; max-width: 100%; }
+.scroll { --cover: var(--bg); overflow-x: auto; max-width: 100%; }
+/* a box wider than the column scrolls, and shows it: a shadow on the side with more to see (the covers
+   scroll with the content and hide the shadows at its ends), a thin visible scrollbar, a focus ring */
+.scroll, .equation { position: relative; scrollbar-width: thin; scrollbar-color: var(--muted) transparent;
+  background: linear-gradient(to right, var(--cover) 30%, transparent) left center / 2.5rem 100% no-repeat local,
+    linear-gradient(to left, var(--cover) 30%, transparent) right center / 2.5rem 100% no-repeat local,
+    radial-gradient(farthest-side at 0 50%, var(--shade), transparent) left center / 0.9rem 100% no-repeat scroll,
+    radial-gradient(farthest-side at 100% 50%, var(--shade), transparent) right center / 0.9rem 100% no-repeat scroll,
+    var(--cover); }
+.scroll:focus-visible, .equation:focus-visible { outline: 2px solid var(--link); outline-offset: 2px; }
 table { border-collapse: collapse; font-size: 0.85rem; margin: 0.3rem 0; font-variant-numeric: tabular-nums; }
 th, td { padding: 0.1rem 0.55rem; text-align: right; white-space: nowrap; }
 th { color: var(--muted); font-weight: normal; }
@@ -64,6 +74,7 @@ details { margin: 0.3rem 0; }
 summary { cursor: pointer; color: var(--muted); }
 figure { margin: 0.6rem 0; }
 figure svg { max-width: 100%; height: auto; border-radius: 4px; display: block; }
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 ul.checks { list-style: none; padding-left: 0; }
 ul.checks li { margin: 0.25rem 0; }
 .pass .mark { color: var(--pass); font-weight: bold; }
@@ -93,7 +104,7 @@ std::string page_start(const std::string& title) {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         "<meta name=\"color-scheme\" content=\"light dark\">\n<title>{}</title>\n<style>\n{}</style>\n</head>\n<body>\n",
-        html_text(title), stylesheet);
+        html_text(title), std::string(stylesheet) + std::string(svg_dark_css()));
 }
 
 std::string lesson_name(const BookLesson& l) { return fmt::format("Lesson {} · {}", l.number, l.title); }
@@ -139,13 +150,31 @@ std::string label_or_index(const std::vector<std::string>& labels, std::size_t i
     return labels.size() == n ? html_text(labels[i]) : std::to_string(i);
 }
 
+// The start of a box that scrolls sideways when its content is wider than the column: reachable by
+// the keyboard (tabindex 0) and named for a screen reader (a region labelled `name`).
+std::string scroll_box(const std::string& cls, const std::string& name) {
+    return fmt::format("<div class=\"{}\" tabindex=\"0\" role=\"region\" aria-label=\"{}\">", cls, html_text(name));
+}
+
 // A matrix view as a table: column labels above, row labels on the left.
 std::string matrix_table(const double* data, std::size_t rows, std::size_t cols, const std::vector<std::string>& row_labels,
-                         const std::vector<std::string>& col_labels, const NumberStyle& style, bool show_cols = true) {
-    std::string out = "<div class=\"scroll\"><table>\n";
+                         const std::vector<std::string>& col_labels, const NumberStyle& style, const std::string& name,
+                         bool show_cols = true) {
+    std::string out = scroll_box("scroll", "the numbers of " + name) + "<table>\n";
     const auto shown_rows = shown(rows, table_rows), shown_cols = shown(cols, table_cols);
-    if (show_cols) {
-        out += "<thead><tr><th></th>";
+    // a column of counts in a table of measurements ("entries" beside errors) is written as whole numbers
+    std::vector<NumberStyle> col_style(cols, style);
+    for (std::size_t c = 0; c < cols && !style.integers; ++c) {
+        bool whole = rows > 0, count = false;
+        for (std::size_t r = 0; r < rows && whole; ++r) {
+            const double x = data[r * cols + c];
+            whole = std::isfinite(x) && std::fabs(x) < 1e15 && x == std::floor(x);
+            count = count || std::fabs(x) >= 2;
+        }
+        if (whole && count) col_style[c] = NumberStyle{0, false, true};
+    }
+    if (show_cols) {  // the corner cell names what the row labels are, for a screen reader only
+        out += "<thead><tr><th><span class=\"visually-hidden\">row</span></th>";
         for (const auto& c : shown_cols) out += "<th>" + (c ? label_or_index(col_labels, *c, cols) : "…") + "</th>";
         out += "</tr></thead>\n";
     }
@@ -153,7 +182,7 @@ std::string matrix_table(const double* data, std::size_t rows, std::size_t cols,
     for (const auto& r : shown_rows) {
         out += "<tr><th>" + (r ? label_or_index(row_labels, *r, rows) : "…") + "</th>";
         for (const auto& c : shown_cols)
-            out += "<td>" + (r && c ? html_text(format_in_style(data[*r * cols + *c], style)) : std::string("…")) + "</td>";
+            out += "<td>" + (r && c ? html_text(format_in_style(data[*r * cols + *c], col_style[*c])) : std::string("…")) + "</td>";
         out += "</tr>\n";
     }
     return out + "</tbody></table></div>\n";
@@ -169,16 +198,17 @@ std::string slice_name(const Shape& shape, std::size_t slice) {
     return fmt::format("[{}, :, :]", fmt::join(index, ", "));
 }
 
-std::string numbers_of(const TensorRecord& t) {
+// `name`: what the tables are of, unique in the page ("alpha (step 3, tensor 1)").
+std::string numbers_of(const TensorRecord& t, const std::string& name) {
     const NumberStyle style = number_style(t.value, 4);
     const Shape shape = t.shape();
     const double* data = t.value.data();
     switch (shape.size()) {
         case 0: return "<p class=\"scalar\"><code>" + html_text(format_in_style(*data, style)) + "</code></p>\n";
         case 1:  // labelled: one element per line, the labels readable; else one row
-            if (t.rows.size() == shape[0]) return matrix_table(data, shape[0], 1, t.rows, {}, style, false);
-            return matrix_table(data, 1, shape[0], {}, {}, style);
-        case 2: return matrix_table(data, shape[0], shape[1], t.rows, t.cols, style);
+            if (t.rows.size() == shape[0]) return matrix_table(data, shape[0], 1, t.rows, {}, style, name, false);
+            return matrix_table(data, 1, shape[0], {}, {}, style, name);
+        case 2: return matrix_table(data, shape[0], shape[1], t.rows, t.cols, style, name);
         default: break;
     }
     // rank 3 and more: one table per slice; for rank 3, axis 0 names the slices, axis 1 the rows
@@ -193,7 +223,7 @@ std::string numbers_of(const TensorRecord& t) {
         const bool named = shape.size() == 3 && t.rows.size() == shape[0];
         out += "<p class=\"muted\">" + html_text(slice_name(shape, *s)) + (named ? " " + html_text(t.rows[*s]) : "") + "</p>\n";
         out += matrix_table(data + *s * rows * cols, rows, cols, shape.size() == 3 ? t.cols : std::vector<std::string>{},
-                            {}, style);
+                            {}, style, name + " " + slice_name(shape, *s));
     }
     return out;
 }
@@ -211,9 +241,26 @@ std::string parameter_line(const TensorRecord& t) {
                        std::sqrt(squares / static_cast<double>(n)), lowest, highest);
 }
 
+// The narrowest a picture may be drawn: its smallest text (the font-size attributes the SVG writers
+// give every text, 10 to 18 px) no smaller than 10 px on screen. A narrower column scrolls it.
+long narrowest_width(const std::string& svg) {
+    const auto number_at = [&](std::size_t at) { return std::strtod(svg.c_str() + at, nullptr); };
+    const std::size_t width_at = svg.find(" width=\"");
+    const double width = width_at == std::string::npos ? 0.0 : number_at(width_at + 8);
+    double smallest = 0;
+    const std::string key = "font-size=\"";
+    for (std::size_t at = svg.find(key); at != std::string::npos; at = svg.find(key, at + 1)) {
+        const double size = number_at(at + key.size());
+        smallest = smallest == 0 ? size : std::min(smallest, size);
+    }
+    return smallest <= 0 ? 0 : static_cast<long>(std::ceil(width * std::min(1.0, 10.0 / smallest)));
+}
+
 std::string tensor_block(const TensorRecord& t, const Step& step, int lesson, std::size_t step_index,
                          std::size_t tensor_index) {
     const Shape shape = t.shape();
+    // unique in the page even ignoring case ("G" and "g" of one step), as a region's name must be
+    const std::string name = fmt::format("{} (step {}, tensor {})", t.name, step_index, tensor_index);
     std::string out = fmt::format("<div class=\"tensor{}\" id=\"s{}-t{}\">\n", t.measured ? " measured" : "", step_index,
                                   tensor_index);
     out += "<h3><code>" + html_text(t.name) + "</code> <span class=\"shape\">" + html_text(shape_string(shape)) + "</span>";
@@ -224,20 +271,22 @@ std::string tensor_block(const TensorRecord& t, const Step& step, int lesson, st
     svg.standalone = false;
     svg.ids = fmt::format("l{}-s{}-t{}", lesson, step_index, tensor_index);
     const std::string picture = tensor_svg(t, step.title + " · " + t.name, svg);
-    if (!picture.empty()) out += "<figure>\n" + picture + "</figure>\n";
+    if (!picture.empty())
+        out += "<figure>\n" + scroll_box("scroll fig", "figure: " + name) +
+               fmt::format("<div style=\"min-width: {}px\">\n", narrowest_width(picture)) + picture + "</div></div></figure>\n";
     const bool small = shape.size() <= 2 && (shape.empty() || shape[0] <= open_rows) &&
                        (shape.size() < 2 || shape[1] <= open_cols);
     if (t.value.size() == 0) {
         out += "<p class=\"muted\">empty: no numbers</p>\n";
     } else if (t.drawn && t.value.size() > 1) {
         out += "<details><summary>" + html_text(parameter_line(t)) + "; the numbers, " + html_text(shape_string(shape)) +
-               "</summary>\n" + numbers_of(t) + "</details>\n";
+               "</summary>\n" + numbers_of(t, name) + "</details>\n";
     } else if (small) {
-        out += numbers_of(t);
+        out += numbers_of(t, name);
     } else {
         out += "<details><summary>the numbers, " + html_text(shape_string(shape)) +
                (t.value.size() > table_rows * table_cols ? " (the first and last rows and columns)" : "") +
-               "</summary>\n" + numbers_of(t) + "</details>\n";
+               "</summary>\n" + numbers_of(t, name) + "</details>\n";
     }
     return out + "</div>\n";
 }
@@ -283,7 +332,9 @@ std::string step_section(const Step& s, int lesson, std::size_t index, std::size
     std::string out = fmt::format("<section class=\"step\" id=\"step-{}\">\n", index);
     out += fmt::format("<h2><span class=\"muted\">Step {}/{}</span> {} <span class=\"step-id\">[{}]</span></h2>\n", index,
                        count, html_text(s.title), html_text(s.id));
-    if (!s.equation.empty()) out += "<div class=\"equation\">" + equation_html(s.equation).html + "</div>\n";
+    if (!s.equation.empty())
+        out += scroll_box("equation", fmt::format("the equation of step {}", index)) + equation_html(s.equation).html +
+               "</div>\n";
     if (!s.explanation.empty()) out += "<p class=\"explanation\">" + html_text(s.explanation) + "</p>\n";
     if (extras) out += step_extras(*extras);
     std::vector<const TensorRecord*> export_only;
@@ -300,8 +351,8 @@ std::string step_section(const Step& s, int lesson, std::size_t index, std::size
     return out + "</section>\n";
 }
 
-std::string page_links(const std::vector<BookLesson>& lessons, std::size_t index) {
-    std::string out = "<nav class=\"pages\"><a href=\"index.html\">Contents</a>";
+std::string page_links(const std::vector<BookLesson>& lessons, std::size_t index, const char* name) {
+    std::string out = fmt::format("<nav class=\"pages\" aria-label=\"{}\"><a href=\"index.html\">Contents</a>", name);
     if (index > 0) {
         const BookLesson& p = lessons[index - 1];
         out += fmt::format("<a href=\"{}\" rel=\"prev\">← {}</a>", html_text(book_page_name(p.number, p.slug)), html_text(lesson_name(p)));
@@ -327,7 +378,7 @@ std::string book_page_name(int number, const std::string& slug) {
 std::string lesson_page(const std::vector<BookLesson>& lessons, std::size_t index, const BookInfo& info) {
     const BookLesson& l = lessons.at(index);
     std::string out = page_start(lesson_name(l) + " · " + info.title);
-    out += page_links(lessons, index);
+    out += page_links(lessons, index, "Lessons, top of the page");
     out += "<header>\n<h1>" + html_text(lesson_name(l)) + "</h1>\n";
     if (!l.sources.empty()) out += "<p class=\"sources\">after " + html_text(l.sources) + "</p>\n";
     out += "<p><code>" + html_text(l.reproducibility) + "</code></p>\n";
@@ -349,7 +400,7 @@ std::string lesson_page(const std::vector<BookLesson>& lessons, std::size_t inde
     }
     if (!l.stopped.empty())
         out += "<p class=\"stopped\"><strong>The lesson stopped here.</strong> " + html_text(l.stopped) + "</p>\n";
-    out += "</main>\n<footer>\n" + page_links(lessons, index);
+    out += "</main>\n<footer>\n" + page_links(lessons, index, "Lessons, end of the page");
     out += "<p class=\"muted\">Written by " + html_text(info.made_by) + ".</p>\n</footer>\n</body>\n</html>\n";
     return out;
 }
@@ -360,7 +411,7 @@ std::string book_index(const std::vector<BookLesson>& lessons, const BookInfo& i
     out += "<p>Every lesson derives an attention mechanism step by step: each step's equation, its tensors and "
            "pictures, and the checks that its claims hold numerically.</p>\n";
     if (!info.remark.empty()) out += "<p class=\"note\">" + html_text(info.remark) + "</p>\n";
-    out += "</header>\n<main>\n<div class=\"scroll\"><table class=\"lessons\">\n"
+    out += "</header>\n<main>\n" + scroll_box("scroll", "the lessons") + "<table class=\"lessons\">\n"
            "<thead><tr><th class=\"n\">#</th><th>Lesson</th><th class=\"n\">Steps</th><th class=\"n\">Checks</th>"
            "<th>After</th></tr></thead>\n<tbody>\n";
     for (const auto& l : lessons)

@@ -792,11 +792,13 @@ bool all_integers(const Array& values) {
 }
 
 NumberStyle number_style(const Array& values, int precision) {
-    if (values.size() > 0 && all_integers(values)) return {0, false};
+    if (values.size() > 0 && all_integers(values)) return {0, false, true};
     return {precision, needs_one_scientific_format(values, precision)};
 }
 
 std::string format_in_style(double x, const NumberStyle& style) {
+    if (style.integers && std::isfinite(x) && std::fabs(x) < 1e15 && x == std::floor(x))
+        return fmt::format("{:.0f}", x == 0 ? 0.0 : x);
     RenderOptions opt;
     opt.precision = style.precision;
     opt.scientific = style.scientific;

@@ -59,6 +59,7 @@ std::string format_number(double x, int precision);
 struct NumberStyle {
     int precision = 4;
     bool scientific = false;
+    bool integers = false;  // every value a whole number below 1e15: written out in full ("3000000", not "3e+06")
 };
 NumberStyle number_style(const Array& values, int precision);
 std::string format_in_style(double x, const NumberStyle& style);

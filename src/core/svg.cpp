@@ -203,6 +203,7 @@ std::size_t label_step(double needed) {
 
 // ---------------------------------------------------------------- layout
 
+constexpr const char* fixed_scale_note = "fixed scale 0 to 1: probabilities";
 constexpr double value_size = 11;
 constexpr double bar_width = 16, note_line = 18, swatch = 12;
 constexpr std::size_t label_limit = 28;       // code points of a label shown
@@ -311,13 +312,13 @@ void write_defs(Out out, const ValueSummary& s, const std::string& ids) {
     if (s.minus_inf)
         fmt::format_to(out,
                        "<pattern id=\"{}-minus-inf\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
-                       "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#eeeeee\"/>"
-                       "<rect width=\"1.5\" height=\"6\" fill=\"#b4b4b4\"/></pattern>\n",
+                       "patternTransform=\"rotate(45)\"><rect class=\"hatch-bg\" width=\"6\" height=\"6\" fill=\"#eeeeee\"/>"
+                       "<rect class=\"hatch\" width=\"1.5\" height=\"6\" fill=\"#b4b4b4\"/></pattern>\n",
                        ids);
     if (s.plus_inf)
         fmt::format_to(out,
                        "<pattern id=\"{}-plus-inf\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
-                       "patternTransform=\"rotate(-45)\"><rect width=\"6\" height=\"6\" fill=\"#fff6c8\"/>"
+                       "patternTransform=\"rotate(-45)\"><rect class=\"plus-bg\" width=\"6\" height=\"6\" fill=\"#fff6c8\"/>"
                        "<rect width=\"1.5\" height=\"6\" fill=\"#d9b800\"/></pattern>\n",
                        ids);
     fmt::format_to(out, "</defs>\n");
@@ -427,6 +428,12 @@ void write_colour_bar(Out out, const SvgLayout& L, const ValueSummary& s, const 
         fmt::format_to(out, "<text x=\"{}\" y=\"{}\">{}</text>\n", px(text_x), px(top + h), xml_escaped(bar_texts[1]));
     double y = top + h + 10;
     for (const auto& note : notes) {
+        if (note == fixed_scale_note) {  // a line of its own, without a swatch
+            fmt::format_to(out, "<text class=\"note\" x=\"{}\" y=\"{}\">{}</text>\n", px(x), px(y + swatch - 1),
+                           xml_escaped(note));
+            y += note_line;
+            continue;
+        }
         const std::string swatch_fill = note.rfind("−∞", 0) == 0   ? "url(#" + ids + "-minus-inf)"
                                         : note.rfind("+∞", 0) == 0 ? "url(#" + ids + "-plus-inf)"
                                                                    : "#b0b0b0";
@@ -443,14 +450,45 @@ void write_colour_bar(Out out, const SvgLayout& L, const ValueSummary& s, const 
 
 }  // namespace
 
+// The figures' dark palette: the background of the page's dark scheme, light text, dim grid lines,
+// lighter series colours; the cells keep viridis (monotone in lightness on any background) and
+// their values keep the black or white chosen for each cell.
+std::string_view svg_dark_css() {
+    return R"(@media (prefers-color-scheme: dark) {
+svg.fig .bg { fill: #1c1f24; }
+svg.fig .title { fill: #f0f0f0; }
+svg.fig .subtitle, svg.fig .row-caption, svg.fig .col-caption, svg.fig .x-title,
+svg.fig .y-title, svg.fig .scales, svg.fig .empty { fill: #b4b4b4; }
+svg.fig .row-labels, svg.fig .col-labels, svg.fig .colour-bar, svg.fig .y-ticks,
+svg.fig .x-ticks, svg.fig .legend, svg.fig .bars { fill: #e2e2e2; }
+svg.fig .y-ticks line { stroke: #3c4048; }
+svg.fig .x-ticks line, svg.fig .axes, svg.fig .zero { stroke: #a0a0a0; }
+svg.fig .cells[stroke] { stroke: #1c1f24; }
+svg.fig .slice-rule { fill: #1c1f24; }
+svg.fig .hatch-bg { fill: #3a3e46; }
+svg.fig .hatch { fill: #8a8e96; }
+svg.fig .plus-bg { fill: #4a4320; }
+svg.fig .k0 { stroke: #4aa3e0; } svg.fig .f0, svg.fig .pos { fill: #4aa3e0; }
+svg.fig .k1 { stroke: #f08a4b; } svg.fig .f1, svg.fig .neg { fill: #f08a4b; }
+svg.fig .k2 { stroke: #2cc495; } svg.fig .f2 { fill: #2cc495; }
+svg.fig .k3 { stroke: #e29ac4; } svg.fig .f3 { fill: #e29ac4; }
+svg.fig .k4 { stroke: #f0b429; } svg.fig .f4 { fill: #f0b429; }
+svg.fig .k5 { stroke: #9fd3f5; } svg.fig .f5 { fill: #9fd3f5; }
+}
+)";
+}
+
 namespace svg_parts {
 
 std::string document_start(double width, double height, const std::string& title, bool declaration) {
+    // a file of its own carries its dark palette; inside a page the page's stylesheet has it once
     return fmt::format(
-        "{4}<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0}\" height=\"{1}\" "
-        "viewBox=\"0 0 {0} {1}\" font-family=\"{2}\">\n<title>{3}</title>\n<rect width=\"{0}\" height=\"{1}\" fill=\"#ffffff\"/>\n",
+        "{4}<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" class=\"fig\" width=\"{0}\" height=\"{1}\" "
+        "viewBox=\"0 0 {0} {1}\" font-family=\"{2}\">\n<title>{3}</title>\n{5}<rect class=\"bg\" width=\"{0}\" "
+        "height=\"{1}\" fill=\"#ffffff\"/>\n",
         px(width), px(height), font_families, xml_escaped(title),
-        declaration ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" : "");
+        declaration ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" : "",
+        declaration ? "<style>\n" + std::string(svg_dark_css()) + "</style>\n" : "");
 }
 
 std::string headings(const std::string& title, const std::u32string& subtitle) {
@@ -482,7 +520,7 @@ std::string heatmap_svg(const TensorRecord& t, const std::string& title, const S
         const double height = margin + title_size + 8 + subtitle_size + 14 + caption_size + margin;
         return document_start(width, height, title, options.standalone) + headings(title, subtitle) +
                fmt::format(
-                   "<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-style=\"italic\" fill=\"#555555\">"
+                   "<text class=\"empty\" x=\"{}\" y=\"{}\" font-size=\"{}\" font-style=\"italic\" fill=\"#555555\">"
                    "empty tensor: no cells to draw</text>\n</svg>\n",
                    px(margin), px(height - margin), px(caption_size));
     }
@@ -492,12 +530,13 @@ std::string heatmap_svg(const TensorRecord& t, const std::string& title, const S
     if (s.any_finite && rows_are_distributions(t.value)) {  // probabilities: the fixed scale 0 to 1
         s.low = 0.0;
         s.high = 1.0;
-        bar_texts = {"1 (fixed scale:", "0 probabilities)"};
+        bar_texts = {"1", "0"};
     } else if (s.any_finite) {
         bar_texts = {fmt::format("max {}{}", format_number(s.high, 4), s.low == s.high ? " (all equal)" : ""),
                      "min " + format_number(s.low, 4)};
     }
     std::vector<std::string> notes;
+    if (bar_texts[0] == "1") notes.push_back(fixed_scale_note);  // said once, under the bar, not split across its ends
     if (s.minus_inf) notes.push_back("−∞ (masked)");
     if (s.plus_inf) notes.push_back("+∞");
     if (s.nan) notes.push_back("NaN (not a number)");

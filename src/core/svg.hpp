@@ -45,6 +45,10 @@ std::string bars_svg(const TensorRecord& t, const std::string& title, const SvgO
 // The picture of a tensor as its view asks: heatmap_svg, plot_svg or bars_svg, or "" when its
 // view draws none (View::numbers, a plot that is not a non-empty matrix, bars of a matrix with
 // more than one column: the terminal draws none either).
+// The figures' dark palette, a CSS @media (prefers-color-scheme: dark) block for <svg class="fig">:
+// inside every standalone file's <style>, and once in each page of the book.
+std::string_view svg_dark_css();
+
 std::string tensor_svg(const TensorRecord& t, const std::string& title, const SvgOptions& options = {});
 
 // "02-weights-alpha.svg": the lesson number in two digits, the step id and the tensor name,

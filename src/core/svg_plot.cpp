@@ -44,24 +44,24 @@ std::string marker(std::size_t s, double x, double y, const std::string& inside)
     const double r = 3.5;
     switch (s) {
         case 0:
-            return fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\">{}</circle>\n", px(x), px(y), px(r),
-                               colour, inside);
+            return fmt::format("<circle class=\"f{}\" cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\">{}</circle>\n", s, px(x), px(y),
+                               px(r), colour, inside);
         case 1:
-            return fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">{}</rect>\n",
-                               px(x - r), px(y - r), px(2 * r), px(2 * r), colour, inside);
+            return fmt::format("<rect class=\"f{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">{}</rect>\n",
+                               s, px(x - r), px(y - r), px(2 * r), px(2 * r), colour, inside);
         case 2:
-            return fmt::format("<path d=\"M{} {}L{} {}L{} {}Z\" fill=\"{}\">{}</path>\n", px(x), px(y - r - 0.5),
+            return fmt::format("<path class=\"f{}\" d=\"M{} {}L{} {}L{} {}Z\" fill=\"{}\">{}</path>\n", s, px(x), px(y - r - 0.5),
                                px(x + r + 0.5), px(y + r), px(x - r - 0.5), px(y + r), colour, inside);
         case 3:
-            return fmt::format("<path d=\"M{} {}L{} {}L{} {}L{} {}Z\" fill=\"{}\">{}</path>\n", px(x), px(y - r - 1),
+            return fmt::format("<path class=\"f{}\" d=\"M{} {}L{} {}L{} {}L{} {}Z\" fill=\"{}\">{}</path>\n", s, px(x), px(y - r - 1),
                                px(x + r + 1), px(y), px(x), px(y + r + 1), px(x - r - 1), px(y), colour, inside);
         case 4:
-            return fmt::format("<path d=\"M{} {}L{} {}M{} {}L{} {}\" stroke=\"{}\" stroke-width=\"2\">{}</path>\n",
-                               px(x - r), px(y - r), px(x + r), px(y + r), px(x - r), px(y + r), px(x + r), px(y - r),
+            return fmt::format("<path class=\"k{}\" d=\"M{} {}L{} {}M{} {}L{} {}\" stroke=\"{}\" stroke-width=\"2\">{}</path>\n",
+                               s, px(x - r), px(y - r), px(x + r), px(y + r), px(x - r), px(y + r), px(x + r), px(y - r),
                                colour, inside);
         default:
-            return fmt::format("<path d=\"M{} {}L{} {}M{} {}L{} {}\" stroke=\"{}\" stroke-width=\"2\">{}</path>\n",
-                               px(x - r - 0.5), px(y), px(x + r + 0.5), px(y), px(x), px(y - r - 0.5), px(x),
+            return fmt::format("<path class=\"k{}\" d=\"M{} {}L{} {}M{} {}L{} {}\" stroke=\"{}\" stroke-width=\"2\">{}</path>\n",
+                               s, px(x - r - 0.5), px(y), px(x + r + 0.5), px(y), px(x), px(y - r - 0.5), px(x),
                                px(y + r + 0.5), colour, inside);
     }
 }
@@ -72,12 +72,17 @@ std::string dash_attribute(std::size_t s) {
 
 // The x ticks labelled: every k-th (k = 1, 2, 3, ...) for the smallest k at which neighbours
 // keep 8 px apart.
+// Taken from left to right, whatever the order of the rows (h = 0.1, 0.01, ... runs right to left).
 std::vector<std::size_t> shown_ticks(const std::vector<double>& centres, const std::vector<double>& widths) {
+    std::vector<std::size_t> order(centres.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return centres[a] < centres[b]; });
     for (std::size_t stride = 1;; ++stride) {
         std::vector<std::size_t> shown;
         double free_from = -std::numeric_limits<double>::infinity();
         bool fits = true;
-        for (std::size_t i = 0; i < centres.size(); i += stride) {
+        for (std::size_t k = 0; k < order.size(); k += stride) {
+            const std::size_t i = order[k];
             fits = fits && centres[i] - widths[i] / 2 >= free_from;
             free_from = centres[i] + widths[i] / 2 + 8;
             shown.push_back(i);
@@ -92,7 +97,7 @@ std::string empty_picture(const std::string& title, const std::u32string& subtit
         std::ceil(std::max({text_width(title, title_size, true), text_width(subtitle, subtitle_size), 200.0}) + 2 * margin);
     const double height = margin + title_size + 8 + subtitle_size + 14 + caption_size + margin;
     return document_start(width, height, title, options.standalone) + headings(title, subtitle) +
-           fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-style=\"italic\" fill=\"#555555\">{}</text>\n</svg>\n",
+           fmt::format("<text class=\"empty\" x=\"{}\" y=\"{}\" font-size=\"{}\" font-style=\"italic\" fill=\"#555555\">{}</text>\n</svg>\n",
                        px(margin), px(height - margin), px(caption_size), why);
 }
 
@@ -225,7 +230,7 @@ std::string plot_svg(const TensorRecord& t, const std::string& title, const SvgO
                        dash_attribute(c));
         std::vector<std::string> points;
         const auto flush = [&] {
-            if (points.size() > 1) fmt::format_to(out, "<polyline points=\"{}\"/>\n", fmt::join(points, " "));
+            if (points.size() > 1) fmt::format_to(out, "<polyline class=\"k{}\" points=\"{}\"/>\n", c, fmt::join(points, " "));
             points.clear();
         };
         for (std::size_t r = 0; r < rows; ++r) {
@@ -252,8 +257,8 @@ std::string plot_svg(const TensorRecord& t, const std::string& title, const SvgO
         double text_x = ex;
         if (entries[i].series >= 0) {
             const auto s = static_cast<std::size_t>(entries[i].series);
-            fmt::format_to(out, "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{}/>\n",
-                           px(ex), px(y - 4), px(ex + sample_w - 6), px(y - 4), series_colours[s], dash_attribute(s));
+            fmt::format_to(out, "<line class=\"k{}\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{}/>\n",
+                           s, px(ex), px(y - 4), px(ex + sample_w - 6), px(y - 4), series_colours[s], dash_attribute(s));
             svg += marker(s, ex + (sample_w - 6) / 2, y - 4, "");
             text_x += sample_w;
         }
@@ -293,22 +298,29 @@ std::string bars_svg(const TensorRecord& t, const std::string& title, const SvgO
     const double width = std::ceil(std::max({left + bar_area + 8 + value_w + margin,
                                              margin + text_width(title, title_size, true) + margin,
                                              margin + text_width(subtitle, subtitle_size) + margin}));
-    const double height = std::ceil(top + static_cast<double>(n) * (bar_h + bar_gap) + margin);
+    // a row that repeats the one before it (the same label and value: a lesson's "step 400" that is also
+    // its last step) is one bar, not two
+    std::vector<std::size_t> drawn;
+    for (std::size_t i = 0; i < n; ++i)
+        if (i == 0 || labels[i] != labels[i - 1] || !(v[i] == v[i - 1] || (std::isnan(v[i]) && std::isnan(v[i - 1]))))
+            drawn.push_back(i);
+    const double height = std::ceil(top + static_cast<double>(drawn.size()) * (bar_h + bar_gap) + margin);
 
     std::string svg = document_start(width, height, title, options.standalone);
     const SvgOut out(svg);
     svg += headings(title, subtitle);
     fmt::format_to(out, "<g class=\"bars\" font-size=\"{}\" fill=\"#222222\">\n", px(label_size));
-    for (std::size_t i = 0; i < n; ++i) {
-        const double y = top + static_cast<double>(i) * (bar_h + bar_gap);
+    for (std::size_t k = 0; k < drawn.size(); ++k) {
+        const std::size_t i = drawn[k];
+        const double y = top + static_cast<double>(k) * (bar_h + bar_gap);
         const double baseline = y + bar_h / 2 + 0.35 * label_size;
         fmt::format_to(out, "<text class=\"label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", px(left - 10),
                        px(baseline), xml_escaped(labels[i]));
         double end = zero;
         if (std::isfinite(v[i])) {
             end = left + (v[i] - low) / (high - low) * bar_area;
-            fmt::format_to(out, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}: {}</title></rect>\n",
-                           px(std::min(zero, end)), px(y), px(std::fabs(end - zero)), px(bar_h),
+            fmt::format_to(out, "<rect class=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}: {}</title></rect>\n",
+                           v[i] < 0 ? "neg" : "pos", px(std::min(zero, end)), px(y), px(std::fabs(end - zero)), px(bar_h),
                            v[i] < 0 ? "#d55e00" : "#0072b2", xml_escaped(labels[i]), xml_escaped(values[i]));
         }
         fmt::format_to(out, "<text class=\"value\" x=\"{}\" y=\"{}\">{}</text>\n", px(std::max(end, zero) + 6),
