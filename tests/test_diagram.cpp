@@ -79,6 +79,14 @@ TEST_CASE("a diagram's boxes carry the shapes the trace records", "[diagram]") {
     CHECK(box(five, "s").y > box(five, "q").y + box(five, "q").h);
     CHECK(box(five, "a").y > box(five, "s").y + box(five, "s").h);
     CHECK(box(five, "q").x + box(five, "q").w < box(five, "k").x);
+    // the picture is as wide as what it draws, 10 units either side: one box alone is not 540 wide
+    Diagram one;
+    one.id = "one";
+    one.nodes = {{"q", "", "Q", "proj", 0, 1, DiagramNode::Kind::data, ""}};
+    const DiagramLayout alone = layout_diagram(one, small_trace());
+    CHECK(box(alone, "q").x == 10);
+    CHECK(alone.width == box(alone, "q").w + 20);
+    CHECK(alone.width < 200);
 }
 
 TEST_CASE("a diagram naming a tensor or step the trace lacks is refused by name", "[diagram]") {

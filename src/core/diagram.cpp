@@ -257,6 +257,20 @@ DiagramLayout layout_diagram(const Diagram& d, const Trace& trace) {
             f.w = std::max(f.w, right + f.label_w + dg_frame_side - f.x);
         }
     }
+    // the picture as wide as what it draws (a narrow diagram is drawn larger on a phone), at most diagram_width
+    double leftmost = diagram_width, rightmost = 0;
+    for (const auto& b : out.boxes) leftmost = std::min(leftmost, b.x), rightmost = std::max(rightmost, b.x + b.w);
+    for (const auto& f : out.frames) leftmost = std::min(leftmost, f.x), rightmost = std::max(rightmost, f.x + f.w);
+    for (const auto& a : out.arrows)
+        for (const auto& [x, y] : a.points()) leftmost = std::min(leftmost, x), rightmost = std::max(rightmost, x);
+    const double shift = std::floor(std::max(0.0, leftmost - dg_pad));
+    out.width = std::min(diagram_width, std::ceil(rightmost - shift + dg_pad));
+    for (auto& b : out.boxes) b.x -= shift;
+    for (auto& f : out.frames) f.x -= shift, f.label_x -= shift;
+    for (auto& a : out.arrows) {
+        a.x1 -= shift, a.x2 -= shift;
+        for (auto& bend : a.bends) bend.first -= shift;
+    }
     double bottom = 0;
     for (const auto& b : out.boxes) bottom = std::max(bottom, b.y + b.h);
     for (const auto& f : out.frames) bottom = std::max(bottom, f.y + f.h);
