@@ -3,6 +3,7 @@
 // no overlapping boxes and every arrow ends on a box, for every lesson's diagrams drawn from its own
 // trace. tests/book_check.py finds them in every page and their labels in the PDF print.
 #include "core/diagram.hpp"
+#include "core/html.hpp"
 #include "core/xml_text.hpp"
 #include "registry.hpp"
 #include "run.hpp"
@@ -221,6 +222,43 @@ TEST_CASE("every lesson has a diagram drawn from its own trace, laid out without
             for (const auto& n : d.nodes) tensors += n.tensor.empty() ? 0 : 1;
         CHECK(tensors > 0);
     }
+}
+
+// The book's page places each diagram in a figure.diagram with its caption, in the step it names; a lesson
+// stopped before a diagram's tensors leaves that diagram out, one that ran to its end cannot.
+TEST_CASE("a lesson's page holds its diagrams in their steps", "[diagram]") {
+    const Lesson* lesson = find_lesson("self-attention");
+    REQUIRE(lesson != nullptr);
+    const std::vector<Diagram> diagrams = lesson_diagrams(lesson->slug);
+    REQUIRE(diagrams.size() == 1);
+    REQUIRE(diagrams[0].step == "qkv");
+    const auto qkv = std::find(lesson->steps.begin(), lesson->steps.end(), "qkv") - lesson->steps.begin();
+    const std::size_t attention = static_cast<std::size_t>(std::find(lesson->steps.begin(), lesson->steps.end(), "attention") -
+                                                           lesson->steps.begin());
+    Trace prepared(lesson->slug, lesson->quick);
+    prepared.stop_after(attention + 1);
+    const LessonRun run = run_lesson(*lesson, std::move(prepared), false);
+    REQUIRE(run.error == "");
+    std::vector<BookLesson> pages(1);
+    pages[0].number = lesson->number, pages[0].slug = lesson->slug, pages[0].title = lesson->title;
+    pages[0].trace = &run.trace;
+    const std::string page = lesson_page(pages, 0, BookInfo{});
+    CHECK(count(page, "<figure class=\"diagram\">") == 1);
+    const std::size_t figure = page.find("<figure class=\"diagram\">\n<svg ");
+    const std::size_t section = page.find(fmt::format("<section class=\"step\" id=\"step-{}\">", qkv + 1));
+    const std::size_t next = page.find(fmt::format("<section class=\"step\" id=\"step-{}\">", qkv + 2));
+    REQUIRE(figure != std::string::npos);
+    CHECK(section < figure);
+    CHECK(figure < next);
+    CHECK(page.find("<figcaption>" + xml_escaped(diagrams[0].caption) + "</figcaption>") != std::string::npos);
+    // stopped before the step that records O: the page leaves the diagram out if the lesson says it stopped
+    Trace early(lesson->slug, lesson->quick);
+    early.stop_after(static_cast<std::size_t>(qkv) + 1);
+    const LessonRun short_run = run_lesson(*lesson, std::move(early), false);
+    pages[0].trace = &short_run.trace;
+    CHECK_THROWS_WITH(lesson_page(pages, 0, BookInfo{}), Catch::Contains("no step 'attention'"));
+    pages[0].stopped = "stopped by an exercise";
+    CHECK(count(lesson_page(pages, 0, BookInfo{}), "<figure class=\"diagram\">") == 0);
 }
 
 }  // namespace test_diagram
