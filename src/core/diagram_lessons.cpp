@@ -43,7 +43,7 @@ Diagram bottleneck() {
                tensor("Din", "D_in", 4, 0.45, "", "decoder", "[yᵢ₋₁; c]"),
                op("dec", "decoder GRU", 5, 1, "s₀ = c"),
                tensor("S", "S", 6, 1, "", "decoder", "states s₁ …"),
-               tensor("P", "P", 7, 1, "", "decoder", "softmax(W_o sᵢ)")};
+               tensor("P", "P", 7, 1, "", "decoder", "softmax(Wₒ sᵢ)")};
     d.edges = {to("X", "enc"), to("enc", "H"), to("H", "c"), to("c", "dec"), to("c", "Din"), to("Din", "dec"),
                to("dec", "S"), to("S", "P")};
     d.groups = {{"encoder", {"X", "enc", "H"}}, {"decoder", {"Din", "dec", "S", "P"}}};
@@ -107,7 +107,7 @@ Diagram self_attention() {
                tensor("Q", "Q", 1, 0, "", "", "X W_Q"),
                tensor("K", "K", 1, 1, "", "", "X W_K"),
                tensor("V", "V", 1, 2, "", "", "X W_V"),
-               tensor("S", "S", 2, 0.5, "", "attention", "Q Kᵀ / √d_k"),
+               tensor("S", "S", 2, 0.5, "", "attention", "Q Kᵀ / √dₖ"),
                op("softmax", "softmax of each row", 3, 0.5),
                tensor("A", "A_self", 4, 0.5, "A", "attention"),
                op("mix", "A V", 5, 1.2),
@@ -140,22 +140,22 @@ Diagram gru_to_attention() {
 }
 
 Diagram multi_head() {
-    Diagram d{"flow", "Lesson 6: multi-head attention, split into heads, attended, joined and mixed by W^O",
+    Diagram d{"flow", "Lesson 6: multi-head attention, split into heads, attended, joined and mixed by Wᴼ",
               "One projection gives every head's queries (and keys and values) side by side; they are split into h "
-              "heads of width d_k, each head attends on its own, and the heads' outputs are joined and mixed by "
-              "W^O. Shapes from this run (head 1 shown; the others have the same).",
+              "heads of width dₖ, each head attends on its own, and the heads' outputs are joined and mixed by "
+              "Wᴼ. Shapes from this run (head 1 shown; the others have the same).",
               "", 3, {}, {}, {}};
     d.nodes = {tensor("X", "X", 0, 1, "", "inputs"),
-               tensor("Q", "Q", 1, 1, "", "batched", "X W^Q (and K, V)"),
+               tensor("Q", "Q", 1, 1, "", "batched", "X W_Q (and K, V)"),
                op("split", "split into heads", 2, 1),
                tensor("Q1", "Q_1", 3, 0, "", "head-1"),
                tensor("K1", "K_1", 3, 1, "", "head-1"),
                tensor("V1", "V_1", 3, 2, "", "head-1"),
-               tensor("A1", "A_1", 4, 0.5, "", "head-1", "softmax(Q₁K₁ᵀ/√d_k)"),
+               tensor("A1", "A_1", 4, 0.5, "", "head-1", "softmax(Q₁K₁ᵀ/√dₖ)"),
                tensor("h1", "head_1", 5, 1.2, "", "head-1", "A₁ V₁"),
                value("others", "heads 2 … h", 6, 2.5, "same recipe"),
                tensor("cat", "Concat", 7, 1.2, "", "concat"),
-               tensor("Y", "Y", 8, 1.2, "", "concat", "Concat W^O")};
+               tensor("Y", "Y", 8, 1.2, "", "concat", "Concat Wᴼ")};
     d.edges = {to("X", "Q"), to("Q", "split"), to("split", "Q1"), to("split", "K1"), to("split", "V1"), to("Q1", "A1"),
                to("K1", "A1"), to("A1", "h1"), to("V1", "h1"), to("h1", "cat"), to("others", "cat"), to("cat", "Y")};
     d.groups = {{"head 1", {"Q1", "K1", "V1", "A1", "h1"}}};
@@ -224,7 +224,7 @@ Diagram learning_to_align() {
                op("enc", "bidirectional GRU", 1, 0, "H = [h→; h←]"),
                op("att", "α = softmax(score)", 2, 1, "cᵢ = Σⱼ αᵢⱼ hⱼ"),
                op("dec", "decoder GRU", 3, 1, "sᵢ from yᵢ₋₁, cᵢ"),
-               op("out", "softmax(W_o sᵢ + b_o)", 4, 1),
+               op("out", "softmax(Wₒ sᵢ + bₒ)", 4, 1),
                op("loss", "cross-entropy", 5, 1, "teacher-forced"),
                value("losses", "loss curves", 6, 0.6, "per epoch"),
                op("adam", "Adam", 6, 2, "clip, then step")};
@@ -242,7 +242,7 @@ Diagram online_softmax() {
               "divided by l. Shapes from this run.",
               "tiles", 3, {}, {}, {}};
     d.nodes = {tensor("Q", "Q", 0, 0.3), tensor("K", "K", 0, 1.3),
-               op("s", "S = Qᵢ Kⱼᵀ / √d_k", 1, 0.6, "one tile"),
+               op("s", "S = Qᵢ Kⱼᵀ / √dₖ", 1, 0.6, "one tile"),
                op("m", "m ← max(m, rowmax S)", 2, 0.6),
                op("l", "l ← l e^(mₒ−m) + Σ e^(S−m)", 3, 0.6, "mₒ: m before the block"),
                op("o", "O ← O e^(mₒ−m) + e^(S−m) Vⱼ", 4, 0.6),
