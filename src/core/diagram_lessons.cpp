@@ -237,15 +237,15 @@ Diagram learning_to_align() {
 Diagram online_softmax() {
     Diagram d{"flow", "Lesson 10: attention one tile at a time, with a running maximum m and sum l",
               "The keys and values are streamed in blocks. For each block the scores of a block of queries are "
-              "computed, the running maximum m and sum l updated, and the output so far rescaled by e^(m_old − m) "
-              "before the block's weighted values are added. No T × T matrix is ever held; at the end O is "
+              "computed, the running maximum m and sum l updated, and the output so far rescaled by exp(mₒ − m), mₒ the maximum "
+              "before the block, before the block's weighted values are added. No T × T matrix is ever held; at the end O is "
               "divided by l. Shapes from this run.",
               "tiles", 3, {}, {}, {}};
     d.nodes = {tensor("Q", "Q", 0, 0.3), tensor("K", "K", 0, 1.3),
                op("s", "S = Qᵢ Kⱼᵀ / √dₖ", 1, 0.6, "one tile"),
                op("m", "m ← max(m, rowmax S)", 2, 0.6),
-               op("l", "l ← l e^(mₒ−m) + Σ e^(S−m)", 3, 0.6, "mₒ: m before the block"),
-               op("o", "O ← O e^(mₒ−m) + e^(S−m) Vⱼ", 4, 0.6),
+               op("l", "l ← l exp(mₒ−m) + Σ exp(S−m)", 3, 0.6, "mₒ: m before the block"),
+               op("o", "O ← O exp(mₒ−m) + exp(S−m) Vⱼ", 4, 0.6),
                tensor("mt", "m_after_block", 2, 2.5, "m", "", "per block"),
                tensor("lt", "l", 3, 2.5),
                tensor("V", "V", 4, 2.5),
