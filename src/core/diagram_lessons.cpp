@@ -237,9 +237,9 @@ Diagram learning_to_align() {
 Diagram online_softmax() {
     Diagram d{"flow", "Lesson 10: attention one tile at a time, with a running maximum m and sum l",
               "The keys and values are streamed in blocks. For each block the scores of a block of queries are "
-              "computed, the running maximum m and sum l updated, and the output so far rescaled by exp(mₒ − m), mₒ the maximum "
-              "before the block, before the block's weighted values are added. No T × T matrix is ever held; at the end O is "
-              "divided by l. Shapes from this run.",
+              "computed, the running maximum m and sum l updated, and the output so far rescaled by exp(mₒ − m) "
+              "(mₒ: the maximum before the block) before the block's weighted values are added. No T × T matrix "
+              "is ever held; at the end O is divided by l. Shapes from this run.",
               "tiles", 3, {}, {}, {}};
     d.nodes = {tensor("Q", "Q", 0, 0.3), tensor("K", "K", 0, 1.3),
                op("s", "S = Qᵢ Kⱼᵀ / √dₖ", 1, 0.6, "one tile"),
