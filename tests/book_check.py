@@ -17,7 +17,8 @@ below is that part, which svg_check.py calls), then:
    stylesheet link, no url() but fragments); the book is under 8 MB. Lesson 9's page holds the
    loss-curve plot with its four series named in its legend; lesson 2's the alignment heatmap
    with its source and target tokens as labels, on the fixed scale of probabilities, with axis
-   titles.
+   titles. Every lesson page holds a data-flow diagram (an <svg> in a <figure class="diagram"> with
+   a caption).
 2. Browser (when chromium and pdftotext are on PATH), through Chromium's DevTools protocol on a
    pipe (one headless browser for every page): no console error or exception while a page loads;
    at 1280 and at 390 px wide (every <details> opened) no element reaches past the viewport
@@ -32,6 +33,9 @@ below is that part, which svg_check.py calls), then:
    ${XDG_CACHE_HOME:-~/.cache}/attn/axe-core-VERSION, or the file ATTN_AXE_JS names) is injected
    into every page after it loaded, at 1280 px in the light and the dark scheme: any finding of
    impact serious or critical fails, named by rule, element and page.
+   its pictures (Devanagari included, the diagrams' labels too); at 390 px every diagram label is at least
+   10 px tall, and in the dark scheme no diagram box is light; a screenshot of its top is left in
+   OUT_DIR/screenshots.
 
 Exit 0 when everything ran and passed, 1 on a failure, 77 (skipped) when the static part passed
 but chromium or pdftotext is missing, or html5lib (part 1 then fails under CI=true), or when
@@ -100,7 +104,7 @@ def visible_labels(svgs):
     """The label texts a reader sees in a page's pictures (not those cut short with "…")."""
     labels = []
     for root in svgs:
-        for cls in ("row-labels", "col-labels", "bars"):
+        for cls in ("row-labels", "col-labels", "bars", "diagram-labels"):
             labels += [t for t in svg_texts(root, cls) if cls != "bars" or not re.fullmatch(r"-?[0-9.e+-]+|nan|-?inf", t)]
         g = root.find(".//{0}g[@class='legend']".format(SVG_NS))
         if g is not None:
@@ -448,6 +452,20 @@ def check_schemes(browser, page, axe):
 
 STATS = {}
 
+# issue 44: every label of a data-flow diagram at least 10 px tall as drawn (its font size times the
+# picture's scale), and in the dark scheme no diagram box lighter than mid-grey
+DIAGRAM_CHECK = r"""(() => {
+  const texts = [...document.querySelectorAll('figure.diagram svg text')];
+  const small = texts.map(t => [t.textContent,
+      parseFloat(getComputedStyle(t).fontSize) * t.ownerSVGElement.getScreenCTM().a]).filter(p => !(p[1] >= 10))
+      .map(p => p[0] + ' at ' + p[1].toFixed(1) + ' px');
+  const light = [...document.querySelectorAll('figure.diagram svg rect')].filter(r => {
+    const m = getComputedStyle(r).fill.match(/rgb\((\d+), (\d+), (\d+)\)/);
+    return m && matchMedia('(prefers-color-scheme: dark)').matches && (+m[1] + +m[2] + +m[3]) / 3 > 128;
+  }).length;
+  return {texts: texts.length, small: small, light: light};
+})()"""
+
 
 def console_errors(events):
     errors = []
@@ -534,6 +552,16 @@ def check_in_browser(browser, site, page, labels, shots, pdfs, pdftotext, axe=No
             if smallest["smallest"] is not None:
                 STATS["smallest"] = min(STATS.get("smallest", (1e9, ""))[:2], (smallest["smallest"], page + ": " +
                                                                               smallest["where"]))
+            for scheme in ("light", "dark"):
+                browser.call("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]},
+                             session=True)
+                d = browser.call("Runtime.evaluate", {"expression": DIAGRAM_CHECK, "returnByValue": True},
+                                 session=True)["result"]["value"]
+                if d["small"] and scheme == "light":
+                    fail("{} at 390 px: diagram labels under 10 px: {}".format(page, d["small"][:5]))
+                if d["light"]:
+                    fail("{} in the dark scheme: {} diagram boxes stay light".format(page, d["light"]))
+            browser.call("Emulation.setEmulatedMedia", {"features": []}, session=True)
     errors = console_errors(browser.events)
     if errors:
         fail("{}: console errors: {}".format(page, errors[:5]))
@@ -543,7 +571,9 @@ def check_in_browser(browser, site, page, labels, shots, pdfs, pdftotext, axe=No
         return
     text = unicodedata.normalize("NFKC", text)
     loose_text = loose(text)
-    missing = [label for label in labels if label not in text and loose(label) not in loose_text]
+    # the label in the same normal form as the text (the diagrams' subscripts and superscripts: ₜ is t, ᵀ is T)
+    missing = [label for label in labels
+               if label not in text and loose(unicodedata.normalize("NFKC", label)) not in loose_text]
     if missing:
         fail("{}: not in its PDF print: {}".format(page, missing[:10]))
     if len(failures) == before:
@@ -623,6 +653,11 @@ def check_site(attn, site, out_dir, static_only=False, seconds=None):
         before = len(failures)
         svgs, headings = check_page(path, site, ids_of)
         labels_of[f] = headings + visible_labels(svgs)
+        if f != "index.html":  # issue 44: at least one data-flow diagram per lesson, an <svg> in a figure.diagram
+            with open(path, encoding="utf-8") as page:
+                diagrams = re.findall(r'<figure class="diagram">\s*<svg\b.*?</svg>\s*<figcaption>', page.read(), re.S)
+            if not diagrams:
+                fail("{}: no data-flow diagram (an <svg> in a <figure class=\"diagram\"> with a caption)".format(f))
         if len(failures) == before:
             print("OK      {}: HTML5, {} svg as XML, links inside the site".format(f, len(svgs)))
     check_special_pages(site, [(n, p) for (n, _), p in zip(numbers, pages)])

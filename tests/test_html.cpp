@@ -257,7 +257,7 @@ TEST_CASE("a step shows its code folded and escaped, then its notes, and sums up
     trace.export_only("W_trained_2", "", Array(xt::zeros<double>({5})));
     trace.step("other", "Other", "", "");
     BookLesson l;
-    l.number = 4, l.slug = "self-attention", l.title = "Self", l.trace = &trace;
+    l.number = 4, l.slug = "no-diagrams", l.title = "Self", l.trace = &trace;  // a slug without diagrams
     l.extras["attention"].code.push_back({"attend", "src/nn/a.cpp", 12, "Mat attend() { return x < y && \"</code></pre><script>\"; }"});
     l.extras["attention"].notes_html = {"<p class=\"task-link\">note</p>"};
     l.extras["not-a-step"].notes_html = {"<p>never shown</p>"};

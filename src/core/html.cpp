@@ -3,6 +3,7 @@
 // HTML's parser reports as errors replaced), so no label can open an element or break a page.
 #include "html.hpp"
 
+#include "diagram.hpp"
 #include "golden.hpp"
 #include "mathml.hpp"
 #include "render.hpp"
@@ -15,6 +16,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <system_error>
 
@@ -75,6 +77,8 @@ summary { cursor: pointer; color: var(--muted); }
 figure { margin: 0.6rem 0; }
 figure svg { max-width: 100%; height: auto; border-radius: 4px; display: block; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+figure.diagram { margin: 1rem 0; }
+figure.diagram figcaption { color: var(--muted); font-size: 0.9rem; margin-top: 0.3rem; }
 ul.checks { list-style: none; padding-left: 0; }
 ul.checks li { margin: 0.25rem 0; }
 .pass .mark { color: var(--pass); font-weight: bold; }
@@ -328,7 +332,8 @@ std::string step_extras(const BookStepExtras& extras) {
     return out;
 }
 
-std::string step_section(const Step& s, int lesson, std::size_t index, std::size_t count, const BookStepExtras* extras) {
+std::string step_section(const Step& s, int lesson, std::size_t index, std::size_t count, const BookStepExtras* extras,
+                         const std::string& diagrams) {
     std::string out = fmt::format("<section class=\"step\" id=\"step-{}\">\n", index);
     out += fmt::format("<h2><span class=\"muted\">Step {}/{}</span> {} <span class=\"step-id\">[{}]</span></h2>\n", index,
                        count, html_text(s.title), html_text(s.id));
@@ -336,6 +341,7 @@ std::string step_section(const Step& s, int lesson, std::size_t index, std::size
         out += scroll_box("equation", fmt::format("the equation of step {}", index)) + equation_html(s.equation).html +
                "</div>\n";
     if (!s.explanation.empty()) out += "<p class=\"explanation\">" + html_text(s.explanation) + "</p>\n";
+    out += diagrams;
     if (extras) out += step_extras(*extras);
     std::vector<const TensorRecord*> export_only;
     for (std::size_t k = 0; k < s.tensors.size(); ++k) {
@@ -349,6 +355,24 @@ std::string step_section(const Step& s, int lesson, std::size_t index, std::size
         out += "</ul>\n";
     }
     return out + "</section>\n";
+}
+
+// The lesson's data-flow diagrams (core/diagram.hpp) as figures, keyed by the step they belong in ("":
+// after the header). A lesson that stopped early draws those its trace holds the tensors of.
+std::map<std::string, std::string> diagram_figures(const BookLesson& l) {
+    std::map<std::string, std::string> out;
+    if (!l.trace) return out;
+    for (const Diagram& d : lesson_diagrams(l.slug)) {
+        std::string svg;
+        try {
+            svg = diagram_svg(d, *l.trace, fmt::format("l{}-{}", l.number, d.id));
+        } catch (const DiagramError&) {
+            if (l.stopped.empty()) throw;
+            continue;
+        }
+        out[d.step] += "<figure class=\"diagram\">\n" + svg + "<figcaption>" + html_text(d.caption) + "</figcaption>\n</figure>\n";
+    }
+    return out;
 }
 
 std::string page_links(const std::vector<BookLesson>& lessons, std::size_t index, const char* name) {
@@ -384,6 +408,8 @@ std::string lesson_page(const std::vector<BookLesson>& lessons, std::size_t inde
     out += "<p><code>" + html_text(l.reproducibility) + "</code></p>\n";
     if (!l.note.empty()) out += "<p class=\"note\">" + html_text(l.note) + "</p>\n";
     out += "<p>" + check_summary(l) + "</p>\n</header>\n";
+    std::map<std::string, std::string> diagrams = diagram_figures(l);
+    out += diagrams[""];
     const std::vector<Step> none;
     const std::vector<Step>& steps = l.trace ? l.trace->steps() : none;
     out += "<nav class=\"toc\" aria-label=\"Steps\"><strong>Steps</strong>\n<ol>\n";
@@ -396,7 +422,8 @@ std::string lesson_page(const std::vector<BookLesson>& lessons, std::size_t inde
     out += "</ol>\n</nav>\n<main>\n";
     for (std::size_t i = 0; i < steps.size(); ++i) {
         const auto extras = l.extras.find(steps[i].id);
-        out += step_section(steps[i], l.number, i + 1, steps.size(), extras == l.extras.end() ? nullptr : &extras->second);
+        out += step_section(steps[i], l.number, i + 1, steps.size(), extras == l.extras.end() ? nullptr : &extras->second,
+                            diagrams[steps[i].id]);
     }
     if (!l.stopped.empty())
         out += "<p class=\"stopped\"><strong>The lesson stopped here.</strong> " + html_text(l.stopped) + "</p>\n";

@@ -1,7 +1,7 @@
 // The book (attn book --out DIR): every lesson's trace as a static HTML page, and an index.
 // Each page holds the lesson's steps with their titles, equations (MathML, core/mathml.hpp),
 // explanations, tensors (tables; large ones and drawn parameters folded under <details>),
-// pictures (inline SVG from core/svg.hpp) and checks; a table of contents, and links to the
+// pictures (inline SVG from core/svg.hpp), data-flow diagrams (core/diagram.hpp) and checks; a table of contents, and links to the
 // previous and next lesson and to the index. No script, no font, no style and no image from
 // elsewhere: one small stylesheet inside each page, with light and dark colours and print rules.
 // Every text a trace holds is escaped (a student's build records whatever its functions make),
