@@ -5,6 +5,7 @@
 
 #include "golden.hpp"
 #include "mathml.hpp"
+#include "prose.hpp"
 #include "render.hpp"
 #include "svg.hpp"
 #include "xml_text.hpp"
@@ -129,23 +130,24 @@ std::vector<std::optional<std::size_t>> shown(std::size_t n, std::size_t limit) 
     return out;
 }
 
-std::string label_or_index(const std::vector<std::string>& labels, std::size_t i, std::size_t n) {
-    return labels.size() == n ? html_text(labels[i]) : std::to_string(i);
+std::string label_or_index(const std::vector<std::string>& labels, std::size_t i, std::size_t n, const ProseLinks* links) {
+    return labels.size() == n ? prose_html(labels[i], links) : std::to_string(i);
 }
 
 // A matrix view as a table: column labels above, row labels on the left.
 std::string matrix_table(const double* data, std::size_t rows, std::size_t cols, const std::vector<std::string>& row_labels,
-                         const std::vector<std::string>& col_labels, const NumberStyle& style, bool show_cols = true) {
+                         const std::vector<std::string>& col_labels, const NumberStyle& style, bool show_cols = true,
+                         const ProseLinks* links = nullptr) {
     std::string out = "<div class=\"scroll\"><table>\n";
     const auto shown_rows = shown(rows, table_rows), shown_cols = shown(cols, table_cols);
     if (show_cols) {
         out += "<thead><tr><th></th>";
-        for (const auto& c : shown_cols) out += "<th>" + (c ? label_or_index(col_labels, *c, cols) : "…") + "</th>";
+        for (const auto& c : shown_cols) out += "<th>" + (c ? label_or_index(col_labels, *c, cols, links) : "…") + "</th>";
         out += "</tr></thead>\n";
     }
     out += "<tbody>\n";
     for (const auto& r : shown_rows) {
-        out += "<tr><th>" + (r ? label_or_index(row_labels, *r, rows) : "…") + "</th>";
+        out += "<tr><th>" + (r ? label_or_index(row_labels, *r, rows, links) : "…") + "</th>";
         for (const auto& c : shown_cols)
             out += "<td>" + (r && c ? html_text(format_in_style(data[*r * cols + *c], style)) : std::string("…")) + "</td>";
         out += "</tr>\n";
@@ -163,16 +165,16 @@ std::string slice_name(const Shape& shape, std::size_t slice) {
     return fmt::format("[{}, :, :]", fmt::join(index, ", "));
 }
 
-std::string numbers_of(const TensorRecord& t) {
+std::string numbers_of(const TensorRecord& t, const ProseLinks* links) {
     const NumberStyle style = number_style(t.value, 4);
     const Shape shape = t.shape();
     const double* data = t.value.data();
     switch (shape.size()) {
         case 0: return "<p class=\"scalar\"><code>" + html_text(format_in_style(*data, style)) + "</code></p>\n";
         case 1:  // labelled: one element per line, the labels readable; else one row
-            if (t.rows.size() == shape[0]) return matrix_table(data, shape[0], 1, t.rows, {}, style, false);
-            return matrix_table(data, 1, shape[0], {}, {}, style);
-        case 2: return matrix_table(data, shape[0], shape[1], t.rows, t.cols, style);
+            if (t.rows.size() == shape[0]) return matrix_table(data, shape[0], 1, t.rows, {}, style, false, links);
+            return matrix_table(data, 1, shape[0], {}, {}, style, true, links);
+        case 2: return matrix_table(data, shape[0], shape[1], t.rows, t.cols, style, true, links);
         default: break;
     }
     // rank 3 and more: one table per slice; for rank 3, axis 0 names the slices, axis 1 the rows
@@ -185,9 +187,9 @@ std::string numbers_of(const TensorRecord& t) {
             continue;
         }
         const bool named = shape.size() == 3 && t.rows.size() == shape[0];
-        out += "<p class=\"muted\">" + html_text(slice_name(shape, *s)) + (named ? " " + html_text(t.rows[*s]) : "") + "</p>\n";
+        out += "<p class=\"muted\">" + html_text(slice_name(shape, *s)) + (named ? " " + prose_html(t.rows[*s], links) : "") + "</p>\n";
         out += matrix_table(data + *s * rows * cols, rows, cols, shape.size() == 3 ? t.cols : std::vector<std::string>{},
-                            {}, style);
+                            {}, style, true, links);
     }
     return out;
 }
@@ -206,12 +208,12 @@ std::string parameter_line(const TensorRecord& t) {
 }
 
 std::string tensor_block(const TensorRecord& t, const Step& step, int lesson, std::size_t step_index,
-                         std::size_t tensor_index) {
+                         std::size_t tensor_index, const ProseLinks& links) {
     const Shape shape = t.shape();
     std::string out = fmt::format("<div class=\"tensor{}\" id=\"s{}-t{}\">\n", t.measured ? " measured" : "", step_index,
                                   tensor_index);
     out += "<h3><code>" + html_text(t.name) + "</code> <span class=\"shape\">" + html_text(shape_string(shape)) + "</span>";
-    if (!t.equation.empty()) out += " <span class=\"tensor-eq\">= " + equation_html(t.equation).html + "</span>";
+    if (!t.equation.empty()) out += " <span class=\"tensor-eq\">= " + equation_html(t.equation, &links).html + "</span>";
     out += "</h3>\n";
     if (t.measured) out += "<p class=\"note\">Measured on the machine that wrote this page: it differs from run to run.</p>\n";
     SvgOptions svg;
@@ -225,36 +227,60 @@ std::string tensor_block(const TensorRecord& t, const Step& step, int lesson, st
         out += "<p class=\"muted\">empty: no numbers</p>\n";
     } else if (t.drawn && t.value.size() > 1) {
         out += "<details><summary>" + html_text(parameter_line(t)) + "; the numbers, " + html_text(shape_string(shape)) +
-               "</summary>\n" + numbers_of(t) + "</details>\n";
+               "</summary>\n" + numbers_of(t, &links) + "</details>\n";
     } else if (small) {
-        out += numbers_of(t);
+        out += numbers_of(t, &links);
     } else {
         out += "<details><summary>the numbers, " + html_text(shape_string(shape)) +
                (t.value.size() > table_rows * table_cols ? " (the first and last rows and columns)" : "") +
-               "</summary>\n" + numbers_of(t) + "</details>\n";
+               "</summary>\n" + numbers_of(t, &links) + "</details>\n";
     }
     return out + "</div>\n";
 }
 
-std::string check_item(const CheckRecord& c) {
+std::string check_item(const CheckRecord& c, const ProseLinks& links) {
     const char* relation = c.max_abs_error <= c.tolerance ? "≤" : c.max_abs_error > c.tolerance ? "&gt;" : "not ≤";
     return fmt::format(
         "<li class=\"check {}\"><span class=\"mark\">{}</span> {} <span class=\"numbers\">(max |error| {} {} tolerance "
         "{})</span></li>\n",
-        c.holds ? "pass" : "fail", c.holds ? "✓" : "✗", html_text(c.claim), html_text(fmt::format("{:.3g}", c.max_abs_error)),
+        c.holds ? "pass" : "fail", c.holds ? "✓" : "✗", prose_html(c.claim, &links), html_text(fmt::format("{:.3g}", c.max_abs_error)),
         relation, html_text(fmt::format("{:.3g}", c.tolerance)));
 }
 
-std::string step_section(const Step& s, int lesson, std::size_t index, std::size_t count) {
+// The lessons a page's "lesson N" and "step [id]" can link to: those of the book being written.
+ProseLinks book_links(const std::vector<BookLesson>& lessons, int current) {
+    ProseLinks links;
+    links.current = current;
+    for (const auto& l : lessons) {
+        ProseLinks::Lesson lesson;
+        lesson.number = l.number;
+        lesson.page = book_page_name(l.number, l.slug);
+        if (l.trace)
+            for (const auto& s : l.trace->steps()) lesson.step_ids.push_back(s.id);
+        lesson.anchors = step_anchors(lesson.step_ids);
+        links.lessons.push_back(std::move(lesson));
+    }
+    return links;
+}
+
+// A step's section: id "step-N" and, on its heading, the anchor of its id (step_anchors) that
+// cross-references link to.
+std::string step_section(const Step& s, int lesson, std::size_t index, std::size_t count, const std::string& anchor,
+                         const ProseLinks& links) {
     std::string out = fmt::format("<section class=\"step\" id=\"step-{}\">\n", index);
-    out += fmt::format("<h2><span class=\"muted\">Step {}/{}</span> {} <span class=\"step-id\">[{}]</span></h2>\n", index,
-                       count, html_text(s.title), html_text(s.id));
-    if (!s.equation.empty()) out += "<div class=\"equation\">" + equation_html(s.equation).html + "</div>\n";
-    if (!s.explanation.empty()) out += "<p class=\"explanation\">" + html_text(s.explanation) + "</p>\n";
-    for (std::size_t k = 0; k < s.tensors.size(); ++k) out += tensor_block(s.tensors[k], s, lesson, index, k + 1);
+    out += fmt::format("<h2 id=\"{}\"><span class=\"muted\">Step {}/{}</span> {} <span class=\"step-id\">[{}]</span></h2>\n",
+                       html_text(anchor), index, count, prose_html(s.title), html_text(s.id));
+    if (!s.equation.empty()) out += "<div class=\"equation\">" + equation_html(s.equation, &links).html + "</div>\n";
+    if (!s.explanation.empty()) {
+        // short paragraphs of a few sentences each (prose_paragraphs)
+        out += "<div class=\"explanation\">\n";
+        for (const auto& paragraph : prose_paragraphs(s.explanation)) out += "<p>" + prose_html(paragraph, &links) + "</p>\n";
+        out += "</div>\n";
+    }
+    for (std::size_t k = 0; k < s.tensors.size(); ++k) out += tensor_block(s.tensors[k], s, lesson, index, k + 1, links);
     if (!s.checks.empty()) {
         out += "<ul class=\"checks\">\n";
-        for (const auto& c : s.checks) out += check_item(c);
+        for (const auto& c : s.checks) out += check_item(c, links);
         out += "</ul>\n";
     }
     return out + "</section>\n";
@@ -291,7 +317,8 @@ std::string lesson_page(const std::vector<BookLesson>& lessons, std::size_t inde
     out += "<header>\n<h1>" + html_text(lesson_name(l)) + "</h1>\n";
     if (!l.sources.empty()) out += "<p class=\"sources\">after " + html_text(l.sources) + "</p>\n";
     out += "<p><code>" + html_text(l.reproducibility) + "</code></p>\n";
-    if (!l.note.empty()) out += "<p class=\"note\">" + html_text(l.note) + "</p>\n";
+    const ProseLinks links = book_links(lessons, l.number);
+    if (!l.note.empty()) out += "<p class=\"note\">" + prose_html(l.note, &links) + "</p>\n";
     out += "<p>" + check_summary(l) + "</p>\n</header>\n";
     const std::vector<Step> none;
     const std::vector<Step>& steps = l.trace ? l.trace->steps() : none;
@@ -299,13 +326,15 @@ std::string lesson_page(const std::vector<BookLesson>& lessons, std::size_t inde
     for (std::size_t i = 0; i < steps.size(); ++i) {
         std::size_t failed = 0;
         for (const auto& c : steps[i].checks) failed += c.holds ? 0 : 1;
-        out += fmt::format("<li><a href=\"#step-{}\">{}</a>{}</li>\n", i + 1, html_text(steps[i].title),
+        out += fmt::format("<li><a href=\"#step-{}\">{}</a>{}</li>\n", i + 1, prose_html(steps[i].title),
                            failed ? fmt::format(" <span class=\"failed\">✗ {} failed</span>", failed) : "");
     }
     out += "</ol>\n</nav>\n<main>\n";
-    for (std::size_t i = 0; i < steps.size(); ++i) out += step_section(steps[i], l.number, i + 1, steps.size());
+    const ProseLinks::Lesson& own = links.lessons.at(index);
+    for (std::size_t i = 0; i < steps.size(); ++i)
+        out += step_section(steps[i], l.number, i + 1, steps.size(), own.anchors.at(i), links);
     if (!l.stopped.empty())
-        out += "<p class=\"stopped\"><strong>The lesson stopped here.</strong> " + html_text(l.stopped) + "</p>\n";
+        out += "<p class=\"stopped\"><strong>The lesson stopped here.</strong> " + prose_html(l.stopped, &links) + "</p>\n";
     out += "</main>\n<footer>\n" + page_links(lessons, index);
     out += "<p class=\"muted\">Written by " + html_text(info.made_by) + ".</p>\n</footer>\n</body>\n</html>\n";
     return out;
@@ -326,9 +355,10 @@ std::string book_index(const std::vector<BookLesson>& lessons, const BookInfo& i
                            l.number, html_text(book_page_name(l.number, l.slug)), html_text(l.title),
                            l.trace ? l.trace->steps().size() : 0, check_summary(l), html_text(l.sources));
     out += "</tbody></table></div>\n<h2>Reproducing these pages</h2>\n<p>Each lesson ran as:</p>\n<ul>\n";
+    const ProseLinks links = book_links(lessons, 0);
     for (const auto& l : lessons) {
         out += "<li><code>" + html_text(l.reproducibility) + "</code>";
-        if (!l.note.empty()) out += " <span class=\"note\">" + html_text(l.note) + "</span>";
+        if (!l.note.empty()) out += " <span class=\"note\">" + prose_html(l.note, &links) + "</span>";
         out += "</li>\n";
     }
     out += "</ul>\n</main>\n<footer>\n<p class=\"muted\">Written by " + html_text(info.made_by) + ".</p>\n</footer>\n</body>\n</html>\n";
