@@ -84,6 +84,9 @@ TEST_CASE("prose_html typesets the maths among words and leaves the words as tex
     CHECK(has(lengths, "<mn>4096</mn></mrow></math> tokens"));
     CHECK(has(prose_html("the cost O(T^2 d)."), "<msup><mi>T</mi><mrow><mn>2</mn></mrow></msup><mi>d</mi>"));
 
+    // an accent written as a combining mark: h̄_s is h̄ with s below
+    CHECK(has(prose_html("the state h\u0304_s here"), "<msub><mi>h\u0304</mi><mrow><mi>s</mi></mrow></msub>"));
+
     // W_in is W with "in" below, not W with "∈"
     const std::string in = prose_html("the weights W_in of the input");
     CHECK(has(in, "<msub><mi>W</mi><mrow><mi>i</mi><mi>n</mi></mrow></msub>"));

@@ -417,6 +417,13 @@ std::string piece_html(const std::u32string& piece, bool& translated, const Pros
         for (auto at = spaces.rbegin(); at != spaces.rend(); ++at) {
             const std::u32string head = piece.substr(0, *at);
             if (head.find_first_of(U"=_^([") == std::u32string::npos) continue;
+            // a head that ends in an operator or a sum wants the words after it as its operand
+            // ("p_n = sum clipped n-gram matches"): not a formula of its own
+            const std::size_t last_space = head.find_last_of(U' ');
+            const std::u32string last = last_space == std::u32string::npos ? head : head.substr(last_space + 1);
+            if (last == U"sum" || last == U"prod" || last == U"=" || last == U"+" || last == U"-" || last == U"*" ||
+                last == U"/")
+                continue;
             if (const auto math = formula_mathml(utf8_of(head)))
                 return *math + " <span class=\"eq-text\">" + prose_html(utf8_of(spaces_trimmed(piece.substr(*at))), links) + "</span>";
         }

@@ -294,7 +294,7 @@ bool hard_sign(const Text& s, std::size_t b, std::size_t e) {
     for (std::size_t i = b; i < e; ++i) {
         const char32_t c = s[i], next = i + 1 < e ? s[i + 1] : 0;
         if ((c == U'_' || c == U'^') && i > b && next != 0 && next != U' ' &&
-            (is_letter(s[i - 1]) || is_greek(s[i - 1]) || is_digit(s[i - 1]) || s[i - 1] == U'\'' || s[i - 1] == U'~' || is_close(s[i - 1]) ||
+            (is_letter(s[i - 1]) || is_greek(s[i - 1]) || is_digit(s[i - 1]) || (s[i - 1] >= 0x0300 && s[i - 1] <= 0x036F) || s[i - 1] == U'\'' || s[i - 1] == U'~' || is_close(s[i - 1]) ||
              s[i - 1] == U'→' || s[i - 1] == U'←'))
             return true;
         if ((c == U'|' && next == U'|') || (c == U'<' && next == U'=') || (c == U'>' && next == U'=') ||
