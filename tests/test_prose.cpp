@@ -115,6 +115,12 @@ TEST_CASE("prose_html keeps words out of formulas where a formula would say some
     CHECK(has(stop, "</math>. <math>"));
     // "=" alone is no formula
     CHECK(!has(prose_html("the words = the tokens"), "<math>"));
+    // 24-31 is a range, not 24 minus 31
+    const std::string range = prose_html("from T_x 24-31 on");
+    CHECK(has(range, "</math> 24-31 on"));
+    CHECK(!has(range, "<mn>24</mn>"));
+    // a hat before a semicolon is still an accent
+    CHECK(has(prose_html("orthogonal to x^; with"), "<mover accent=\"true\"><mi>x</mi><mo>^</mo></mover></mrow></math>; with"));
 }
 
 TEST_CASE("prose_html shows C++ names, settings and what it cannot translate as code", "[prose]") {
@@ -130,6 +136,11 @@ TEST_CASE("prose_html shows C++ names, settings and what it cannot translate as 
     const std::string twice = prose_html("the tensor H_6_rev here");
     CHECK(has(twice, "<code>H_6_rev</code>"));
     CHECK(!has(twice, "<math>"));
+    // a bracket the translator refuses is code up to its close; an arrow between words is its sign
+    CHECK(has(prose_html("within 4 sqrt(3.5 / pairs) of it"), "within 4 <code>sqrt(3.5 / pairs)</code> of it"));
+    const std::string arrow = prose_html("\"the man\" -> \"l'homme\"");
+    CHECK(has(arrow, "&quot; → &quot;"));
+    CHECK(!has(arrow, "-&gt;"));
     // a short subscript on an operator is maths, a long one a C++ name
     CHECK(has(prose_html("max_k of it"), "<math>"));
     CHECK(has(prose_html("sum_pairs of it"), "<code>sum_pairs</code>"));

@@ -42,12 +42,12 @@ const std::array<std::pair<std::u32string_view, std::u32string_view>, 19> greek 
 }};
 
 // Names set upright as they are: functions, and a few variables the lessons name in words.
-const std::array<std::u32string_view, 32> upright_names = {
+const std::array<std::u32string_view, 35> upright_names = {
     U"exp",       U"log",       U"ln",      U"tanh",    U"sigmoid",   U"softmax",     U"max",   U"min",
     U"argmax",    U"argmin",    U"sin",     U"cos",     U"diag",      U"mean",        U"var",   U"Var",
     U"Concat",    U"MultiHead", U"Attention", U"CrossAttention", U"Decoder", U"Encoder", U"nextafter",
     U"partner",   U"partners",  U"lr",      U"logits",  U"warmup",    U"time",        U"growth",
-    U"head",      U"pos",
+    U"head",      U"pos",       U"score",   U"lp",      U"count",
 };
 
 std::u32string_view greek_letter(std::u32string_view word) {

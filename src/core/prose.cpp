@@ -212,6 +212,7 @@ bool snake_code(const Text& run) {
     if (base.size() == 1) return false;                                    // x_t, d_model
     if (greek_name(base) || all_capitals(base)) return false;              // alpha_ij, PE_p, LN_1
     if (base.size() == 2 && base[0] == U'd') return false;                 // dW_a, dS_ij
+    if (base.size() == 2 && underscores == 1 && run.size() - first - 1 <= 2) return false;  // en_r, es_r
     if (base[0] == U'd' && greek_name(base.substr(1))) return false;       // dalpha_ij
     if (std::find(operator_names.begin(), operator_names.end(), base) != operator_names.end()) {
         const Text sub = run.substr(first + 1);
@@ -439,7 +440,11 @@ private:
         }
         const std::u32string_view text = std::u32string_view(s_).substr(c.begin, c.end - c.begin);
         if (text.find(U"  ") != std::u32string_view::npos) return std::nullopt;
-        if (!hard_sign(s_, c.begin, c.end) && !soft_sign(s_, c.begin, c.end) && i == j) return std::nullopt;
+        const std::size_t b = pieces_[i].begin, e = pieces_[j].end;
+        if (!hard_sign(s_, b, e) && !soft_sign(s_, b, e) && i == j) return std::nullopt;
+        // 24-31 is a range of numbers, not a difference
+        for (std::size_t p = c.begin + 1; p + 1 < c.end; ++p)
+            if (s_[p] == U'-' && is_digit(s_[p - 1]) && is_digit(s_[p + 1])) return std::nullopt;
         auto math = formula_mathml(utf8(text));
         if (!math) return std::nullopt;
         return Mark{c.begin, c.end, Mark::formula, *math};
@@ -493,11 +498,28 @@ void mark_maths(const Text& s, const std::vector<char>& owned, std::vector<Mark>
             floor = k + 1;
             continue;
         }
-        // maths the translator will not say: shown as code, as written
-        const Core c = trimmed(s, pieces[k].begin, pieces[k].end);
-        marks.push_back({c.begin, c.end, Mark::code, {}});
-        ++counts.code;
-        floor = k + 1;
+        // maths the translator will not say: shown as code, as written (a bracket it opens with the
+        // words up to its close: sqrt(3.5 / pairs)); a relation or an arrow alone as its sign
+        std::size_t last = k;
+        const auto open_brackets = [&](std::size_t to) {
+            long depth = 0;
+            for (std::size_t p = pieces[k].begin; p < pieces[to].end; ++p) depth += is_open(s[p]) ? 1 : is_close(s[p]) ? -1 : 0;
+            return depth;
+        };
+        while (open_brackets(last) > 0 && last + 1 < pieces.size() && last < k + 8 && run_of[last + 1] == run_of[k]) ++last;
+        if (open_brackets(last) != 0) last = k;
+        const Core c = trimmed(s, pieces[k].begin, pieces[last].end);
+        static const std::array<std::pair<std::u32string_view, std::u32string_view>, 5> signs = {
+            {{U"->", U"→"}, {U"<-", U"←"}, {U"<=", U"≤"}, {U">=", U"≥"}, {U"!=", U"≠"}}};
+        const std::u32string_view core = std::u32string_view(s).substr(c.begin, c.end - c.begin);
+        const auto sign = std::find_if(signs.begin(), signs.end(), [&](const auto& p) { return p.first == core; });
+        if (sign != signs.end()) {
+            marks.push_back({c.begin, c.end, Mark::formula, utf8(sign->second)});
+        } else {
+            marks.push_back({c.begin, c.end, Mark::code, {}});
+            ++counts.code;
+        }
+        floor = last + 1;
     }
 }
 
