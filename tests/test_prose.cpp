@@ -119,6 +119,9 @@ TEST_CASE("prose_html keeps words out of formulas where a formula would say some
     const std::string range = prose_html("from T_x 24-31 on");
     CHECK(has(range, "</math> 24-31 on"));
     CHECK(!has(range, "<mn>24</mn>"));
+    // a lone x after "|" is a variable: p(y_i | x) is one formula
+    CHECK(prose_html("the p(y_i | x) here").rfind("the <math>", 0) == 0);
+    CHECK(prose_html("of log p(y_i | y_<i, x).").rfind("of <math><mrow><mi>log</mi>", 0) == 0);
     // a hat before a semicolon is still an accent
     CHECK(has(prose_html("orthogonal to x^; with"), "<mover accent=\"true\"><mi>x</mi><mo>^</mo></mover></mrow></math>; with"));
 }

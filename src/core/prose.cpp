@@ -321,8 +321,8 @@ bool soft_sign(const Text& s, std::size_t b, std::size_t e) {
 }
 
 bool operator_word(std::u32string_view w) {
-    static const std::array<std::u32string_view, 17> ops = {U"=", U"+", U"-", U"*", U"/", U"->", U"<-", U"<=",
-                                                           U">=", U"!=", U":=", U"~", U"≈", U"x", U"·", U"−", U"."};
+    static const std::array<std::u32string_view, 18> ops = {U"=", U"+", U"-", U"*", U"/", U"->", U"<-", U"<=",
+                                                           U">=", U"!=", U":=", U"~", U"≈", U"x", U"·", U"−", U".", U"|"};
     return std::find(ops.begin(), ops.end(), w) != ops.end();
 }
 
@@ -407,8 +407,11 @@ private:
             // (a lone x at an end is a variable, held by the article rule below)
             const auto end_operator = [&](std::size_t k) { return operator_word(word(k)) && word(k) != U"x"; };
             if (end_operator(i) || end_operator(j) || word(j) == U"sum" || word(j) == U"prod") return std::nullopt;
-            if (loose_letter(word(i)) && !operator_word(word(i + 1))) return std::nullopt;
-            if (loose_letter(word(j)) && !operator_word(word(j - 1))) return std::nullopt;
+            // (inside brackets it is a variable: "(x, y_t)", "p(y_i | y_<i, x)")
+            if (loose_letter(word(i)) && !operator_word(word(i + 1)) && !is_open(s_[pieces_[i].begin])) return std::nullopt;
+            if (loose_letter(word(j)) && !operator_word(word(j - 1)) && !is_close(s_[pieces_[j].end - 1]) &&
+                !(pieces_[j].end - pieces_[j].begin >= 2 && is_close(s_[pieces_[j].end - 2])))
+                return std::nullopt;
             // no sentence ends inside: a full stop, colon or semicolon at depth 0 before the last piece
             int depth = 0;
             for (std::size_t k = i; k <= j; ++k) {
