@@ -51,7 +51,8 @@ nav.toc ol { margin: 0.3rem 0; padding-left: 1.6rem; }
 .equation { background: var(--panel); padding: 0.5rem 0.8rem; border-radius: 6px; overflow-x: auto; margin: 0.6rem 0; }
 math { font-size: 1.1em; }
 .eq-piece { white-space: nowrap; }
-.explanation p, ul.checks li, h2, h3, nav.toc li, p.note, p.muted, .stopped { overflow-x: auto; }
+.explanation p, ul.checks li, h2, h3, nav.toc li, p.note, p.muted, .stopped { overflow-x: auto; overflow-y: hidden; }
+.explanation p, ul.checks li, nav.toc li, p.note, p.muted, .stopped { padding-block: 0.3em; }
 .scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; font-size: 0.85rem; margin: 0.3rem 0; font-variant-numeric: tabular-nums; }
 th, td { padding: 0.1rem 0.55rem; text-align: right; white-space: nowrap; }
