@@ -14,7 +14,9 @@ below is that part, which svg_check.py calls), then:
    parses as HTML5 with html5lib's strict parser (Debian's python3-html5lib), every <svg> and
    every <math> as XML; every link and reference resolves inside the site (a file of it, and an
    id of that file for a #fragment), nothing is loaded from anywhere (no script, no src, no
-   stylesheet link, no url() but fragments); the book is under 8 MB. Lesson 9's page holds the
+   stylesheet link, no url() but fragments); the book is under 8 MB. No ASCII maths (x_t, sqrt(d),
+   <=, alpha, ...) in the text outside <math>, <code>, <svg> and <style>, and every "lesson N" and
+   "[step-id]" outside a heading is a link (count_prose). Lesson 9's page holds the
    loss-curve plot with its four series named in its legend; lesson 2's the alignment heatmap
    with its source and target tokens as labels, on the fixed scale of probabilities, with axis
    titles. Every lesson page holds a data-flow diagram (an <svg> in a <figure class="diagram"> with
@@ -164,11 +166,71 @@ def check_page(path, site, ids_of):
     title = document.find(".//h1")
     headings = ["".join(title.itertext())] if title is not None else []
     for h2 in document.iter("h2"):
-        spans = [s for s in h2 if s.tag == "span"]
-        text = (h2.text or "") + "".join((s.tail or "") for s in spans)
-        if text.strip():
-            headings.append(text.strip())
+        # the title's words around its formulas, each run on its own (a formula prints as drawn)
+        runs, run = [], h2.text or ""
+        for child in h2:
+            if not (isinstance(child.tag, str) and child.tag.split("}")[-1] == "span"):
+                runs.append(run)
+                run = ""
+            run += child.tail or ""
+        runs.append(run)
+        headings += [r.strip() for r in runs if len(r.strip()) >= 3]
     return svgs, headings
+
+
+# ---------------------------------------------------------------- maths and cross-references
+
+GREEK = r"alpha|beta|gamma|delta|Delta|epsilon|eps|theta|lambda|mu|sigma|Sigma|tau|phi|omega|eta|nu|rho"
+# Maths written in ASCII: a name with a sub- or superscript (x_t, h~_t, W^Q, T^2, Δ_first), a
+# script after a bracket ((K^n)^T), sqrt(, ||, <=, >=, !=, an arrow between operands, a Greek
+# letter's name as a word.
+ASCII_MATHS = re.compile(
+    r"[A-Za-z\u0391-\u03c9][A-Za-z0-9\u0300-\u036f]*['~]*[_^][A-Za-z0-9{(<+*-]"
+    r"|[)\]][_^][A-Za-z0-9{(]"
+    r"|sqrt\(|\|\||<=|>=|!="
+    r"|[A-Za-z0-9)\]]\s*->\s*[A-Za-z0-9(\[]"
+    r"|(?<![A-Za-z0-9_])(?:" + GREEK + r")(?![A-Za-z0-9_])")
+LESSON_MENTION = re.compile(r"\b[Ll]essons? \d+")
+
+
+def text_outside(raw, names):
+    """The text of a page's body without the elements `names` (none of which nests in itself), tags
+    removed and entities decoded; elements end where the next starts, so words do not join."""
+    import html
+    body = raw[raw.find("<body"):]
+    for name in names:
+        body = re.sub(r"<{0}\b.*?</{0}>".format(name), " ", body, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]*>", " ", body))
+
+
+def count_prose(site, pages):
+    """Fails on any ASCII maths in the text a reader sees (outside <math>, <code>, <svg>, <style>),
+    and on a mention of a lesson or a step ([id] of any page's step) that is not a link."""
+    raws = {}
+    for page in pages:
+        path = os.path.join(site, page)
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                raws[page] = f.read()
+    step_ids = set()
+    for raw in raws.values():
+        step_ids |= set(re.findall(r'<span class="step-id">\[([^\]<]*)\]</span>', raw))
+    step_mention = re.compile(r"\[(?:{})\]".format("|".join(re.escape(i) for i in sorted(step_ids)))) if step_ids else None
+    maths, unlinked = [], []
+    for page, raw in raws.items():
+        text = text_outside(raw, ("math", "code", "svg", "style", "title"))
+        maths += [(page, text[max(0, m.start() - 40):m.end() + 30]) for m in ASCII_MATHS.finditer(text)]
+        # what a reader could want to follow: outside links, headings (a step's own [id]) and navigation
+        text = text_outside(raw, ("a", "h1", "h2", "nav", "math", "code", "svg", "style", "title"))
+        found = list(LESSON_MENTION.finditer(text)) + (list(step_mention.finditer(text)) if step_mention else [])
+        unlinked += [(page, text[max(0, m.start() - 40):m.end() + 30]) for m in found]
+    for what, found in (("ASCII maths outside <math> and <code>", maths),
+                        ("mentions of a lesson or step that are not links", unlinked)):
+        if found:
+            fail("{} of them: {}".format(what, len(found)) + "".join(
+                "\n        {}: ...{}...".format(page, " ".join(context.split())) for page, context in found[:8]))
+        else:
+            print("OK      no {} ({} pages)".format(what, len(raws)))
 
 
 def ids_in(path):
@@ -653,7 +715,7 @@ def check_site(attn, site, out_dir, static_only=False, seconds=None):
         before = len(failures)
         svgs, headings = check_page(path, site, ids_of)
         labels_of[f] = headings + visible_labels(svgs)
-        if f != "index.html":  # issue 44: at least one data-flow diagram per lesson, an <svg> in a figure.diagram
+        if f not in ("index.html", "exercises.html"):  # issue 44: at least one data-flow diagram per lesson, an <svg> in a figure.diagram
             with open(path, encoding="utf-8") as page:
                 diagrams = re.findall(r'<figure class="diagram">\s*<svg\b.*?</svg>\s*<figcaption>', page.read(), re.S)
             if not diagrams:
@@ -662,6 +724,7 @@ def check_site(attn, site, out_dir, static_only=False, seconds=None):
             print("OK      {}: HTML5, {} svg as XML, links inside the site".format(f, len(svgs)))
     check_special_pages(site, [(n, p) for (n, _), p in zip(numbers, pages)])
     check_code_and_exercises(site, pages)
+    count_prose(site, ["index.html", "exercises.html"] + pages)
     if failures:
         print("{} failed".format(len(failures)))
         return 1

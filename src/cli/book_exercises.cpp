@@ -1,5 +1,6 @@
 #include "cli/book_exercises.hpp"
 
+#include "core/prose.hpp"
 #include "core/xml_text.hpp"
 #include "exercises/table.hpp"
 #include "step_code.hpp"
@@ -16,9 +17,15 @@ std::string text(std::string_view s) { return xml_escaped(s); }
 // What a student runs to check an exercise (as each starter's last line says).
 constexpr const char* check_command = "build/attn-student";
 
-std::string step_link(const Exercise& x) {
+// "lesson 4 (Self-attention ...)", the lesson a link to its page when the book has it.
+std::string lesson_link(const Exercise& x, const std::vector<BookLesson>& lessons) {
     const Lesson* l = find_lesson(x.lesson);
-    return l ? fmt::format("lesson {} ({})", l->number, text(l->title)) : text(x.lesson);
+    if (!l) return text(x.lesson);
+    const bool in_book = std::any_of(lessons.begin(), lessons.end(), [&](const BookLesson& b) { return b.number == l->number; });
+    const std::string name = fmt::format("lesson {}", l->number);
+    return fmt::format("{} ({})",
+                       in_book ? fmt::format("<a href=\"{}\">{}</a>", text(book_page_name(l->number, l->slug)), name) : name,
+                       text(l->title));
 }
 
 // The starter's header comment: the task as the student reads it in the file.
@@ -48,14 +55,17 @@ std::string exercise_section(const Exercise& x, const std::vector<BookLesson>& l
     }
     out += fmt::format("<p>Checked by {}, step{} {}. Edit <code>lessons/exercises/{}</code>, then run <code>{} check "
                        "{}</code>.</p>\n",
-                       step_link(x), x.steps.size() == 1 ? "" : "s", fmt::join(steps, ", "), text(exercise_file(x)),
+                       lesson_link(x, lessons), x.steps.size() == 1 ? "" : "s", fmt::join(steps, ", "), text(exercise_file(x)),
                        check_command, text(x.id));
     if (const std::string task = starter_task(x); !task.empty())
         out += "<pre class=\"task\" tabindex=\"0\" aria-label=\"The task of " + text(x.id) + "\"><code>" + text(task) +
                "</code></pre>\n";
     if (!x.hints.empty()) {
         out += "<details><summary>Hints, from which equation to what typically goes wrong</summary>\n<ol>\n";
-        for (const auto& h : x.hints) out += "<li>" + text(h) + "</li>\n";
+        // a step named without its lesson is one of the exercise's own lesson
+        ProseLinks links = book_links(lessons, lesson ? lesson->number : 0);
+        links.on_its_page = false;
+        for (const auto& h : x.hints) out += "<li>" + prose_html(h, &links) + "</li>\n";
         out += "</ol></details>\n";
     }
     return out + "</section>\n";

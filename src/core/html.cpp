@@ -6,6 +6,7 @@
 #include "diagram.hpp"
 #include "golden.hpp"
 #include "mathml.hpp"
+#include "prose.hpp"
 #include "render.hpp"
 #include "svg.hpp"
 #include "xml_text.hpp"
@@ -53,6 +54,8 @@ nav.toc ol { margin: 0.3rem 0; padding-left: 1.6rem; }
 .equation { --cover: var(--panel); padding: 0.5rem 0.8rem; border-radius: 6px; overflow-x: auto; margin: 0.6rem 0; }
 math { font-size: 1.1em; }
 .eq-piece { white-space: nowrap; }
+.explanation p, ul.checks li, h2, h3, nav.toc li, p.note, p.muted, .stopped { overflow-x: auto; overflow-y: hidden; }
+.explanation p, ul.checks li, nav.toc li, p.note, p.muted, .stopped { padding-block: 0.3em; }
 .scroll { --cover: var(--bg); overflow-x: auto; max-width: 100%; }
 /* a box wider than the column scrolls, and shows it: a shadow on the side with more to see (the covers
    scroll with the content and hide the shadows at its ends), a thin visible scrollbar, a focus ring */
@@ -150,8 +153,8 @@ std::vector<std::optional<std::size_t>> shown(std::size_t n, std::size_t limit) 
     return out;
 }
 
-std::string label_or_index(const std::vector<std::string>& labels, std::size_t i, std::size_t n) {
-    return labels.size() == n ? html_text(labels[i]) : std::to_string(i);
+std::string label_or_index(const std::vector<std::string>& labels, std::size_t i, std::size_t n, const ProseLinks* links) {
+    return labels.size() == n ? prose_html(labels[i], links) : std::to_string(i);
 }
 
 // The start of a box that scrolls sideways when its content is wider than the column: reachable by
@@ -163,7 +166,7 @@ std::string scroll_box(const std::string& cls, const std::string& name) {
 // A matrix view as a table: column labels above, row labels on the left.
 std::string matrix_table(const double* data, std::size_t rows, std::size_t cols, const std::vector<std::string>& row_labels,
                          const std::vector<std::string>& col_labels, const NumberStyle& style, const std::string& name,
-                         bool show_cols = true) {
+                         bool show_cols = true, const ProseLinks* links = nullptr) {
     std::string out = scroll_box("scroll", "the numbers of " + name) + "<table>\n";
     const auto shown_rows = shown(rows, table_rows), shown_cols = shown(cols, table_cols);
     // a column of counts in a table of measurements ("entries" beside errors) is written as whole numbers
@@ -179,12 +182,12 @@ std::string matrix_table(const double* data, std::size_t rows, std::size_t cols,
     }
     if (show_cols) {  // the corner cell names what the row labels are, for a screen reader only
         out += "<thead><tr><th><span class=\"visually-hidden\">row</span></th>";
-        for (const auto& c : shown_cols) out += "<th>" + (c ? label_or_index(col_labels, *c, cols) : "…") + "</th>";
+        for (const auto& c : shown_cols) out += "<th>" + (c ? label_or_index(col_labels, *c, cols, links) : "…") + "</th>";
         out += "</tr></thead>\n";
     }
     out += "<tbody>\n";
     for (const auto& r : shown_rows) {
-        out += "<tr><th>" + (r ? label_or_index(row_labels, *r, rows) : "…") + "</th>";
+        out += "<tr><th>" + (r ? label_or_index(row_labels, *r, rows, links) : "…") + "</th>";
         for (const auto& c : shown_cols)
             out += "<td>" + (r && c ? html_text(format_in_style(data[*r * cols + *c], col_style[*c])) : std::string("…")) + "</td>";
         out += "</tr>\n";
@@ -203,16 +206,16 @@ std::string slice_name(const Shape& shape, std::size_t slice) {
 }
 
 // `name`: what the tables are of, unique in the page ("alpha (step 3, tensor 1)").
-std::string numbers_of(const TensorRecord& t, const std::string& name) {
+std::string numbers_of(const TensorRecord& t, const std::string& name, const ProseLinks* links) {
     const NumberStyle style = number_style(t.value, 4);
     const Shape shape = t.shape();
     const double* data = t.value.data();
     switch (shape.size()) {
         case 0: return "<p class=\"scalar\"><code>" + html_text(format_in_style(*data, style)) + "</code></p>\n";
         case 1:  // labelled: one element per line, the labels readable; else one row
-            if (t.rows.size() == shape[0]) return matrix_table(data, shape[0], 1, t.rows, {}, style, name, false);
-            return matrix_table(data, 1, shape[0], {}, {}, style, name);
-        case 2: return matrix_table(data, shape[0], shape[1], t.rows, t.cols, style, name);
+            if (t.rows.size() == shape[0]) return matrix_table(data, shape[0], 1, t.rows, {}, style, name, false, links);
+            return matrix_table(data, 1, shape[0], {}, {}, style, name, true, links);
+        case 2: return matrix_table(data, shape[0], shape[1], t.rows, t.cols, style, name, true, links);
         default: break;
     }
     // rank 3 and more: one table per slice; for rank 3, axis 0 names the slices, axis 1 the rows
@@ -225,9 +228,9 @@ std::string numbers_of(const TensorRecord& t, const std::string& name) {
             continue;
         }
         const bool named = shape.size() == 3 && t.rows.size() == shape[0];
-        out += "<p class=\"muted\">" + html_text(slice_name(shape, *s)) + (named ? " " + html_text(t.rows[*s]) : "") + "</p>\n";
+        out += "<p class=\"muted\">" + html_text(slice_name(shape, *s)) + (named ? " " + prose_html(t.rows[*s], links) : "") + "</p>\n";
         out += matrix_table(data + *s * rows * cols, rows, cols, shape.size() == 3 ? t.cols : std::vector<std::string>{},
-                            {}, style, name + " " + slice_name(shape, *s));
+                            {}, style, name + " " + slice_name(shape, *s), true, links);
     }
     return out;
 }
@@ -261,14 +264,14 @@ long narrowest_width(const std::string& svg) {
 }
 
 std::string tensor_block(const TensorRecord& t, const Step& step, int lesson, std::size_t step_index,
-                         std::size_t tensor_index) {
+                         std::size_t tensor_index, const ProseLinks& links) {
     const Shape shape = t.shape();
     // unique in the page even ignoring case ("G" and "g" of one step), as a region's name must be
     const std::string name = fmt::format("{} (step {}, tensor {})", t.name, step_index, tensor_index);
     std::string out = fmt::format("<div class=\"tensor{}\" id=\"s{}-t{}\">\n", t.measured ? " measured" : "", step_index,
                                   tensor_index);
     out += "<h3><code>" + html_text(t.name) + "</code> <span class=\"shape\">" + html_text(shape_string(shape)) + "</span>";
-    if (!t.equation.empty()) out += " <span class=\"tensor-eq\">= " + equation_html(t.equation).html + "</span>";
+    if (!t.equation.empty()) out += " <span class=\"tensor-eq\">= " + equation_html(t.equation, &links).html + "</span>";
     out += "</h3>\n";
     if (t.measured) out += "<p class=\"note\">Measured on the machine that wrote this page: it differs from run to run.</p>\n";
     SvgOptions svg;
@@ -284,25 +287,26 @@ std::string tensor_block(const TensorRecord& t, const Step& step, int lesson, st
         out += "<p class=\"muted\">empty: no numbers</p>\n";
     } else if (t.drawn && t.value.size() > 1) {
         out += "<details><summary>" + html_text(parameter_line(t)) + "; the numbers, " + html_text(shape_string(shape)) +
-               "</summary>\n" + numbers_of(t, name) + "</details>\n";
+               "</summary>\n" + numbers_of(t, name, &links) + "</details>\n";
     } else if (small) {
-        out += numbers_of(t, name);
+        out += numbers_of(t, name, &links);
     } else {
         out += "<details><summary>the numbers, " + html_text(shape_string(shape)) +
                (t.value.size() > table_rows * table_cols ? " (the first and last rows and columns)" : "") +
-               "</summary>\n" + numbers_of(t, name) + "</details>\n";
+               "</summary>\n" + numbers_of(t, name, &links) + "</details>\n";
     }
     return out + "</div>\n";
 }
 
-std::string check_item(const CheckRecord& c) {
+std::string check_item(const CheckRecord& c, const ProseLinks& links) {
     const char* relation = c.max_abs_error <= c.tolerance ? "≤" : c.max_abs_error > c.tolerance ? "&gt;" : "not ≤";
     return fmt::format(
         "<li class=\"check {}\"><span class=\"mark\">{}</span> {} <span class=\"numbers\">(max |error| {} {} tolerance "
         "{})</span></li>\n",
-        c.holds ? "pass" : "fail", c.holds ? "✓" : "✗", html_text(c.claim), html_text(fmt::format("{:.3g}", c.max_abs_error)),
+        c.holds ? "pass" : "fail", c.holds ? "✓" : "✗", prose_html(c.claim, &links), html_text(fmt::format("{:.3g}", c.max_abs_error)),
         relation, html_text(fmt::format("{:.3g}", c.tolerance)));
 }
+
 
 // Export-only tensors (what `attn export` writes, not what a reader reads: a trained model's weights) in
 // one line: how many, how many numbers, the first names, and the command that writes them.
@@ -324,7 +328,7 @@ std::string export_only_line(const std::vector<const TensorRecord*>& data, int l
 std::string step_extras(const BookStepExtras& extras) {
     std::string out;
     for (const auto& c : extras.code)
-        out += fmt::format("<details class=\"code\"><summary>Code: <code>nn::{}</code> <span class=\"file\">{}:{}</span>"
+        out += fmt::format("<details class=\"code\"><summary>Code: <code>nn::{}</code> <code class=\"file\">{}:{}</code>"
                            "</summary>\n<pre tabindex=\"0\" aria-label=\"{} in {}\"><code>{}</code></pre></details>\n",
                            html_text(c.name), html_text(c.file), c.line, html_text(c.name), html_text(c.file),
                            html_text(c.code));
@@ -332,26 +336,34 @@ std::string step_extras(const BookStepExtras& extras) {
     return out;
 }
 
-std::string step_section(const Step& s, int lesson, std::size_t index, std::size_t count, const BookStepExtras* extras,
-                         const std::string& diagrams) {
+// A step's section: id "step-N" and, on its heading, the anchor of its id (step_anchors) that
+// cross-references link to; then its equation, explanation in short paragraphs, diagrams, code and notes,
+// tensors (export-only ones in one line) and checks.
+std::string step_section(const Step& s, int lesson, std::size_t index, std::size_t count, const std::string& anchor,
+                         const ProseLinks& links, const BookStepExtras* extras, const std::string& diagrams) {
     std::string out = fmt::format("<section class=\"step\" id=\"step-{}\">\n", index);
-    out += fmt::format("<h2><span class=\"muted\">Step {}/{}</span> {} <span class=\"step-id\">[{}]</span></h2>\n", index,
-                       count, html_text(s.title), html_text(s.id));
+    out += fmt::format("<h2 id=\"{}\"><span class=\"muted\">Step {}/{}</span> {} <span class=\"step-id\">[{}]</span></h2>\n",
+                       html_text(anchor), index, count, prose_html(s.title), html_text(s.id));
     if (!s.equation.empty())
-        out += scroll_box("equation", fmt::format("the equation of step {}", index)) + equation_html(s.equation).html +
-               "</div>\n";
-    if (!s.explanation.empty()) out += "<p class=\"explanation\">" + html_text(s.explanation) + "</p>\n";
+        out += scroll_box("equation", fmt::format("the equation of step {}", index)) +
+               equation_html(s.equation, &links).html + "</div>\n";
+    if (!s.explanation.empty()) {
+        // short paragraphs of a few sentences each (prose_paragraphs)
+        out += "<div class=\"explanation\">\n";
+        for (const auto& paragraph : prose_paragraphs(s.explanation)) out += "<p>" + prose_html(paragraph, &links) + "</p>\n";
+        out += "</div>\n";
+    }
     out += diagrams;
     if (extras) out += step_extras(*extras);
     std::vector<const TensorRecord*> export_only;
     for (std::size_t k = 0; k < s.tensors.size(); ++k) {
         if (s.tensors[k].export_only) export_only.push_back(&s.tensors[k]);
-        else out += tensor_block(s.tensors[k], s, lesson, index, k + 1);
+        else out += tensor_block(s.tensors[k], s, lesson, index, k + 1, links);
     }
     if (!export_only.empty()) out += export_only_line(export_only, lesson);
     if (!s.checks.empty()) {
         out += "<ul class=\"checks\">\n";
-        for (const auto& c : s.checks) out += check_item(c);
+        for (const auto& c : s.checks) out += check_item(c, links);
         out += "</ul>\n";
     }
     return out + "</section>\n";
@@ -359,7 +371,7 @@ std::string step_section(const Step& s, int lesson, std::size_t index, std::size
 
 // The lesson's data-flow diagrams (core/diagram.hpp) as figures, keyed by the step they belong in ("":
 // after the header). A lesson that stopped early draws those its trace holds the tensors of.
-std::map<std::string, std::string> diagram_figures(const BookLesson& l) {
+std::map<std::string, std::string> diagram_figures(const BookLesson& l, const ProseLinks& links) {
     std::map<std::string, std::string> out;
     if (!l.trace) return out;
     for (const Diagram& d : lesson_diagrams(l.slug)) {
@@ -370,7 +382,7 @@ std::map<std::string, std::string> diagram_figures(const BookLesson& l) {
             if (l.stopped.empty()) throw;
             continue;
         }
-        out[d.step] += "<figure class=\"diagram\">\n" + svg + "<figcaption>" + html_text(d.caption) + "</figcaption>\n</figure>\n";
+        out[d.step] += "<figure class=\"diagram\">\n" + svg + "<figcaption>" + prose_html(d.caption, &links) + "</figcaption>\n</figure>\n";
     }
     return out;
 }
@@ -390,6 +402,21 @@ std::string page_links(const std::vector<BookLesson>& lessons, std::size_t index
 
 }  // namespace
 
+ProseLinks book_links(const std::vector<BookLesson>& lessons, int current) {
+    ProseLinks links;
+    links.current = current;
+    for (const auto& l : lessons) {
+        ProseLinks::Lesson lesson;
+        lesson.number = l.number;
+        lesson.page = book_page_name(l.number, l.slug);
+        if (l.trace)
+            for (const auto& s : l.trace->steps()) lesson.step_ids.push_back(s.id);
+        lesson.anchors = step_anchors(lesson.step_ids);
+        links.lessons.push_back(std::move(lesson));
+    }
+    return links;
+}
+
 std::string book_page_name(int number, const std::string& slug) {
     std::string safe;
     for (const char32_t cp : code_points(slug)) {
@@ -406,9 +433,10 @@ std::string lesson_page(const std::vector<BookLesson>& lessons, std::size_t inde
     out += "<header>\n<h1>" + html_text(lesson_name(l)) + "</h1>\n";
     if (!l.sources.empty()) out += "<p class=\"sources\">after " + html_text(l.sources) + "</p>\n";
     out += "<p><code>" + html_text(l.reproducibility) + "</code></p>\n";
-    if (!l.note.empty()) out += "<p class=\"note\">" + html_text(l.note) + "</p>\n";
+    const ProseLinks links = book_links(lessons, l.number);
+    if (!l.note.empty()) out += "<p class=\"note\">" + prose_html(l.note, &links) + "</p>\n";
     out += "<p>" + check_summary(l) + "</p>\n</header>\n";
-    std::map<std::string, std::string> diagrams = diagram_figures(l);
+    std::map<std::string, std::string> diagrams = diagram_figures(l, links);
     out += diagrams[""];
     const std::vector<Step> none;
     const std::vector<Step>& steps = l.trace ? l.trace->steps() : none;
@@ -416,17 +444,18 @@ std::string lesson_page(const std::vector<BookLesson>& lessons, std::size_t inde
     for (std::size_t i = 0; i < steps.size(); ++i) {
         std::size_t failed = 0;
         for (const auto& c : steps[i].checks) failed += c.holds ? 0 : 1;
-        out += fmt::format("<li><a href=\"#step-{}\">{}</a>{}</li>\n", i + 1, html_text(steps[i].title),
+        out += fmt::format("<li><a href=\"#step-{}\">{}</a>{}</li>\n", i + 1, prose_html(steps[i].title),
                            failed ? fmt::format(" <span class=\"failed\">✗ {} failed</span>", failed) : "");
     }
     out += "</ol>\n</nav>\n<main>\n";
+    const ProseLinks::Lesson& own = links.lessons.at(index);
     for (std::size_t i = 0; i < steps.size(); ++i) {
         const auto extras = l.extras.find(steps[i].id);
-        out += step_section(steps[i], l.number, i + 1, steps.size(), extras == l.extras.end() ? nullptr : &extras->second,
-                            diagrams[steps[i].id]);
+        out += step_section(steps[i], l.number, i + 1, steps.size(), own.anchors.at(i), links,
+                            extras == l.extras.end() ? nullptr : &extras->second, diagrams[steps[i].id]);
     }
     if (!l.stopped.empty())
-        out += "<p class=\"stopped\"><strong>The lesson stopped here.</strong> " + html_text(l.stopped) + "</p>\n";
+        out += "<p class=\"stopped\"><strong>The lesson stopped here.</strong> " + prose_html(l.stopped, &links) + "</p>\n";
     out += "</main>\n<footer>\n" + page_links(lessons, index, "Lessons, end of the page");
     out += "<p class=\"muted\">Written by " + html_text(info.made_by) + ".</p>\n</footer>\n</body>\n</html>\n";
     return out;
@@ -449,9 +478,10 @@ std::string book_index(const std::vector<BookLesson>& lessons, const BookInfo& i
     out += "</tbody></table></div>\n";
     if (!info.index_note_html.empty()) out += info.index_note_html + "\n";
     out += "<h2>Reproducing these pages</h2>\n<p>Each lesson ran as:</p>\n<ul>\n";
+    const ProseLinks links = book_links(lessons, 0);
     for (const auto& l : lessons) {
         out += "<li><code>" + html_text(l.reproducibility) + "</code>";
-        if (!l.note.empty()) out += " <span class=\"note\">" + html_text(l.note) + "</span>";
+        if (!l.note.empty()) out += " <span class=\"note\">" + prose_html(l.note, &links) + "</span>";
         out += "</li>\n";
     }
     out += "</ul>\n</main>\n<footer>\n<p class=\"muted\">Written by " + html_text(info.made_by) + ".</p>\n</footer>\n</body>\n</html>\n";

@@ -8,6 +8,7 @@
 // and the same traces give the same bytes.
 #pragma once
 
+#include "prose.hpp"
 #include "trace.hpp"
 
 #include <filesystem>
@@ -55,6 +56,10 @@ struct BookInfo {
     std::vector<BookPage> pages;  // more pages, linked from the index (after the lessons' table)
     std::string index_note_html;  // "" or a paragraph for the index under the lessons' table (trusted HTML)
 };
+
+// Where "lesson N" and "step [id]" in a page's text can link to: the lessons of `lessons` (the book being
+// written); `current` is the number of the lesson whose page it is (0: none).
+ProseLinks book_links(const std::vector<BookLesson>& lessons, int current);
 
 // "02-additive.html": the lesson number in two digits and the slug, each character outside
 // [A-Za-z0-9_.-] replaced by '_'.

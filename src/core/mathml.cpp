@@ -2,6 +2,7 @@
 // Untranslatable at anything it does not know (see mathml.hpp for the notation).
 #include "mathml.hpp"
 
+#include "prose.hpp"
 #include "xml_text.hpp"
 
 #include <algorithm>
@@ -41,12 +42,12 @@ const std::array<std::pair<std::u32string_view, std::u32string_view>, 19> greek 
 }};
 
 // Names set upright as they are: functions, and a few variables the lessons name in words.
-const std::array<std::u32string_view, 32> upright_names = {
+const std::array<std::u32string_view, 35> upright_names = {
     U"exp",       U"log",       U"ln",      U"tanh",    U"sigmoid",   U"softmax",     U"max",   U"min",
     U"argmax",    U"argmin",    U"sin",     U"cos",     U"diag",      U"mean",        U"var",   U"Var",
     U"Concat",    U"MultiHead", U"Attention", U"CrossAttention", U"Decoder", U"Encoder", U"nextafter",
     U"partner",   U"partners",  U"lr",      U"logits",  U"warmup",    U"time",        U"growth",
-    U"head",      U"pos",
+    U"head",      U"pos",       U"score",   U"lp",      U"count",
 };
 
 std::u32string_view greek_letter(std::u32string_view word) {
@@ -257,8 +258,8 @@ private:
     }
 
     // In a script every word is a name: "src", "model", "causal" upright; "ij", "tj" as letters.
-    std::string script_word(const std::u32string& w) {
-        if (w == U"in") return mo(U"∈");
+    std::string script_word(const std::u32string& w, bool spaced = true) {
+        if (w == U"in" && spaced) return mo(U"∈");  // j in partners(i); W_in is W with "in" below
         if (const auto letter = greek_letter(w); !letter.empty()) return mi(letter);
         if (w.size() > 2) return mi(w);
         std::string out;
@@ -301,7 +302,7 @@ private:
     // Letters and digits: "ij", "1j", "s1", "src", "T".
     std::string run() {
         std::string out;
-        while (latin_or_greek(peek()) || digit(peek())) out += digit(peek()) ? number_run() : script_word(letters());
+        while (latin_or_greek(peek()) || digit(peek())) out += digit(peek()) ? number_run() : script_word(letters(), false);
         if (out.empty()) throw Untranslatable{};
         return out;
     }
@@ -333,7 +334,10 @@ private:
                 base = accent(base, U"^");
             } else if (c == U'\'') {
                 ++i_;
-                sup += mo(U"′");
+                // w′: the prime on the base at full size (a superscript prime is drawn tiny); after a
+                // script it stays in the superscript
+                if (sub.empty() && sup.empty()) base = mrow(base + "<mo lspace=\"0\" rspace=\"0\">′</mo>");
+                else sup += mo(U"′");
             } else if (c == U'*' && (next == 0 || next == U'_' || next == U')' || next == U',' || next == U']')) {
                 ++i_;
                 sup += mo(U"∗");
@@ -398,7 +402,7 @@ std::string utf8_of(std::u32string_view text) {
 // at bracket depth 0, holds = _ ^ or a bracket, and translates, as MathML, the rest as text after
 // it, in the order written. Pieces longer than 200 code points are not cut (each try reads the
 // beginning again).
-std::string piece_html(const std::u32string& piece, bool& translated) {
+std::string piece_html(const std::u32string& piece, bool& translated, const ProseLinks* links) {
     translated = true;
     if (const auto whole = formula_mathml(utf8_of(piece))) return *whole;
     if (piece.size() <= 200) {
@@ -413,12 +417,20 @@ std::string piece_html(const std::u32string& piece, bool& translated) {
         for (auto at = spaces.rbegin(); at != spaces.rend(); ++at) {
             const std::u32string head = piece.substr(0, *at);
             if (head.find_first_of(U"=_^([") == std::u32string::npos) continue;
+            // a head that ends in an operator or a sum wants the words after it as its operand
+            // ("p_n = sum clipped n-gram matches"): not a formula of its own
+            const std::size_t last_space = head.find_last_of(U' ');
+            const std::u32string last = last_space == std::u32string::npos ? head : head.substr(last_space + 1);
+            if (last == U"sum" || last == U"prod" || last == U"=" || last == U"+" || last == U"-" || last == U"*" ||
+                last == U"/")
+                continue;
             if (const auto math = formula_mathml(utf8_of(head)))
-                return *math + " <span class=\"eq-text\">" + xml_escaped(spaces_trimmed(piece.substr(*at))) + "</span>";
+                return *math + " <span class=\"eq-text\">" + prose_html(utf8_of(spaces_trimmed(piece.substr(*at))), links) + "</span>";
         }
     }
     translated = false;
-    return "<span class=\"eq-text\">" + xml_escaped(piece) + "</span>";
+    // words with maths among them: the maths typeset inline (core/prose.hpp)
+    return "<span class=\"eq-text\">" + prose_html(utf8_of(piece), links) + "</span>";
 }
 
 }  // namespace
@@ -435,7 +447,7 @@ std::optional<std::string> formula_mathml(std::string_view text) {
     }
 }
 
-EquationHtml equation_html(std::string_view text) {
+EquationHtml equation_html(std::string_view text, const ProseLinks* links) {
     std::u32string points = code_points(text);
     for (char32_t& c : points)
         if (c == U'\t' || c == U'\n' || c == U'\r') c = U' ';
@@ -452,7 +464,7 @@ EquationHtml equation_html(std::string_view text) {
         if (!piece.empty()) {
             ++out.pieces;
             bool translated = false;
-            const std::string shown = piece_html(piece, translated);
+            const std::string shown = piece_html(piece, translated, links);
             out.translated += translated ? 1 : 0;
             // a formula keeps its comma: no line break between them
             const bool formula_last = shown.size() >= 7 && shown.compare(shown.size() - 7, 7, "</math>") == 0;

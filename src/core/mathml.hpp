@@ -25,6 +25,8 @@
 
 namespace attn {
 
+struct ProseLinks;  // core/prose.hpp
+
 // One formula as <math>...</math>, or nullopt when it cannot be translated faithfully.
 std::optional<std::string> formula_mathml(std::string_view text);
 
@@ -32,12 +34,13 @@ std::optional<std::string> formula_mathml(std::string_view text);
 // bracket depth 0 (", ", "; ", ": " and runs of two or more spaces) into pieces; each piece is
 // MathML when it translates, or a formula that translates followed by words as text ("alpha =
 // softmax(E) along each row"), else its escaped text in <span class="eq-text">; the separators
-// stay between them as text.
+// stay between them as text. Words are written by prose_html (core/prose.hpp): maths among them
+// typeset inline, C++ names as code, and with `links` mentions of lessons and steps as links.
 struct EquationHtml {
     std::string html;
     std::size_t pieces = 0;      // pieces that are not empty
     std::size_t translated = 0;  // of which were written as MathML (whole, or a formula and words)
 };
-EquationHtml equation_html(std::string_view text);
+EquationHtml equation_html(std::string_view text, const ProseLinks* links = nullptr);
 
 }  // namespace attn
