@@ -442,6 +442,7 @@ FIGURE_SCHEME_CHECK = r"""(() => {
                      const [r, g, b] = rgb(c); return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
   const out = {figures: 0, backgrounds: [], light: 0, low: [], lowest: Infinity};
   for (const svg of document.querySelectorAll('svg')) {
+    if (svg.closest('figure.diagram')) continue;  // the diagrams have no background of their own: DIAGRAM_CHECK
     const title = (svg.querySelector('title') || {}).textContent || '?';
     const bg = svg.querySelector('rect.bg') || svg.querySelector(':scope > rect');
     out.figures += 1;

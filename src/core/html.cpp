@@ -93,7 +93,9 @@ details.code pre { background: var(--panel); padding: 0.5rem 0.8rem; border-radi
   font-size: 0.85rem; line-height: 1.4; margin: 0.3rem 0; }
 details.code .file { color: var(--muted); }
 .export-only { color: var(--muted); font-size: 0.95rem; }
-pre.task { white-space: pre-wrap; background: var(--panel); padding: 0.5rem 0.8rem; border-radius: 6px; }
+pre.task { white-space: pre-wrap; background: var(--panel); padding: 0.5rem 0.8rem; border-radius: 6px; overflow-x: auto; }
+.exercise-page p, .exercise-page li, .task-link { overflow-x: auto; overflow-y: hidden; padding-block: 0.3em; }
+.exercise-page code, .task-link code { overflow-wrap: anywhere; }
 .task-link { border-left: 3px solid var(--link); padding-left: 0.6rem; }
 @media print {
   body { max-width: none; padding: 0; font-size: 11pt; color: #000; background: #fff; }
@@ -437,7 +439,6 @@ std::string lesson_page(const std::vector<BookLesson>& lessons, std::size_t inde
     if (!l.note.empty()) out += "<p class=\"note\">" + prose_html(l.note, &links) + "</p>\n";
     out += "<p>" + check_summary(l) + "</p>\n</header>\n";
     std::map<std::string, std::string> diagrams = diagram_figures(l, links);
-    out += diagrams[""];
     const std::vector<Step> none;
     const std::vector<Step>& steps = l.trace ? l.trace->steps() : none;
     out += "<nav class=\"toc\" aria-label=\"Steps\"><strong>Steps</strong>\n<ol>\n";
@@ -447,7 +448,7 @@ std::string lesson_page(const std::vector<BookLesson>& lessons, std::size_t inde
         out += fmt::format("<li><a href=\"#step-{}\">{}</a>{}</li>\n", i + 1, prose_html(steps[i].title),
                            failed ? fmt::format(" <span class=\"failed\">✗ {} failed</span>", failed) : "");
     }
-    out += "</ol>\n</nav>\n<main>\n";
+    out += "</ol>\n</nav>\n<main>\n" + diagrams[""];
     const ProseLinks::Lesson& own = links.lessons.at(index);
     for (std::size_t i = 0; i < steps.size(); ++i) {
         const auto extras = l.extras.find(steps[i].id);
