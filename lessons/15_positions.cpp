@@ -242,7 +242,7 @@ void record_relative(Trace& trace, const Vec& q, const Vec& k, std::size_t T) {
                "R_m q . R_n k = q^T R_m^T R_n k = q^T R_(n-m) k = g(m - n)",
                "A rotation's transpose turns back, so R_m^T R_n = R_(n-m): the score of the query at position m "
                "on the key at position n sees the two positions only through their offset m - n (Su et al. "
-               "2021, eq. 16). Per pair that is (q . k) cos((m - n) theta_i) + (q_2i k_2i+1 - q_2i+1 k_2i) "
+               "2021, section 3.2). Per pair that is (q . k) cos((m - n) theta_i) + (q_2i k_2i+1 - q_2i+1 k_2i) "
                "sin((m - n) theta_i), the closed form g. S holds R_m q . R_n k for every m and n below T: it "
                "is constant along each diagonal, and the 2T - 1 diagonals hold 2T - 1 different values, so "
                "the offset is not lost either. Lesson 4 added the code to the token instead (Vaswani et al. "
@@ -286,7 +286,7 @@ void record_layouts(Trace& trace, const Mat& X, const Mat& W_Q, const Mat& W_K) 
     trace.step("layouts", "Two layouts of the same rotation",
                "halves: pair i = (x_i, x_i+d/2);  RoPE_halves(x P) = RoPE_interleaved(x) P,  P: column 2i -> i, "
                "2i+1 -> i + d/2",
-               "Su et al. (2021, eq. 34) and GPT-J turn neighbouring coordinates, (x_0, x_1), (x_2, x_3), ... "
+               "Su et al. (2021, section 3.4.2) and GPT-J turn neighbouring coordinates, (x_0, x_1), (x_2, x_3), ... "
                "GPT-NeoX and LLaMA turn the first half against the second, (x_i, x_i+d/2), which their "
                "rotate_half computes with two slices instead of a stride. Pair i has the same frequency either "
                "way, so the two are one rotation with the coordinates renamed: reorder the columns of W_Q and "

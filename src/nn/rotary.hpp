@@ -11,16 +11,16 @@
 namespace attn::nn {
 
 // Which coordinates RoPE turns together. interleaved: pair i is (x_2i, x_2i+1), as in Su et al.
-// (2021, eq. 15) and GPT-J; halves: pair i is (x_i, x_i+d/2), GPT-NeoX's and LLaMA's rotate_half.
+// (2021, section 3.4.2) and GPT-J; halves: pair i is (x_i, x_i+d/2), GPT-NeoX's and LLaMA's rotate_half.
 enum class RotaryLayout { interleaved, halves };
 
-// theta_i = 10000^(-2i/d), i = 0 .. d/2 - 1: the frequency of pair i (Su et al. 2021, eq. 15),
+// theta_i = 10000^(-2i/d), i = 0 .. d/2 - 1: the frequency of pair i (Su et al. 2021, section 3.2.2),
 // those of the sinusoidal encoding (Vaswani et al. 2017, section 3.5). ShapeError for an odd or zero d.
 Vec rotary_frequencies(std::size_t d);
 
 // Row t of X (T x d) turned as a query or key at position positions[t]: each pair (x, y) of the
 // layout by the angle a = positions[t] theta_i,
-//   (x, y) -> (x cos a - y sin a,  x sin a + y cos a)        (Su et al. 2021, eqs. 13-14, 34)
+//   (x, y) -> (x cos a - y sin a,  x sin a + y cos a)        (Su et al. 2021, sections 3.2.2, 3.4.2)
 // The angle is computed as p / 10000^(2i/d), as nn::sinusoidal_encoding computes it, and sin and cos
 // are attn's portable ones: the same bits on every machine. ShapeError for an odd or zero d, or
 // when positions does not hold one position per row. T = 0 gives a 0 x d matrix.
