@@ -85,7 +85,8 @@ const std::vector<Lesson>& all_lessons() {
                                                 learning_to_align_lesson(), online_softmax_lesson(),
                                                 transformer_block_lesson(), transformer_lesson(),
                                                 decoding_lesson(),
-                                                real_translation_lesson()};
+                                                real_translation_lesson(),
+                                                positions_lesson()};
     return lessons;
 }
 

@@ -88,6 +88,7 @@ Lesson transformer_block_lesson();
 Lesson transformer_lesson();
 Lesson decoding_lesson();
 Lesson real_translation_lesson();
+Lesson positions_lesson();
 
 // Rules the lessons' limits share; each returns "" when the configuration is fine.
 // `doubles` under the memory cap, else a message naming the estimate of `what`.
