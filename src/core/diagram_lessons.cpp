@@ -1,4 +1,4 @@
-// The data-flow diagrams of the fourteen lessons (core/diagram.hpp). A box that names a tensor shows
+// The data-flow diagrams of the lessons (core/diagram.hpp). A box that names a tensor shows
 // the shape the lesson's trace records; the tensor names are the lessons' own (lessons/*.cpp), and a
 // test draws every diagram from each lesson's trace, so a renamed tensor fails there by name.
 #include "diagram.hpp"
@@ -362,6 +362,26 @@ Diagram real_translation() {
     return d;
 }
 
+Diagram positions() {
+    Diagram d{"flow", "Lesson 15: where RoPE and ALiBi put the positions",
+              "RoPE turns each query by its position m and each key by its position n, pair by pair, so that their "
+              "dot product depends on m − n only; the values are not turned. ALiBi turns nothing: it adds −mₖ (i − j) "
+              "to each head's scores before the softmax, a penalty growing with the distance. Shapes from this run.",
+              "", 2, {}, {}, {}};
+    d.nodes = {tensor("X", "X", 0, 0.5, "", "layouts", "T tokens"),
+               value("Q", "Q = X W_Q", 1, 0), value("K", "K = X W_K", 1, 1),
+               op("rq", "turn qₘ by m θ", 2, 0), op("rk", "turn kₙ by n θ", 2, 1),
+               tensor("S", "S_interleaved", 3, 0.5, "S", "layouts", "a function of m − n"),
+               tensor("Sa", "S_alibi", 4, 0, "S", "alibi-bias", "no turn"),
+               tensor("B", "B_causal", 4, 1, "B", "alibi-bias", "−m (i − j)"),
+               op("soft", "softmax(S + B)", 5, 0.5),
+               tensor("A", "A_alibi", 6, 0.5, "A", "alibi-bias")};
+    d.edges = {to("X", "Q"), to("X", "K"), to("Q", "rq"), to("K", "rk"), to("rq", "S"), to("rk", "S"), to("Sa", "soft"),
+               to("B", "soft"), to("soft", "A")};
+    d.groups = {{"RoPE", {"X", "Q", "K", "rq", "rk", "S"}}, {"ALiBi", {"Sa", "B", "soft", "A"}}};
+    return d;
+}
+
 }  // namespace diagram_impl
 
 std::vector<Diagram> lesson_diagrams(const std::string& slug) {
@@ -381,6 +401,7 @@ std::vector<Diagram> lesson_diagrams(const std::string& slug) {
         {"transformer", [] { return std::vector<Diagram>{transformer()}; }},
         {"decoding", [] { return std::vector<Diagram>{decoding_cache(), decoding_beam()}; }},
         {"real-translation", [] { return std::vector<Diagram>{real_translation()}; }},
+        {"positions", [] { return std::vector<Diagram>{positions()}; }},
     };
     const auto it = by_slug.find(slug);
     return it == by_slug.end() ? std::vector<Diagram>{} : it->second();
