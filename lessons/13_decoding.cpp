@@ -142,44 +142,6 @@ Decoded cached(const nn::EncoderDecoder& m, const Mat& H, std::size_t max_words)
     return out;
 }
 
-// The entries of a and b whose bits differ (-0 and +0 differ, two equal NaNs do not), and every
-// entry when the shapes differ.
-template <class Tensor>
-double differing_bits(const Tensor& a, const Tensor& b) {
-    if (a.shape() != b.shape()) return as_double(std::max(a.size(), b.size()));
-    double n = 0.0;
-    for (std::size_t j = 0; j < a.size(); ++j)
-        n += std::memcmp(a.data() + j, b.data() + j, sizeof(double)) == 0 ? 0.0 : 1.0;
-    return n;
-}
-
-// The largest |a - b| over the entries; infinite when the shapes differ.
-template <class Tensor>
-double largest_difference(const Tensor& a, const Tensor& b) {
-    if (a.shape() != b.shape()) return std::numeric_limits<double>::infinity();
-    double largest = 0.0;
-    for (std::size_t j = 0; j < a.size(); ++j) largest = std::max(largest, std::abs(a.data()[j] - b.data()[j]));
-    return largest;
-}
-
-// A claim of attn's own bits (entries that differ, tolerance 0) holds only for attn's arithmetic; where
-// a student's functions ran, its companion with the largest difference holds them to rounding: 1e-12
-// for probabilities and attention outputs of order 1, a thousand times what a right answer written
-// another way leaves (about 1e-15 measured), far below what a mistake moves.
-constexpr double others_rounding = 1e-12;
-constexpr double attn_bits_only = std::numeric_limits<double>::infinity();
-
-// How far pairs of tensors are apart, summed over the pairs: entries whose bits differ (attn's own
-// claim) and the largest |difference| (a student's functions' claim).
-struct Apart {
-    double bits = 0.0, largest = 0.0;
-    template <class Tensor>
-    void add(const Tensor& a, const Tensor& b) {
-        bits += differing_bits(a, b);
-        largest = std::max(largest, largest_difference(a, b));
-    }
-};
-
 std::vector<std::string> step_labels(const Corpus& c, const std::vector<std::size_t>& words, std::size_t steps) {
     std::vector<std::string> labels;
     for (std::size_t t = 0; t < steps; ++t)

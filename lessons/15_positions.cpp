@@ -79,32 +79,6 @@ Mat columns_in_order(const Mat& M, const std::vector<std::size_t>& order) {
     return out;
 }
 
-// A claim of attn's own bits (entries that differ, tolerance 0) holds only for attn's arithmetic: where a
-// student's functions run (nn::sinusoidal_encoding, nn::kv_cache_step, nn::masked_softmax are exercises),
-// a companion check of the largest |difference| holds them to rounding instead, as lesson 13 does: 1e-12,
-// a thousand times what a right answer written another way leaves, far below what a mistake moves.
-constexpr double others_rounding = 1e-12;
-constexpr double attn_bits_only = std::numeric_limits<double>::infinity();
-
-// Entries whose bits differ (-0 and +0 differ), and every entry when the shapes differ.
-double differing_bits(const Mat& a, const Mat& b) {
-    if (a.shape() != b.shape()) return as_double(std::max(a.size(), b.size()));
-    double n = 0.0;
-    for (std::size_t j = 0; j < a.size(); ++j)
-        n += std::memcmp(a.data() + j, b.data() + j, sizeof(double)) == 0 ? 0.0 : 1.0;
-    return n;
-}
-
-// How far two matrices are apart: entries whose bits differ (attn's claim) and the largest |difference|
-// (the claim for a student's functions).
-struct Apart {
-    double bits = 0.0, largest = 0.0;
-    static Apart of(const Mat& a, const Mat& b) {
-        return {differing_bits(a, b), a.shape() == b.shape() ? max_abs_difference(a, b)
-                                                               : std::numeric_limits<double>::infinity()};
-    }
-};
-
 std::vector<std::string> offsets_labels(std::size_t T) {
     std::vector<std::string> out;
     for (std::size_t k = 0; k + 1 < 2 * T; ++k) out.push_back(fmt::format("m-n={}", static_cast<long long>(k) - static_cast<long long>(T - 1)));
