@@ -6,8 +6,8 @@
 For every step a lesson records (`trace.step("id", ...)` in lessons/NN_*.cpp), the functions of
 namespace attn::nn its code calls: the calls written since the step recorded before it in the same
 top-level function (or since the function's start), and for a function's last step also those after
-it, followed one level into the lesson's own functions called there (a lesson computes, then
-records). Each function's definition is then read from src/nn/*.cpp (its
+it, followed one level into the lesson's own functions called there that record no step themselves (a
+lesson computes, then records; a function that records steps is those steps' code). Each function's definition is then read from src/nn/*.cpp (its
 comment, signature and body, up to the closing brace at column 0). Left out: the matrix, reduction and
 kernel helpers (nn/linalg, nn/reductions, nn/kernels: what every step uses, not what it teaches) and
 definitions over 80 lines. A function whose file is not in this tree (the student edition leaves the
@@ -122,7 +122,8 @@ def lesson_steps(path, definitions):
         text = f.read()
     code = strip_comments_and_strings(text)
     blocks = top_level_blocks(code)
-    local = {name: code[s:e] for s, e, name, _, _ in blocks if name}
+    # the lesson's own helpers; those that record steps themselves are other steps' code, not this one's
+    local = {name: code[s:e] for s, e, name, _, _ in blocks if name and not STEP.search(text[s:e])}
     steps = []
     for s, e, name, _, _ in blocks:
         body = code[s:e]
