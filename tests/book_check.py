@@ -668,7 +668,7 @@ def check_code_and_exercises(site, pages):
     if not os.path.isfile(path):
         return
     with open(path, encoding="utf-8") as f:
-        exercises = re.findall(r'<section class="exercise-page" id="([^"]+)">', f.read())
+        exercises = re.findall(r'<section class="task-page" id="([^"]+)">', f.read())
     if len(exercises) < 27:
         fail("exercises.html lists {} exercises, not the 27 of attn-student".format(len(exercises)))
     linked, steps, with_code = set(), 0, 0

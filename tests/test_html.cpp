@@ -311,8 +311,8 @@ TEST_CASE("attn book shows each step's src/nn code as the source holds it, and l
     CHECK(contains(section, "exercises.html#scaled-attention"));
     // every exercise has its section, and the steps of this lesson that check one link to it
     std::size_t sections = 0;
-    for (std::size_t at = exercises.find("class=\"exercise-page\""); at != std::string::npos;
-         at = exercises.find("class=\"exercise-page\"", at + 1))
+    for (std::size_t at = exercises.find("class=\"task-page\""); at != std::string::npos;
+         at = exercises.find("class=\"task-page\"", at + 1))
         ++sections;
     CHECK(sections == 27);
     for (const std::string id : {"lin-penalty", "scaled-attention", "causal-mask", "positional"})

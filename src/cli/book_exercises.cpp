@@ -36,7 +36,7 @@ std::string starter_task(const Exercise& x) {
 }
 
 std::string exercise_section(const Exercise& x, const std::vector<BookLesson>& lessons) {
-    std::string out = fmt::format("<section class=\"exercise-page\" id=\"{}\">\n<h2>{} <span class=\"step-id\">[{}]</span></h2>\n",
+    std::string out = fmt::format("<section class=\"task-page\" id=\"{}\">\n<h2>{} <span class=\"step-id\">[{}]</span></h2>\n",
                                   text(x.id), text(x.title), text(x.id));
     const Lesson* lesson = find_lesson(x.lesson);
     const auto page = std::find_if(lessons.begin(), lessons.end(),

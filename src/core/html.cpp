@@ -94,8 +94,8 @@ details.code pre { background: var(--panel); padding: 0.5rem 0.8rem; border-radi
 details.code .file { color: var(--muted); }
 .export-only { color: var(--muted); font-size: 0.95rem; }
 pre.task { white-space: pre-wrap; background: var(--panel); padding: 0.5rem 0.8rem; border-radius: 6px; overflow-x: auto; }
-.exercise-page p, .exercise-page li, .task-link { overflow-x: auto; overflow-y: hidden; padding-block: 0.3em; }
-.exercise-page code, .task-link code { overflow-wrap: anywhere; }
+.task-page p, .task-page li, .task-link { overflow-x: auto; overflow-y: hidden; padding-block: 0.3em; }
+.task-page code, .task-link code { overflow-wrap: anywhere; }
 .task-link { border-left: 3px solid var(--link); padding-left: 0.6rem; }
 @media print {
   body { max-width: none; padding: 0; font-size: 11pt; color: #000; background: #fff; }

@@ -80,7 +80,7 @@ extern "C" int ATTN_FUZZ_ENTRY(mathml)(const std::uint8_t* data, std::size_t siz
     static const std::set<std::string> mathml = {"math", "mrow", "mi", "mn", "mo", "msub", "msup", "msubsup",
                                                  "mover", "msqrt", "mtext"};
     static const std::set<std::string> html = {"math", "mrow", "mi", "mn", "mo", "msub", "msup", "msubsup",
-                                               "mover", "msqrt", "mtext", "span"};
+                                               "mover", "msqrt", "mtext", "span", "code"};  // code: C++ names among the words (core/prose)
     using namespace fuzz_mathml;
     const std::string_view text(reinterpret_cast<const char*>(data), size);
     if (const auto formula = formula_mathml(text)) {
