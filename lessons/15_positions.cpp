@@ -12,6 +12,7 @@
 #include "nn/linalg.hpp"
 #include "nn/positional.hpp"
 #include "nn/reductions.hpp"
+#include "nn/rnn.hpp"
 #include "nn/rotary.hpp"
 #include "nn/self_attention.hpp"
 #include "nn/softmax.hpp"

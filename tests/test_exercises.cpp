@@ -304,7 +304,7 @@ TEST_CASE("typical mistakes fail their own exercise's unit case, and nothing els
         // The lesson at its smallest settings (its checks compare the cache with the uncached pass at every
         // step of every test sentence, at any size; at its defaults it trains and decodes for half a minute)
         const Result lesson = run(env("ATTN_DECODING_MISTAKES_BIN"),
-                                  "run decoding --set epochs=1 --set sentences=50 --set test=20 --set long=5");
+                                  "run decoding --set epochs=1 --set sentences=50 --set test=20 --set long=5 --width 400");  // claims on one line
         INFO(lesson.output);
         CHECK(lesson.code == 1);
         CHECK_THAT(lesson.output, Catch::Contains("✗ at every step of every test sentence the cached probabilities "

@@ -181,7 +181,7 @@ TEST_CASE("--pause on a 60 x 24 terminal: lines fit, and every screenful starts 
 
 TEST_CASE("run --set --seed prints the reproducibility line and exits 0", "[cli][settings]") {
     const TempDir tmp;
-    const Result r = tmp.attn("run multi-head --set d_model=16 --set heads=4 --seed 3 --color never");
+    const Result r = tmp.attn("run multi-head --set d_model=16 --set heads=4 --seed 3 --color never --width 400");
     INFO(r.output);
     CHECK(r.code == 0);
     CHECK_THAT(r.output, Catch::Contains(fmt::format("attn {} · lesson 6 multi-head · seed 3, d_model=16, heads=4 · "

@@ -219,8 +219,9 @@ DiagramLayout layout_diagram(const Diagram& d, const Trace& trace) {
         for (const auto& arrow : out.arrows) {
             const auto points = arrow.points();
             for (std::size_t k = 1; k < points.size(); ++k) {
-                const auto [x1, y1] = points[k - 1];
-                const auto [x2, y2] = points[k];
+                // plain variables, not structured bindings: a lambda below uses them (Clang 14 refuses that in C++17)
+                const double x1 = points[k - 1].first, y1 = points[k - 1].second;
+                const double x2 = points[k].first, y2 = points[k].second;
                 const double top = std::min(y1, y2), bottom_y = std::max(y1, y2);
                 if (bottom_y < band_top || top > band_bottom) continue;
                 const auto x_at = [&](double y) {

@@ -34,13 +34,20 @@ std::vector<double> geometric_slopes(std::size_t n) {
     return out;
 }
 
+// 10000^(2i/d), pair i's denominator: the bits nn::sinusoidal_encoding divides by (2.0 i is 2i exactly, the
+// exponent the same double), written here on its own, since positional.cpp is an exercise's reference.
+double denominator(std::size_t i, std::size_t d) {
+    const double exponent = 2.0 * static_cast<double>(i) / static_cast<double>(d);
+    return portable::pow10000(exponent);
+}
+
 }  // namespace
 
 Vec rotary_frequencies(std::size_t d) {
     expect_even_width("rotary frequencies", d);
     Vec theta = xt::empty<double>({d / 2});
     for (std::size_t i = 0; i < d / 2; ++i)
-        theta(i) = 1.0 / portable::pow10000(static_cast<double>(2 * i) / static_cast<double>(d));
+        theta(i) = 1.0 / denominator(i, d);
     return theta;
 }
 
@@ -56,7 +63,7 @@ Mat rotary_rotation(const Mat& X, const std::vector<std::size_t>& positions, Rot
         // pair i: its two columns in the layout, and its frequency's denominator 10000^(2i/d)
         const std::size_t a = layout == RotaryLayout::interleaved ? 2 * i : i;
         const std::size_t b = layout == RotaryLayout::interleaved ? 2 * i + 1 : i + half;
-        const double slowness = portable::pow10000(static_cast<double>(2 * i) / static_cast<double>(d));
+        const double slowness = denominator(i, d);
         for (std::size_t t = 0; t < T; ++t) {
             const double angle = static_cast<double>(positions[t]) / slowness;  // p theta_i
             const double c = portable::cos(angle), s = portable::sin(angle);
