@@ -116,15 +116,6 @@ double count_if_not(const Vec& v, bool (*pred)(double)) {
 
 bool is_finite(double x) { return std::isfinite(x); }
 
-// e^{x_j} / sum_k e^{x_k} with no shift: what the two passes avoid.
-Vec unshifted_softmax(const Vec& x) {
-    Vec e = xt::empty<double>({x.size()});
-    double sum = 0.0;
-    for (std::size_t j = 0; j < x.size(); ++j) e(j) = portable::exp(x(j)), sum += e(j);
-    for (std::size_t j = 0; j < x.size(); ++j) e(j) /= sum;
-    return e;
-}
-
 // The mistake of step 2: the running maximum kept, but the running sum never rescaled,
 // l_j = l_{j-1} + e^{x_j - m_j}; then e^{x_i - m_n} / l_n.
 std::pair<double, Vec> softmax_without_rescale(const Vec& x) {

@@ -515,17 +515,6 @@ void record_alibi_bias(Trace& trace, const Mat& S, double m) {
 
 // ---------------------------------------------------------------- step [alibi-decay]
 
-// softmax by the textbook formula exp(x_j) / sum_k exp(x_k), without subtracting the row's largest.
-Mat unshifted_softmax_rows(const Mat& S) {
-    Mat out = S;
-    for (std::size_t i = 0; i < S.shape(0); ++i) {
-        double total = 0.0;
-        for (std::size_t j = 0; j < S.shape(1); ++j) total += portable::exp(S(i, j));
-        for (std::size_t j = 0; j < S.shape(1); ++j) out(i, j) = portable::exp(S(i, j)) / total;
-    }
-    return out;
-}
-
 void record_alibi_decay(Trace& trace, const Vec& slopes, std::size_t T, double score) {
     const std::size_t h = slopes.size();
     const Mat S = nn::ones(T, T) * score;

@@ -7,30 +7,38 @@ Lessons never read files of their own (lessons/registry.hpp): the data a lesson 
 installed packages (lesson 14's hand-aligned verses) is compiled into the program. The text goes in as
 one raw string literal; a delimiter the text does not hold is chosen.
 """
+import os
 import sys
+
+
+def raw_string(text, delimiter="attn_text"):
+    """text as one C++ raw string literal, with a delimiter the text does not hold."""
+    while ")" + delimiter + '"' in text:
+        delimiter += "_"
+    return 'R"%s(%s)%s"' % (delimiter, text, delimiter)
+
+
+def write_if_changed(output, text):
+    """Writes text to output (whole, through a temporary file) unless it already holds it: an unchanged
+    header keeps its time, and nothing that includes it rebuilds."""
+    try:
+        with open(output, encoding="utf-8") as f:
+            if f.read() == text:
+                return
+    except FileNotFoundError:
+        pass
+    with open(output + ".tmp", "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(output + ".tmp", output)
 
 
 def main():
     source, output, name = sys.argv[1:]
     with open(source, encoding="utf-8") as f:
         text = f.read()
-    delimiter = "attn_text"
-    while ")" + delimiter + '"' in text:
-        delimiter += "_"
     header = ("// Written by lessons/embed_text.py from %s: do not edit.\n#pragma once\n\n#include <string_view>\n\n"
-              "inline constexpr std::string_view %s = R\"%s(%s)%s\";\n" % (source.split("/")[-1], name, delimiter,
-                                                                            text, delimiter))
-    old = None
-    try:
-        with open(output, encoding="utf-8") as f:
-            old = f.read()
-    except FileNotFoundError:
-        pass
-    if old != header:  # unchanged, the header keeps its time and nothing that includes it rebuilds
-        with open(output + ".tmp", "w", encoding="utf-8") as f:
-            f.write(header)
-        import os
-        os.replace(output + ".tmp", output)
+              "inline constexpr std::string_view %s = %s;\n" % (source.split("/")[-1], name, raw_string(text)))
+    write_if_changed(output, header)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ import os
 import re
 import sys
 
+from embed_text import raw_string, write_if_changed
+
 HELPER_FILES = {"linalg.cpp", "reductions.cpp", "kernels.cpp", "kernel_parts.cpp"}
 MAX_LINES = 80
 STEP = re.compile(r'\btrace\.step\(\s*"([A-Za-z0-9_-]+)"')
@@ -152,13 +154,6 @@ def lesson_steps(path, definitions):
     return steps
 
 
-def cpp_string(text):
-    delimiter = "attn_code"
-    while ")" + delimiter + '"' in text:
-        delimiter += "_"
-    return 'R"%s(%s)%s"' % (delimiter, text, delimiter)
-
-
 def starter_task(path):
     """The starter's header comment without its comment marks."""
     with open(path, encoding="utf-8") as f:
@@ -189,7 +184,7 @@ def main():
            "", "inline constexpr Function functions[] = {"]
     for name in used:
         for file, line, body in definitions[name]:
-            out.append("    {%s, %s, %d, %s}," % (cpp_string(name), cpp_string(file), line, cpp_string(body)))
+            out.append("    {%s, %s, %d, %s}," % (raw_string(name), raw_string(file), line, raw_string(body)))
     out += ["    {{}, {}, 0, {}},", "};", "", "struct Step {", "    int lesson;", "    std::string_view step;",
             "    std::string_view functions;  // names separated by spaces, in the order the code calls them", "};", "",
             "inline constexpr Step steps[] = {"]
@@ -198,20 +193,11 @@ def main():
     out += ["    {0, {}, {}},", "};", "", "struct Starter {", "    std::string_view file, task;", "};", "",
             "inline constexpr Starter starters[] = {"]
     for path in starters:
-        out.append("    {%s, %s}," % (cpp_string(os.path.basename(path)), cpp_string(starter_task(path))))
+        out.append("    {%s, %s}," % (raw_string(os.path.basename(path)), raw_string(starter_task(path))))
     out += ["    {{}, {}},", "};", "", "}  // namespace attn::step_code", ""]
-    header = "\n".join(out)
-    old = None
-    try:
-        with open(output, encoding="utf-8") as f:
-            old = f.read()
-    except FileNotFoundError:
-        pass
-    if old != header:
-        with open(output + ".tmp", "w", encoding="utf-8") as f:
-            f.write(header)
-        os.replace(output + ".tmp", output)
-    inputs = lesson_files + starters + sorted(glob.glob(os.path.join(root, "src", "nn", "*.cpp")))
+    write_if_changed(output, "\n".join(out))
+    inputs = lesson_files + starters + sorted(glob.glob(os.path.join(root, "src", "nn", "*.cpp"))) + [
+        os.path.join(root, "lessons", "embed_text.py")]
     with open(depfile, "w", encoding="utf-8") as f:
         f.write("%s: %s\n" % (output.replace(" ", "\\ "), " ".join(p.replace(" ", "\\ ") for p in inputs)))
 

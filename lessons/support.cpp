@@ -1,5 +1,7 @@
 #include "support.hpp"
 
+#include "core/portable_math.hpp"
+
 #include "nn/reductions.hpp"
 
 #include <xtensor/xsort.hpp>
@@ -80,6 +82,23 @@ std::string trained_here() {
 std::string decoded_with_race() {
     return "computed with lesson 12's trained models: compared where they are loaded (the exercise checks), shown "
            "for numbers from a training of their own";
+}
+
+Vec unshifted_softmax(const Vec& x) {
+    Vec e = xt::empty<double>({x.size()});
+    double sum = 0.0;
+    for (std::size_t j = 0; j < x.size(); ++j) e(j) = portable::exp(x(j)), sum += e(j);
+    for (std::size_t j = 0; j < x.size(); ++j) e(j) /= sum;
+    return e;
+}
+
+Mat unshifted_softmax_rows(const Mat& S) {
+    Mat out = S;
+    for (std::size_t i = 0; i < S.shape(0); ++i) {
+        const Vec row = unshifted_softmax(xt::eval(xt::row(S, static_cast<std::ptrdiff_t>(i))));
+        for (std::size_t j = 0; j < S.shape(1); ++j) out(i, j) = row(j);
+    }
+    return out;
 }
 
 }  // namespace attn

@@ -66,6 +66,13 @@ double count_at_most(const Values& values, double bound) {
         std::count_if(values.begin(), values.end(), [bound](double x) { return x <= bound; })));
 }
 
+// e^{x_j} / sum_k e^{x_k} without subtracting the largest entry first: the textbook softmax that
+// overflows to inf / inf = NaN past e^709.78 (lesson 10's step [two-pass], lesson 15's [alibi-decay]).
+// The sum runs in the order of j; attn's portable exp.
+Vec unshifted_softmax(const Vec& x);
+// The same to each row of S.
+Mat unshifted_softmax_rows(const Mat& S);
+
 // How far the smallest entry lies below 0 (0 when none is negative): a weight check's error.
 double negativity(const Mat& weights);
 

@@ -19,12 +19,36 @@
 #include <sstream>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 namespace attn::test {
+
+// How many times `piece` occurs in `text` (overlapping ones too).
+inline std::size_t occurrences(const std::string& text, const std::string& piece) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++n;
+    return n;
+}
+
+// The text of markup: tags removed, the five entities decoded.
+inline std::string text_of(const std::string& markup) {
+    std::string out;
+    bool in_tag = false;
+    for (const char c : markup) {
+        if (c == '<') in_tag = true;
+        else if (c == '>') in_tag = false;
+        else if (!in_tag) out += c;
+    }
+    for (const auto& [entity, c] : std::vector<std::pair<std::string, std::string>>{
+             {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}, {"&amp;", "&"}})
+        for (std::size_t at = out.find(entity); at != std::string::npos; at = out.find(entity, at))
+            out.replace(at, entity.size(), c);
+    return out;
+}
 
 // Removes `path` and everything in it when it goes out of scope (a test's temporary files, whether its
 // checks pass, fail or throw).

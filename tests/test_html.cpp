@@ -48,27 +48,8 @@ std::string lower(std::string text) {
     return text;
 }
 
-std::size_t occurrences(const std::string& text, const std::string& piece) {
-    std::size_t n = 0;
-    for (std::size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++n;
-    return n;
-}
-
-// The text of markup: tags removed, the five entities decoded.
-std::string text_of(const std::string& markup) {
-    std::string out;
-    bool in_tag = false;
-    for (const char c : markup) {
-        if (c == '<') in_tag = true;
-        else if (c == '>') in_tag = false;
-        else if (!in_tag) out += c;
-    }
-    for (const auto& [entity, c] : std::vector<std::pair<std::string, std::string>>{
-             {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}, {"&amp;", "&"}})
-        for (std::size_t at = out.find(entity); at != std::string::npos; at = out.find(entity, at))
-            out.replace(at, entity.size(), c);
-    return out;
-}
+using test::occurrences;
+using test::text_of;
 
 std::string kept(const std::string& text, bool (*keep)(char)) {
     std::string out;

@@ -24,27 +24,7 @@ namespace {
 
 bool has(const std::string& text, const std::string& piece) { return text.find(piece) != std::string::npos; }
 
-std::size_t count_of(const std::string& text, const std::string& piece) {
-    std::size_t n = 0;
-    for (std::size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++n;
-    return n;
-}
-
-// The markup's text: tags removed, the five entities decoded.
-std::string text_only(const std::string& markup) {
-    std::string out;
-    bool in_tag = false;
-    for (const char c : markup) {
-        if (c == '<') in_tag = true;
-        else if (c == '>') in_tag = false;
-        else if (!in_tag) out += c;
-    }
-    for (const auto& [entity, c] : std::vector<std::pair<std::string, std::string>>{
-             {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}, {"&amp;", "&"}})
-        for (std::size_t at = out.find(entity); at != std::string::npos; at = out.find(entity, at))
-            out.replace(at, entity.size(), c);
-    return out;
-}
+using test::text_of;
 
 std::string digits_of(const std::string& text) {
     std::string out;
@@ -68,7 +48,7 @@ TEST_CASE("prose_html typesets the maths among words and leaves the words as tex
     CHECK(h.rfind("the state <math>", 0) == 0);
     CHECK(has(h, "<msub><mi>h</mi><mrow><mi>t</mi><mo>−</mo><mn>1</mn></mrow></msub>"));
     CHECK(has(h, " divided by <math><mrow><msqrt><mrow><msub><mi>d</mi><mrow><mi>k</mi></mrow></msub></mrow></msqrt></mrow></math>."));
-    CHECK(count_of(h, "<math>") == 2);
+    CHECK(test::occurrences(h, "<math>") == 2);
 
     // h_{t-1} is not h_t - 1: the minus sits in the subscript of one and on the line of the other
     const std::string minus = prose_html("then h_t - 1 is");
@@ -107,11 +87,11 @@ TEST_CASE("prose_html keeps words out of formulas where a formula would say some
     CHECK(!has(eg, "<mi>g</mi>"));
     // a remark in brackets after a space is not a factor: b_z = 2 (sigmoid(2) = 0.88)
     const std::string remark = prose_html("bias b_z = 2 (sigmoid(2) = 0.88) makes it");
-    CHECK(count_of(remark, "<math>") == 2);
+    CHECK(test::occurrences(remark, "<math>") == 2);
     CHECK(has(remark, "<mo>=</mo><mn>2</mn></mrow></math> <math>"));
     // a sentence's full stop ends a formula: h_0. T = 5 is two
     const std::string stop = prose_html("ends at h_0. T = 5 here");
-    CHECK(count_of(stop, "<math>") == 2);
+    CHECK(test::occurrences(stop, "<math>") == 2);
     CHECK(has(stop, "</math>. <math>"));
     // "=" alone is no formula
     CHECK(!has(prose_html("the words = the tokens"), "<math>"));
@@ -185,7 +165,7 @@ TEST_CASE("prose_html links mentions of the book's lessons and steps, and only t
     // lesson 12 is not in this book: text
     CHECK(has(h, " and lesson 12, and "));
     CHECK(has(h, "lessons <a href=\"04-self-attention.html\">4</a> and <a href=\"09-learning-to-align.html\">9</a>."));
-    CHECK(count_of(h, "<a href") == 5);
+    CHECK(test::occurrences(h, "<a href") == 5);
     // a step id of no lesson, or without the links: no link
     CHECK(!has(prose_html("step [nowhere]", &links), "<a "));
     CHECK(!has(prose_html("As in lesson 4's step [causal]"), "<a "));
@@ -271,7 +251,7 @@ TEST_CASE("every text of every lesson keeps its digits in order and stays valid 
             const std::string h = prose_html(text, nullptr, &n);
             CHECK(xml_problem("<p>" + h + "</p>") == "");
             // no number lost, added or moved by a formula
-            CHECK(digits_of(text_only(h)) == digits_of(text));
+            CHECK(digits_of(text_of(h)) == digits_of(text));
             ++texts;
             formulas += n.formulas;
             code += n.code;
