@@ -266,46 +266,25 @@ void record_schedule(Trace& trace, const Config& c, std::size_t total_steps) {
 
 // ---------------------------------------------------------------- the gradients
 
-// Lesson 8's step and tolerance (its step [finite-differences] says why): |analytic - numeric| /
-// max(1, |numeric|) <= 100 eps max(1, |L|) / h, a hundred times the rounding the two losses leave
-// in their difference; a wrong term is off by the size of the gradient itself.
-constexpr double fd_step = 1e-6;
-
-// Step [gradients]: one entry of every trained tensor of the Transformer (the one with the largest
-// gradient: most embedding rows belong to words not in the sentence, whose gradient is exactly 0).
-void record_gradients(Trace& trace, nn::EncoderDecoder m, const Pair& p) {
-    Step& step = trace.step("gradients", "The Transformer's gradients, checked before training",
-                            "dL/dw ~ (L(w + h) - L(w - h)) / 2h,  h = 1e-6", "");
-    nn::EncoderDecoder grads = nn::zeros_like(m);
-    const double loss = backward_into(m, p, grads);
-    const auto w = nn::named_tensors(m), g = nn::named_tensors(grads);
-    Mat table = xt::empty<double>({w.size(), std::size_t{3}});
-    std::vector<std::string> names;
-    for (std::size_t b = 0; b < w.size(); ++b) {
-        std::size_t k = 0;
-        for (std::size_t i = 1; i < w[b].size; ++i)
-            if (std::abs(g[b].data[i]) > std::abs(g[b].data[k])) k = i;
-        table(b, 0) = g[b].data[k];
-        table(b, 1) = nn::central_difference(w[b].data[k], [&] { return teacher_forced(m, p).loss; }, fd_step);
-        table(b, 2) = std::abs(table(b, 0) - table(b, 1)) / std::max(1.0, std::abs(table(b, 1)));
-        names.push_back(w[b].name);
-    }
-    const double tol = 100.0 * std::numeric_limits<double>::epsilon() * std::max(1.0, loss) / fd_step;
-    double worst = 0.0;
-    for (std::size_t b = 0; b < w.size(); ++b) worst = std::isnan(table(b, 2)) ? table(b, 2) : std::max(worst, table(b, 2));
-    step.explanation = fmt::format(
-        "Training trusts the gradients, so they are checked first, at initialisation, on \"turn off the lights\" "
-        "(loss {:.4f}). The backward pass is assembled from the parts' own (nn/encoder_decoder.cpp): the output "
-        "layer by hand (dz = p - onehot(y)), the last norm, each decoder block in reverse (the network, LN_3, "
-        "cross-attention's backward, whose keys and values send their gradient to the encoder's output H, LN_2, "
-        "the causal self-attention, LN_1), then the encoder stack of lesson 11 from the sum of what every decoder "
-        "block sent H, and the embeddings row by row (times sqrt(d_model)). One weight of each of the {} tensors "
-        "(the one with the largest gradient) is moved by +-h and the loss recomputed. The tolerance is lesson "
-        "8's: 100 eps max(1, |L|) / h = {:.2g}.",
-        loss, w.size(), tol);
-    trace.tensor("gradients", "analytic, numeric, error", table, names, {"analytic", "numeric", "error"})
-        .foreign_tolerance(tol, tol, central_difference_noise());
-    trace.check("the Transformer's backward pass matches central differences on every tensor", worst, tol);
+// Step [gradients]: one entry of every trained tensor of the Transformer (transformer_gradient_check).
+void record_gradients(Trace& trace, const nn::EncoderDecoder& m, const Pair& p) {
+    const GradientCheck c = transformer_gradient_check(m, p);
+    trace.step("gradients", "The Transformer's gradients, checked before training",
+               "dL/dw ~ (L(w + h) - L(w - h)) / 2h,  h = 1e-6",
+               fmt::format(
+                   "Training trusts the gradients, so they are checked first, at initialisation, on \"turn off the "
+                   "lights\" (loss {:.4f}). The backward pass is assembled from the parts' own "
+                   "(nn/encoder_decoder.cpp): the output layer by hand (dz = p - onehot(y)), the last norm, each "
+                   "decoder block in reverse (the network, LN_3, cross-attention's backward, whose keys and values "
+                   "send their gradient to the encoder's output H, LN_2, the causal self-attention, LN_1), then the "
+                   "encoder stack of lesson 11 from the sum of what every decoder block sent H, and the embeddings row "
+                   "by row (times sqrt(d_model)). One weight of each of the {} tensors (the one with the largest "
+                   "gradient) is moved by +-h and the loss recomputed. The tolerance is lesson 8's: 100 eps max(1, "
+                   "|L|) / h = {:.2g}.",
+                   c.loss, c.names.size(), c.tolerance));
+    trace.tensor("gradients", "analytic, numeric, error", c.table, c.names, {"analytic", "numeric", "error"})
+        .foreign_tolerance(c.tolerance, c.tolerance, central_difference_noise());
+    trace.check("the Transformer's backward pass matches central differences on every tensor", c.worst, c.tolerance);
 }
 
 // ---------------------------------------------------------------- training: the race
@@ -548,36 +527,6 @@ void record_maps(Trace& trace, const Models& m, const Pair& lights, const Pair& 
 
 // ---------------------------------------------------------------- chaos
 
-// The Transformer retrained alone from `start` on the race's batches in the race's order (the
-// shuffles replayed from a copy of the generator as the race began): its test loss per epoch, row 0
-// before training.
-struct Retrained {
-    Vec test_loss;
-    nn::EncoderDecoder model;
-};
-
-Retrained retrain_transformer(Rng rng, const Corpus& c, const nn::EncoderDecoder& start, const Config& config) {
-    const std::size_t epochs = config.size(param::epochs);
-    auto t = trainer(start);
-    Retrained out;
-    out.test_loss = nn::zeros(epochs + 1);
-    out.test_loss(0) = mean_loss(t.model, c.test);
-    std::vector<std::size_t> order(c.train.size());
-    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-    for (std::size_t epoch = 1; epoch <= epochs; ++epoch) {
-        for (std::size_t k = order.size(); k-- > 1;) std::swap(order[k], order[rng.below(k + 1)]);
-        double words = 0.0;
-        for (std::size_t first = 0; first < order.size(); first += batch) {
-            const std::size_t last = std::min(order.size(), first + batch);
-            train_batch(t, c.train, order, first, last, words,
-                        transformer_adam(static_cast<std::size_t>(t.steps) + 1, config));
-        }
-        out.test_loss(epoch) = mean_loss(t.model, c.test);
-    }
-    out.model = t.model;
-    return out;
-}
-
 // Every trained number moved up by one unit in the last place (0 becomes the smallest subnormal).
 nn::EncoderDecoder moved_one_ulp(nn::EncoderDecoder m) {
     for (const nn::Block& b : nn::blocks(m))
@@ -711,15 +660,6 @@ struct LongRun {
     Retrained learned;           // it, trained on the race's batches
 };
 
-// Learned positions drawn N(0, 1/2): the mean square of the sinusoids they replace. Rows for every
-// position greedy decoding may reach on the long set (max_words inputs), most never trained.
-nn::EncoderDecoder with_learned_positions(nn::EncoderDecoder m, Rng& rng, std::size_t src_rows, std::size_t tgt_rows) {
-    const std::size_t d = m.E_src.shape(1);
-    m.P_src = rng.normal_mat(src_rows, d, std::sqrt(0.5));
-    m.P_tgt = rng.normal_mat(tgt_rows, d, std::sqrt(0.5));
-    return m;
-}
-
 // The longest source and decoder input of a set.
 std::pair<std::size_t, std::size_t> longest(const std::vector<Pair>& pairs) {
     std::size_t src = 0, in = 0;
@@ -738,13 +678,10 @@ double change_from(const Mat& trained, const Mat& drawn, std::size_t first) {
     return worst;
 }
 
-LongRun long_run(const Config& config, RaceStart& r) {
-    Rng rng(config.seed ^ 0x6c6f6e67u);  // "long"
-    LongRun out;
-    const std::size_t long_len = config.size(param::long_len);
-    out.pairs = long_pairs(rng, r.corpus, config.size(param::long_test), config.size(param::max_len) + 1, long_len);
-    out.start = with_learned_positions(r.start.transformer, rng, long_len, 2 * long_len + 5);
-    out.learned = retrain_transformer(r.rng, r.corpus, out.start, config);
+LongRun long_run(const Config& config, RaceStart& r, Trace& trace) {
+    LongStart drawn = long_start(config, r);
+    LongRun out{std::move(drawn.pairs), std::move(drawn.learned), {}};
+    out.learned = retrain_transformer(r.rng, r.corpus, out.start, config, trace, "the Transformer with learned positions");
     return out;
 }
 
@@ -752,21 +689,14 @@ LongRun long_run(const Config& config, RaceStart& r) {
 // model with attention and the Transformer with sinusoidal and with learned positions.
 void record_longer(Trace& trace, const Config& config, const Corpus& c, const LongRun& run, double sinusoidal_loss,
                    const std::array<Scores, 3>& test, const std::array<Scores, 3>& longer) {
-    const std::size_t min_len = config.size(param::min_len), max_len = config.size(param::max_len);
     const std::size_t long_len = config.size(param::long_len);
-    // four bins of the training lengths, four of the longer ones
-    const std::size_t w_in = (max_len - min_len + 4) / 4, w_out = (long_len - max_len + 3) / 4;
-    std::vector<std::pair<std::size_t, std::size_t>> bins;
-    for (std::size_t first = min_len; first <= max_len; first += w_in) bins.push_back({first, std::min(max_len, first + w_in - 1)});
-    const std::size_t first_long = bins.size();
-    for (std::size_t first = max_len + 1; first <= long_len; first += w_out)
-        bins.push_back({first, std::min(long_len, first + w_out - 1)});
-    Mat table = nn::zeros(bins.size(), 6);
-    Vec count = nn::zeros(bins.size()), words = nn::zeros(bins.size());
+    const LengthBins bins = race_length_bins(config);
+    const std::size_t first_long = bins.first_long;
+    Mat table = nn::zeros(bins.count(), 6);
+    Vec count = nn::zeros(bins.count()), words = nn::zeros(bins.count());
     const auto add = [&](const std::vector<Pair>& pairs, const std::array<Scores, 3>& s) {
         for (std::size_t k = 0; k < pairs.size(); ++k) {
-            std::size_t b = 0;
-            while (pairs[k].src.size() > bins[b].second) ++b;
+            const std::size_t b = bins.of(pairs[k].src.size());
             count(b) += 1.0;
             words(b) += as_double(pairs[k].tgt.size() + 1);
             for (std::size_t m = 0; m < 3; ++m) {
@@ -777,12 +707,9 @@ void record_longer(Trace& trace, const Config& config, const Corpus& c, const Lo
     };
     add(c.test, test);
     add(run.pairs, longer);
-    std::vector<std::string> labels;
-    for (std::size_t b = 0; b < bins.size(); ++b) {
-        labels.push_back(bins[b].first == bins[b].second ? fmt::format("T_x {}", bins[b].first)
-                                                         : fmt::format("T_x {}-{}", bins[b].first, bins[b].second));
+    const std::vector<std::string>& labels = bins.labels;
+    for (std::size_t b = 0; b < bins.count(); ++b)
         for (std::size_t col = 0; col < 6; ++col) table(b, col) /= std::max(1.0, col < 3 ? count(b) : words(b));
-    }
     const auto [train_src, train_in] = longest(c.train);
     const auto [long_src, long_in] = longest(run.pairs);
     std::size_t shortest_long = long_len;
@@ -856,13 +783,14 @@ void lesson_transformer(Trace& trace, const Config& config) {
     record_length(trace, corpus, s, min_len, max_len);
     record_maps(trace, race.trained, lights, pickup);
     record_heads(trace, race.trained, corpus);
-    const LongRun run = long_run(config, r);
+    const LongRun run = long_run(config, r, trace);
     const std::size_t long_words = 2 * config.size(param::long_len) + 4;
     record_longer(trace, config, corpus, run, race.curves(race.curves.shape(0) - 1, 5),
                   {s[1], s[2], scores(run.learned.model, corpus.test, max_words)},
                   {scores(race.trained.with, run.pairs, long_words), scores(race.trained.transformer, run.pairs, long_words),
                    scores(run.learned.model, run.pairs, long_words)});
-    const Retrained moved = retrain_transformer(r.rng, corpus, moved_one_ulp(r.start.transformer), config);
+    const Retrained moved =
+        retrain_transformer(r.rng, corpus, moved_one_ulp(r.start.transformer), config, trace, "the Transformer moved one ulp");
     record_chaos(trace, race, moved, {s[2], scores(moved.model, corpus.test, max_words)});
 }
 
@@ -872,6 +800,98 @@ void lesson_transformer(Trace& trace, const Config& config) {
 
 nn::AdamSettings transformer_adam(std::size_t step, const Config& c) {
     return {nn::warmup_learning_rate(step, c.size(param::d_model), c.size(param::warmup)), 0.9, 0.98, 1e-9};
+}
+
+// Lesson 13's and 15's configuration of this lesson: its defaults with their seed and training settings.
+Config race_config(const Config& c) {
+    const Lesson& race = *find_lesson("transformer");
+    return apply_settings(race.params, c.seed,
+                          {{"epochs", c.get("epochs")}, {"sentences", c.get("sentences")}, {"test", c.get("test")}});
+}
+
+Retrained retrain_transformer(Rng rng, const Corpus& c, const nn::EncoderDecoder& start, const Config& config,
+                              Trace& trace, const std::string& what) {
+    const std::size_t epochs = config.size(param::epochs);
+    auto t = trainer(start);
+    Retrained out;
+    out.test_loss = nn::zeros(epochs + 1);
+    out.test_loss(0) = mean_loss(t.model, c.test);
+    std::vector<std::size_t> order(c.train.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    for (std::size_t epoch = 1; epoch <= epochs; ++epoch) {
+        shuffle_epoch(rng, order);
+        double words = 0.0;
+        for (std::size_t first = 0; first < order.size(); first += batch) {
+            const std::size_t last = std::min(order.size(), first + batch);
+            train_batch(t, c.train, order, first, last, words,
+                        transformer_adam(static_cast<std::size_t>(t.steps) + 1, config));
+            if ((first / batch) % 8 == 0)
+                trace.progress(fmt::format("training {}, epoch {} of {}: {} of {} sentences", what, epoch, epochs, last,
+                                           order.size()));
+        }
+        out.test_loss(epoch) = mean_loss(t.model, c.test);
+    }
+    out.model = t.model;
+    return out;
+}
+
+nn::EncoderDecoder with_learned_positions(nn::EncoderDecoder m, Rng& rng, std::size_t src_rows, std::size_t tgt_rows) {
+    const std::size_t d = m.E_src.shape(1);
+    m.P_src = rng.normal_mat(src_rows, d, std::sqrt(0.5));
+    m.P_tgt = rng.normal_mat(tgt_rows, d, std::sqrt(0.5));
+    return m;
+}
+
+LongStart long_start(const Config& config, RaceStart& r) {
+    Rng rng(config.seed ^ 0x6c6f6e67u);  // "long"
+    LongStart out;
+    const std::size_t long_len = config.size(param::long_len);
+    out.pairs = long_pairs(rng, r.corpus, config.size(param::long_test), config.size(param::max_len) + 1, long_len);
+    out.learned = with_learned_positions(r.start.transformer, rng, long_len, 2 * long_len + 5);
+    return out;
+}
+
+LengthBins race_length_bins(const Config& config) {
+    const std::size_t min_len = config.size(param::min_len), max_len = config.size(param::max_len);
+    const std::size_t long_len = config.size(param::long_len);
+    const std::size_t w_in = (max_len - min_len + 4) / 4, w_out = (long_len - max_len + 3) / 4;
+    LengthBins out;
+    for (std::size_t first = min_len; first <= max_len; first += w_in)
+        out.bins.push_back({first, std::min(max_len, first + w_in - 1)});
+    out.first_long = out.bins.size();
+    for (std::size_t first = max_len + 1; first <= long_len; first += w_out)
+        out.bins.push_back({first, std::min(long_len, first + w_out - 1)});
+    for (const auto& [first, last] : out.bins)
+        out.labels.push_back(first == last ? fmt::format("T_x {}", first) : fmt::format("T_x {}-{}", first, last));
+    return out;
+}
+
+std::size_t LengthBins::of(std::size_t length) const {
+    std::size_t b = 0;
+    while (b + 1 < bins.size() && length > bins[b].second) ++b;
+    return b;
+}
+
+GradientCheck transformer_gradient_check(nn::EncoderDecoder m, const Pair& p) {
+    GradientCheck c;
+    nn::EncoderDecoder grads = nn::zeros_like(m);
+    c.loss = backward_into(m, p, grads);
+    const auto w = nn::named_tensors(m), g = nn::named_tensors(grads);
+    c.table = xt::empty<double>({w.size(), std::size_t{3}});
+    for (std::size_t b = 0; b < w.size(); ++b) {
+        std::size_t k = 0;
+        for (std::size_t i = 1; i < w[b].size; ++i)
+            if (std::abs(g[b].data[i]) > std::abs(g[b].data[k])) k = i;
+        c.table(b, 0) = g[b].data[k];
+        c.table(b, 1) =
+            nn::central_difference(w[b].data[k], [&] { return teacher_forced(m, p).loss; }, gradient_check_step);
+        c.table(b, 2) = std::abs(c.table(b, 0) - c.table(b, 1)) / std::max(1.0, std::abs(c.table(b, 1)));
+        c.names.push_back(w[b].name);
+    }
+    c.tolerance = 100.0 * std::numeric_limits<double>::epsilon() * std::max(1.0, c.loss) / gradient_check_step;
+    for (std::size_t b = 0; b < w.size(); ++b)
+        c.worst = std::isnan(c.table(b, 2)) ? c.table(b, 2) : std::max(c.worst, c.table(b, 2));
+    return c;
 }
 
 // The corpus first, then the three models from the same generator, in a fixed order.

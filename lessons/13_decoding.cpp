@@ -60,13 +60,6 @@ const Param top_p{"top_p", 90, 1, 100, "step [sampling]: the mass top-p sampling
 const Param lm_steps{"lm_steps", 100, 100, 1000, "step [language-model]: Adam steps of the decoder-only language model"};
 }  // namespace param
 
-// Lesson 12's configuration: its defaults with this lesson's seed and training settings.
-Config race_config(const Config& c) {
-    const Lesson& race = *find_lesson("transformer");
-    return apply_settings(race.params, c.seed,
-                          {{"epochs", c.get("epochs")}, {"sentences", c.get("sentences")}, {"test", c.get("test")}});
-}
-
 std::string limits(const Config&) { return ""; }
 
 // Decoding the test set twice (with and without the cache) costs about a fifth of a greedy
@@ -82,7 +75,7 @@ TimeEstimate time_estimate(const Config& c) {
     // lesson 12's estimate covers its training twice over (step [chaos] retrains the Transformer):
     // the race alone is about two thirds of it
     const Lesson& race = *find_lesson("transformer");
-    const double training = race.time(race_config(c)).seconds * 2.0 / 3.0;
+    const double training = race.time(transformer::race_config(c)).seconds * 2.0 / 3.0;
     const double own = seconds_at_default *
                        (as_double(c.size(param::test)) / 200.0 +
                         as_double(c.size(param::beam)) / 4.0 * (as_double(c.size(param::test)) + 4.0 * as_double(c.size(param::long_count))) / 360.0);
@@ -1049,7 +1042,7 @@ void record_language_model(Trace& trace, Corpus& c, const nn::EncoderDecoder& dr
 // ---------------------------------------------------------------- the lesson
 
 void lesson_decoding(Trace& trace, const Config& config) {
-    const Config race = race_config(config);
+    const Config race = transformer::race_config(config);
     transformer::RaceStart start = transformer::race_start(race);
     const Corpus& corpus = start.corpus;  // long_pairs below adds no word: its vocabulary is complete
     const std::shared_ptr<const transformer::Race> trained = transformer::trained_race(race, trace);

@@ -5,11 +5,15 @@
 // width, h = ALiBi's heads.
 #include "registry.hpp"
 #include "support.hpp"
+#include "transformer_race.hpp"
+#include "translation.hpp"
 
 #include "core/portable_math.hpp"
 #include "core/rng.hpp"
+#include "nn/encoder_decoder.hpp"
 #include "nn/kv_cache.hpp"
 #include "nn/linalg.hpp"
+#include "nn/position_schemes.hpp"
 #include "nn/positional.hpp"
 #include "nn/reductions.hpp"
 #include "nn/rnn.hpp"
@@ -21,6 +25,7 @@
 #include <xtensor/xbuilder.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -40,6 +45,10 @@ const Param d{"d", 8, 1, 64, "width of the token vectors that the projections re
 const Param d_k{"d_k", 6, 4, 64, "width of queries and keys; even (RoPE turns pairs), at least 4 (two layouts differ)"};
 const Param d_v{"d_v", 4, 1, 64, "width of the values (d_v != d_k by default, so no product can mix them up)"};
 const Param heads{"heads", 6, 1, 64, "ALiBi's heads; 6 is not a power of two, so the slopes take the paper's rule"};
+// lesson 12's, passed on: at their defaults the race on length trains lesson 12's Transformer as drawn there
+const Param epochs{"epochs", 8, 1, 60, "the race on length (lesson 12's training): passes over the training set"};
+const Param sentences{"sentences", 800, 50, 20000, "the race on length: lesson 12's training pairs"};
+const Param test{"test", 200, 20, 2000, "the race on length: lesson 12's held-out test pairs"};
 }  // namespace param
 
 std::string limits(const Config& c) {
@@ -54,11 +63,18 @@ std::string limits(const Config& c) {
 
 // Seconds per T^3 max(d, d_k) (the uncached decoding redoes every prefix): every parameter at its maximum
 // (1.7e7 units) took 0.08 s on this project's 2-core machine at a load of 3, 5e-9 s a unit; 1e-7 on the
-// safe side, and half a second for the rest.
+// safe side, and half a second for the rest. The race on length trains lesson 12's Transformer five times
+// and decodes the test set and the long set with each: 24.9 s of user time at the defaults (load 2.7),
+// where lesson 12's own estimate (its three models, two retrainings and the long set) is 23 s; 1.2 of that
+// estimate on the safe side, growing as it does with epochs, sentences and test.
 TimeEstimate time_estimate(const Config& c) {
     const double T = as_double(c.size(param::T)), w = as_double(std::max(c.size(param::d), c.size(param::d_k)));
-    return {0.5 + 1e-7 * T * T * T * w, "lesson 15", fmt::format("T^3 max(d, d_k) = {:.3g}", T * T * T * w),
-            {{&param::T, 3.0}, {&param::d, 1.0}, {&param::d_k, 1.0}}};
+    const double race = 1.2 * find_lesson("transformer")->time(transformer::race_config(c)).seconds;
+    return {0.5 + 1e-7 * T * T * T * w + race, "lesson 15 (its race on length above all)",
+            fmt::format("T^3 max(d, d_k) = {:.3g}, and five trainings of lesson 12's Transformer: {:.0f} s", T * T * T * w,
+                        race),
+            {{&param::epochs, 1.0}, {&param::sentences, 1.0}, {&param::test, 1.0}, {&param::T, 3.0}, {&param::d, 1.0},
+             {&param::d_k, 1.0}}};
 }
 
 // "Differ" and "move" below mean by more than this; rounding alone stays below 1e-13 at these sizes.
@@ -561,6 +577,238 @@ void record_alibi_decay(Trace& trace, const Vec& slopes, std::size_t T, double s
                 rows_without_nan, 0.0);
 }
 
+
+// ---------------------------------------------------------------- the race on length
+
+using translation::Pair;
+using translation::Scores;
+
+// The five ways of giving lesson 12's Transformer its positions, in the order of every table.
+constexpr std::size_t schemes = 5;
+const std::array<const char*, schemes> scheme_names = {"sinusoidal", "learned", "RoPE", "ALiBi", "none"};
+
+nn::EncoderDecoder positioned(nn::EncoderDecoder m, nn::PositionScheme scheme) {
+    m.positions = scheme;
+    return m;
+}
+
+struct LengthRace {
+    Config race;                   // lesson 12's configuration (transformer::race_config)
+    transformer::RaceStart start;  // its corpus, models as drawn and generator
+    std::vector<Pair> long_pairs;  // lesson 12's long test set
+    std::array<nn::EncoderDecoder, schemes> drawn;
+    std::array<transformer::Retrained, schemes> trained;
+    std::array<Scores, schemes> test, longer;
+};
+
+// Lesson 12's Transformer as drawn, given its positions five ways (the learned tables as lesson 12 draws
+// them), each trained on the race's batches in the race's order, and each scored by greedy decoding on
+// the test set and the long one.
+LengthRace race_on_length(const Config& config, Trace& trace) {
+    LengthRace r{transformer::race_config(config), transformer::race_start(transformer::race_config(config)), {}, {}, {},
+                 {}, {}};
+    transformer::LongStart drawn = transformer::long_start(r.race, r.start);
+    r.long_pairs = std::move(drawn.pairs);
+    const nn::EncoderDecoder& base = r.start.start.transformer;
+    r.drawn = {base, drawn.learned, positioned(base, nn::PositionScheme::rope),
+               positioned(base, nn::PositionScheme::alibi), positioned(base, nn::PositionScheme::none)};
+    for (std::size_t k = 0; k < schemes; ++k) {
+        r.trained[k] = transformer::retrain_transformer(r.start.rng, r.start.corpus, r.drawn[k], r.race, trace,
+                                                        fmt::format("the Transformer, {} positions", scheme_names[k]));
+        trace.progress(fmt::format("translating with {} positions", scheme_names[k]));
+        r.test[k] = translation::scores_to_reference(r.trained[k].model, r.start.corpus.test);
+        r.longer[k] = translation::scores_to_reference(r.trained[k].model, r.long_pairs);
+    }
+    return r;
+}
+
+// ---------------------------------------------------------------- step [bag-of-words]
+
+// The largest |H'[T-1-t] - H[t]| over the rows: H the encoder's output on a source, H' on it reversed.
+double reversal_gap(const Mat& H, const Mat& reversed) {
+    double worst = 0.0;
+    const std::size_t T = H.shape(0);
+    for (std::size_t t = 0; t < T; ++t)
+        worst = std::max(worst, max_abs_difference(nn::row_of(reversed, T - 1 - t), nn::row_of(H, t)));
+    return worst;
+}
+
+// Step [bag-of-words]: the drawn encoder without positions, and with the sinusoids, on a source and on
+// it reversed.
+void record_bag_of_words(Trace& trace, const nn::EncoderDecoder& m, const Pair& p) {
+    const std::vector<std::size_t> src = p.src, rev(p.src.rbegin(), p.src.rend());
+    const double scale = std::sqrt(as_double(m.E_src.shape(1)));
+    const auto bare = [&](const std::vector<std::size_t>& ids) {
+        const Mat X = nn::gather_rows(m.E_src, ids) * scale;
+        return nn::positioned_encoder_stack(X, m.encoder, m.encoder_norm, m.heads, nn::PositionScheme::none).output;
+    };
+    const double bag = reversal_gap(bare(src), bare(rev));
+    const double sinusoidal = reversal_gap(nn::encoder_output(m, src), nn::encoder_output(m, rev));
+    trace.step("bag-of-words", "Why the encoder keeps its positions",
+               "Attention(P X) = P Attention(X) for a permutation P of the rows, with no positions and no mask",
+               fmt::format(
+                   "Before the race, what \"no positions\" can mean. Self-attention without a mask treats its rows "
+                   "as a set: permute the tokens and every score, weight and output is permuted with them, and the "
+                   "position-wise network and the norms act row by row. So an encoder given no positions reads a "
+                   "bag of words: lesson 12's encoder as drawn, given \"{}\" and the same words reversed, returns "
+                   "the same rows reversed, to {:.1e}; with the sinusoids added, the rows differ by up to {:.3f}. "
+                   "A causal decoder is different: its mask tells the first token (which sees only itself) from the "
+                   "second (which sees two), and so on (Haviv et al. 2022 trained language models with no "
+                   "positions at all; Kazemnejad et al. 2023 found them to generalise to longer inputs). The "
+                   "race's fifth contestant therefore takes the positions out of the decoder and leaves the "
+                   "encoder's sinusoids in.",
+                   fmt::join(translation::lights_src, " "), bag, sinusoidal));
+    trace.tensor("reversal_gap", "largest |H(reversed)[T-1-t] - H[t]|", Vec{bag, sinusoidal},
+                 {"no positions", "sinusoids added"}, {}, View::bars)
+        .foreign_tolerance(1e-10, 1e-10, "rounding: the sums of attention run in another order on the reversed rows");
+    trace.check("without positions, the encoder's output on the reversed source is its output reversed", bag, 1e-12);
+    trace.check("with the sinusoids added, reversing the source changes the encoder's output beyond rounding",
+                sinusoidal > visible_change ? 0.0 : 1.0, 0.0);
+}
+
+// ---------------------------------------------------------------- step [race-gradients]
+
+// Step [race-gradients]: the backward of each new scheme against central differences, before training.
+void record_race_gradients(Trace& trace, const LengthRace& r, const Pair& p) {
+    Mat table = xt::empty<double>({std::size_t{3}, std::size_t{3}});
+    double worst = 0.0, tolerance = 0.0;
+    std::size_t tensors = 0;
+    for (std::size_t k = 2; k < schemes; ++k) {
+        const transformer::GradientCheck c = transformer::transformer_gradient_check(r.drawn[k], p);
+        table(k - 2, 0) = c.loss, table(k - 2, 1) = c.worst, table(k - 2, 2) = c.tolerance;
+        worst = std::isnan(c.worst) || std::isnan(worst) ? std::numeric_limits<double>::quiet_NaN()
+                                                          : std::max(worst, c.worst / c.tolerance);
+        tolerance = std::max(tolerance, c.tolerance);
+        tensors = c.names.size();
+    }
+    trace.step("race-gradients", "The new backward passes, checked before training",
+               "dL/dw ~ (L(w + h) - L(w - h)) / 2h,  h = 1e-6, one entry of every tensor",
+               fmt::format(
+                   "RoPE and ALiBi change self-attention's backward (nn/position_schemes.cpp). ALiBi's bias is a "
+                   "constant, so its effect is all in the weights the forward kept. RoPE's rotation R is "
+                   "orthogonal, so the gradient of a turned query goes back through R^T: each pair turned by minus "
+                   "its angle. The model with no positions in the decoder changes only its inputs. Each of the "
+                   "three models, as drawn, is checked as lesson 12 checks its own: on \"{}\", one weight of each "
+                   "of the {} tensors (the one with the largest gradient) is moved by +-h and the loss recomputed, "
+                   "with lesson 8's tolerance 100 eps max(1, |L|) / h. A rotation by +angle in the backward, or a "
+                   "bias that reached the future, would be off by the size of the gradient.",
+                   fmt::join(translation::lights_src, " "), tensors));
+    trace.tensor("race_gradients", "teacher-forced loss, largest error, tolerance", table, {"RoPE", "ALiBi", "none"},
+                 {"loss", "largest error", "tolerance"})
+        .foreign_tolerance(tolerance, tolerance, central_difference_noise());
+    trace.check("RoPE's, ALiBi's and the bare decoder's backward passes match central differences on every tensor "
+                "(largest error over tolerance)",
+                worst, 1.0);
+}
+
+// ---------------------------------------------------------------- step [length-race]
+
+// "1/4, 1/16, 1/64, 1/256": ALiBi's slopes for h heads, each the inverse of a whole number.
+std::string slope_list(std::size_t h) {
+    const Vec m = nn::alibi_slopes(h);
+    std::vector<std::string> out;
+    for (double v : m) out.push_back(fmt::format("1/{:.0f}", 1.0 / v));
+    return fmt::format("{}", fmt::join(out, ", "));
+}
+
+// The largest change of rows 0 .. T-2 of the decoder's probabilities when the last decoder input changes:
+// 0 for a causal decoder.
+double future_leak(const nn::EncoderDecoder& m, const Pair& p) {
+    const Mat H = nn::encoder_output(m, p.src);
+    std::vector<std::size_t> in = translation::decoder_inputs(p);
+    const Mat a = nn::decoder_probabilities(m, H, in);
+    in.back() = in.back() == 3 ? 4 : 3;
+    const Mat b = nn::decoder_probabilities(m, H, in);
+    double worst = 0.0;
+    for (std::size_t i = 0; i + 1 < in.size(); ++i)
+        worst = std::max(worst, max_abs_difference(nn::row_of(a, i), nn::row_of(b, i)));
+    return worst;
+}
+
+// Largest |change| of the rows from `first` on of a trained table against its initial draw.
+double rows_moved(const Mat& trained, const Mat& drawn, std::size_t first) {
+    double worst = 0.0;
+    for (std::size_t t = first; t < trained.shape(0); ++t)
+        for (std::size_t j = 0; j < trained.shape(1); ++j) worst = std::max(worst, std::abs(trained(t, j) - drawn(t, j)));
+    return worst;
+}
+
+void record_length_race(Trace& trace, const LengthRace& r, const Pair& p) {
+    const translation::Corpus& c = r.start.corpus;
+    const transformer::LengthBins bins = transformer::race_length_bins(r.race);
+    const std::size_t B = bins.count(), L = bins.first_long;
+    Mat exact = nn::zeros(B, schemes), words = nn::zeros(B, schemes);
+    Vec count = nn::zeros(B), targets = nn::zeros(B);
+    const auto add = [&](const std::vector<Pair>& pairs, const std::array<Scores, schemes>& s) {
+        for (std::size_t n = 0; n < pairs.size(); ++n) {
+            const std::size_t b = bins.of(pairs[n].src.size());
+            count(b) += 1.0;
+            targets(b) += as_double(pairs[n].tgt.size() + 1);
+            for (std::size_t k = 0; k < schemes; ++k) {
+                exact(b, k) += s[k].outputs[n] == pairs[n].tgt ? 1.0 : 0.0;
+                words(b, k) += translation::right_positions(s[k].outputs[n], pairs[n].tgt);
+            }
+        }
+    };
+    add(c.test, r.test);
+    add(r.long_pairs, r.longer);
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t k = 0; k < schemes; ++k) exact(b, k) /= std::max(1.0, count(b)), words(b, k) /= std::max(1.0, targets(b));
+    const std::size_t E = r.trained[0].test_loss.size() - 1;
+    Mat losses = xt::empty<double>({E + 1, schemes});
+    for (std::size_t e = 0; e <= E; ++e)
+        for (std::size_t k = 0; k < schemes; ++k) losses(e, k) = r.trained[k].test_loss(e);
+    std::size_t train_src = 0, train_in = 0, shortest_long = 1000;
+    for (const Pair& q : c.train) train_src = std::max(train_src, q.src.size()), train_in = std::max(train_in, q.tgt.size() + 1);
+    for (const Pair& q : r.long_pairs) shortest_long = std::min(shortest_long, q.src.size());
+    double leak = 0.0;
+    for (std::size_t k = 0; k < schemes; ++k) leak = std::max(leak, future_leak(r.trained[k].model, p));
+    std::string report;
+    for (std::size_t k = 0; k < schemes; ++k)
+        report += fmt::format("{}{}: test loss {:.3f}, exact {:.3f} on the test set and {:.3f} on the long one, word "
+                              "accuracy {:.3f} and {:.3f}, from {:.3f} in bin {} to {:.3f} in bin {}",
+                              k == 0 ? "" : (k + 1 == schemes ? "; and " : "; "), scheme_names[k], losses(E, k),
+                              r.test[k].exact, r.longer[k].exact, r.test[k].free_tokens, r.longer[k].free_tokens,
+                              words(L - 1, k), bins.labels[L - 1], words(L, k), bins.labels[L]);
+    trace.step("length-race", "The race on length: five ways to give positions",
+               "added PE(t) or P[t];  R_m q . R_n k (RoPE);  q . k / sqrt(d_k) - m |i - j| (ALiBi);  none",
+               fmt::format(
+                   "Lesson 12 found that neither sinusoids nor learned positions carried its Transformer past the "
+                   "lengths it trained on. Here the same Transformer, from the same initial weights, is trained five "
+                   "times on the same batches in the same order ({} epochs of {} pairs), its positions given "
+                   "five ways: sinusoids added to both stacks' inputs; a learned table added instead (drawn as "
+                   "lesson 12 draws it); RoPE in the self-attention of both stacks; ALiBi there (the encoder's bias "
+                   "symmetric, -m |i - j|, the decoder's causal; slopes {}); and no positions in the decoder at all, "
+                   "the encoder keeping its sinusoids (step [bag-of-words]). Cross-attention takes no positions in "
+                   "any of them. Each then translates lesson 12's test set and its {} long pairs of {} to {} source "
+                   "words by greedy decoding (stopped one word past the reference's length: no later word can change "
+                   "a score), while no training source has more than {} words. What each run "
+                   "reached: {}. This is one run at one seed and one small model: reported, never checked. What "
+                   "is checked holds at every seed: the long sources are longer than every training source, the "
+                   "learned rows beyond the training lengths never move, and every trained decoder is causal.",
+                   E, c.train.size(), slope_list(r.drawn[0].heads),
+                   r.long_pairs.size(), shortest_long, bins.bins.back().second, train_src, report));
+    const std::vector<std::string> names(scheme_names.begin(), scheme_names.end());
+    trace.tensor("test_loss", "nats per target word, teacher-forced", losses, numbered("epoch ", 0, E + 1), names,
+                 View::plot)
+        .foreign_shown(trained_here());
+    trace.tensor("words_by_length", "share of target words right (greedy); rows from " + bins.labels[L] +
+                                        " on are longer than any training source",
+                 words, bins.labels, names, View::plot)
+        .foreign_shown(trained_here());
+    trace.tensor("exact_by_length", "share of sentences translated exactly", exact, bins.labels, names)
+        .foreign_shown(trained_here());
+    trace.tensor("pairs", "pairs per bin (test set, then the long set)", count, bins.labels, {}, View::bars);
+    trace.check("every long test source is longer than every training source",
+                as_double(train_src >= shortest_long ? train_src - shortest_long + 1 : 0), 0.0);
+    trace.check("learned position rows past the training lengths are exactly as drawn (no gradient reaches them)",
+                std::max(rows_moved(r.trained[1].model.P_src, r.drawn[1].P_src, train_src),
+                         rows_moved(r.trained[1].model.P_tgt, r.drawn[1].P_tgt, train_in)),
+                0.0);
+    trace.check("every trained decoder is causal: changing the last input word moves no earlier prediction", leak,
+                1e-12);
+}
+
 void lesson_positions(Trace& trace, const Config& config) {
     const std::size_t T = config.size(param::T), d = config.size(param::d), d_k = config.size(param::d_k),
                       d_v = config.size(param::d_v), h = config.size(param::heads);
@@ -585,6 +833,13 @@ void lesson_positions(Trace& trace, const Config& config) {
     record_alibi_slopes(trace, h);
     record_alibi_bias(trace, S_alibi, slopes(0));
     record_alibi_decay(trace, slopes, T, 1000.0);
+
+    trace.need_next_step();  // a run asked for the steps so far (an exercise's check) ends before training
+    LengthRace race = race_on_length(config, trace);
+    const Pair lights = translation::pair_of(race.start.corpus, translation::lights_src, translation::lights_tgt);
+    record_bag_of_words(trace, race.drawn[0], lights);
+    record_race_gradients(trace, race, lights);
+    record_length_race(trace, race, lights);
 }
 
 }  // namespace
@@ -594,9 +849,12 @@ Lesson positions_lesson() {
     using namespace positions;
     return make_lesson(15, "positions", "Positions in the scores: RoPE and ALiBi",
                        "Su et al. 2021; Press et al. 2022; Vaswani et al. 2017",
-                       {param::T, param::d, param::d_k, param::d_v, param::heads}, limits, time_estimate,
-                       lesson_positions,
-                       {"rope", "relative", "layouts", "rope-cache", "alibi-slopes", "alibi-bias", "alibi-decay"});
+                       {param::T, param::d, param::d_k, param::d_v, param::heads, param::epochs, param::sentences,
+                        param::test},
+                       limits, time_estimate, lesson_positions,
+                       {"rope", "relative", "layouts", "rope-cache", "alibi-slopes", "alibi-bias", "alibi-decay",
+                        "bag-of-words", "race-gradients", "length-race"},
+                       {{"epochs", 1}, {"sentences", 50}, {"test", 20}});
 }
 
 }  // namespace attn

@@ -22,6 +22,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace attn::transformer {
 
@@ -48,6 +50,60 @@ struct Race {
 
 // `config` is a configuration of lesson 12 (lesson_by_slug("transformer")'s parameters).
 RaceStart race_start(const Config& config);
+
+// Lesson 12's configuration for a later lesson (13, 15): its defaults with that lesson's seed and its
+// settings epochs, sentences and test, which it declares as lesson 12 does.
+Config race_config(const Config& c);
+
+// The Transformer `start` trained alone on the race's batches in the race's order (rng: a copy of the
+// generator as the race began, RaceStart::rng, whose draws are the epochs' shuffles), the lessons' way:
+// its test loss per epoch (row 0 before training) and the model. Progress on `trace`, naming `what`.
+struct Retrained {
+    Vec test_loss;
+    nn::EncoderDecoder model;
+};
+Retrained retrain_transformer(Rng rng, const translation::Corpus& c, const nn::EncoderDecoder& start,
+                              const Config& config, Trace& trace, const std::string& what);
+
+// Learned positions drawn N(0, 1/2) (the mean square of the sinusoids they replace), src_rows and
+// tgt_rows of them: rows for every position greedy decoding may reach, most never trained.
+nn::EncoderDecoder with_learned_positions(nn::EncoderDecoder m, Rng& rng, std::size_t src_rows, std::size_t tgt_rows);
+
+// Lesson 12's long test set (step [longer]) and its Transformer with learned positions as drawn, from a
+// second generator seeded by the seed, so that the race's draws stay what they were: long_test pairs of
+// max_len + 1 to long_len source words, every length as often, and tables for long_len source positions
+// and 2 long_len + 5 decoder inputs.
+struct LongStart {
+    std::vector<translation::Pair> pairs;
+    nn::EncoderDecoder learned;
+};
+LongStart long_start(const Config& config, RaceStart& r);
+
+// Source lengths in bins: about four of equal width over the training lengths (min_len to max_len),
+// then about four over the longer ones (max_len + 1 to long_len), as lesson 12's step [longer] shows them.
+struct LengthBins {
+    std::vector<std::pair<std::size_t, std::size_t>> bins;  // first and last length of each
+    std::size_t first_long = 0;                             // the first bin of lengths beyond training
+    std::vector<std::string> labels;                        // "T_x 3-7", ..., "T_x 36-40"
+    std::size_t count() const { return bins.size(); }
+    std::size_t of(std::size_t length) const;  // the bin that holds `length` (the last for longer ones)
+};
+LengthBins race_length_bins(const Config& config);
+
+// Lesson 8's step and tolerance (its step [finite-differences] says why): |analytic - numeric| /
+// max(1, |numeric|) <= 100 eps max(1, |L|) / h, a hundred times the rounding the two losses leave in
+// their difference; a wrong term is off by the size of the gradient itself.
+inline constexpr double gradient_check_step = 1e-6;
+
+// One entry of every trained tensor of `m` (the one with the largest gradient: most embedding rows
+// belong to words not in the sentence, whose gradient is exactly 0) against central differences on the
+// teacher-forced loss of `p`: rows analytic, numeric, error, in nn::named_tensors' order.
+struct GradientCheck {
+    Mat table;
+    std::vector<std::string> names;
+    double loss = 0.0, tolerance = 0.0, worst = 0.0;
+};
+GradientCheck transformer_gradient_check(nn::EncoderDecoder m, const translation::Pair& p);
 
 // The race trained from race_start(config), or the process's kept result for that configuration.
 // Training shows its progress on `trace`.

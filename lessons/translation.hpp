@@ -370,14 +370,15 @@ struct Scores {
 // Position by position: the output followed by <eos>, against the reference followed by <eos>.
 double right_positions(const std::vector<std::size_t>& out, const std::vector<std::size_t>& ref);
 
-template <class Model>
-Scores scores(const Model& m, const std::vector<Pair>& pairs, std::size_t max_words) {
+// Pair k decoded greedily for at most cap(k) words.
+template <class Model, class Cap>
+Scores scores_capped(const Model& m, const std::vector<Pair>& pairs, const Cap& cap) {
     Scores s;
     std::vector<Forward> passes(pairs.size());
     s.outputs.resize(pairs.size());
     for_each_independent(pairs.size(), [&](std::size_t k) {
         passes[k] = teacher_forced(m, pairs[k]);
-        s.outputs[k] = greedy(m, pairs[k], max_words);
+        s.outputs[k] = greedy(m, pairs[k], cap(k));
     });
     double words = 0.0;
     for (std::size_t k = 0; k < pairs.size(); ++k) {  // summed in the order of the pairs
@@ -392,6 +393,22 @@ Scores scores(const Model& m, const std::vector<Pair>& pairs, std::size_t max_wo
     s.free_tokens /= words;
     s.exact /= as_double(pairs.size());
     return s;
+}
+
+// Every pair decoded greedily for at most max_words words.
+template <class Model>
+Scores scores(const Model& m, const std::vector<Pair>& pairs, std::size_t max_words) {
+    return scores_capped(m, pairs, [&](std::size_t) { return max_words; });
+}
+
+// The same scores with each pair's decoding stopped after its reference's length + 1 words: right_positions
+// reads the output's positions 0 .. |reference| only, and an output of |reference| + 1 words is not exact,
+// so free_tokens and exact are those of any larger cap; only the outputs are shorter, and a model that does
+// not stop (most do not, on sentences longer than they saw) costs a few words more than its reference
+// instead of max_words.
+template <class Model>
+Scores scores_to_reference(const Model& m, const std::vector<Pair>& pairs) {
+    return scores_capped(m, pairs, [&](std::size_t k) { return pairs[k].tgt.size() + 1; });
 }
 
 }  // namespace attn::translation

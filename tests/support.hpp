@@ -273,7 +273,8 @@ inline std::string set_args(const Config& wanted, const Config& defaults) {
 // with lesson 12's models, and 14, which reads the Bible and trains on it. Tests that run every lesson at
 // its defaults leave them to check_exact.
 inline bool trains(const std::string& slug) {
-    return slug == "learning-to-align" || slug == "transformer" || slug == "decoding" || slug == "real-translation";
+    return slug == "learning-to-align" || slug == "transformer" || slug == "decoding" || slug == "real-translation" ||
+           slug == "positions";
 }
 
 // How many doubles apart two results >= 0 are (ulp, subnormal ones too): the difference of their

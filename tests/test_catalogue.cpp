@@ -485,7 +485,7 @@ TEST_CASE("every lesson estimates its time before any work: the defaults run, th
           "or within a minute",
           "[catalogue]") {
     const std::vector<std::string> slow_at_most = {"bottleneck", "scaling", "learning-to-align", "transformer-block",
-                                                   "transformer", "decoding", "real-translation"};
+                                                   "transformer", "decoding", "real-translation", "positions"};
     for (const auto& lesson : all_lessons()) {
         INFO("lesson " << lesson.number << " " << lesson.slug);
         const TimeEstimate at_default = lesson.time(lesson.defaults);

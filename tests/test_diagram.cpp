@@ -168,7 +168,7 @@ TEST_CASE("the layout check finds overlapping boxes and arrows that miss or cros
 }
 
 // Every lesson's diagrams, drawn from the lesson's own trace at its quick configuration (run up to the
-// last step a diagram reads: lessons 9, 12, 13 and 14 train after their first steps).
+// last step a diagram reads: lessons 9, 12, 13, 14 and 15 train after their first steps).
 TEST_CASE("every lesson has a diagram drawn from its own trace, laid out without overlaps", "[diagram]") {
     for (const Lesson& lesson : all_lessons()) {
         INFO("lesson " << lesson.number << " " << lesson.slug);

@@ -17,7 +17,9 @@
 #include "nn/language_model.hpp"
 #include "nn/linalg.hpp"
 #include "nn/finite_differences.hpp"
+#include "nn/position_schemes.hpp"
 #include "nn/positional.hpp"
+#include "nn/rotary.hpp"
 #include "nn/reductions.hpp"
 #include "nn/self_attention.hpp"
 
@@ -294,6 +296,158 @@ TEST_CASE("encoder_decoder: causal in the target, greedy decoding is the teacher
     const auto pass = nn::encoder_decoder_forward(m, src, in, out);
     for (std::size_t i = 0; i < words.size(); ++i) CHECK(pass.predicted[i] == words[i]);
     if (words.size() < 6) CHECK(pass.predicted[words.size()] == 1);  // it stopped at <eos>
+}
+
+// ---------------------------------------------------------------- positions in the scores (lesson 15's race)
+
+// Multi-head self-attention with RoPE or ALiBi from the definitions, in long double: head i's queries and
+// keys X W^Q and X W^K on its columns, turned pair by pair (2a, 2a + 1) by t / 10000^(2a/d_k) under RoPE,
+// the scores divided by sqrt(d_k), minus m_i |t - s| under ALiBi (m_i = 2^(-8(i+1)/h)), the future
+// hidden when causal, a softmax, the values, then W^O.
+std::vector<std::vector<long double>> positioned_oracle(const Mat& X, const nn::MultiHeadParams& p, std::size_t h,
+                                                        nn::PositionScheme scheme, bool causal) {
+    const std::size_t T = X.shape(0), d = X.shape(1), d_k = d / h;
+    const auto project = [&](const Mat& W, std::size_t t, std::size_t c) {
+        long double s = 0.0L;
+        for (std::size_t a = 0; a < d; ++a) s += static_cast<long double>(X(t, a)) * W(a, c);
+        return s;
+    };
+    // the turned query or key of head `head` at position t, coordinate c of the head
+    const auto turned = [&](const Mat& W, std::size_t head, std::size_t t) {
+        std::vector<long double> v(d_k);
+        for (std::size_t c = 0; c < d_k; ++c) v[c] = project(W, t, head * d_k + c);
+        if (scheme != nn::PositionScheme::rope) return v;
+        for (std::size_t a = 0; a < d_k / 2; ++a) {
+            const long double angle = static_cast<long double>(t) / std::pow(10000.0L, 2.0L * a / static_cast<long double>(d_k));
+            const long double x = v[2 * a], y = v[2 * a + 1];
+            v[2 * a] = x * std::cos(angle) - y * std::sin(angle);
+            v[2 * a + 1] = x * std::sin(angle) + y * std::cos(angle);
+        }
+        return v;
+    };
+    std::vector<std::vector<long double>> concat(T, std::vector<long double>(d, 0.0L));
+    for (std::size_t head = 0; head < h; ++head) {
+        const long double slope = std::pow(2.0L, -8.0L * static_cast<long double>(head + 1) / static_cast<long double>(h));
+        for (std::size_t i = 0; i < T; ++i) {
+            const std::vector<long double> q = turned(p.W_Q, head, i);
+            std::vector<long double> w(T, 0.0L);
+            long double total = 0.0L;
+            for (std::size_t j = 0; j < T; ++j) {
+                if (causal && j > i) continue;
+                const std::vector<long double> k = turned(p.W_K, head, j);
+                long double s = 0.0L;
+                for (std::size_t c = 0; c < d_k; ++c) s += q[c] * k[c];
+                s /= std::sqrt(static_cast<long double>(d_k));
+                if (scheme == nn::PositionScheme::alibi) s -= slope * std::abs(static_cast<long double>(i) - j);
+                total += (w[j] = std::exp(s));
+            }
+            for (std::size_t c = 0; c < d_k; ++c)
+                for (std::size_t j = 0; j < T; ++j) concat[i][head * d_k + c] += w[j] / total * project(p.W_V, j, head * d_k + c);
+        }
+    }
+    std::vector<std::vector<long double>> out(T, std::vector<long double>(d, 0.0L));
+    for (std::size_t i = 0; i < T; ++i)
+        for (std::size_t c = 0; c < d; ++c)
+            for (std::size_t a = 0; a < d; ++a) out[i][c] += concat[i][a] * p.W_O(a, c);
+    return out;
+}
+
+TEST_CASE("positioned_self_attention against its definition in long double: RoPE and ALiBi, causal and both ways, "
+          "two pairs per head",
+          "[encoder_decoder]") {
+    Rng rng(45);
+    const std::size_t T = 6, d = 8, h = 2;
+    const Mat X = rng.normal_mat(T, d);
+    const nn::MultiHeadParams p = random_attention(rng, d, 0.8);
+    for (const nn::PositionScheme scheme : {nn::PositionScheme::rope, nn::PositionScheme::alibi})
+        for (const bool causal : {false, true}) {
+            INFO(nn::position_scheme_name(scheme) << (causal ? ", causal" : ", both ways"));
+            const nn::MultiHeadResult r = nn::positioned_self_attention(X, p, h, scheme, causal);
+            const auto expected = positioned_oracle(X, p, h, scheme, causal);
+            double worst = 0.0;
+            for (std::size_t i = 0; i < T; ++i)
+                for (std::size_t c = 0; c < d; ++c)
+                    worst = std::max(worst, static_cast<double>(std::abs(r.output(i, c) - expected[i][c])));
+            CHECK(worst <= 1e-12);
+            // the positions matter: without them (the same weights, no mask) the output moves well past rounding
+            const nn::MultiHeadResult bare = nn::positioned_self_attention(X, p, h, nn::PositionScheme::none, causal);
+            CHECK(nn::max_abs_of(Mat(bare.output - r.output)) > 1e-3);
+        }
+    // RoPE's transpose undoes it, and moves a gradient as <R g, x> = <g, R^T x> says
+    const Mat G = rng.normal_mat(T, 4), Y = rng.normal_mat(T, 4);
+    CHECK(nn::max_abs_of(Mat(nn::rotary_rotation_transposed(nn::rotary_rotation(G, std::size_t{0})) - G)) <= 1e-15);
+    double left = 0.0, right = 0.0;
+    const Mat RG = nn::rotary_rotation(G, std::size_t{0}), RtY = nn::rotary_rotation_transposed(Y);
+    for (std::size_t k = 0; k < G.size(); ++k) left += RG.data()[k] * Y.data()[k], right += G.data()[k] * RtY.data()[k];
+    CHECK(std::abs(left - right) <= 1e-13);
+    // the encoder's ALiBi bias is the causal one's mirror image
+    const Mat B = nn::symmetric_alibi_bias(5, 0.25), C = nn::alibi_bias(5, 0.25);
+    for (std::size_t i = 0; i < 5; ++i)
+        for (std::size_t j = 0; j < 5; ++j) CHECK(B(i, j) == (j <= i ? C(i, j) : C(j, i)));
+}
+
+TEST_CASE("encoder_decoder with RoPE, ALiBi and no positions in the decoder: backward against central differences on "
+          "every trained tensor",
+          "[encoder_decoder]") {
+    const std::vector<std::size_t> src = {3, 0, 5, 5, 1}, in = {0, 2, 4, 4}, out = {2, 4, 4, 1};
+    for (const nn::PositionScheme scheme : {nn::PositionScheme::rope, nn::PositionScheme::alibi, nn::PositionScheme::none}) {
+        INFO(nn::position_scheme_name(scheme));
+        Rng rng(46);
+        nn::EncoderDecoder m = random_model(rng, 7, 6, 8, 2);  // d_k = 4: two pairs per head
+        m.positions = scheme;
+        nn::EncoderDecoder grads = nn::zeros_like(m);
+        CHECK(grads.positions == scheme);
+        const double L = nn::encoder_decoder_backward(m, src, in, out, grads).loss;
+        CHECK(L == nn::encoder_decoder_forward(m, src, in, out).loss);
+        const auto loss = [&] { return nn::encoder_decoder_forward(m, src, in, out).loss; };
+        const auto params = nn::named_tensors(m), g = nn::named_tensors(grads);
+        REQUIRE(params.size() == 2 + 12 + 2 + 2 * 18 + 2 + 2);
+        for (std::size_t k = 0; k < params.size(); ++k) {
+            INFO(params[k].name);
+            CHECK(worst_error(params[k].data, g[k].data, params[k].size, loss) <= tolerance);
+        }
+        // the model differs from the one whose positions are added: the scheme is used, not ignored
+        nn::EncoderDecoder added = m;
+        added.positions = nn::PositionScheme::added;
+        CHECK(std::abs(nn::encoder_decoder_forward(added, src, in, out).loss - L) > 1e-6);
+        // and its decoder stays causal: a later word changes no earlier prediction
+        const Mat H = nn::encoder_output(m, src);
+        const Mat a = nn::decoder_probabilities(m, H, {0, 2, 4, 4}), b = nn::decoder_probabilities(m, H, {0, 2, 4, 3});
+        double last = 0.0;
+        for (std::size_t j = 0; j < 6; ++j) {
+            for (std::size_t i = 0; i < 3; ++i) CHECK(a(i, j) == b(i, j));
+            last = std::max(last, std::abs(a(3, j) - b(3, j)));
+        }
+        CHECK(last > 1e-6);
+    }
+}
+
+TEST_CASE("position schemes: `none` is the sinusoids in the encoder and nothing in the decoder, to the bit; what "
+          "cannot take RoPE or ALiBi refuses it by name",
+          "[encoder_decoder]") {
+    Rng rng(47);
+    nn::EncoderDecoder m = random_model(rng, 7, 6, 4, 2);
+    const std::vector<std::size_t> src = {3, 0, 5, 5, 1}, in = {0, 2, 4}, out = {2, 4, 1};
+    nn::EncoderDecoder none = m, tables = m;
+    none.positions = nn::PositionScheme::none;
+    tables.P_src = nn::sinusoidal_encoding(5, 4);
+    tables.P_tgt = nn::zeros(3, 4);
+    CHECK(nn::encoder_decoder_forward(none, src, in, out).loss == nn::encoder_decoder_forward(tables, src, in, out).loss);
+    // RoPE needs an even head width: d = 4 over 4 heads is 1
+    nn::EncoderDecoder odd = m;
+    odd.heads = 4;
+    odd.positions = nn::PositionScheme::rope;
+    CHECK_THROWS_WITH(nn::encoder_decoder_forward(odd, src, in, out), Catch::Contains("d_k = d_model / h must be even, got 1"));
+    nn::EncoderDecoder rope = m;
+    rope.positions = nn::PositionScheme::rope;
+    CHECK_THROWS_WITH(nn::encoder_decoder_batch_losses(rope, {{src, in, out}}),
+                      Catch::Contains("a model whose positions are rope"));
+    nn::DecodingWork work;
+    CHECK_THROWS_WITH(nn::start_decoder_cache(rope, nn::encoder_output(rope, src), work),
+                      Catch::Contains("this one's are rope"));
+    rope.P_src = nn::sinusoidal_encoding(5, 4);
+    CHECK_THROWS_WITH(nn::encoder_decoder_forward(rope, src, in, out),
+                      Catch::Contains("a learned position table in a model whose positions are rope"));
 }
 
 // A batch of pairs of these source and decoder lengths, words drawn from the vocabularies.

@@ -22,7 +22,7 @@ using namespace attn;
 // tolerances and in this program, ran every lesson again for nothing more (52 s of 123 sanitized).
 
 // Each lesson's run at its quick configuration, made once for the three tests below that read it (the
-// determinism test runs it a second time): lessons 9, 12, 13 and 14 train there.
+// determinism test runs it a second time): lessons 9, 12, 13, 14 and 15 train there.
 const Trace& quick_run(const Lesson& lesson) {
     static std::map<std::string, Trace> runs;
     auto it = runs.find(lesson.slug);
@@ -44,7 +44,7 @@ bool left_to_other_build(const Lesson& lesson) {
 }
 
 // `attn run --step` is checked against each lesson's declared steps before any work: they must be
-// the ids its run records, at its quick configuration (lessons 9, 12, 13 and 14 train there for a
+// the ids its run records, at its quick configuration (lessons 9, 12, 13, 14 and 15 train there for a
 // second or two, not the 10 to 20 s of their defaults) and in its golden file (its defaults).
 TEST_CASE("every lesson declares the steps its run records, in order", "[lessons]") {
     for (const auto& lesson : all_lessons()) {

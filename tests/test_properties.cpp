@@ -136,6 +136,8 @@ Budget budget_of(const Lesson& lesson) {
     if (lesson.slug == "scaling") return {draws(40.0), 15.0 * scale};
     if (lesson.slug == "learning-to-align") return {draws(40.0), 30.0 * scale};
     if (lesson.slug == "transformer" || lesson.slug == "decoding") return {draws(20.0), 20.0 * scale};
+    // lesson 15's race on length trains lesson 12's Transformer five times
+    if (lesson.slug == "positions") return {draws(20.0), 20.0 * scale};
     // lesson 14 reads both modules once per process (about 4 s), then trains three models on real verses
     if (lesson.slug == "real-translation") return {draws(20.0), 20.0 * scale};
     return {draws(300.0), 0.0};

@@ -70,7 +70,7 @@ bool too_slow(const Lesson& lesson, const std::string& key, long long value) {
     return false;
 }
 
-// Under the sanitizers (CI's second build, 12 to 27 times slower) each lesson that trains (9, 12, 13 and 14)
+// Under the sanitizers (CI's second build, 12 to 27 times slower) each lesson that trains (9, 12, 13, 14 and 15)
 // runs once, with every parameter at its minimum at once: the smallest sizes are where an index runs off
 // the end (one head of width 4, one layer, a feed-forward width of 1, five-word sentences), and a
 // maximum, or one minimum at a time, runs the same code on more or longer loops. One at a time, their
@@ -82,10 +82,15 @@ std::vector<Setting> all_minima(const Lesson& lesson) {
     return settings;
 }
 
-// Runs `lesson` at `settings`: every identity check holds, and nothing throws.
-void every_check_holds(const Lesson& lesson, const std::vector<Setting>& settings) {
+// Runs `lesson` at `settings` (its first `steps` steps only, when not 0): every identity check holds, and
+// nothing throws.
+void every_check_holds(const Lesson& lesson, const std::vector<Setting>& settings, std::size_t steps = 0) {
     try {
-        const Trace trace = run_lesson(lesson, configure(lesson, lesson.defaults.seed, settings));
+        Trace prepared(lesson.slug, configure(lesson, lesson.defaults.seed, settings));
+        prepared.stop_after(steps);
+        const LessonRun run = run_lesson(lesson, std::move(prepared), false);
+        const Trace& trace = run.trace;
+        if (steps > 0) CHECK(trace.steps().size() == steps);
         const std::string failed = attn::test::failed_checks(trace);
         INFO("failed identity checks:\n" << failed);
         CHECK(failed.empty());
@@ -105,6 +110,9 @@ std::string error_of_configure(const Lesson& lesson, const std::vector<Setting>&
 
 }  // namespace
 
+// Lesson 15's steps before its race on length (the race's own settings are lesson 12's, below).
+constexpr std::size_t positions_steps_before_race = 7;
+
 TEST_CASE("every parameter of lessons 1-6 runs at both ends of its range, all checks holding",
           "[settings][lessons]") {
     std::vector<std::string> skipped;
@@ -113,8 +121,10 @@ TEST_CASE("every parameter of lessons 1-6 runs at both ends of its range, all ch
         if (lesson.slug == "scaling" || lesson.slug == "learning-to-align" || lesson.slug == "transformer" ||
             lesson.slug == "decoding" || lesson.slug == "real-translation")
             continue;
+        const bool race = lesson.slug == "positions";
         for (const auto& p : lesson.params)
             for (const long long value : {p.min, p.max}) {
+                if (race && (p.key == "epochs" || p.key == "sentences" || p.key == "test")) continue;  // below
                 // under the sanitizers the minima only: the smallest sizes are where an index runs off
                 // the end; a maximum runs the same code on longer loops (lesson 10 at d_k=64 took 45 s
                 // there, the extremes of lessons 1-11 300 s: CI, 2026-11-29)
@@ -126,7 +136,7 @@ TEST_CASE("every parameter of lessons 1-6 runs at both ends of its range, all ch
                 }
                 INFO("lesson " << lesson.slug << " with " << text(settings));
                 const auto began = std::chrono::steady_clock::now();
-                every_check_holds(lesson, settings);
+                every_check_holds(lesson, settings, race ? positions_steps_before_race : 0);
                 const std::chrono::duration<double> took = std::chrono::steady_clock::now() - began;
                 if (took.count() > 2.0)
                     WARN("lesson " << lesson.slug << " with " << text(settings) << " took " << took.count() << " s");
@@ -183,20 +193,30 @@ TEST_CASE("lessons with sinusoidal positions refuse an odd width before any work
     CHECK_THAT(error_of_configure(*find_lesson("gru-to-attention"), {{"d", 3}, {"heads", 3}}), Catch::Contains("d=3"));
 }
 
-TEST_CASE("every parameter of lessons 9 and 12 runs at both ends of its range, the gradient check holding",
+TEST_CASE("every parameter of lessons 9 and 12, and lesson 15's race, runs at both ends of its range, the gradient "
+          "check holding",
           "[settings][lessons]") {
-    const std::string slug = GENERATE(std::string("learning-to-align"), std::string("transformer"));
+    const std::string slug =
+        GENERATE(std::string("learning-to-align"), std::string("transformer"), std::string("positions"));
     const Lesson& lesson = *find_lesson(slug);
+    const std::string gradient_step = slug == "positions" ? "race-gradients" : "gradients";
+    if (slug == "positions" && !attn::test::sanitizers().empty()) {
+        // its race at the minima is its quick configuration, which other_build runs sanitized
+        WARN("lesson 15's race not run in this sanitized build: other_build runs its quick configuration");
+        return;
+    }
     if (!attn::test::sanitizers().empty()) {
         INFO("lesson " << slug << " with " << text(all_minima(lesson)));
         const Trace trace = run_lesson(lesson, configure(lesson, lesson.defaults.seed, all_minima(lesson)));
-        const Step* gradients = trace.find_step("gradients");
+        const Step* gradients = trace.find_step(gradient_step);
         REQUIRE(gradients);
         for (const auto& c : gradients->checks) CHECK(c.holds);
         return;
     }
     for (const auto& p : lesson.params)
         for (const long long value : {p.min, p.max}) {
+            // lesson 15's other parameters are the test above's
+            if (slug == "positions" && p.key != "epochs" && p.key != "sentences" && p.key != "test") continue;
             // the quick configuration (one epoch, 50 training sentences) except for the extreme itself;
             // min_len needs max_len at least as large (and max_len's range starts at 5)
             std::vector<Setting> settings = {{"epochs", 1}, {"sentences", 50}, {"test", 20}};
@@ -210,11 +230,12 @@ TEST_CASE("every parameter of lessons 9 and 12 runs at both ends of its range, t
             // 1000 long pairs (three models decode them, and a barely trained model runs to max_words)
             if (p.key == "sentences" && value == p.max) continue;
             if (slug == "transformer" && (p.key == "test" || p.key == "long_test") && value == p.max) continue;
+            if (slug == "positions" && p.key == "test" && value == p.max) continue;  // five models decode 2000 pairs
             for (const Setting& e : extreme(lesson, p.key, value)) settings.push_back(e);
             INFO("lesson " << slug << " with " << text(settings));
             try {
                 const Trace trace = run_lesson(lesson, configure(lesson, lesson.defaults.seed, settings));
-                const Step* gradients = trace.find_step("gradients");
+                const Step* gradients = trace.find_step(gradient_step);
                 REQUIRE(gradients);
                 for (const auto& c : gradients->checks) CHECK(c.holds);
             } catch (const std::exception& e) {
@@ -251,19 +272,22 @@ TEST_CASE("every parameter of lesson 14 runs at both ends of its range on its qu
         }
 }
 
-TEST_CASE("lesson 13 passes its training settings to lesson 12 with lesson 12's defaults and ranges", "[settings]") {
-    // at their defaults lesson 13 asks for lesson 12's default race, which `attn run all` then trains once
+TEST_CASE("lessons 13 and 15 pass their training settings to lesson 12 with lesson 12's defaults and ranges",
+          "[settings]") {
+    // at their defaults lesson 13 asks for lesson 12's default race, which `attn run all` then trains once, and
+    // lesson 15's race on length trains lesson 12's Transformer as lesson 12 draws and trains it
     const Lesson& race = *find_lesson("transformer");
-    const Lesson& decoding = *find_lesson("decoding");
-    for (const std::string key : {"epochs", "sentences", "test"}) {
-        INFO(key);
-        const auto in = [&](const Lesson& l) {
-            return *std::find_if(l.params.begin(), l.params.end(), [&](const Param& p) { return p.key == key; });
-        };
-        CHECK(in(decoding).value == in(race).value);
-        CHECK(in(decoding).min == in(race).min);
-        CHECK(in(decoding).max == in(race).max);
-    }
+    for (const std::string slug : {"decoding", "positions"})
+        for (const std::string key : {"epochs", "sentences", "test"}) {
+            INFO(slug << " " << key);
+            const Lesson& later = *find_lesson(slug);
+            const auto in = [&](const Lesson& l) {
+                return *std::find_if(l.params.begin(), l.params.end(), [&](const Param& p) { return p.key == key; });
+            };
+            CHECK(in(later).value == in(race).value);
+            CHECK(in(later).min == in(race).min);
+            CHECK(in(later).max == in(race).max);
+        }
 }
 
 TEST_CASE("every parameter of lesson 13 runs at both ends of its range on a quickly trained model, all checks "

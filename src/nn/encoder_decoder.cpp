@@ -56,11 +56,13 @@ CrossAttentionGrads cross_attention_backward(const Mat& Y, const Mat& H, const M
 }
 
 DecoderBlockForward decoder_block(const Mat& X, const Mat& H, const DecoderBlockParams& p, std::size_t heads,
-                                  const Mat& causal) {
+                                  const Mat& causal, PositionScheme scheme) {
     DecoderBlockForward f;
     // 1. masked self-attention on the normalised stream, added to the stream
     f.norm_1 = layer_norm(X, p.norm_1.gain, p.norm_1.bias, p.norm_1.eps);
-    f.self_attention = multi_head_attention(f.norm_1.output, f.norm_1.output, p.self_attention, heads, &causal);
+    f.self_attention = scheme == PositionScheme::rope || scheme == PositionScheme::alibi
+                           ? positioned_self_attention(f.norm_1.output, p.self_attention, heads, scheme, true)
+                           : multi_head_attention(f.norm_1.output, f.norm_1.output, p.self_attention, heads, &causal);
     f.residual_1 = X + f.self_attention.output;
     // 2. cross-attention: the normalised stream asks, the encoder's output answers
     f.norm_2 = layer_norm(f.residual_1, p.norm_2.gain, p.norm_2.bias, p.norm_2.eps);
@@ -74,7 +76,7 @@ DecoderBlockForward decoder_block(const Mat& X, const Mat& H, const DecoderBlock
 }
 
 DecoderBlockGrads decoder_block_backward(const Mat& H, const DecoderBlockParams& p, std::size_t heads,
-                                         const DecoderBlockForward& f, const Mat& dY) {
+                                         const DecoderBlockForward& f, const Mat& dY, PositionScheme scheme) {
     DecoderBlockGrads g;
     // 3. output = R_2 + FFN(LN_3(R_2))
     const FeedForwardGrads ffn = position_wise_feed_forward_backward(p.feed_forward, f.norm_3.output, dY);
@@ -86,8 +88,8 @@ DecoderBlockGrads decoder_block_backward(const Mat& H, const DecoderBlockParams&
     const LayerNormGrads ln_2 = layer_norm_backward(f.norm_2, p.norm_2.gain, cross.dY);
     const Mat d_residual_1 = d_residual_2 + ln_2.dX;
     // 1. R_1 = X + MHA(LN_1(X)), causal (the mask is a constant: its effect is in the kept weights)
-    const MultiHeadGrads self =
-        multi_head_self_attention_backward(f.norm_1.output, p.self_attention, heads, f.self_attention, d_residual_1);
+    const MultiHeadGrads self = positioned_self_attention_backward(f.norm_1.output, p.self_attention, heads, scheme,
+                                                                   f.self_attention, d_residual_1);
     const LayerNormGrads ln_1 = layer_norm_backward(f.norm_1, p.norm_1.gain, self.dX);
     g.dX = d_residual_1 + ln_1.dX;
     g.dH = cross.dH;
@@ -169,6 +171,7 @@ DecoderBlockParams zeros_shaped(const DecoderBlockParams& p) {
 EncoderDecoder zeros_like(const EncoderDecoder& m) {
     EncoderDecoder z;
     z.heads = m.heads;
+    z.positions = m.positions;
     z.E_src = zeros_shaped(m.E_src);
     z.E_tgt = zeros_shaped(m.E_tgt);
     z.P_src = zeros_shaped(m.P_src);
@@ -236,13 +239,28 @@ struct Pass {
     Mat P;             // T_y x V_tgt, softmax(Z W_o^T + b_o)
 };
 
+// A stack's input: E[ids] sqrt(d_model), plus the positions when the scheme adds them to this stack.
+Mat stack_inputs(const EncoderDecoder& m, const Mat& table, const Mat& positions, const std::vector<std::size_t>& ids,
+                 bool decoder) {
+    if (adds_positions(m.positions, decoder)) return embedded_inputs(table, positions, ids);
+    if (positions.size() > 0)
+        throw ShapeError(std::string("encoder-decoder: a learned position table in a model whose positions are ") +
+                         position_scheme_name(m.positions));
+    return gather_rows(table, ids) * std::sqrt(static_cast<double>(table.shape(1)));
+}
+
+// The encoder stack on a source's inputs, its self-attention as the scheme says.
+StackForward encode(const EncoderDecoder& m, const Mat& X_src) {
+    return positioned_encoder_stack(X_src, m.encoder, m.encoder_norm, m.heads, m.positions);
+}
+
 // The decoder stack on the encoder's output H: its blocks, then the final norm.
 void decode(const EncoderDecoder& m, const Mat& H, const std::vector<std::size_t>& dec_in, Pass& pass) {
-    pass.X_tgt = embedded_inputs(m.E_tgt, m.P_tgt, dec_in);
+    pass.X_tgt = stack_inputs(m, m.E_tgt, m.P_tgt, dec_in, true);
     const Mat causal = causal_mask(dec_in.size());
     Mat stream = pass.X_tgt;
     for (const DecoderBlockParams& p : m.decoder) {
-        pass.decoder.push_back(decoder_block(stream, H, p, m.heads, causal));
+        pass.decoder.push_back(decoder_block(stream, H, p, m.heads, causal, m.positions));
         stream = pass.decoder.back().output;
     }
     pass.final_norm = layer_norm(stream, m.decoder_norm.gain, m.decoder_norm.bias, m.decoder_norm.eps);
@@ -253,8 +271,8 @@ Pass run(const EncoderDecoder& m, const std::vector<std::size_t>& src, const std
     if (src.empty() || dec_in.empty())
         throw ShapeError("encoder-decoder: a sentence pair needs a source word and a decoder input");
     Pass pass;
-    pass.X_src = embedded_inputs(m.E_src, m.P_src, src);
-    pass.encoder = transformer_stack(BlockKind::pre_ln, pass.X_src, m.encoder, m.encoder_norm, m.heads, nullptr);
+    pass.X_src = stack_inputs(m, m.E_src, m.P_src, src, false);
+    pass.encoder = encode(m, pass.X_src);
     decode(m, pass.encoder.output, dec_in, pass);
     return pass;
 }
@@ -303,15 +321,15 @@ EncoderDecoderPass encoder_decoder_backward(const EncoderDecoder& m, const std::
     const Mat& H = pass.encoder.output;
     Mat d_stream = final_norm.dX, dH = zeros(H.shape(0), H.shape(1));
     for (std::size_t l = m.decoder.size(); l-- > 0;) {
-        DecoderBlockGrads b = decoder_block_backward(H, m.decoder[l], m.heads, pass.decoder[l], d_stream);
+        DecoderBlockGrads b = decoder_block_backward(H, m.decoder[l], m.heads, pass.decoder[l], d_stream, m.positions);
         d_stream = std::move(b.dX);
         dH += b.dH;
         g.decoder[l] = std::move(b.params);
     }
     add_embedding_grads(g.E_tgt, g.P_tgt, dec_in, d_stream);
     // 3. the encoder stack, from the gradient of its output H
-    const StackGrads enc = transformer_stack_backward(BlockKind::pre_ln, pass.X_src, m.encoder, m.encoder_norm,
-                                                      m.heads, nullptr, pass.encoder, dH);
+    const StackGrads enc = positioned_encoder_stack_backward(pass.X_src, m.encoder, m.encoder_norm, m.heads,
+                                                             m.positions, pass.encoder, dH);
     for (std::size_t l = 0; l < m.encoder.size(); ++l) g.encoder[l] = enc.blocks[l];
     g.encoder_norm.gain = enc.final_norm.gain;
     g.encoder_norm.bias = enc.final_norm.bias;
@@ -340,9 +358,7 @@ std::vector<std::size_t> encoder_decoder_greedy(const EncoderDecoder& m, const s
 
 Mat encoder_output(const EncoderDecoder& m, const std::vector<std::size_t>& src) {
     if (src.empty()) throw ShapeError("encoder-decoder: a source sentence needs a word");
-    return transformer_stack(BlockKind::pre_ln, embedded_inputs(m.E_src, m.P_src, src), m.encoder, m.encoder_norm,
-                             m.heads, nullptr)
-        .output;
+    return encode(m, stack_inputs(m, m.E_src, m.P_src, src, false)).output;
 }
 
 Mat decoder_probabilities(const EncoderDecoder& m, const Mat& H, const std::vector<std::size_t>& dec_in) {

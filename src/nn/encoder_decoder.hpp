@@ -11,6 +11,7 @@
 #include "nn/layer_norm.hpp"
 #include "nn/multi_head.hpp"
 #include "nn/optimizer.hpp"
+#include "nn/position_schemes.hpp"
 #include "nn/transformer.hpp"
 #include "nn/unroll.hpp"
 
@@ -71,8 +72,10 @@ struct DecoderBlockForward {
 // multi-head attention over the output of the encoder stack"; each sub-layer x + F(LN(x)) as in
 // Xiong et al. 2020): R_1 = X + MHA(LN_1(X)) causal, R_2 = R_1 + CrossAttention(LN_2(R_1), H),
 // Y = R_2 + FFN(LN_3(R_2)). X: T_y x d_model, H: T_x x d_model, causal: T_y x T_y of 0 and -inf.
+// `scheme` (nn/position_schemes.hpp) says how the self-attention takes positions: under rope and alibi
+// through nn::positioned_self_attention (causal), else nn::multi_head_attention with `causal`.
 DecoderBlockForward decoder_block(const Mat& X, const Mat& H, const DecoderBlockParams& p, std::size_t heads,
-                                  const Mat& causal);
+                                  const Mat& causal, PositionScheme scheme = PositionScheme::added);
 
 struct DecoderBlockGrads {
     Mat dX;  // T_y x d_model
@@ -82,7 +85,8 @@ struct DecoderBlockGrads {
 
 // The block in reverse, each stage by its own backward. `forward` is what decoder_block returned.
 DecoderBlockGrads decoder_block_backward(const Mat& H, const DecoderBlockParams& p, std::size_t heads,
-                                         const DecoderBlockForward& forward, const Mat& dY);
+                                         const DecoderBlockForward& forward, const Mat& dY,
+                                         PositionScheme scheme = PositionScheme::added);
 
 // The 20 parameter tensors of a decoder block in a fixed order: g_1, b_1, the self-attention's
 // W_Q, W_K, W_V, W_O, g_2, b_2, the cross-attention's X_Q, X_K, X_V, X_O, g_3, b_3, W_1, b_ff1,
@@ -102,6 +106,11 @@ struct EncoderDecoder {
     // the sinusoidal encoding instead. A sentence longer than the table is refused.
     Mat P_src;                                // positions x d_model, or empty
     Mat P_tgt;                                // positions x d_model, or empty
+    // Where the positions enter (nn/position_schemes.hpp): added to the inputs (P_src and P_tgt, or the
+    // sinusoids), or in self-attention's scores (rope, alibi; no P tables), or nowhere in the decoder
+    // (none). Lesson 15 trains each; the fast training (nn/encoder_decoder_batch.hpp), the key-value
+    // cache and the model files take `added` only, and refuse the others by name.
+    PositionScheme positions = PositionScheme::added;
     std::vector<BlockParams> encoder;         // L_enc blocks
     LayerNormParams encoder_norm;
     std::vector<DecoderBlockParams> decoder;  // L_dec blocks

@@ -166,6 +166,10 @@ Mat stacked_inputs(const Mat& table, const Mat& positions, const Segments& s,
 
 BatchPass run_batch(const EncoderDecoder& m, const std::vector<TeacherForcedPair>& batch) {
     if (batch.empty()) throw ShapeError("encoder-decoder batch: no sentence pair");
+    if (m.positions != PositionScheme::added)
+        throw ShapeError(std::string("encoder-decoder batch: the stacked training adds positions to the inputs only; "
+                                     "a model whose positions are ") +
+                         position_scheme_name(m.positions) + " trains sentence by sentence (nn::encoder_decoder_backward)");
     BatchPass pass;
     std::vector<std::size_t> src_lengths, tgt_lengths;
     std::vector<const std::vector<std::size_t>*> src_ids, tgt_ids;

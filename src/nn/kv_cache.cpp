@@ -127,6 +127,10 @@ DecodingWork uncached_decoder_work(const EncoderDecoder& m, std::size_t T, std::
 }
 
 DecoderCache start_decoder_cache(const EncoderDecoder& m, const Mat& H, DecodingWork& work) {
+    if (m.positions != PositionScheme::added)
+        throw ShapeError(std::string("decoder cache: it caches a model whose positions are added to the inputs; this "
+                                     "one's are ") +
+                         position_scheme_name(m.positions) + " (lesson 15's step [rope-cache] caches RoPE)");
     const std::size_t d = H.shape(1), d_k = head_width(d, m.heads);
     DecoderCache c;
     for (const DecoderBlockParams& p : m.decoder) {
