@@ -681,7 +681,8 @@ double change_from(const Mat& trained, const Mat& drawn, std::size_t first) {
 LongRun long_run(const Config& config, RaceStart& r, Trace& trace) {
     LongStart drawn = long_start(config, r);
     LongRun out{std::move(drawn.pairs), std::move(drawn.learned), {}};
-    out.learned = retrain_transformer(r.rng, r.corpus, out.start, config, trace, "the Transformer with learned positions");
+    out.learned =
+        retrain_transformer(r.rng, r.corpus, out.start, config, progress_on(trace, "the Transformer with learned positions"));
     return out;
 }
 
@@ -790,7 +791,8 @@ void lesson_transformer(Trace& trace, const Config& config) {
                   {scores(race.trained.with, run.pairs, long_words), scores(race.trained.transformer, run.pairs, long_words),
                    scores(run.learned.model, run.pairs, long_words)});
     const Retrained moved =
-        retrain_transformer(r.rng, corpus, moved_one_ulp(r.start.transformer), config, trace, "the Transformer moved one ulp");
+        retrain_transformer(r.rng, corpus, moved_one_ulp(r.start.transformer), config,
+                            progress_on(trace, "the Transformer moved one ulp"));
     record_chaos(trace, race, moved, {s[2], scores(moved.model, corpus.test, max_words)});
 }
 
@@ -809,8 +811,14 @@ Config race_config(const Config& c) {
                           {{"epochs", c.get("epochs")}, {"sentences", c.get("sentences")}, {"test", c.get("test")}});
 }
 
+TrainingProgress progress_on(const Trace& trace, std::string what) {
+    return [&trace, what = std::move(what)](std::size_t epoch, std::size_t epochs, std::size_t done, std::size_t pairs) {
+        trace.progress(fmt::format("training {}, epoch {} of {}: {} of {} sentences", what, epoch, epochs, done, pairs));
+    };
+}
+
 Retrained retrain_transformer(Rng rng, const Corpus& c, const nn::EncoderDecoder& start, const Config& config,
-                              Trace& trace, const std::string& what) {
+                              const TrainingProgress& progress) {
     const std::size_t epochs = config.size(param::epochs);
     auto t = trainer(start);
     Retrained out;
@@ -825,9 +833,7 @@ Retrained retrain_transformer(Rng rng, const Corpus& c, const nn::EncoderDecoder
             const std::size_t last = std::min(order.size(), first + batch);
             train_batch(t, c.train, order, first, last, words,
                         transformer_adam(static_cast<std::size_t>(t.steps) + 1, config));
-            if ((first / batch) % 8 == 0)
-                trace.progress(fmt::format("training {}, epoch {} of {}: {} of {} sentences", what, epoch, epochs, last,
-                                           order.size()));
+            if ((first / batch) % 8 == 0) progress(epoch, epochs, last, order.size());
         }
         out.test_loss(epoch) = mean_loss(t.model, c.test);
     }

@@ -29,6 +29,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -607,18 +608,29 @@ struct LengthRace {
 LengthRace race_on_length(const Config& config, Trace& trace) {
     LengthRace r{transformer::race_config(config), transformer::race_start(transformer::race_config(config)), {}, {}, {},
                  {}, {}};
+    const std::size_t epochs = r.race.size(param::epochs);
     transformer::LongStart drawn = transformer::long_start(r.race, r.start);
     r.long_pairs = std::move(drawn.pairs);
     const nn::EncoderDecoder& base = r.start.start.transformer;
     r.drawn = {base, drawn.learned, positioned(base, nn::PositionScheme::rope),
                positioned(base, nn::PositionScheme::alibi), positioned(base, nn::PositionScheme::none)};
-    for (std::size_t k = 0; k < schemes; ++k) {
-        r.trained[k] = transformer::retrain_transformer(r.start.rng, r.start.corpus, r.drawn[k], r.race, trace,
-                                                        fmt::format("the Transformer, {} positions", scheme_names[k]));
-        trace.progress(fmt::format("translating with {} positions", scheme_names[k]));
+    // Each model trains and translates on a thread of its own, if the processor has two or more: every
+    // training is the lessons' one sum in the portable arithmetic on its thread, so the bytes are those of
+    // one loop (the progress line, shown and never recorded, reports the epochs as they end).
+    std::mutex reporting;
+    std::array<std::size_t, schemes> epochs_done{};
+    translation::for_each_independent(schemes, [&](std::size_t k) {
+        const transformer::TrainingProgress progress = [&](std::size_t epoch, std::size_t, std::size_t, std::size_t) {
+            const std::lock_guard<std::mutex> hold(reporting);
+            epochs_done[k] = epoch - 1;
+            std::size_t done = 0;
+            for (std::size_t e : epochs_done) done += e;
+            trace.progress(fmt::format("training five Transformers: {} of {} epochs done", done, schemes * epochs));
+        };
+        r.trained[k] = transformer::retrain_transformer(r.start.rng, r.start.corpus, r.drawn[k], r.race, progress);
         r.test[k] = translation::scores_to_reference(r.trained[k].model, r.start.corpus.test);
         r.longer[k] = translation::scores_to_reference(r.trained[k].model, r.long_pairs);
-    }
+    });
     return r;
 }
 
@@ -848,7 +860,7 @@ void lesson_positions(Trace& trace, const Config& config) {
 Lesson positions_lesson() {
     using namespace positions;
     return make_lesson(15, "positions", "Positions in the scores: RoPE and ALiBi",
-                       "Su et al. 2021; Press et al. 2022; Vaswani et al. 2017",
+                       "Su et al. 2021; Press et al. 2022; Vaswani et al. 2017; Haviv et al. 2022; Kazemnejad et al. 2023",
                        {param::T, param::d, param::d_k, param::d_v, param::heads, param::epochs, param::sentences,
                         param::test},
                        limits, time_estimate, lesson_positions,

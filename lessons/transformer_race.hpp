@@ -18,6 +18,7 @@
 #include <array>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -57,13 +58,18 @@ Config race_config(const Config& c);
 
 // The Transformer `start` trained alone on the race's batches in the race's order (rng: a copy of the
 // generator as the race began, RaceStart::rng, whose draws are the epochs' shuffles), the lessons' way:
-// its test loss per epoch (row 0 before training) and the model. Progress on `trace`, naming `what`.
+// its test loss per epoch (row 0 before training) and the model. `progress` hears how far it is (epoch,
+// sentences): it may be called from the thread the training runs on.
 struct Retrained {
     Vec test_loss;
     nn::EncoderDecoder model;
 };
+using TrainingProgress = std::function<void(std::size_t epoch, std::size_t epochs, std::size_t done, std::size_t pairs)>;
 Retrained retrain_transformer(Rng rng, const translation::Corpus& c, const nn::EncoderDecoder& start,
-                              const Config& config, Trace& trace, const std::string& what);
+                              const Config& config, const TrainingProgress& progress);
+
+// Progress on `trace` for a training of `what`: "training <what>, epoch 2 of 8: 160 of 800 sentences".
+TrainingProgress progress_on(const Trace& trace, std::string what);
 
 // Learned positions drawn N(0, 1/2) (the mean square of the sinusoids they replace), src_rows and
 // tgt_rows of them: rows for every position greedy decoding may reach, most never trained.
