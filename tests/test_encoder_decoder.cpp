@@ -81,6 +81,22 @@ nn::DecoderBlockParams random_decoder_block(Rng& rng, std::size_t d, std::size_t
             {rng.normal_mat(d_ff, d, s), rng.normal_vec(d_ff, 0.1), rng.normal_mat(d, d_ff, s), rng.normal_vec(d, 0.1)}};
 }
 
+// encoder_decoder_backward's gradients (added to `grads`) against central differences of the loss on every
+// trained tensor of m (one encoder block, two decoder blocks, no position tables); returns the loss.
+double check_every_tensor(nn::EncoderDecoder& m, const std::vector<std::size_t>& src, const std::vector<std::size_t>& in,
+                          const std::vector<std::size_t>& out, nn::EncoderDecoder& grads) {
+    const double L = nn::encoder_decoder_backward(m, src, in, out, grads).loss;
+    CHECK(L == nn::encoder_decoder_forward(m, src, in, out).loss);
+    const auto loss = [&] { return nn::encoder_decoder_forward(m, src, in, out).loss; };
+    const auto params = nn::named_tensors(m), g = nn::named_tensors(grads);
+    REQUIRE(params.size() == 2 + 12 + 2 + 2 * 18 + 2 + 2);
+    for (std::size_t k = 0; k < params.size(); ++k) {
+        INFO(params[k].name);
+        CHECK(worst_error(params[k].data, g[k].data, params[k].size, loss) <= tolerance);
+    }
+    return L;
+}
+
 nn::EncoderDecoder random_model(Rng& rng, std::size_t V_src, std::size_t V_tgt, std::size_t d, std::size_t h) {
     const double s = 1.0 / std::sqrt(static_cast<double>(d));
     nn::EncoderDecoder m;
@@ -222,15 +238,7 @@ TEST_CASE("encoder_decoder_backward against central differences on every trained
     nn::EncoderDecoder m = random_model(rng, 7, 6, 4, 2);
     const std::vector<std::size_t> src = {3, 0, 5, 5, 1}, in = {0, 2, 4}, out = {2, 4, 1};
     nn::EncoderDecoder grads = nn::zeros_like(m);
-    const double L = nn::encoder_decoder_backward(m, src, in, out, grads).loss;
-    CHECK(L == nn::encoder_decoder_forward(m, src, in, out).loss);
-    const auto loss = [&] { return nn::encoder_decoder_forward(m, src, in, out).loss; };
-    const auto params = nn::named_tensors(m), g = nn::named_tensors(grads);
-    REQUIRE(params.size() == 2 + 12 + 2 + 2 * 18 + 2 + 2);
-    for (std::size_t k = 0; k < params.size(); ++k) {
-        INFO(params[k].name);
-        CHECK(worst_error(params[k].data, g[k].data, params[k].size, loss) <= tolerance);
-    }
+    check_every_tensor(m, src, in, out, grads);
     // a word that is not in the sentence gets no gradient; one that is, does
     for (std::size_t c = 0; c < 4; ++c) CHECK(grads.E_src(2, c) == 0.0);
     CHECK(nn::max_abs_of(nn::row_of(grads.E_src, 5)) > 1e-3);
@@ -397,15 +405,7 @@ TEST_CASE("encoder_decoder with RoPE, ALiBi and no positions in the decoder: bac
         m.positions = scheme;
         nn::EncoderDecoder grads = nn::zeros_like(m);
         CHECK(grads.positions == scheme);
-        const double L = nn::encoder_decoder_backward(m, src, in, out, grads).loss;
-        CHECK(L == nn::encoder_decoder_forward(m, src, in, out).loss);
-        const auto loss = [&] { return nn::encoder_decoder_forward(m, src, in, out).loss; };
-        const auto params = nn::named_tensors(m), g = nn::named_tensors(grads);
-        REQUIRE(params.size() == 2 + 12 + 2 + 2 * 18 + 2 + 2);
-        for (std::size_t k = 0; k < params.size(); ++k) {
-            INFO(params[k].name);
-            CHECK(worst_error(params[k].data, g[k].data, params[k].size, loss) <= tolerance);
-        }
+        const double L = check_every_tensor(m, src, in, out, grads);
         // the model differs from the one whose positions are added: the scheme is used, not ignored
         nn::EncoderDecoder added = m;
         added.positions = nn::PositionScheme::added;
