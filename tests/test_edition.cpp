@@ -160,6 +160,11 @@ const std::vector<std::pair<std::string, std::string>> solution_lines = {
     {"src/nn/bleu.cpp", "s.matches[n - 1] += found == reference.end() ? 0.0 : std::min(count, found->second);"},
     {"src/nn/tiled_attention_backward_tile.cpp", "P(a, c) = portable::exp(s / scale - L(i0 + a));"},
     {"src/nn/tiled_attention_backward_tile.cpp", "dS(a, c) = P(a, c) * (dP - D(i0 + a)) / scale;"},
+    {"src/nn/rotary_rotation.cpp", "const double angle = static_cast<double>(positions[t]) / slowness;  // p theta_i"},
+    {"src/nn/rotary_rotation.cpp", "const std::size_t b = layout == RotaryLayout::interleaved ? 2 * i + 1 : i + half;"},
+    {"src/nn/alibi_bias.cpp", "for (std::size_t k = 0; slopes.size() < heads; k += 2) slopes.push_back(finer[k]);"},
+    {"src/nn/alibi_bias.cpp",
+     "B(i, j) = slope * (static_cast<double>(j) - static_cast<double>(i));  // +0 on the diagonal"},
 };
 
 void write_text(const fs::path& file, const std::string& text) {

@@ -6,6 +6,7 @@
 #include "attn_config.hpp"
 #include "core/render.hpp"
 #include "core/side_by_side.hpp"
+#include "exercises/cases.hpp"
 #include "exercises/not_done.hpp"
 #include "exercises/observations.hpp"
 #include "exercises/status.hpp"
@@ -14,6 +15,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -346,6 +349,76 @@ TEST_CASE("typical mistakes fail their own exercise's unit case, and nothing els
                 CHECK(x.at("blocked_by") == "layer-norm");
             }
         }
+    }
+    SECTION("RoPE's frequency off by one pair: lesson 15 fails, and rope is blamed") {
+        // issue 45's acceptance: a wrong RoPE frequency makes lesson 15's own checks fail (so `attn check
+        // positions` fails), and the exercise check blames rope at its unit case; alibi-bias, whose steps come
+        // after rope's in lesson 15, waits for it, and nothing else is blamed. One program holds RoPE's three
+        // mistakes and ALiBi's one (tests/fixtures/positions_mistakes); ATTN_POSITIONS_MISTAKE picks one
+        const std::string bin = env("ATTN_POSITIONS_MISTAKES_BIN");
+        const Result lesson = run_command("ATTN_POSITIONS_MISTAKE=frequency '" + bin + "' run positions --width 400 2>&1");
+        INFO(lesson.output);
+        CHECK(lesson.code == 1);
+        CHECK_THAT(lesson.output, Catch::Contains("✗ R_m q by the explicit matrix (lesson 4's R_m transposed) equals "
+                                                  "RoPE's turn, pair by pair, for every m"));
+        CHECK_THAT(lesson.output, Catch::Contains("✗ every R_m q . R_n k equals g(m - n), for all m, n < T"));
+        const Result r = run_command("ATTN_POSITIONS_MISTAKE=frequency '" + bin + "' check rope alibi-bias 2>&1");
+        INFO(r.output);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Catch::Contains("\nFAIL  rope        fails its unit case 'the frequencies, d = 8'\n"));
+        CHECK_THAT(r.output, Catch::Contains("it catches theta_i = 10000^(-2i/d) with i the pair's index from 0"));
+        CHECK_THAT(r.output, Catch::Contains("\nblock alibi-bias  blocked by rope (unmet: rope; unit cases 3/3 pass)\n"));
+        const Result j = run_command("ATTN_POSITIONS_MISTAKE=frequency '" + bin + "' check --format json");
+        CHECK(j.code == 1);
+        const auto doc = nlohmann::json::parse(j.output);
+        for (const auto& x : doc.at("exercises")) {
+            INFO(x.dump());
+            const std::string id = x.at("id"), status = x.at("status");
+            if (id == "rope") {
+                CHECK(status == "diverges");
+                CHECK(x.at("unit_case") == "the frequencies, d = 8");
+            } else if (status != "passed") {
+                CHECK(status == "blocked");
+                CHECK(x.at("blocked_by") == "rope");
+            }
+        }
+    }
+    SECTION("RoPE's and ALiBi's typical mistakes, each at the unit case made for it") {
+        // (issue 45) the frequency off by one fails the first case; the pairs of the wrong layout and the
+        // turn the other way pass it and fail the one made for them; the geometric slopes for 6 heads pass
+        // rope and the powers of two, and fail the case of 6, 3 and 12 heads
+        const std::string bin = env("ATTN_POSITIONS_MISTAKES_BIN");
+        const std::vector<std::array<std::string, 3>> mistakes = {
+            {"frequency", "rope", "the frequencies, d = 8"},
+            {"sign", "rope", "interleaved pairs at positions 3, 0 and 10, d = 6"},
+            {"layout", "rope", "halves at positions 2 and 5, d = 6"},
+            {"naive-slopes", "alibi-bias", "6, 3 and 12 heads: not powers of two"},
+        };
+        for (const auto& m : mistakes) {
+            const Result r = run_command("ATTN_POSITIONS_MISTAKE=" + m[0] + " '" + bin + "' check " + m[1] + " --format json");
+            INFO(m[0] << ": " << r.output);
+            CHECK(r.code == 1);
+            const auto x = nlohmann::json::parse(r.output).at("exercises").at(0);
+            CHECK(x.at("id") == m[1]);
+            CHECK(x.at("status") == "diverges");
+            CHECK(x.at("unit_case") == m[2]);
+            // every case before the one made for it passes: the mistake is caught where it is named
+            const auto names = unit_case_names(m[1]);
+            const auto at = std::find(names.begin(), names.end(), m[2]);
+            REQUIRE(at != names.end());
+            CHECK(x.at("unit_cases_passed") == at - names.begin());
+        }
+        // the geometric slopes: rope passes, lesson 15's own check of 6 heads fails, and alibi-bias is blamed
+        const Result naive = run_command("ATTN_POSITIONS_MISTAKE=naive-slopes '" + bin + "' check rope alibi-bias 2>&1");
+        INFO(naive.output);
+        CHECK(naive.code == 1);
+        CHECK_THAT(naive.output, Catch::Contains("\nok    rope        passed"));
+        CHECK_THAT(naive.output, Catch::Contains("\nFAIL  alibi-bias  fails its unit case '6, 3 and 12 heads: not powers of two'\n"));
+        const Result lesson = run_command("ATTN_POSITIONS_MISTAKE=naive-slopes '" + bin +
+                                          "' run positions --step alibi-slopes --width 400 2>&1");
+        INFO(lesson.output);
+        CHECK(lesson.code == 1);
+        CHECK_THAT(lesson.output, Catch::Contains("✗ 6 heads: 1/4, 1/16, 1/64, 1/256, 1/2, 1/8 exactly"));
     }
     SECTION("BLEU's four typical mistakes, each at the unit case made for it") {
         // one program holds the four (tests/fixtures/bleu_mistakes/bleu.cpp); ATTN_BLEU_MISTAKE picks one
@@ -909,16 +982,16 @@ TEST_CASE("the instructor check holds", "[exercises]") {
     CHECK_THAT(r.output, Catch::Contains("OK      causal-mask: with the references of exercises 1 to 8 and the "
                                          "starters after it, it passes; scaled-attention passes with it"));
     // with a starter, what declares it waits for it
-    CHECK_THAT(r.output, Catch::Contains("OK      softmax: with its starter, the 21 exercises that declare it pass or "
+    CHECK_THAT(r.output, Catch::Contains("OK      softmax: with its starter, the 23 exercises that declare it pass or "
                                          "wait for it"));
     CHECK_THAT(r.output, Catch::Contains("OK      beam-step: with its starter, the exercise that declares it passes or "
                                          "waits for it"));
     // no undeclared dependency: each exercise passes while every one it does not declare is a starter
-    CHECK_THAT(r.output, Catch::Contains("OK      scaled-attention: passes while the 19 exercises it does not declare "
+    CHECK_THAT(r.output, Catch::Contains("OK      scaled-attention: passes while the 21 exercises it does not declare "
                                          "are wrong at once (their starters)"));
-    CHECK_THAT(r.output, Catch::Contains("OK      adam-step: passes while the 26 exercises it does not declare are "
+    CHECK_THAT(r.output, Catch::Contains("OK      adam-step: passes while the 28 exercises it does not declare are "
                                          "wrong at once"));
-    CHECK_THAT(r.output, Catch::Contains("OK      bleu: passes while the 2 exercises"));
+    CHECK_THAT(r.output, Catch::Contains("OK      bleu: passes while the 4 exercises"));
 
     SECTION("an unknown exercise is a usage error") {
         const Result unknown = run(env("ATTN_BIN"), "instructor-check softmax no-such-exercise");
@@ -964,14 +1037,14 @@ TEST_CASE("the instructor check holds", "[exercises]") {
         CHECK_THAT(bad.output, Catch::Contains("NOT OK  softmax: with the references of exercises 1 to 2 and the "
                                                "starters after it, it does not pass: fails its unit case 'three logits'"));
         CHECK_THAT(bad.output, Catch::Contains("OK      context: with the references of exercises 1 to 4"));
-        CHECK_THAT(bad.output, Catch::Contains("NOT OK  context: passes while the 23 exercises it does not declare "
+        CHECK_THAT(bad.output, Catch::Contains("NOT OK  context: passes while the 25 exercises it does not declare "
                                                "are wrong at once (their starters): "));
-        CHECK_THAT(bad.output, Catch::Contains("OK      dot-scores: passes while the 22 exercises"));
+        CHECK_THAT(bad.output, Catch::Contains("OK      dot-scores: passes while the 24 exercises"));
     }
 }
 
 
-TEST_CASE("27 right answers written from the equations pass every exercise: a right answer is never told it is wrong",
+TEST_CASE("29 right answers written from the equations pass every exercise: a right answer is never told it is wrong",
           "[exercises]") {
     // tests/fixtures/from_equations: std::exp and std::sqrt, sums in other orders, loops where the
     // references use expressions (issue 40). Each rounds otherwise than the reference, so every tensor

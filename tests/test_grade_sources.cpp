@@ -452,7 +452,7 @@ TEST_CASE("grade --sources: a file that calls the engine's answer gets 0 points,
 }
 
 
-TEST_CASE("grade --sources: 27 right answers written from the equations get full points", "[grade_sources]") {
+TEST_CASE("grade --sources: 29 right answers written from the equations get full points", "[grade_sources]") {
     Class c;
     if (!sandbox_here(c)) return;
     fs::create_directories(c.dir / "ada");

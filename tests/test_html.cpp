@@ -295,7 +295,7 @@ TEST_CASE("attn book shows each step's src/nn code as the source holds it, and l
     for (std::size_t at = exercises.find("class=\"task-page\""); at != std::string::npos;
          at = exercises.find("class=\"task-page\"", at + 1))
         ++sections;
-    CHECK(sections == 27);
+    CHECK(sections == 29);
     for (const std::string id : {"lin-penalty", "scaled-attention", "causal-mask", "positional"})
         CHECK(contains(page, "exercises.html#" + id + "\""));
     // the exercises page links the steps of the lessons the book has, and not those it has not

@@ -1,4 +1,4 @@
-// A peer's numbers (attn compare): every lesson exported by a program whose 27 exercised functions are
+// A peer's numbers (attn compare): every lesson exported by a program whose 29 exercised functions are
 // right answers written another way (tests/fixtures/from_equations) is accepted by attn compare,
 // whatever that program's training made of their last bits (issue 40). What such a program trains
 // itself is shown, not compared; everything else is compared, at 1e-9 or at a tolerance the quantity

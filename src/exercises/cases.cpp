@@ -17,6 +17,7 @@
 #include "nn/optimizer.hpp"
 #include "nn/positional.hpp"
 #include "nn/rnn.hpp"
+#include "nn/rotary.hpp"
 #include "nn/scores.hpp"
 #include "nn/self_attention.hpp"
 #include "nn/softmax.hpp"
@@ -815,6 +816,86 @@ CaseResult bleu_case(const std::vector<BleuPairs>& corpora, unsigned parts) {
     std::copy(actual.begin(), actual.end(), r.actual.begin());
     std::copy(expected.begin(), expected.end(), r.expected.begin());
     return r;
+}
+
+// RoPE from Su et al. 2021, sections 3.2.2 and 3.4.2, in long double: row t of X turned at position
+// positions[t], pair i (columns 2i and 2i + 1 interleaved, i and i + d/2 in halves) by the angle
+// p 10000^(-2i/d), (x, y) -> (x cos a - y sin a, x sin a + y cos a).
+Mat rope_oracle(const Mat& X, const std::vector<std::size_t>& positions, nn::RotaryLayout layout) {
+    const std::size_t T = X.shape(0), d = X.shape(1);
+    Mat out = xt::empty<double>({T, d});
+    for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t i = 0; i < d / 2; ++i) {
+            const std::size_t a = layout == nn::RotaryLayout::halves ? i : 2 * i;
+            const std::size_t b = layout == nn::RotaryLayout::halves ? i + d / 2 : 2 * i + 1;
+            const long double angle = static_cast<long double>(positions[t]) *
+                                      std::pow(10000.0L, -2.0L * static_cast<long double>(i) / static_cast<long double>(d));
+            const long double x = X(t, a), y = X(t, b);
+            out(t, a) = static_cast<double>(x * std::cos(angle) - y * std::sin(angle));
+            out(t, b) = static_cast<double>(x * std::sin(angle) + y * std::cos(angle));
+        }
+    return out;
+}
+
+CaseResult rope_case(const Mat& X, const std::vector<std::size_t>& positions, nn::RotaryLayout layout) {
+    Vec p = xt::empty<double>({positions.size()});
+    for (std::size_t t = 0; t < positions.size(); ++t) p(t) = static_cast<double>(positions[t]);
+    const std::string call = layout == nn::RotaryLayout::halves ? "nn::rotary_rotation(X, positions, RotaryLayout::halves) returned"
+                                                                 : "nn::rotary_rotation(X, positions) returned";
+    return CaseResult{{{"X", X}, {"positions", p}},
+                      shaped(nn::rotary_rotation(X, positions, layout), X.shape(0), X.shape(1), call),
+                      rope_oracle(X, positions, layout)};
+}
+
+// ALiBi's slopes from Press et al. 2022 (section 3, and their code's rule for other numbers of heads),
+// in long double: n = the largest power of two not above h; 2^(-8k/n) for k = 1 .. n, then the odd
+// slopes of 2n heads, 2^(-8(2j+1)/(2n)) = 2^(-4(2j+1)/n) for j = 0 .. h - n - 1.
+std::vector<double> alibi_slopes_oracle(std::size_t h) {
+    std::size_t n = 1;
+    while (2 * n <= h) n *= 2;
+    const long double N = static_cast<long double>(n);
+    std::vector<double> out;
+    for (std::size_t k = 1; k <= n; ++k) out.push_back(static_cast<double>(std::pow(2.0L, -8.0L * static_cast<long double>(k) / N)));
+    for (std::size_t j = 0; n + j < h; ++j)
+        out.push_back(static_cast<double>(std::pow(2.0L, -4.0L * static_cast<long double>(2 * j + 1) / N)));
+    return out;
+}
+
+// alibi_slopes(h) for each h, laid one after another, against the oracle.
+CaseResult alibi_slopes_case(const std::vector<std::size_t>& heads) {
+    std::vector<double> actual, expected;
+    std::vector<std::pair<std::string, Shape>> named;
+    Vec h_values = xt::empty<double>({heads.size()});
+    for (std::size_t k = 0; k < heads.size(); ++k) {
+        const std::size_t h = heads[k];
+        h_values(k) = static_cast<double>(h);
+        const Vec got = shaped_as(nn::alibi_slopes(h), Shape{h}, fmt::format("nn::alibi_slopes({}) returned", h));
+        actual.insert(actual.end(), got.begin(), got.end());
+        const std::vector<double> want = alibi_slopes_oracle(h);
+        expected.insert(expected.end(), want.begin(), want.end());
+        named.push_back({fmt::format("slopes for {} heads", h), Shape{h}});
+    }
+    Vec a = xt::empty<double>({actual.size()}), e = xt::empty<double>({expected.size()});
+    std::copy(actual.begin(), actual.end(), a.begin());
+    std::copy(expected.begin(), expected.end(), e.begin());
+    return CaseResult{{{"heads", h_values}}, a, e, parts_of(named)};
+}
+
+// alibi_bias(T, m) and causal_alibi_bias(T, m) against B_ij = -m (i - j) (Press et al. 2022, figure 3),
+// in long double, and -inf for j > i in the causal form.
+CaseResult alibi_bias_case(std::size_t T, double m) {
+    Mat B = xt::empty<double>({T, T}), causal = xt::empty<double>({T, T});
+    for (std::size_t i = 0; i < T; ++i)
+        for (std::size_t j = 0; j < T; ++j) {
+            B(i, j) = static_cast<double>(-static_cast<long double>(m) *
+                                          (static_cast<long double>(i) - static_cast<long double>(j)));
+            causal(i, j) = j > i ? -inf : B(i, j);
+        }
+    return CaseResult{{{"T, m", Vec{static_cast<double>(T), m}}},
+                      flattened({shaped(nn::alibi_bias(T, m), T, T, fmt::format("nn::alibi_bias({}, m) returned", T)),
+                                 shaped(nn::causal_alibi_bias(T, m), T, T, fmt::format("nn::causal_alibi_bias({}, m) returned", T))}),
+                      flattened({B, causal}),
+                      parts_of({{"alibi_bias", {T, T}}, {"causal_alibi_bias", {T, T}}})};
 }
 
 const std::vector<UnitCase>& unit_cases() {
@@ -1746,6 +1827,52 @@ const std::vector<UnitCase>& unit_cases() {
              return bleu_case({{{{1, 2, 3, 4, 5}, {1, 2, 3, 9, 4, 5}}}, {{{1, 2, 3}, {1, 2, 3}}}, {{{}, {1, 2, 3}}}},
                               bleu_everything);
          }},
+        // ---- rope
+        {"rope", "the frequencies, d = 8",
+         "theta_i = 10000^(-2i/d) with i the pair's index from 0: 1, 0.1, 0.01, 0.001 (pair 0 turns by one radian "
+         "a position); the index off by one gives 0.1 first, i/d instead of 2i/d 10000^(-1/8) = 0.316",
+         {},
+         [] {
+             const Vec theta = shaped_as(nn::rotary_frequencies(8), Shape{4}, "nn::rotary_frequencies(8) returned");
+             Vec expected = xt::empty<double>({std::size_t{4}});
+             for (std::size_t i = 0; i < 4; ++i)
+                 expected(i) = static_cast<double>(1.0L / std::pow(10000.0L, 2.0L * static_cast<long double>(i) / 8.0L));
+             return CaseResult{{{"d", Vec{8.0}}}, theta, expected};
+         }},
+        {"rope", "interleaved pairs at positions 3, 0 and 10, d = 6",
+         "pair i = (x_2i, x_2i+1) turned by p theta_i with p = positions[t] (not the row's index t), counter-clockwise: "
+         "(x cos a - y sin a, x sin a + y cos a), not the other way; three pairs, so a frequency off by one pair, "
+         "or pairs taken as (x_i, x_i+d/2), move every row but the one at position 0, which stays as it is",
+         {},
+         [] {
+             const Mat X = {{1.0, 0.5, -0.8, 0.3, 0.6, -1.2}, {-0.4, 0.9, 0.7, -1.1, 0.2, 0.5}, {0.8, -0.6, 1.3, 0.4, -0.9, 0.1}};
+             return rope_case(X, {3, 0, 10}, nn::RotaryLayout::interleaved);
+         }},
+        {"rope", "halves at positions 2 and 5, d = 6",
+         "RotaryLayout::halves: pair i = (x_i, x_i+d/2), GPT-NeoX's and LLaMA's rotate_half, with pair i's frequency "
+         "theta_i as in the interleaved layout; neighbouring columns taken as pairs here turn the wrong coordinates",
+         {},
+         [] {
+             const Mat X = {{0.7, -0.3, 1.1, 0.4, -0.5, 0.9}, {-1.0, 0.6, 0.2, 0.8, 1.4, -0.7}};
+             return rope_case(X, {2, 5}, nn::RotaryLayout::halves);
+         }},
+        // ---- alibi-bias
+        {"alibi-bias", "1, 2, 8 and 16 heads: the geometric sequence",
+         "for h a power of two, m_k = 2^(-8k/h) for k = 1 .. h (8 heads: 1/2, 1/4, ..., 1/256): k counted from 1, "
+         "not 0 (a slope of 1), and the exponent -8k/h, not -k/h",
+         {},
+         [] { return alibi_slopes_case({1, 2, 8, 16}); }},
+        {"alibi-bias", "6, 3 and 12 heads: not powers of two",
+         "the slopes of the largest power of two n below h, then every other slope of 2n heads: 6 heads get 1/4, "
+         "1/16, 1/64, 1/256, 1/2, 1/8; the geometric sequence 2^(-8k/6) starts at 0.397 and is not ALiBi's",
+         {},
+         [] { return alibi_slopes_case({6, 3, 12}); }},
+        {"alibi-bias", "the bias and its causal form, T = 4, m = 0.3",
+         "B_ij = -m (i - j) with i the query (row) and j the key (column): 0 on the diagonal, -m one key back, +m "
+         "one key ahead; not m (i - j), nor its transpose. The causal form is -inf exactly above the diagonal (not "
+         "on it, and not a large negative number such as -1e9) and B on and below it",
+         {},
+         [] { return alibi_bias_case(4, 0.3); }},
     };
     return cases;
 }

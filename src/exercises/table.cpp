@@ -357,6 +357,34 @@ const std::vector<Exercise>& all_exercises() {
           "the sentences' BLEU instead of the corpus's sums; (p_1 + .. + p_4) / 4\n"
           "instead of exp of the mean of the logs; log 0 when a p_n is 0 (BLEU 0)."},
          {"nn::bleu"}},
+        {"rope", "Rotary position embeddings (RoPE)", "positions",
+         {"rope", "relative", "layouts", "rope-cache"},
+         {"softmax", "causal-mask", "positional", "masked-softmax", "kv-cache-step"},
+         {"Su et al. 2021, sections 3.2.2 and 3.4.2: theta_i = 10000^(-2i/d) for\n"
+          "the pairs i = 0 .. d/2 - 1, and the row at position p has each pair\n"
+          "(x, y) turned by a = p theta_i: (x cos a - y sin a, x sin a + y cos a).",
+          "Pair i is columns (2i, 2i + 1) when interleaved, (i, i + d/2) in\n"
+          "halves; its frequency is theta_i either way. Row t's position is\n"
+          "positions[t], not t. Position 0 must give the row back unchanged.",
+          "Typical mistakes: the frequency of pair i + 1 (an index off by one:\n"
+          "pair 0 must turn by p radians) or 2c/d with c the column; pairs of\n"
+          "the wrong layout (halves taken as neighbours); the turn the other way,\n"
+          "(x cos a + y sin a, -x sin a + y cos a); integer division in 2 * i / d."},
+         {"nn::rotary_frequencies", "nn::rotary_rotation"}},
+        {"alibi-bias", "ALiBi's slopes and biases", "positions",
+         {"alibi-slopes", "alibi-bias", "alibi-decay"},
+         {"softmax", "causal-mask", "positional", "masked-softmax", "kv-cache-step", "rope"},
+         {"Press et al. 2022, section 3: head k of h gets the slope m_k =\n"
+          "2^(-8k/h), k = 1 .. h, when h is a power of two; the bias of query i\n"
+          "on key j is B_ij = -m (i - j), and -inf for j > i in its causal form.",
+          "For h not a power of two, take n = the largest power of two below h:\n"
+          "the n slopes of n heads, then the 1st, 3rd, 5th, ... slopes of 2n\n"
+          "heads, h - n of them. 6 heads: 1/4, 1/16, 1/64, 1/256, 1/2, 1/8.",
+          "Typical mistakes: 2^(-8k/h) for every h (6 heads then start at\n"
+          "0.397, not 1/4); k counted from 0 (a slope of 1); m (i - j) without\n"
+          "the minus, or B transposed; -inf on the diagonal, or a large negative\n"
+          "number such as -1e9 instead of -inf above it."},
+         {"nn::alibi_slopes", "nn::alibi_bias", "nn::causal_alibi_bias"}},
     };
     return exercises;
 }
