@@ -660,24 +660,6 @@ struct LongRun {
     Retrained learned;           // it, trained on the race's batches
 };
 
-// The longest source and decoder input of a set.
-std::pair<std::size_t, std::size_t> longest(const std::vector<Pair>& pairs) {
-    std::size_t src = 0, in = 0;
-    for (const Pair& p : pairs) {
-        src = std::max(src, p.src.size());
-        in = std::max(in, p.tgt.size() + 1);
-    }
-    return {src, in};
-}
-
-// Largest |change| of the rows from `first` on of a trained table against its initial draw.
-double change_from(const Mat& trained, const Mat& drawn, std::size_t first) {
-    double worst = 0.0;
-    for (std::size_t t = first; t < trained.shape(0); ++t)
-        for (std::size_t j = 0; j < trained.shape(1); ++j) worst = std::max(worst, std::abs(trained(t, j) - drawn(t, j)));
-    return worst;
-}
-
 LongRun long_run(const Config& config, RaceStart& r, Trace& trace) {
     LongStart drawn = long_start(config, r);
     LongRun out{std::move(drawn.pairs), std::move(drawn.learned), {}};
@@ -690,31 +672,15 @@ LongRun long_run(const Config& config, RaceStart& r, Trace& trace) {
 // model with attention and the Transformer with sinusoidal and with learned positions.
 void record_longer(Trace& trace, const Config& config, const Corpus& c, const LongRun& run, double sinusoidal_loss,
                    const std::array<Scores, 3>& test, const std::array<Scores, 3>& longer) {
-    const std::size_t long_len = config.size(param::long_len);
     const LengthBins bins = race_length_bins(config);
     const std::size_t first_long = bins.first_long;
-    Mat table = nn::zeros(bins.count(), 6);
-    Vec count = nn::zeros(bins.count()), words = nn::zeros(bins.count());
-    const auto add = [&](const std::vector<Pair>& pairs, const std::array<Scores, 3>& s) {
-        for (std::size_t k = 0; k < pairs.size(); ++k) {
-            const std::size_t b = bins.of(pairs[k].src.size());
-            count(b) += 1.0;
-            words(b) += as_double(pairs[k].tgt.size() + 1);
-            for (std::size_t m = 0; m < 3; ++m) {
-                table(b, m) += s[m].outputs[k] == pairs[k].tgt ? 1.0 : 0.0;
-                table(b, 3 + m) += right_positions(s[m].outputs[k], pairs[k].tgt);
-            }
-        }
-    };
-    add(c.test, test);
-    add(run.pairs, longer);
-    const std::vector<std::string>& labels = bins.labels;
+    const ByLength by = accuracy_by_length(bins, c.test, test, run.pairs, longer);
+    Mat table = xt::empty<double>({bins.count(), std::size_t{6}});  // exact, then words, of the three
     for (std::size_t b = 0; b < bins.count(); ++b)
-        for (std::size_t col = 0; col < 6; ++col) table(b, col) /= std::max(1.0, col < 3 ? count(b) : words(b));
+        for (std::size_t m = 0; m < 3; ++m) table(b, m) = by.exact(b, m), table(b, 3 + m) = by.words(b, m);
+    const std::vector<std::string>& labels = bins.labels;
     const auto [train_src, train_in] = longest(c.train);
-    const auto [long_src, long_in] = longest(run.pairs);
-    std::size_t shortest_long = long_len;
-    for (const Pair& p : run.pairs) shortest_long = std::min(shortest_long, p.src.size());
+    const std::size_t long_src = longest(run.pairs).first, shortest_long = shortest_source(run.pairs);
     const std::size_t E = run.learned.test_loss.size() - 1;
     trace.step("longer", "Longer than anything seen in training",
                "PE(t, 2i) = sin(t / 10000^(2i/d)), PE(t, 2i+1) = cos(..)  against  P[t], learned",
@@ -747,13 +713,11 @@ void record_longer(Trace& trace, const Config& config, const Corpus& c, const Lo
                   "words, sinusoidal", "words, learned"},
                  View::plot)
         .foreign_shown(trained_here());
-    trace.tensor("pairs", "test pairs per bin (test set, then the long set)", count, labels, {}, View::bars);
+    trace.tensor("pairs", "test pairs per bin (test set, then the long set)", by.pairs, labels, {}, View::bars);
     trace.check("every long test source is longer than every training source",
-                as_double(train_src >= shortest_long ? train_src - shortest_long + 1 : 0), 0.0);
+                as_double(lengths_shared(c.train, run.pairs)), 0.0);
     trace.check("learned position rows past the training lengths are exactly as drawn (no gradient reaches them)",
-                std::max(change_from(run.learned.model.P_src, run.start.P_src, train_src),
-                         change_from(run.learned.model.P_tgt, run.start.P_tgt, train_in)),
-                0.0);
+                untrained_rows_moved(run.learned.model, run.start, c.train), 0.0);
     trace.check("the long pairs' partners are source words they translate", as_double(wrong_partners(c, run.pairs)),
                 0.0);
 }
@@ -876,6 +840,39 @@ std::size_t LengthBins::of(std::size_t length) const {
     std::size_t b = 0;
     while (b + 1 < bins.size() && length > bins[b].second) ++b;
     return b;
+}
+
+std::pair<std::size_t, std::size_t> longest(const std::vector<Pair>& pairs) {
+    std::size_t src = 0, in = 0;
+    for (const Pair& p : pairs) {
+        src = std::max(src, p.src.size());
+        in = std::max(in, p.tgt.size() + 1);
+    }
+    return {src, in};
+}
+
+std::size_t shortest_source(const std::vector<Pair>& pairs) {
+    std::size_t out = std::numeric_limits<std::size_t>::max();
+    for (const Pair& p : pairs) out = std::min(out, p.src.size());
+    return out;
+}
+
+std::size_t lengths_shared(const std::vector<Pair>& train, const std::vector<Pair>& longer) {
+    const std::size_t most = longest(train).first, least = shortest_source(longer);
+    return most >= least ? most - least + 1 : 0;
+}
+
+double untrained_rows_moved(const nn::EncoderDecoder& trained, const nn::EncoderDecoder& drawn,
+                            const std::vector<Pair>& train) {
+    // largest |change| of the rows from `first` on of a trained table against its draw
+    const auto moved = [](const Mat& after, const Mat& before, std::size_t first) {
+        double worst = 0.0;
+        for (std::size_t t = first; t < after.shape(0); ++t)
+            for (std::size_t j = 0; j < after.shape(1); ++j) worst = std::max(worst, std::abs(after(t, j) - before(t, j)));
+        return worst;
+    };
+    const auto [src, in] = longest(train);
+    return std::max(moved(trained.P_src, drawn.P_src, src), moved(trained.P_tgt, drawn.P_tgt, in));
 }
 
 GradientCheck transformer_gradient_check(nn::EncoderDecoder m, const Pair& p) {

@@ -615,8 +615,8 @@ struct LengthRace {
 // them), each trained on the race's batches in the race's order, and each scored by greedy decoding on
 // the test set and the long one.
 LengthRace race_on_length(const Config& config, Trace& trace) {
-    LengthRace r{transformer::race_config(config), transformer::race_start(transformer::race_config(config)), {}, {}, {},
-                 {}, {}};
+    const Config race = transformer::race_config(config);
+    LengthRace r{race, transformer::race_start(race), {}, {}, {}, {}, {}};
     const std::size_t epochs = r.race.size(param::epochs);
     transformer::LongStart drawn = transformer::long_start(r.race, r.start);
     r.long_pairs = std::move(drawn.pairs);
@@ -658,10 +658,10 @@ double reversal_gap(const Mat& H, const Mat& reversed) {
 // it reversed.
 void record_bag_of_words(Trace& trace, const nn::EncoderDecoder& m, const Pair& p) {
     const std::vector<std::size_t> src = p.src, rev(p.src.rbegin(), p.src.rend());
-    const double scale = std::sqrt(as_double(m.E_src.shape(1)));
     const auto bare = [&](const std::vector<std::size_t>& ids) {
-        const Mat X = nn::gather_rows(m.E_src, ids) * scale;
-        return nn::positioned_encoder_stack(X, m.encoder, m.encoder_norm, m.heads, nn::PositionScheme::none).output;
+        return nn::positioned_encoder_stack(nn::scaled_embeddings(m.E_src, ids), m.encoder, m.encoder_norm, m.heads,
+                                            nn::PositionScheme::none)
+            .output;
     };
     const double bag = reversal_gap(bare(src), bare(rev));
     const double sinusoidal = reversal_gap(nn::encoder_output(m, src), nn::encoder_output(m, rev));
@@ -746,51 +746,32 @@ double future_leak(const nn::EncoderDecoder& m, const Pair& p) {
     return worst;
 }
 
-// Largest |change| of the rows from `first` on of a trained table against its initial draw.
-double rows_moved(const Mat& trained, const Mat& drawn, std::size_t first) {
-    double worst = 0.0;
-    for (std::size_t t = first; t < trained.shape(0); ++t)
-        for (std::size_t j = 0; j < trained.shape(1); ++j) worst = std::max(worst, std::abs(trained(t, j) - drawn(t, j)));
-    return worst;
-}
-
-void record_length_race(Trace& trace, const LengthRace& r, const Pair& p) {
-    const translation::Corpus& c = r.start.corpus;
-    const transformer::LengthBins bins = transformer::race_length_bins(r.race);
-    const std::size_t B = bins.count(), L = bins.first_long;
-    Mat exact = nn::zeros(B, schemes), words = nn::zeros(B, schemes);
-    Vec count = nn::zeros(B), targets = nn::zeros(B);
-    const auto add = [&](const std::vector<Pair>& pairs, const std::array<Scores, schemes>& s) {
-        for (std::size_t n = 0; n < pairs.size(); ++n) {
-            const std::size_t b = bins.of(pairs[n].src.size());
-            count(b) += 1.0;
-            targets(b) += as_double(pairs[n].tgt.size() + 1);
-            for (std::size_t k = 0; k < schemes; ++k) {
-                exact(b, k) += s[k].outputs[n] == pairs[n].tgt ? 1.0 : 0.0;
-                words(b, k) += translation::right_positions(s[k].outputs[n], pairs[n].tgt);
-            }
-        }
-    };
-    add(c.test, r.test);
-    add(r.long_pairs, r.longer);
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t k = 0; k < schemes; ++k) exact(b, k) /= std::max(1.0, count(b)), words(b, k) /= std::max(1.0, targets(b));
-    const std::size_t E = r.trained[0].test_loss.size() - 1;
-    Mat losses = xt::empty<double>({E + 1, schemes});
-    for (std::size_t e = 0; e <= E; ++e)
-        for (std::size_t k = 0; k < schemes; ++k) losses(e, k) = r.trained[k].test_loss(e);
-    std::size_t train_src = 0, train_in = 0, shortest_long = 1000;
-    for (const Pair& q : c.train) train_src = std::max(train_src, q.src.size()), train_in = std::max(train_in, q.tgt.size() + 1);
-    for (const Pair& q : r.long_pairs) shortest_long = std::min(shortest_long, q.src.size());
-    double leak = 0.0;
-    for (std::size_t k = 0; k < schemes; ++k) leak = std::max(leak, future_leak(r.trained[k].model, p));
+// What each run reached, for the step's text: its test loss, exact and word shares on the test and the long
+// set, and its word share across the training boundary (bins L - 1 and L).
+std::string race_report(const LengthRace& r, const transformer::LengthBins& bins, const transformer::ByLength& by) {
+    const std::size_t E = r.trained[0].test_loss.size() - 1, L = bins.first_long;
     std::string report;
     for (std::size_t k = 0; k < schemes; ++k)
         report += fmt::format("{}{}: test loss {:.3f}, exact {:.3f} on the test set and {:.3f} on the long one, word "
                               "accuracy {:.3f} and {:.3f}, from {:.3f} in bin {} to {:.3f} in bin {}",
-                              k == 0 ? "" : (k + 1 == schemes ? "; and " : "; "), scheme_names[k], losses(E, k),
-                              r.test[k].exact, r.longer[k].exact, r.test[k].free_tokens, r.longer[k].free_tokens,
-                              words(L - 1, k), bins.labels[L - 1], words(L, k), bins.labels[L]);
+                              k == 0 ? "" : (k + 1 == schemes ? "; and " : "; "), scheme_names[k],
+                              r.trained[k].test_loss(E), r.test[k].exact, r.longer[k].exact, r.test[k].free_tokens,
+                              r.longer[k].free_tokens, by.words(L - 1, k), bins.labels[L - 1], by.words(L, k),
+                              bins.labels[L]);
+    return report;
+}
+
+// Step [length-race].
+void record_length_race(Trace& trace, const LengthRace& r, const Pair& p) {
+    const translation::Corpus& c = r.start.corpus;
+    const transformer::LengthBins bins = transformer::race_length_bins(r.race);
+    const transformer::ByLength by = transformer::accuracy_by_length(bins, c.test, r.test, r.long_pairs, r.longer);
+    const std::size_t E = r.trained[0].test_loss.size() - 1;
+    Mat losses = xt::empty<double>({E + 1, schemes});
+    for (std::size_t e = 0; e <= E; ++e)
+        for (std::size_t k = 0; k < schemes; ++k) losses(e, k) = r.trained[k].test_loss(e);
+    double leak = 0.0;
+    for (std::size_t k = 0; k < schemes; ++k) leak = std::max(leak, future_leak(r.trained[k].model, p));
     trace.step("length-race", "The race on length: five ways to give positions",
                "added PE(t) or P[t];  R_m q . R_n k (RoPE);  q . k / sqrt(d_k) - m |i - j| (ALiBi);  none",
                fmt::format(
@@ -807,25 +788,24 @@ void record_length_race(Trace& trace, const LengthRace& r, const Pair& p) {
                    "reached: {}. This is one run at one seed and one small model: reported, never checked. What "
                    "is checked holds at every seed: the long sources are longer than every training source, the "
                    "learned rows beyond the training lengths never move, and every trained decoder is causal.",
-                   E, c.train.size(), slope_list(r.drawn[0].heads),
-                   r.long_pairs.size(), shortest_long, bins.bins.back().second, train_src, report));
+                   E, c.train.size(), slope_list(r.drawn[0].heads), r.long_pairs.size(),
+                   transformer::shortest_source(r.long_pairs), bins.bins.back().second,
+                   transformer::longest(c.train).first, race_report(r, bins, by)));
     const std::vector<std::string> names(scheme_names.begin(), scheme_names.end());
     trace.tensor("test_loss", "nats per target word, teacher-forced", losses, numbered("epoch ", 0, E + 1), names,
                  View::plot)
         .foreign_shown(trained_here());
-    trace.tensor("words_by_length", "share of target words right (greedy); rows from " + bins.labels[L] +
+    trace.tensor("words_by_length", "share of target words right (greedy); rows from " + bins.labels[bins.first_long] +
                                         " on are longer than any training source",
-                 words, bins.labels, names, View::plot)
+                 by.words, bins.labels, names, View::plot)
         .foreign_shown(trained_here());
-    trace.tensor("exact_by_length", "share of sentences translated exactly", exact, bins.labels, names)
+    trace.tensor("exact_by_length", "share of sentences translated exactly", by.exact, bins.labels, names)
         .foreign_shown(trained_here());
-    trace.tensor("pairs", "pairs per bin (test set, then the long set)", count, bins.labels, {}, View::bars);
+    trace.tensor("pairs", "pairs per bin (test set, then the long set)", by.pairs, bins.labels, {}, View::bars);
     trace.check("every long test source is longer than every training source",
-                as_double(train_src >= shortest_long ? train_src - shortest_long + 1 : 0), 0.0);
+                as_double(transformer::lengths_shared(c.train, r.long_pairs)), 0.0);
     trace.check("learned position rows past the training lengths are exactly as drawn (no gradient reaches them)",
-                std::max(rows_moved(r.trained[1].model.P_src, r.drawn[1].P_src, train_src),
-                         rows_moved(r.trained[1].model.P_tgt, r.drawn[1].P_tgt, train_in)),
-                0.0);
+                transformer::untrained_rows_moved(r.trained[1].model, r.drawn[1], c.train), 0.0);
     trace.check("every trained decoder is causal: changing the last input word moves no earlier prediction", leak,
                 1e-12);
 }

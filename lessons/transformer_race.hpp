@@ -13,8 +13,10 @@
 #include "core/trace.hpp"
 #include "nn/encoder_decoder.hpp"
 #include "nn/optimizer.hpp"
+#include "nn/reductions.hpp"
 #include "nn/seq2seq.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <filesystem>
@@ -95,6 +97,52 @@ struct LengthBins {
     std::size_t of(std::size_t length) const;  // the bin that holds `length` (the last for longer ones)
 };
 LengthBins race_length_bins(const Config& config);
+
+// Greedy translations by source length: for each bin, the share of sentences translated exactly and of
+// target words (and <eos>) right (translation::right_positions), of each of M models over the test set and
+// the long set together; bins x M, and the pairs in each bin.
+struct ByLength {
+    Mat exact, words;
+    Vec pairs;
+};
+template <std::size_t M>
+ByLength accuracy_by_length(const LengthBins& bins, const std::vector<translation::Pair>& test,
+                            const std::array<translation::Scores, M>& on_test,
+                            const std::vector<translation::Pair>& longer,
+                            const std::array<translation::Scores, M>& on_longer) {
+    ByLength out{nn::zeros(bins.count(), M), nn::zeros(bins.count(), M), nn::zeros(bins.count())};
+    Vec targets = nn::zeros(bins.count());
+    const auto add = [&](const std::vector<translation::Pair>& pairs, const std::array<translation::Scores, M>& s) {
+        for (std::size_t k = 0; k < pairs.size(); ++k) {
+            const std::size_t b = bins.of(pairs[k].src.size());
+            out.pairs(b) += 1.0;
+            targets(b) += as_double(pairs[k].tgt.size() + 1);
+            for (std::size_t m = 0; m < M; ++m) {
+                out.exact(b, m) += s[m].outputs[k] == pairs[k].tgt ? 1.0 : 0.0;
+                out.words(b, m) += translation::right_positions(s[m].outputs[k], pairs[k].tgt);
+            }
+        }
+    };
+    add(test, on_test);
+    add(longer, on_longer);
+    for (std::size_t b = 0; b < bins.count(); ++b)
+        for (std::size_t m = 0; m < M; ++m)
+            out.exact(b, m) /= std::max(1.0, out.pairs(b)), out.words(b, m) /= std::max(1.0, targets(b));
+    return out;
+}
+
+// The longest source and decoder input of a set, and its shortest source.
+std::pair<std::size_t, std::size_t> longest(const std::vector<translation::Pair>& pairs);
+std::size_t shortest_source(const std::vector<translation::Pair>& pairs);
+
+// How many source lengths the long set shares with the training set: 0 when every long source is longer
+// than every training source.
+std::size_t lengths_shared(const std::vector<translation::Pair>& train, const std::vector<translation::Pair>& longer);
+
+// The largest change, trained against drawn, of the learned position rows past the longest source and
+// decoder input of `train`: rows no gradient reaches, so 0.
+double untrained_rows_moved(const nn::EncoderDecoder& trained, const nn::EncoderDecoder& drawn,
+                            const std::vector<translation::Pair>& train);
 
 // Lesson 8's step and tolerance (its step [finite-differences] says why): |analytic - numeric| /
 // max(1, |numeric|) <= 100 eps max(1, |L|) / h, a hundred times the rounding the two losses leave in

@@ -193,7 +193,7 @@ Mat embedded_inputs(const Mat& table, const Mat& positions, const std::vector<st
     if (ids.size() > positions.shape(0))
         throw ShapeError("learned positions: a sequence of " + std::to_string(ids.size()) +
                          " tokens is longer than the " + std::to_string(positions.shape(0)) + " positions learned");
-    Mat X = gather_rows(table, ids) * std::sqrt(static_cast<double>(table.shape(1)));
+    Mat X = scaled_embeddings(table, ids);
     for (std::size_t t = 0; t < ids.size(); ++t)
         for (std::size_t j = 0; j < X.shape(1); ++j) X(t, j) += positions(t, j);
     return X;
@@ -246,7 +246,7 @@ Mat stack_inputs(const EncoderDecoder& m, const Mat& table, const Mat& positions
     if (positions.size() > 0)
         throw ShapeError(std::string("encoder-decoder: a learned position table in a model whose positions are ") +
                          position_scheme_name(m.positions));
-    return gather_rows(table, ids) * std::sqrt(static_cast<double>(table.shape(1)));
+    return scaled_embeddings(table, ids);
 }
 
 // The encoder stack on a source's inputs, its self-attention as the scheme says.

@@ -122,10 +122,12 @@ StackGrads transformer_stack_backward(BlockKind kind, const Mat& X, const std::v
     return g;
 }
 
+Mat scaled_embeddings(const Mat& table, const std::vector<std::size_t>& ids) {
+    return gather_rows(table, ids) * std::sqrt(static_cast<double>(table.shape(1)));
+}
+
 Mat transformer_inputs(const Mat& table, const std::vector<std::size_t>& ids) {
-    const std::size_t d_model = table.shape(1);
-    const Mat embedded = gather_rows(table, ids) * std::sqrt(static_cast<double>(d_model));
-    return embedded + sinusoidal_encoding(ids.size(), d_model);
+    return scaled_embeddings(table, ids) + sinusoidal_encoding(ids.size(), table.shape(1));
 }
 
 Mat inverted_dropout(const Mat& X, const Mat& keep, double p) {

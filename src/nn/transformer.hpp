@@ -113,6 +113,10 @@ StackGrads transformer_stack_backward(BlockKind kind, const Mat& X, const std::v
                                       const LayerNormParams& final_norm, std::size_t heads, const Mat* mask,
                                       const StackForward& forward, const Mat& dY);
 
+// E[ids] sqrt(d_model): the token embeddings scaled, a stack's input before any positions are added
+// (Vaswani et al. 2017, section 3.4). table: V x d_model.
+Mat scaled_embeddings(const Mat& table, const std::vector<std::size_t>& ids);
+
 // X = E[ids] sqrt(d_model) + PE: token embeddings scaled by sqrt(d_model), plus the sinusoidal
 // positions   — Vaswani et al. 2017, sections 3.4 and 3.5. table: V x d_model (d_model even).
 Mat transformer_inputs(const Mat& table, const std::vector<std::size_t>& ids);
