@@ -783,23 +783,29 @@ TrainingProgress progress_on(const Trace& trace, std::string what) {
 
 Retrained retrain_transformer(Rng rng, const Corpus& c, const nn::EncoderDecoder& start, const Config& config,
                               const TrainingProgress& progress) {
-    const std::size_t epochs = config.size(param::epochs);
+    return trained_transformer(
+        std::move(rng), c.train, c.test, start, config.size(param::epochs),
+        [&](std::size_t step) { return transformer_adam(step, config); }, progress);
+}
+
+Retrained trained_transformer(Rng rng, const std::vector<Pair>& train, const std::vector<Pair>& test,
+                              const nn::EncoderDecoder& start, std::size_t epochs, const AdamSchedule& schedule,
+                              const TrainingProgress& progress) {
     auto t = trainer(start);
     Retrained out;
     out.test_loss = nn::zeros(epochs + 1);
-    out.test_loss(0) = mean_loss(t.model, c.test);
-    std::vector<std::size_t> order(c.train.size());
+    out.test_loss(0) = mean_loss(t.model, test);
+    std::vector<std::size_t> order(train.size());
     for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
     for (std::size_t epoch = 1; epoch <= epochs; ++epoch) {
         shuffle_epoch(rng, order);
         double words = 0.0;
         for (std::size_t first = 0; first < order.size(); first += batch) {
             const std::size_t last = std::min(order.size(), first + batch);
-            train_batch(t, c.train, order, first, last, words,
-                        transformer_adam(static_cast<std::size_t>(t.steps) + 1, config));
+            train_batch(t, train, order, first, last, words, schedule(static_cast<std::size_t>(t.steps) + 1));
             if ((first / batch) % 8 == 0) progress(epoch, epochs, last, order.size());
         }
-        out.test_loss(epoch) = mean_loss(t.model, c.test);
+        out.test_loss(epoch) = mean_loss(t.model, test);
     }
     out.model = t.model;
     return out;

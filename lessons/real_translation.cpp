@@ -194,11 +194,11 @@ Models drawn_models(Rng& rng, const Config& c, std::size_t V) {
 
 // ---------------------------------------------------------------- a training run
 
-namespace {
-
 nn::AdamSettings transformer_adam(std::size_t step, const Config& c) {
     return {nn::warmup_learning_rate(step, c.size(param::d_model), c.size(param::warmup)), 0.9, 0.98, 1e-9};
 }
+
+namespace {
 
 // Row `row` of the curves: the training losses given, the validation losses measured now.
 void record_curves(Run& r, std::size_t row, const std::array<double, 3>& train) {

@@ -13,6 +13,7 @@
 #include "core/rng.hpp"
 #include "core/trace.hpp"
 #include "nn/encoder_decoder.hpp"
+#include "nn/optimizer.hpp"
 #include "nn/seq2seq.hpp"
 #include "text/bible.hpp"
 #include "text/corpus.hpp"
@@ -137,6 +138,10 @@ struct Models {
 translation::TransformerSizes sizes_of(const Config& c);
 // Lesson 9's two GRU models, then lesson 12's Transformer, from one generator in that order.
 Models drawn_models(Rng& rng, const Config& c, std::size_t V);
+
+// The Transformer's Adam at step `step` (1 first): Vaswani et al.'s, the rate warmed up over the
+// configuration's warmup steps at its d_model (lesson 12's schedule at lesson 14's sizes).
+nn::AdamSettings transformer_adam(std::size_t step, const Config& c);
 
 // ---------------------------------------------------------------- a training run, epoch by epoch
 

@@ -70,6 +70,15 @@ using TrainingProgress = std::function<void(std::size_t epoch, std::size_t epoch
 Retrained retrain_transformer(Rng rng, const translation::Corpus& c, const nn::EncoderDecoder& start,
                               const Config& config, const TrainingProgress& progress);
 
+// The loop retrain_transformer runs, for any pairs (lesson 15 trains on lesson 14's verses too): `epochs`
+// passes over `train` in batches of translation::batch, each epoch's order shuffled by `rng` from the one
+// before, one Adam step a batch with schedule(step) (step 1 first); the loss per word on `test` before
+// training and after each epoch.
+using AdamSchedule = std::function<nn::AdamSettings(std::size_t step)>;
+Retrained trained_transformer(Rng rng, const std::vector<translation::Pair>& train,
+                              const std::vector<translation::Pair>& test, const nn::EncoderDecoder& start,
+                              std::size_t epochs, const AdamSchedule& schedule, const TrainingProgress& progress);
+
 // Progress on `trace` for a training of `what`: "training <what>, epoch 2 of 8: 160 of 800 sentences".
 TrainingProgress progress_on(const Trace& trace, std::string what);
 

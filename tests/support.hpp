@@ -270,7 +270,8 @@ inline std::string set_args(const Config& wanted, const Config& defaults) {
 }
 
 // The lessons that train models for seconds (minutes when sanitized): 9, 12, 13, which decodes
-// with lesson 12's models, and 14, which reads the Bible and trains on it. Tests that run every lesson at
+// with lesson 12's models, 14, which reads the Bible and trains on it, and 15, which races five
+// Transformers on lesson 12's corpus and five on lesson 14's verses. Tests that run every lesson at
 // its defaults leave them to check_exact.
 inline bool trains(const std::string& slug) {
     return slug == "learning-to-align" || slug == "transformer" || slug == "decoding" || slug == "real-translation" ||

@@ -358,7 +358,8 @@ TEST_CASE("typical mistakes fail their own exercise's unit case, and nothing els
         const std::string bin = env("ATTN_POSITIONS_MISTAKES_BIN");
         // the race on length at its quick settings: the mistake is in the steps before it
         const Result lesson = run_command("ATTN_POSITIONS_MISTAKE=frequency '" + bin +
-                                          "' run positions --set epochs=1 --set sentences=50 --set test=20 --width 400 2>&1");
+                                          "' run positions --set epochs=1 --set sentences=50 --set test=20 --set verses=16 "
+                                          "--width 400 2>&1");
         INFO(lesson.output);
         CHECK(lesson.code == 1);
         CHECK_THAT(lesson.output, Catch::Contains("✗ R_m q by the explicit matrix (lesson 4's R_m transposed) equals "
