@@ -972,12 +972,14 @@ void record_verse_race(Trace& trace, const VerseRace& r) {
     if (bins.first_long > 0) shown.push_back(bins.first_long - 1);
     if (bins.first_long < bins.count()) shown.push_back(bins.first_long);
     if (bins.first_long + 1 < bins.count()) shown.push_back(bins.count() - 1);
-    std::string report;
+    std::vector<std::string> shown_labels;
+    for (std::size_t b : shown) shown_labels.push_back(bins.labels[b]);
+    std::string report = fmt::format("nats a piece in bins {}: ", fmt::join(shown_labels, ", "));
     for (std::size_t k = 0; k < schemes; ++k) {
-        std::vector<std::string> in_bins;
-        for (std::size_t b : shown) in_bins.push_back(fmt::format("{:.3f} in bin {}", s.loss(b, k), bins.labels[b]));
-        report += fmt::format("{}{}: {} nats a piece", k == 0 ? "" : (k + 1 == schemes ? "; and " : "; "),
-                              scheme_names[k], fmt::join(in_bins, ", "));
+        std::vector<std::string> losses_shown;
+        for (std::size_t b : shown) losses_shown.push_back(fmt::format("{:.3f}", s.loss(b, k)));
+        report += fmt::format("{}{} {}", k == 0 ? "" : (k + 1 == schemes ? "; and " : "; "), scheme_names[k],
+                              fmt::join(losses_shown, ", "));
     }
     trace.step("verse-race", "The race on real verses",
                "loss per piece by source length, teacher-forced: -log p(y_i | y_<i, x) averaged in each bin",
