@@ -30,6 +30,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -618,6 +619,33 @@ nn::EncoderDecoder positioned(nn::EncoderDecoder m, nn::PositionScheme scheme) {
     return m;
 }
 
+// `base` given its positions the five ways, in scheme_names' order (`learned`: base with its learned tables).
+std::array<nn::EncoderDecoder, schemes> five_ways(const nn::EncoderDecoder& base, const nn::EncoderDecoder& learned) {
+    return {base, learned, positioned(base, nn::PositionScheme::rope), positioned(base, nn::PositionScheme::alibi),
+            positioned(base, nn::PositionScheme::none)};
+}
+
+// Runs work(k, progress) for each of the five models, each on a thread of its own if the processor has two
+// or more: every training is the lessons' one sum in the portable arithmetic on its thread, so the bytes are
+// those of one loop. The progress line (shown, never recorded) counts the epochs of all five as they end:
+// "training five Transformers <on>: 7 of 30 epochs done".
+void for_each_of_five(Trace& trace, const std::string& on, std::size_t epochs,
+                      const std::function<void(std::size_t, const transformer::TrainingProgress&)>& work) {
+    std::mutex reporting;
+    std::array<std::size_t, schemes> epochs_done{};
+    translation::for_each_independent(schemes, [&](std::size_t k) {
+        const transformer::TrainingProgress progress = [&](std::size_t epoch, std::size_t, std::size_t, std::size_t) {
+            const std::lock_guard<std::mutex> hold(reporting);
+            epochs_done[k] = epoch - 1;
+            std::size_t done = 0;
+            for (std::size_t e : epochs_done) done += e;
+            trace.progress(
+                fmt::format("training five Transformers {}: {} of {} epochs done", on, done, schemes * epochs));
+        };
+        work(k, progress);
+    });
+}
+
 struct LengthRace {
     Config race;                   // lesson 12's configuration (transformer::race_config)
     transformer::RaceStart start;  // its corpus, models as drawn and generator
@@ -637,25 +665,13 @@ LengthRace race_on_length(const Config& config, Trace& trace) {
     transformer::LongStart drawn = transformer::long_start(r.race, r.start);
     r.long_pairs = std::move(drawn.pairs);
     const nn::EncoderDecoder& base = r.start.start.transformer;
-    r.drawn = {base, drawn.learned, positioned(base, nn::PositionScheme::rope),
-               positioned(base, nn::PositionScheme::alibi), positioned(base, nn::PositionScheme::none)};
-    // Each model trains and translates on a thread of its own, if the processor has two or more: every
-    // training is the lessons' one sum in the portable arithmetic on its thread, so the bytes are those of
-    // one loop (the progress line, shown and never recorded, reports the epochs as they end).
-    std::mutex reporting;
-    std::array<std::size_t, schemes> epochs_done{};
-    translation::for_each_independent(schemes, [&](std::size_t k) {
-        const transformer::TrainingProgress progress = [&](std::size_t epoch, std::size_t, std::size_t, std::size_t) {
-            const std::lock_guard<std::mutex> hold(reporting);
-            epochs_done[k] = epoch - 1;
-            std::size_t done = 0;
-            for (std::size_t e : epochs_done) done += e;
-            trace.progress(fmt::format("training five Transformers: {} of {} epochs done", done, schemes * epochs));
-        };
+    r.drawn = five_ways(base, drawn.learned);
+    const auto train_and_translate = [&](std::size_t k, const transformer::TrainingProgress& progress) {
         r.trained[k] = transformer::retrain_transformer(r.start.rng, r.start.corpus, r.drawn[k], r.race, progress);
         r.test[k] = translation::scores_to_reference(r.trained[k].model, r.start.corpus.test);
         r.longer[k] = translation::scores_to_reference(r.trained[k].model, r.long_pairs);
-    });
+    };
+    for_each_of_five(trace, "on lesson 12's corpus", epochs, train_and_translate);
     return r;
 }
 
@@ -864,21 +880,9 @@ VerseRace verse_race(const Config& config, Trace& trace) {
     const nn::EncoderDecoder base =
         translation::drawn_transformer(rng, real_translation::sizes_of(r.config), V, V);
     const auto [src_rows, in_rows] = transformer::longest(r.data.test);
-    r.drawn = {base, transformer::with_learned_positions(base, rng, src_rows, in_rows),
-               positioned(base, nn::PositionScheme::rope), positioned(base, nn::PositionScheme::alibi),
-               positioned(base, nn::PositionScheme::none)};
+    r.drawn = five_ways(base, transformer::with_learned_positions(base, rng, src_rows, in_rows));
     const std::size_t epochs = r.config.size(real_translation::param::epochs);
-    std::mutex reporting;
-    std::array<std::size_t, schemes> epochs_done{};
-    translation::for_each_independent(schemes, [&](std::size_t k) {
-        const transformer::TrainingProgress progress = [&](std::size_t epoch, std::size_t, std::size_t, std::size_t) {
-            const std::lock_guard<std::mutex> hold(reporting);
-            epochs_done[k] = epoch - 1;
-            std::size_t done = 0;
-            for (std::size_t e : epochs_done) done += e;
-            trace.progress(fmt::format("training five Transformers on verses: {} of {} epochs done", done,
-                                       schemes * epochs));
-        };
+    for_each_of_five(trace, "on verses", epochs, [&](std::size_t k, const transformer::TrainingProgress& progress) {
         r.trained[k] = transformer::trained_transformer(
             rng, r.data.train, r.data.validation, r.drawn[k], epochs,
             [&](std::size_t step) { return real_translation::transformer_adam(step, r.config); }, progress);
