@@ -225,6 +225,25 @@ TEST_CASE("a missing or corrupt golden exits 3 naming the file", "[cli]") {
     }
 }
 
+// Lessons 14 and 15 read the Bible with SWORD's exporter. Where it is missing (here: /dev/null mounted over it
+// in a mount namespace of the command's own), lesson 15 stops at its race on verses with the message that
+// names the package and the command, and exit 2, as lesson 14 does: not a crash, nor a race on no verses.
+TEST_CASE("lesson 15 without SWORD's exporter names the package and exits 2", "[cli]") {
+    if (::access("/usr/bin/mod2imp", X_OK) != 0 || run_command("unshare -m true 2>&1").code != 0) {
+        WARN("skipped: SWORD's exporter is not installed, or no mount namespace can be made here (unshare -m)");
+        return;
+    }
+    const char* bin = std::getenv("ATTN_BIN");
+    REQUIRE(bin != nullptr);
+    const Result r = run_command("unshare -m sh -c \"mount --bind /dev/null /usr/bin/mod2imp && '" + std::string(bin) +
+                                 "' run positions --set epochs=1 --set sentences=50 --set test=20 --set verses=16\" "
+                                 "2>&1");
+    INFO(r.output);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains("/usr/bin/mod2imp is missing: lessons 14 and 15 read the Bible's text") &&
+                             Catch::Contains("apt-get install libsword-utils"));
+}
+
 TEST_CASE("bless refuses under CI and is byte-stable without a code change", "[cli]") {
     GoldenCopy golden;
     const std::string before = read_file(golden.file());

@@ -307,8 +307,8 @@ std::string captured(const std::vector<std::string>& argv, const std::vector<std
 std::string module_imp(const std::string& module, const std::string& package) {
     const std::string exporter = "/usr/bin/mod2imp";
     if (::access(exporter.c_str(), X_OK) != 0)
-        throw BibleError(fmt::format("{} is missing: lesson 14 reads the Bible's text with SWORD's exporter, from "
-                                     "the package libsword-utils; install it: {}",
+        throw BibleError(fmt::format("{} is missing: lessons 14 and 15 read the Bible's text with SWORD's exporter, "
+                                     "from the package libsword-utils; install it: {}",
                                      exporter, install_command()));
     // an empty home, so that no ~/.sword of the user's adds or replaces a module
     std::error_code ec;

@@ -20,8 +20,8 @@ namespace {
 
 // The message of every function of the header in a build without the library.
 [[maybe_unused]] std::string missing_library() {
-    return "attn was built without SentencePiece, which lesson 14 trains its vocabulary with: install the Debian "
-           "package libsentencepiece-dev (bash .ci/install-deps), then meson setup --reconfigure build, and "
+    return "attn was built without SentencePiece, which lessons 14 and 15 train their vocabulary with: install the "
+           "Debian package libsentencepiece-dev (bash .ci/install-deps), then meson setup --reconfigure build, and "
            "build again";
 }
 
