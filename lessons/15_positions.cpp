@@ -852,11 +852,12 @@ constexpr long long verse_epochs = 3;   // passes over the training verses
 
 // Lesson 14's configuration for the race: its defaults, this lesson's seed and verses.
 Config verse_config(const Config& c) {
+    namespace lesson_14 = real_translation::param;
     return apply_settings(real_translation::lesson().params, c.seed,
-                          {{"pairs", c.get(param::verses.key)},
-                           {"max_words", verse_words},
-                           {"test", verse_test},
-                           {"epochs", verse_epochs}});
+                          {{lesson_14::pairs.key, c.get(param::verses.key)},
+                           {lesson_14::max_words.key, verse_words},
+                           {lesson_14::test.key, verse_test},
+                           {lesson_14::epochs.key, verse_epochs}});
 }
 
 struct VerseRace {
@@ -868,12 +869,10 @@ struct VerseRace {
 
 // The five Transformers at lesson 14's sizes, drawn once from the seed (the learned tables with rows for
 // John's longest verse), each trained on the short verses in the same order.
-VerseRace verse_race(const Config& config, Trace& trace) {
+VerseRace verse_race(const Config& config, Trace& trace, const real_translation::Verses& verses) {
     VerseRace r{verse_config(config), {}, {}, {}};
-    trace.progress("reading the verses of both Bibles");
-    const std::shared_ptr<const real_translation::Verses> verses = real_translation::read_verses();
-    const real_translation::Chosen chosen = real_translation::chosen_verses(*verses, r.config);
-    const text::Tokenizer pieces(real_translation::trained_tokenizer(chosen, *verses, r.config));
+    const real_translation::Chosen chosen = real_translation::chosen_verses(verses, r.config);
+    const text::Tokenizer pieces(real_translation::trained_tokenizer(chosen, verses, r.config));
     r.data = real_translation::tokenized(pieces, chosen);
     Rng rng(config.seed ^ 0x7665727365ull);  // "verse"
     const std::size_t V = r.data.pieces.size();
@@ -1007,10 +1006,11 @@ void record_verse_race(Trace& trace, const VerseRace& r) {
                  "nats per piece of the validation verses (as short as the training ones), teacher-forced", losses,
                  numbered("epoch ", 0, E + 1), names, View::plot)
         .foreign_shown(trained_here());
-    trace.tensor("verse_loss_by_length", "nats per target piece, teacher-forced; rows from " +
-                                             bins.labels[std::min(bins.first_long, bins.count() - 1)] +
-                                             " on are longer than any training source",
-                 s.loss, bins.labels, names, View::plot)
+    const std::string past = bins.first_long < bins.count()
+                                 ? "rows from " + bins.labels[bins.first_long] + " on are longer than any training source"
+                                 : "no verse is longer than every training source";
+    trace.tensor("verse_loss_by_length", "nats per target piece, teacher-forced; " + past, s.loss, bins.labels, names,
+                 View::plot)
         .foreign_shown(trained_here());
     trace.tensor("verse_right_by_length", "share of target pieces predicted right, teacher-forced", s.right,
                  bins.labels, names)
@@ -1052,12 +1052,16 @@ void lesson_positions(Trace& trace, const Config& config) {
     record_alibi_decay(trace, slopes, T, 1000.0);
 
     trace.need_next_step();  // a run asked for the steps so far (an exercise's check) ends before training
+    // the verses of step [verse-race] first: without the Bible's modules the run stops here, naming the
+    // package, rather than after the race on length
+    trace.progress("reading the verses of both Bibles");
+    const std::shared_ptr<const real_translation::Verses> verses = real_translation::read_verses();
     LengthRace race = race_on_length(config, trace);
     const Pair lights = translation::pair_of(race.start.corpus, translation::lights_src, translation::lights_tgt);
     record_bag_of_words(trace, race.drawn[0], lights);
     record_race_gradients(trace, race, lights);
     record_length_race(trace, race, lights);
-    record_verse_race(trace, verse_race(config, trace));
+    record_verse_race(trace, verse_race(config, trace, *verses));
 }
 
 }  // namespace
