@@ -957,20 +957,9 @@ VerseScores verse_scores(const transformer::LengthBins& bins, const std::vector<
     return out;
 }
 
-// Step [verse-race].
-void record_verse_race(Trace& trace, const VerseRace& r) {
-    const std::size_t L = transformer::longest(r.data.train).first;
-    const transformer::LengthBins bins = verse_bins(L, r.data.test);
-    const VerseScores s = verse_scores(bins, r.data.test, r.trained);
-    const std::size_t longer = static_cast<std::size_t>(std::count_if(
-        r.data.test.begin(), r.data.test.end(), [&](const Pair& p) { return p.src.size() > L; }));
-    const std::size_t E = r.trained[0].test_loss.size() - 1;
-    Mat losses = xt::empty<double>({E + 1, schemes});
-    for (std::size_t e = 0; e <= E; ++e)
-        for (std::size_t k = 0; k < schemes; ++k) losses(e, k) = r.trained[k].test_loss(e);
-    double leak = 0.0;
-    for (std::size_t k = 0; k < schemes; ++k) leak = std::max(leak, future_leak(r.trained[k].model, r.data.test.front()));
-    // each model's loss in the last bin of training lengths, the first past them and the last
+// What each run reached, for the step's text: each model's loss in the last bin of training lengths, the
+// first past them and the last ("nats a piece in bins A, B, C: sinusoidal x, y, z; ...").
+std::string verse_report(const transformer::LengthBins& bins, const VerseScores& s) {
     std::vector<std::size_t> shown;
     if (bins.first_long > 0) shown.push_back(bins.first_long - 1);
     if (bins.first_long < bins.count()) shown.push_back(bins.first_long);
@@ -984,6 +973,23 @@ void record_verse_race(Trace& trace, const VerseRace& r) {
         report += fmt::format("{}{} {}", k == 0 ? "" : (k + 1 == schemes ? "; and " : "; "), scheme_names[k],
                               fmt::join(losses_shown, ", "));
     }
+    return report;
+}
+
+// Step [verse-race].
+void record_verse_race(Trace& trace, const VerseRace& r) {
+    const std::size_t L = transformer::longest(r.data.train).first;
+    const transformer::LengthBins bins = verse_bins(L, r.data.test);
+    const VerseScores s = verse_scores(bins, r.data.test, r.trained);
+    const std::size_t longer = static_cast<std::size_t>(std::count_if(
+        r.data.test.begin(), r.data.test.end(), [&](const Pair& p) { return p.src.size() > L; }));
+    const std::size_t E = r.trained[0].test_loss.size() - 1;
+    Mat losses = xt::empty<double>({E + 1, schemes});
+    for (std::size_t e = 0; e <= E; ++e)
+        for (std::size_t k = 0; k < schemes; ++k) losses(e, k) = r.trained[k].test_loss(e);
+    double leak = 0.0;
+    for (std::size_t k = 0; k < schemes; ++k) leak = std::max(leak, future_leak(r.trained[k].model, r.data.test.front()));
+    const std::string report = verse_report(bins, s);
     trace.step("verse-race", "The race on real verses",
                "loss per piece by source length, teacher-forced: -log p(y_i | y_<i, x) averaged in each bin",
                fmt::format(
